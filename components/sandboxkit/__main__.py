@@ -1,0 +1,5 @@
+"""``python -m sandboxkit``."""
+
+from sandboxkit.cli import main
+
+main()

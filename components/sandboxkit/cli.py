@@ -1,0 +1,135 @@
+"""``sandboxkit`` command line: ``preview`` (offline render) and ``check`` (the policy gate)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from sandboxkit.errors import ConfigError
+from sandboxkit.profile import PROFILE_FIELDS
+from sandboxkit.project import find_project_dir
+from sandboxkit.render import RenderedStack, render_stack, to_display
+
+EXIT_CONFIG = 2
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Hardened sandbox stacks for AI-agent code: offline preview and policy gate.",
+)
+StackOption = Annotated[
+    str, typer.Option("--stack", "-s", help="Stack name (stacks/Pulumi.<stack>.yaml).")
+]
+ProjectOption = Annotated[
+    Path | None,
+    typer.Option("--project-dir", help="Folder with Pulumi.yaml (default: nearest above here)."),
+]
+
+
+@app.callback()
+def _root() -> None:
+    """Hardened sandbox stacks for AI-agent code: offline preview and policy gate."""
+
+
+def _console() -> Console:
+    # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def fail_config(exc: ConfigError) -> typer.Exit:
+    """Print a config error to stderr (no traceback) and return the exit-2 signal."""
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    console.print("[bold red]error:[/] invalid stack config")
+    for problem in exc.problems:
+        console.print(f"  {problem}", markup=False)
+    return typer.Exit(EXIT_CONFIG)
+
+
+def load(stack: str, project_dir: Path | None) -> RenderedStack:
+    """Render ``stack`` offline; raises ``typer.Exit(2)`` on bad config."""
+    try:
+        return render_stack(project_dir or find_project_dir(), stack)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+
+
+def enforcement_table(rendered: RenderedStack) -> list[dict[str, Any]]:
+    """Rows ``{target, field, value, explicit, kind, where}`` of the enforcement map."""
+    spec = rendered.spec
+    explicit = spec.profile.explicit_fields()
+    rows = []
+    for target in spec.targets:
+        for field in PROFILE_FIELDS:
+            entry = spec.enforcement[target][field]
+            rows.append(
+                {
+                    "target": target,
+                    "field": field,
+                    "value": spec.profile.value_of(field),
+                    "explicit": field in explicit,
+                    "kind": entry.kind,
+                    "where": entry.where,
+                }
+            )
+    return rows
+
+
+def _print_text(rendered: RenderedStack, console: Console) -> None:
+    console.print(f"[bold]Stack[/] {rendered.stack} ({rendered.spec.environment})")
+    children: dict[str | None, list[Any]] = {}
+    urns = {r.urn for r in rendered.resources}
+    for resource in rendered.resources:
+        parent = resource.parent if resource.parent in urns else None
+        children.setdefault(parent, []).append(resource)
+    tree = Tree(f"[bold]resources[/] ({len(rendered.resources)})")
+
+    def add(node: Tree, parent: str | None) -> None:
+        for resource in children.get(parent, []):
+            add(node.add(f"{resource.type}  [cyan]{resource.name}[/]"), resource.urn)
+
+    add(tree, None)
+    console.print(tree)
+    counts = Counter(rendered.target_of(r) for r in rendered.resources)
+    for target in rendered.spec.targets:
+        console.print(f"target {target}: {counts[target]} resources")
+    table = Table(title="Enforcement map", show_lines=False)
+    for column in ("target", "field", "value", "enforced", "where"):
+        table.add_column(column)
+    for row in enforcement_table(rendered):
+        value = f"{row['value']}" + ("" if row["explicit"] else " (default)")
+        table.add_row(row["target"], row["field"], value, row["kind"], row["where"])
+    console.print(table)
+    console.print("[bold]Outputs[/]")
+    console.print_json(json.dumps(to_display(rendered.outputs)))
+    for warning in rendered.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+@app.command()
+def preview(
+    stack: StackOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Render STACK offline: every resource `pulumi up` would create, and the enforcement map."""
+    rendered = load(stack, project_dir)
+    if as_json:
+        document = rendered.display()
+        document["enforcement"] = enforcement_table(rendered)
+        document["warnings"] = list(rendered.warnings)
+        sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+        return
+    _print_text(rendered, _console())
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,366 @@
+"""Read and validate the ``sandboxkit:*`` stack config before any resource is made.
+
+The same code runs under ``pulumi up`` (values from the engine) and in the offline render
+(values from the stack file): ``ConfigSource`` is the one seam between the two.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
+from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
+from sandboxkit.targets import (
+    TARGET_MODULES,
+    Enforcement,
+    TargetSettings,
+    TargetSpec,
+    get_target,
+)
+
+NAMESPACE = "sandboxkit"
+ENVIRONMENTS = ("dev", "staging", "prod")
+_TOP_LEVEL = ("environment", "targets", "profile")
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """The ``sandboxkit:*`` config of one stack.
+
+    Attributes:
+        values: key without namespace (``profile``, ``aws-microvm``) -> parsed value.
+        secret_paths: dotted paths (``aws-microvm.webhookSecret``) declared ``secure:`` in the
+            stack file, or whole keys the engine marks secret.
+    """
+
+    values: Mapping[str, Any]
+    secret_paths: frozenset[str] = field(default_factory=frozenset)
+
+    def is_secret(self, path: str) -> bool:
+        """Whether ``path`` or any parent of it is a secret."""
+        parts = path.split(".")
+        return any(".".join(parts[:n]) in self.secret_paths for n in range(1, len(parts) + 1))
+
+    @classmethod
+    def from_runtime(cls, stack_file: Path | None) -> ConfigSource:
+        """Read the config the Pulumi engine hands the program.
+
+        Args:
+            stack_file: ``stacks/Pulumi.<stack>.yaml`` if it exists; its ``secure:`` paths say
+                exactly which nested values are secrets (the engine only marks whole keys).
+        """
+        from pulumi.runtime import config as runtime_config
+
+        raw: dict[str, Any] = dict(runtime_config.get_config_env())
+        raw.update(runtime_config.CONFIG.get())
+        prefix = f"{NAMESPACE}:"
+        values = {
+            key.removeprefix(prefix): _parse_config_text(value)
+            for key, value in raw.items()
+            if key.startswith(prefix)
+        }
+        secret_keys = set(runtime_config.get_config_secret_keys_env())
+        secret_keys.update(runtime_config._SECRET_KEYS.get())  # noqa: SLF001 - set by mocks too
+        paths = {k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)}
+        if stack_file is not None and stack_file.exists():
+            paths |= read_stack_file(stack_file).secret_paths
+        return cls(values=values, secret_paths=frozenset(paths))
+
+
+def _parse_config_text(value: Any) -> Any:
+    # The engine passes structured values as JSON text and scalars as plain text.
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        return json.loads(value)
+    return value
+
+
+def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            secret_paths.add(path)
+            return UNKNOWN_SECRET
+        return {k: _strip_secure(v, f"{path}.{k}", secret_paths) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_secure(v, f"{path}[{i}]", secret_paths) for i, v in enumerate(value)]
+    return value
+
+
+def read_stack_file(path: Path) -> ConfigSource:
+    """Read ``sandboxkit:*`` keys from a stack file without decrypting anything.
+
+    ``secure:`` values become ``UNKNOWN_SECRET`` and their paths are recorded as secret.
+
+    Raises:
+        ConfigError: when the file is not YAML or has no ``config`` mapping.
+    """
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(Problem(str(path), "unparseable YAML", f"valid YAML ({exc})")) from None
+    config = document.get("config", {}) if isinstance(document, dict) else None
+    if not isinstance(config, dict):
+        raise ConfigError(Problem(f"{path}: config", config, "a mapping of config keys"))
+    secret_paths: set[str] = set()
+    prefix = f"{NAMESPACE}:"
+    values = {
+        key.removeprefix(prefix): _strip_secure(value, key.removeprefix(prefix), secret_paths)
+        for key, value in config.items()
+        if key.startswith(prefix)
+    }
+    return ConfigSource(values=values, secret_paths=frozenset(secret_paths))
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """A validated stack: everything the program needs to create resources.
+
+    Attributes:
+        stack: stack name.
+        environment: ``dev``, ``staging`` or ``prod``.
+        targets: target names in the order listed.
+        profile: the sandbox profile.
+        settings: target name -> its validated settings.
+        enforcement: target name -> profile field -> ``Enforcement``.
+    """
+
+    stack: str
+    environment: str
+    targets: tuple[str, ...]
+    profile: SandboxProfile
+    settings: Mapping[str, TargetSettings]
+    enforcement: Mapping[str, Mapping[str, Enforcement]]
+
+
+def _key(*parts: str | int) -> str:
+    text = NAMESPACE
+    for index, part in enumerate(parts):
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += (":" if index == 0 else ".") + part
+    return text
+
+
+def _near(name: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = next(
+            (i for n, i in model.model_fields.items() if (i.alias or n) == part),
+            None,
+        )
+        annotation = info.annotation if info is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _problems(
+    exc: ValidationError, model: type[BaseModel], base: tuple[str, ...], source: ConfigSource
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        key = _key(*base, *loc)
+        value = error.get("input")
+        if source.is_secret(".".join(str(p) for p in (*base, *loc))):
+            value = REDACTED
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldError):
+            problems.append(Problem(key + cause.suffix, cause.value, cause.expected))
+        elif error["type"] == "extra_forbidden":
+            parent = _model_at(model, loc[:-1])
+            known = [i.alias or n for n, i in parent.model_fields.items()] if parent else []
+            hint = _near(str(loc[-1]), known)
+            problems.append(
+                Problem(key, value, f"no such key{hint}; known keys: {', '.join(known)}")
+            )
+        elif error["type"] == "missing":
+            problems.append(Problem(key, None, "a value (this key is required)"))
+        else:
+            problems.append(Problem(key, value, error["msg"].removeprefix("Value error, ")))
+    return problems
+
+
+def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list[Problem]]:
+    raw = source.values.get("profile", {})
+    if not isinstance(raw, dict):
+        return None, [Problem(PROFILE_KEY, raw, "a mapping with egress, limits, pool, audit")]
+    try:
+        return SandboxProfile.model_validate(raw), []
+    except ValidationError as exc:
+        return None, _problems(exc, SandboxProfile, ("profile",), source)
+
+
+def _wrap_secrets(
+    name: str, model: type[TargetSettings], raw: dict[str, Any], source: ConfigSource
+) -> tuple[dict[str, Any], list[Problem]]:
+    problems: list[Problem] = []
+    secret_keys = model.secret_keys()
+    wrapped = dict(raw)
+    for key, value in raw.items():
+        path = f"{name}.{key}"
+        if key in secret_keys:
+            if source.is_secret(path) and isinstance(value, str):
+                wrapped[key] = SecretValue(value)
+            else:
+                problems.append(
+                    Problem(
+                        _key(name, key),
+                        REDACTED,
+                        "a Pulumi secret, not plain text: run "
+                        f"pulumi config set --secret --path '{NAMESPACE}:{name}.{key}' <value>",
+                    )
+                )
+        elif source.is_secret(path):
+            problems.append(
+                Problem(
+                    _key(name, key),
+                    REDACTED,
+                    f"plain text; only {', '.join(sorted(secret_keys)) or 'no key'} may be secrets",
+                )
+            )
+    return wrapped, problems
+
+
+def _validate_settings(
+    name: str, spec: TargetSpec, source: ConfigSource
+) -> tuple[TargetSettings | None, list[Problem]]:
+    raw = source.values.get(name, {})
+    if not isinstance(raw, dict):
+        return None, [Problem(_key(name), raw, "a mapping of target settings")]
+    model = spec.settings_model
+    wrapped, problems = _wrap_secrets(name, model, raw, source)
+    if problems:
+        return None, problems
+    try:
+        return model.model_validate(wrapped), []
+    except ValidationError as exc:
+        return None, _problems(exc, model, (name,), source)
+
+
+def _check_enforcement(
+    name: str,
+    spec: TargetSpec,
+    profile: SandboxProfile,
+    settings: TargetSettings,
+    enforcement: Mapping[str, Enforcement],
+) -> list[Problem]:
+    problems: list[Problem] = []
+    explicit = profile.explicit_fields()
+    for field_path in PROFILE_FIELDS:
+        entry = enforcement[field_path]
+        acknowledged = field_path in settings.unenforced
+        if entry.kind == "none" and field_path in explicit and not acknowledged:
+            problems.append(
+                Problem(
+                    _key("profile", *field_path.split(".")),
+                    profile.value_of(field_path),
+                    f"a field target {name} enforces; it enforces this nowhere ({entry.where}). "
+                    f"Remove it, or acknowledge it with {NAMESPACE}:{name}.unenforced: "
+                    f"[{field_path}]",
+                )
+            )
+        if entry.kind != "none" and acknowledged:
+            problems.append(
+                Problem(
+                    _key(name, "unenforced"),
+                    list(settings.unenforced),
+                    f"only fields target {name} does not enforce; it enforces {field_path} "
+                    f"({entry.where})",
+                )
+            )
+    for cap in spec.caps:
+        value = profile.value_of(cap.field)
+        assert isinstance(value, int | float)
+        if not cap.admits(value):
+            problems.append(
+                Problem(
+                    _key("profile", *cap.field.split(".")),
+                    value,
+                    f"{cap.describe()} for target {name} (source: {cap.source})",
+                )
+            )
+    return problems
+
+
+def _validate_targets(source: ConfigSource) -> tuple[tuple[str, ...], list[Problem]]:
+    raw = source.values.get("targets")
+    known = tuple(TARGET_MODULES)
+    if not isinstance(raw, list) or not raw:
+        return (), [Problem(_key("targets"), raw, f"a non-empty list from {', '.join(known)}")]
+    problems = [
+        Problem(_key("targets", i), t, f"one of {', '.join(known)}{_near(str(t), known)}")
+        for i, t in enumerate(raw)
+        if t not in TARGET_MODULES
+    ]
+    if len(set(map(str, raw))) != len(raw):
+        problems.append(Problem(_key("targets"), raw, "each target listed once"))
+    return tuple(raw), problems
+
+
+def load_stack(source: ConfigSource, stack: str) -> StackSpec:
+    """Validate the whole ``sandboxkit:*`` config of a stack.
+
+    Checks, and reports together: unknown keys (with the near name), wrong types and ranges,
+    profile consistency, target names, secrets given in plain text, explicit profile fields a
+    target enforces nowhere (unless acknowledged), values beyond a target's caps, and egress a
+    target cannot enforce.
+
+    Raises:
+        ConfigError: naming each bad key, its value and what is expected.
+    """
+    problems: list[Problem] = []
+    for key in source.values:
+        if key not in _TOP_LEVEL and key not in TARGET_MODULES:
+            known = (*_TOP_LEVEL, *TARGET_MODULES)
+            problems.append(
+                Problem(
+                    _key(key),
+                    REDACTED if source.is_secret(key) else source.values[key],
+                    f"no such key{_near(key, known)}; known keys: {', '.join(known)}",
+                )
+            )
+    environment = source.values.get("environment")
+    if environment not in ENVIRONMENTS:
+        problems.append(
+            Problem(_key("environment"), environment, f"one of {', '.join(ENVIRONMENTS)}")
+        )
+    targets, target_problems = _validate_targets(source)
+    problems += target_problems
+    profile, profile_problems = _validate_profile(source)
+    problems += profile_problems
+    settings: dict[str, TargetSettings] = {}
+    enforcement: dict[str, dict[str, Enforcement]] = {}
+    for name in (t for t in targets if t in TARGET_MODULES):
+        spec = get_target(name)
+        target_settings, settings_problems = _validate_settings(name, spec, source)
+        problems += settings_problems
+        if target_settings is None or profile is None:
+            continue
+        settings[name] = target_settings
+        try:
+            enforcement[name] = spec.enforcement(profile, target_settings)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        problems += _check_enforcement(name, spec, profile, target_settings, enforcement[name])
+    if problems:
+        raise ConfigError(*problems)
+    assert profile is not None and isinstance(environment, str)
+    return StackSpec(stack, environment, targets, profile, settings, enforcement)

@@ -1,0 +1,1 @@
+"""Target ``kubernetes``: agent-sandbox objects on any cluster running its controller."""

@@ -1,0 +1,431 @@
+"""``AgentSandbox``: the kubernetes-sigs/agent-sandbox objects (API v1beta1), hardened.
+
+Prerequisite: the agent-sandbox controller and its CRDs are installed in the cluster (GKE's
+Agent Sandbox add-on installs them). See README "Target kubernetes".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from sandboxkit.egress import EgressRule
+from sandboxkit.kubernetes.spec import KubernetesSettings
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.targets import KitContext
+
+API_VERSION = "extensions.agents.x-k8s.io/v1beta1"
+SANDBOX_LABEL = "sandboxkit-sandbox"
+# Addresses a sandbox must never reach even with egress open: RFC 1918, carrier-grade NAT
+# (RFC 6598, used for some pod and service ranges), link-local (the metadata server).
+NON_PUBLIC_IPV4 = (
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "127.0.0.0/8",
+)
+NON_PUBLIC_IPV6 = ("fc00::/7", "fe80::/10", "::1/128")
+# Writable scratch space: the root filesystem is read-only.
+SCRATCH_SIZE = "1Gi"
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class AgentSandboxArgs(TypedDict, total=False):
+    """Inputs of ``AgentSandbox``; ``sandbox_args`` builds them from a profile and settings."""
+
+    object_name: str
+    """Name of the SandboxTemplate, SandboxWarmPool and policies (DNS-1123, at most 50)."""
+    namespace: str
+    """Namespace of the sandbox objects."""
+    create_namespace: bool
+    """Create the namespace, labelled for Pod Security ``restricted``."""
+    image: str
+    """Sandbox container image."""
+    vcpu: float
+    """CPU request and limit per sandbox, in vCPU."""
+    memory_mib: int
+    """Memory request and limit per sandbox, in MiB."""
+    max_lifetime_seconds: int
+    """Hard cap on a sandbox pod's life (``activeDeadlineSeconds``), seconds."""
+    pool_ready: int
+    """Warm sandboxes kept ready (SandboxWarmPool replicas)."""
+    max_concurrent: int
+    """Sandboxes that may run at once (bounds the ResourceQuota)."""
+    egress_mode: str
+    """``deny``, ``allowlist`` or ``open``."""
+    egress_rules: tuple[EgressRule, ...]
+    """Allowlist entries (``allowlist`` only)."""
+    fqdn_policy: str
+    """``none``, ``cilium`` or ``gke``: the FQDN policy flavour for allowlisted names."""
+    runtime_class_name: str
+    """RuntimeClass of sandbox pods."""
+    runtime_handler: str
+    """CRI handler when the RuntimeClass is created."""
+    create_runtime_class: bool
+    """Create the RuntimeClass, or reference an existing one."""
+    entry_namespace: str
+    """Namespace of the sandbox router: the only source of ingress."""
+    entry_port: int
+    """Sandbox port the router reaches."""
+    run_as_user: int
+    """Non-zero UID of the sandbox process."""
+    labels: dict[str, str]
+    """The kit's labels, set on every object."""
+    kubeconfig_context: str
+    """If set, a child Provider for this kubeconfig context is used for every object."""
+
+
+def sandbox_args(
+    profile: SandboxProfile, settings: KubernetesSettings, context: KitContext
+) -> AgentSandboxArgs:
+    """Map the profile and ``sandboxkit:kubernetes``-shaped settings to component inputs."""
+    return AgentSandboxArgs(
+        object_name=f"sandboxkit-{context.stack}",
+        namespace=settings.namespace,
+        create_namespace=settings.create_namespace,
+        image=settings.image,
+        vcpu=profile.limits.vcpu,
+        memory_mib=profile.limits.memory_mib,
+        max_lifetime_seconds=profile.limits.max_lifetime_seconds,
+        pool_ready=profile.pool.ready,
+        max_concurrent=profile.pool.max_concurrent,
+        egress_mode=profile.egress.mode,
+        egress_rules=profile.egress.allow,
+        fqdn_policy=settings.fqdn_policy,
+        runtime_class_name=settings.runtime_class.name,
+        runtime_handler=settings.runtime_class.handler,
+        create_runtime_class=settings.runtime_class.create,
+        entry_namespace=settings.entry_namespace,
+        entry_port=settings.entry_port,
+        run_as_user=settings.run_as_user,
+        labels=context.labels(),
+    )
+
+
+def cpu_quantity(vcpu: float) -> str:
+    """A Kubernetes CPU quantity: ``1`` for 1 vCPU, ``500m`` for 0.5 vCPU."""
+    return str(int(vcpu)) if float(vcpu).is_integer() else f"{round(vcpu * 1000)}m"
+
+
+def _ip_cidr(rule: EgressRule) -> str:
+    return f"{rule.host}/{128 if ':' in rule.host else 32}"
+
+
+def _port(port: int) -> dict[str, Any]:
+    return {"protocol": "TCP", "port": port}
+
+
+class AgentSandbox(pulumi.ComponentResource):
+    """Namespace, RuntimeClass, SandboxTemplate, NetworkPolicy (+ FQDN policy), ResourceQuota
+    and SandboxWarmPool for one sandbox profile.
+
+    Children (``<name>`` is the component name):
+        ``<name>-provider`` (if ``kubeconfig_context``), ``<name>-namespace`` (if created),
+        ``<name>-runtime-class`` (if created), ``<name>-template``, ``<name>-network-policy``,
+        ``<name>-fqdn-policy`` (allowlist with an FQDN flavour), ``<name>-quota``,
+        ``<name>-warm-pool``.
+
+    Raises:
+        ValueError: for an object name that is not DNS-1123, a non-positive limit, a pool with
+            ``pool_ready`` above ``max_concurrent``, or ``allowlist`` with ``fqdn_policy: none``.
+    """
+
+    namespace: pulumi.Output[str]
+    sandbox_template_name: pulumi.Output[str]
+    warm_pool_name: pulumi.Output[str]
+    network_policy_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: AgentSandboxArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("sandboxkit:index:AgentSandbox", name, None, opts)
+        object_name = args["object_name"]
+        if not _DNS1123.match(object_name) or len(object_name) > 50:
+            raise ValueError(f"object_name {object_name!r}: a DNS-1123 label of 50 or fewer")
+        for key in ("vcpu", "memory_mib", "max_lifetime_seconds", "max_concurrent", "run_as_user"):
+            if not args[key] > 0:  # type: ignore[literal-required]
+                raise ValueError(f"{key} {args[key]!r}: greater than zero")  # type: ignore[literal-required]
+        if not 0 <= args["pool_ready"] <= args["max_concurrent"]:
+            raise ValueError(f"pool_ready {args['pool_ready']}: from 0 to max_concurrent")
+        if args["egress_mode"] == "allowlist" and args["fqdn_policy"] == "none":
+            raise ValueError("egress_mode allowlist needs fqdn_policy cilium or gke")
+
+        self._args = args
+        self._labels = dict(args["labels"])
+        self._pod_labels = {**self._labels, SANDBOX_LABEL: object_name}
+        child = pulumi.ResourceOptions(parent=self)
+        if "kubeconfig_context" in args:
+            provider = k8s.Provider(
+                f"{name}-provider", context=args["kubeconfig_context"], opts=child
+            )
+            child = pulumi.ResourceOptions(parent=self, provider=provider)
+
+        namespace: pulumi.Input[str] = args["namespace"]
+        if args["create_namespace"]:
+            created = k8s.core.v1.Namespace(
+                f"{name}-namespace",
+                metadata={
+                    "name": args["namespace"],
+                    "labels": {
+                        **self._labels,
+                        "pod-security.kubernetes.io/enforce": "restricted",
+                        "pod-security.kubernetes.io/enforce-version": "latest",
+                    },
+                },
+                opts=child,
+            )
+            namespace = created.metadata.apply(lambda m: m["name"] if m else args["namespace"])
+        depends = child
+
+        if args["create_runtime_class"]:
+            k8s.node.v1.RuntimeClass(
+                f"{name}-runtime-class",
+                metadata={"name": args["runtime_class_name"], "labels": self._labels},
+                handler=args["runtime_handler"],
+                opts=depends,
+            )
+
+        template = k8s.apiextensions.CustomResource(
+            f"{name}-template",
+            api_version=API_VERSION,
+            kind="SandboxTemplate",
+            metadata=self._meta(object_name, namespace),
+            spec=self._template_spec(),
+            opts=depends,
+        )
+        network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=self._meta(f"{object_name}-egress", namespace),
+            spec=self._network_policy_spec(),
+            opts=depends,
+        )
+        if args["egress_mode"] == "allowlist":
+            self._fqdn_policy(name, object_name, namespace, depends)
+        sandboxes = args["max_concurrent"] + args["pool_ready"]
+        k8s.core.v1.ResourceQuota(
+            f"{name}-quota",
+            metadata=self._meta(f"{object_name}-quota", namespace),
+            spec={
+                "hard": {
+                    "pods": str(sandboxes),
+                    "limits.cpu": cpu_quantity(args["vcpu"] * sandboxes),
+                    "limits.memory": f"{args['memory_mib'] * sandboxes}Mi",
+                }
+            },
+            opts=depends,
+        )
+        warm_pool = k8s.apiextensions.CustomResource(
+            f"{name}-warm-pool",
+            api_version=API_VERSION,
+            kind="SandboxWarmPool",
+            metadata=self._meta(object_name, namespace),
+            spec={
+                "replicas": args["pool_ready"],
+                "sandboxTemplateRef": {"name": object_name},
+            },
+            opts=pulumi.ResourceOptions.merge(
+                depends, pulumi.ResourceOptions(depends_on=[template, network_policy])
+            ),
+        )
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.sandbox_template_name = pulumi.Output.from_input(object_name)
+        self.warm_pool_name = warm_pool.metadata.apply(lambda m: (m or {}).get("name", object_name))
+        self.network_policy_name = network_policy.metadata.apply(
+            lambda m: (m or {}).get("name", f"{object_name}-egress")
+        )
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, pulumi.Output[str]]:
+        """Stack outputs: namespace, sandboxTemplateName, warmPoolName, networkPolicyName."""
+        return {
+            "namespace": self.namespace,
+            "sandboxTemplateName": self.sandbox_template_name,
+            "warmPoolName": self.warm_pool_name,
+            "networkPolicyName": self.network_policy_name,
+        }
+
+    def _meta(self, object_name: str, namespace: pulumi.Input[str]) -> dict[str, Any]:
+        return {"name": object_name, "namespace": namespace, "labels": self._labels}
+
+    def _template_spec(self) -> dict[str, Any]:
+        args = self._args
+        resources = {"cpu": cpu_quantity(args["vcpu"]), "memory": f"{args['memory_mib']}Mi"}
+        return {
+            # The controller's managed policy admits the public internet and network policies
+            # add up, so it must be off for the kit's deny to hold.
+            "networkPolicyManagement": "Unmanaged",
+            "envVarsInjectionPolicy": "Disallowed",
+            "volumeClaimTemplatesPolicy": "Disallowed",
+            "podTemplate": {
+                "metadata": {"labels": self._pod_labels},
+                "spec": {
+                    "runtimeClassName": args["runtime_class_name"],
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "hostNetwork": False,
+                    "hostPID": False,
+                    "hostIPC": False,
+                    "activeDeadlineSeconds": args["max_lifetime_seconds"],
+                    "restartPolicy": "Never",
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": args["run_as_user"],
+                        "runAsGroup": args["run_as_user"],
+                        "fsGroup": args["run_as_user"],
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "sandbox",
+                            "image": args["image"],
+                            "ports": [{"containerPort": args["entry_port"], "protocol": "TCP"}],
+                            "resources": {"requests": resources, "limits": resources},
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "privileged": False,
+                                "readOnlyRootFilesystem": True,
+                                "runAsNonRoot": True,
+                                "capabilities": {"drop": ["ALL"]},
+                                "seccompProfile": {"type": "RuntimeDefault"},
+                            },
+                            "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"}],
+                        }
+                    ],
+                    "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": SCRATCH_SIZE}}],
+                },
+            },
+        }
+
+    def _network_policy_spec(self) -> dict[str, Any]:
+        args = self._args
+        ingress = [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": args["entry_namespace"]}
+                        }
+                    }
+                ],
+                "ports": [_port(args["entry_port"])],
+            }
+        ]
+        egress: list[dict[str, Any]] = []
+        dns = {
+            "to": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                    },
+                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                }
+            ],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        }
+        if args["egress_mode"] == "open":
+            egress = [
+                dns,
+                {
+                    "to": [
+                        {"ipBlock": {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_IPV4)}},
+                        {"ipBlock": {"cidr": "::/0", "except": list(NON_PUBLIC_IPV6)}},
+                    ]
+                },
+            ]
+        elif args["egress_mode"] == "allowlist":
+            egress = [dns]
+            for rule in (r for r in args["egress_rules"] if r.kind == "ip"):
+                egress.append(
+                    {"to": [{"ipBlock": {"cidr": _ip_cidr(rule)}}], "ports": [_port(rule.port)]}
+                )
+        return {
+            "podSelector": {"matchLabels": {SANDBOX_LABEL: args["object_name"]}},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": ingress,
+            "egress": egress,
+        }
+
+    def _fqdn_policy(
+        self,
+        name: str,
+        object_name: str,
+        namespace: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        by_port: dict[int, list[EgressRule]] = defaultdict(list)
+        for rule in self._args["egress_rules"]:
+            if rule.kind != "ip":
+                by_port[rule.port].append(rule)
+        if not by_port:
+            return
+        meta = self._meta(f"{object_name}-fqdn", namespace)
+        selector = {"matchLabels": {SANDBOX_LABEL: object_name}}
+        if self._args["fqdn_policy"] == "gke":
+            k8s.apiextensions.CustomResource(
+                f"{name}-fqdn-policy",
+                api_version="networking.gke.io/v1alpha1",
+                kind="FQDNNetworkPolicy",
+                metadata=meta,
+                spec={
+                    "podSelector": selector,
+                    "egress": [
+                        {
+                            "matches": [
+                                {"pattern": r.pattern} if r.kind == "wildcard" else {"name": r.host}
+                                for r in rules
+                            ],
+                            "ports": [_port(port)],
+                        }
+                        for port, rules in sorted(by_port.items())
+                    ],
+                },
+                opts=opts,
+            )
+            return
+        k8s.apiextensions.CustomResource(
+            f"{name}-fqdn-policy",
+            api_version="cilium.io/v2",
+            kind="CiliumNetworkPolicy",
+            metadata=meta,
+            spec={
+                "endpointSelector": selector,
+                "egress": [
+                    {
+                        # Cilium learns name-to-address mappings only from DNS it proxies.
+                        "toEndpoints": [
+                            {
+                                "matchLabels": {
+                                    "k8s:io.kubernetes.pod.namespace": "kube-system",
+                                    "k8s:k8s-app": "kube-dns",
+                                }
+                            }
+                        ],
+                        "toPorts": [
+                            {
+                                "ports": [{"port": "53", "protocol": "ANY"}],
+                                "rules": {"dns": [{"matchPattern": "*"}]},
+                            }
+                        ],
+                    },
+                    *(
+                        {
+                            "toFQDNs": [
+                                {"matchPattern": r.pattern}
+                                if r.kind == "wildcard"
+                                else {"matchName": r.host}
+                                for r in rules
+                            ],
+                            "toPorts": [{"ports": [{"port": str(port), "protocol": "TCP"}]}],
+                        }
+                        for port, rules in sorted(by_port.items())
+                    ),
+                ],
+            },
+            opts=opts,
+        )

@@ -1,0 +1,155 @@
+"""Settings, enforcement map and factory of the ``kubernetes`` target (no SDK import here)."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.targets import (
+    Deployment,
+    Enforcement,
+    KitContext,
+    TargetSettings,
+    TargetSpec,
+)
+
+# gVisor intercepts every syscall in a user-space kernel: the sandbox wall the controller's
+# docs recommend. GKE names its runtime class "gvisor" with handler "runsc".
+DEFAULT_RUNTIME_CLASS = "gvisor"
+DEFAULT_RUNTIME_HANDLER = "runsc"
+# A namespace of its own, so the kit's ResourceQuota and policies bound only sandboxes.
+DEFAULT_NAMESPACE = "agent-sandboxes"
+# The sandbox router is the one documented entry path; it runs in its own namespace.
+DEFAULT_ENTRY_NAMESPACE = "agent-sandbox-router"
+DEFAULT_ENTRY_PORT = 8888
+# 65532 is the conventional "nonroot" user of distroless images.
+DEFAULT_RUN_AS_USER = 65532
+
+_NAME = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+
+
+class RuntimeClassSettings(BaseModel):
+    """``sandboxkit:kubernetes.runtimeClass``: the runtime class sandbox pods use.
+
+    Attributes:
+        name: the RuntimeClass name.
+        handler: the CRI handler (``runsc`` for gVisor); used only when ``create`` is true.
+        create: create the RuntimeClass; false references an existing one (GKE supplies one).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    name: _NAME = DEFAULT_RUNTIME_CLASS
+    handler: _NAME = DEFAULT_RUNTIME_HANDLER
+    create: bool = True
+
+
+class KubernetesSettings(TargetSettings):
+    """``sandboxkit:kubernetes`` settings.
+
+    Attributes:
+        context: kubeconfig context of the cluster (required: never the ambient current one).
+        image: the sandbox container image, pinned by digest or tag.
+        namespace: namespace for the sandbox objects.
+        createNamespace: create it (with Pod Security ``restricted``) or use an existing one.
+        runtimeClass: see ``RuntimeClassSettings``.
+        fqdnPolicy: how ``allowlist`` names are enforced: ``cilium`` (CiliumNetworkPolicy
+            ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (allowlist refused).
+        entryNamespace: namespace of the sandbox router, the only ingress source.
+        entryPort: the sandbox port the router reaches.
+        runAsUser: UID of the sandbox process (non-zero).
+    """
+
+    context: str
+    image: Annotated[str, Field(min_length=1)]
+    namespace: _NAME = DEFAULT_NAMESPACE
+    create_namespace: bool = Field(True, alias="createNamespace")
+    runtime_class: RuntimeClassSettings = Field(RuntimeClassSettings(), alias="runtimeClass")
+    fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
+    entry_namespace: _NAME = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
+    entry_port: Annotated[int, Field(ge=1, le=65535)] = Field(DEFAULT_ENTRY_PORT, alias="entryPort")
+    run_as_user: Annotated[int, Field(ge=1)] = Field(DEFAULT_RUN_AS_USER, alias="runAsUser")
+
+
+def kubernetes_enforcement(
+    profile: SandboxProfile, fqdn_policy: str, target: str
+) -> dict[str, Enforcement]:
+    """The enforcement map of the agent-sandbox objects (shared with ``gcp-gke``).
+
+    Raises:
+        ConfigError: ``allowlist`` with ``fqdnPolicy: none`` (no FQDN enforcement path).
+    """
+    mode = profile.egress.mode
+    if mode == "allowlist" and fqdn_policy == "none":
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.egress.mode",
+                mode,
+                f"deny or open for target {target}, whose fqdnPolicy is none: plain "
+                "Kubernetes NetworkPolicy cannot match host names. Set "
+                f"sandboxkit:{target}.fqdnPolicy to cilium (Cilium CNI) or gke (GKE Dataplane V2 "
+                "FQDN network policy)",
+            )
+        )
+    egress_where = {
+        "deny": "NetworkPolicy denying all egress from sandbox pods",
+        "open": "NetworkPolicy allowing public addresses only (private, link-local and "
+        "metadata ranges excluded)",
+        "allowlist": f"NetworkPolicy (DNS, IP entries) plus {fqdn_policy} FQDN policy",
+    }[mode]
+    template = "SandboxTemplate podTemplate.spec"
+    return {
+        "egress.mode": Enforcement("platform", egress_where),
+        "limits.vcpu": Enforcement("platform", f"{template}.containers[].resources.limits.cpu"),
+        "limits.memoryMiB": Enforcement(
+            "platform", f"{template}.containers[].resources.limits.memory"
+        ),
+        "limits.execTimeoutSeconds": Enforcement(
+            "none", "Kubernetes has no per-command timeout; the caller's exec client must apply it"
+        ),
+        "limits.maxLifetimeSeconds": Enforcement(
+            "platform", f"{template}.activeDeadlineSeconds (from pod start, warm time included)"
+        ),
+        "limits.idleTimeoutSeconds": Enforcement(
+            "none", "agent-sandbox has no idle shutdown; claims set lifecycle.shutdownTime"
+        ),
+        "pool.ready": Enforcement("platform", "SandboxWarmPool spec.replicas"),
+        "pool.maxConcurrent": Enforcement(
+            "platform", "ResourceQuota spec.hard.pods (maxConcurrent + ready)"
+        ),
+        "audit.logRetentionDays": Enforcement(
+            "none", "container logs are kept by the cluster's logging pipeline, not the kit"
+        ),
+    }
+
+
+class KubernetesTarget(TargetSpec):
+    """The ``kubernetes`` target."""
+
+    name: ClassVar[str] = "kubernetes"
+    settings_model: ClassVar[type[TargetSettings]] = KubernetesSettings
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        """See ``kubernetes_enforcement``."""
+        assert isinstance(settings, KubernetesSettings)
+        return kubernetes_enforcement(profile, settings.fqdn_policy, self.name)
+
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        """The ``AgentSandbox`` component on the cluster of kubeconfig context ``context``."""
+        from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, sandbox_args
+
+        assert isinstance(settings, KubernetesSettings)
+        args = sandbox_args(profile, settings, context)
+        args["kubeconfig_context"] = settings.context
+        component = AgentSandbox(self.name, args)
+        return Deployment(component, component.outputs())
+
+
+SPEC = KubernetesTarget()

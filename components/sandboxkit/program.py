@@ -1,0 +1,36 @@
+"""The Pulumi program: what ``pulumi up`` runs, and what the offline render runs under mocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+
+from sandboxkit.config import ConfigSource, StackSpec, load_stack
+from sandboxkit.project import find_project_dir, stack_file
+from sandboxkit.targets import KitContext, get_target
+
+
+def main(project_dir: Path | None = None) -> StackSpec:
+    """Read and validate the stack config, then create one component per listed target.
+
+    Each target's outputs are exported as one stack output named after the target.
+
+    Args:
+        project_dir: the folder with Pulumi.yaml; by default the engine's project root, else the
+            nearest one above the working folder.
+
+    Returns:
+        The validated ``StackSpec``.
+
+    Raises:
+        ConfigError: on any bad config, before a resource is registered.
+    """
+    root = project_dir or Path(pulumi.runtime.get_root_directory() or find_project_dir())
+    stack = pulumi.get_stack()
+    spec = load_stack(ConfigSource.from_runtime(stack_file(root, stack)), stack)
+    for name in spec.targets:
+        context = KitContext(stack=stack, environment=spec.environment, target=name)
+        deployment = get_target(name).build(spec.profile, spec.settings[name], context)
+        pulumi.export(name, dict(deployment.outputs))
+    return spec

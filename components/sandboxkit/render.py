@@ -1,0 +1,289 @@
+"""The offline render: run the Pulumi program under a recording engine built on Pulumi's mocks.
+
+``render_stack`` returns every resource the program registers, with its inputs as the engine
+sees them (camelCase, secrets still marked), and the stack outputs. ``recording_engine`` is
+the same machinery for tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import config as runtime_config
+from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from sandboxkit import program
+from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, read_stack_file
+from sandboxkit.errors import REDACTED, ConfigError, Problem
+from sandboxkit.mockcloud import CloudMocks
+from sandboxkit.project import stack_file
+
+UNKNOWN_TEXT = "[unknown]"
+
+
+def is_secret_value(value: Any) -> bool:
+    """Whether a wire-form value is a Pulumi secret wrapper."""
+    return (
+        isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig  # noqa: SLF001
+    )
+
+
+def secret_wrap(value: Any) -> dict[str, Any]:
+    """Wrap a plain value the way the engine marks a secret on the wire."""
+    return {rpc._special_sig_key: rpc._special_secret_sig, "value": value}  # noqa: SLF001
+
+
+def to_display(value: Any) -> Any:
+    """Wire form to JSON for people: secrets ``"[secret]"``, unknowns ``"[unknown]"``, ints."""
+    if is_secret_value(value):
+        return REDACTED
+    if isinstance(value, dict):
+        sig = value.get(rpc._special_sig_key)  # noqa: SLF001
+        if sig in (rpc._special_asset_sig, rpc._special_archive_sig):  # noqa: SLF001
+            kind = "asset" if sig == rpc._special_asset_sig else "archive"  # noqa: SLF001
+            detail = {k: to_display(v) for k, v in value.items() if k != rpc._special_sig_key}  # noqa: SLF001
+            return {kind: detail}
+        return {k: to_display(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_display(v) for v in value]
+    if value == rpc.UNKNOWN:
+        return UNKNOWN_TEXT
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class RenderedResource:
+    """One registered resource.
+
+    Attributes:
+        urn: the URN the engine would assign.
+        type: the type token, e.g. ``kubernetes:networking.k8s.io/v1:NetworkPolicy``.
+        name: the logical name.
+        parent: the parent's URN (the stack's URN for top-level components).
+        custom: ``False`` for component resources.
+        inputs: the inputs in wire form (camelCase keys; secrets wrapped, see ``to_display``).
+    """
+
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    custom: bool
+    inputs: Mapping[str, Any]
+
+    def display(self) -> dict[str, Any]:
+        """The JSON shape of ``sandboxkit preview --json``."""
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "inputs": to_display(self.inputs),
+        }
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """A mock resource monitor that records every registration in order."""
+
+    def __init__(self, cloud: mocks.Mocks) -> None:
+        super().__init__(cloud)
+        self.registrations: list[RenderedResource] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Record the request as the engine would see it, then let the mocks answer."""
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registrations.append(
+                RenderedResource(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent or None,
+                    custom=bool(request.custom),
+                    inputs=json_format.MessageToDict(request.object),
+                )
+            )
+        return response
+
+
+@dataclass
+class Recorder:
+    """What a run under ``recording_engine`` registered and exported."""
+
+    monitor: RecordingMonitor
+    outputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def resources(self) -> list[RenderedResource]:
+        """Registered resources in registration order."""
+        return self.monitor.registrations
+
+    def run(self, program: Callable[[], Any]) -> Any:
+        """Run ``program`` to completion, then resolve the stack outputs into ``outputs``."""
+        result: dict[str, Any] = {}
+
+        async def body() -> None:
+            result["value"] = program()
+            root = settings.get_root_resource()
+            exported = getattr(root, "outputs", {})
+            for name, value in exported.items():
+                self.outputs[name] = await _resolve(value)
+
+        _sync_await(run_pulumi_func(body))
+        return result.get("value")
+
+
+async def _resolve(value: Any) -> Any:
+    if isinstance(value, pulumi.Output):
+        plain = await _resolve(await value.future(with_unknowns=True))
+        return secret_wrap(plain) if await value.is_secret() else plain
+    if isinstance(value, dict):
+        return {k: await _resolve(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [await _resolve(v) for v in value]
+    if isinstance(value, pulumi.Resource):
+        return await _resolve(getattr(value, "urn", None))
+    return None if value is rpc.UNKNOWN or type(value).__name__ == "Unknown" else value
+
+
+class _WarningHandler(logging.Handler):
+    def __init__(self, sink: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(record.getMessage())
+
+
+def _config_for_runtime(source: ConfigSource) -> tuple[dict[str, str], list[str]]:
+    values = {
+        f"{NAMESPACE}:{key}": json.dumps(value) if isinstance(value, dict | list) else str(value)
+        for key, value in source.values.items()
+    }
+    secret_keys = sorted({f"{NAMESPACE}:{p.split('.')[0]}" for p in source.secret_paths})
+    return values, secret_keys
+
+
+@contextlib.contextmanager
+def recording_engine(
+    stack: str, source: ConfigSource | None = None, project: str = NAMESPACE
+) -> Iterator[Recorder]:
+    """Install recording mocks (``preview=False``) and the stack's config; restore all after.
+
+    Args:
+        stack: the stack name the program sees.
+        source: the ``sandboxkit:*`` config the program reads (none when omitted).
+        project: the project name in URNs.
+
+    Yields:
+        A ``Recorder``; call ``recorder.run(fn)`` to run a program to completion.
+    """
+    saved_settings = dict(vars(settings.SETTINGS))
+    saved_root = settings.ROOT.get()
+    saved_config = dict(runtime_config.CONFIG.get())
+    saved_secret_keys = set(runtime_config._SECRET_KEYS.get())  # noqa: SLF001
+    monitor = RecordingMonitor(CloudMocks())
+    logger = logging.getLogger(f"sandboxkit.render.{stack}")
+    logger.propagate = False
+    recorder = Recorder(monitor=monitor)
+    handler = _WarningHandler(recorder.warnings)
+    logger.addHandler(handler)
+    try:
+        settings.ROOT.set(None)
+        values, secret_keys = _config_for_runtime(source or ConfigSource(values={}))
+        runtime_config.set_all_config(values, secret_keys)
+        mocks.set_mocks(
+            CloudMocks(),
+            project=project,
+            stack=stack,
+            preview=False,
+            logger=logger,
+            monitor=monitor,
+        )
+        yield recorder
+    finally:
+        logger.removeHandler(handler)
+        for key, value in saved_settings.items():
+            setattr(settings.SETTINGS, key, value)
+        settings.ROOT.set(saved_root)
+        runtime_config.set_all_config(saved_config, list(saved_secret_keys))
+
+
+@dataclass(frozen=True)
+class RenderedStack:
+    """The result of ``render_stack``.
+
+    Attributes:
+        stack: stack name.
+        spec: the validated stack.
+        resources: registered resources in order.
+        outputs: stack outputs in wire form (secrets wrapped).
+        warnings: warnings the program logged (e.g. a guest-visible execution role).
+    """
+
+    stack: str
+    spec: StackSpec
+    resources: tuple[RenderedResource, ...]
+    outputs: Mapping[str, Any]
+    warnings: tuple[str, ...]
+
+    def display(self) -> dict[str, Any]:
+        """The JSON document of ``sandboxkit preview --json``."""
+        return {
+            "stack": self.stack,
+            "resources": [r.display() for r in self.resources],
+            "outputs": to_display(self.outputs),
+        }
+
+    def target_of(self, resource: RenderedResource) -> str | None:
+        """The target whose component owns ``resource``, directly or through its parents.
+
+        Each target's top-level component is named after the target (see ``program.main``).
+        """
+        by_urn = {r.urn: r for r in self.resources}
+        current = resource
+        while current.parent in by_urn:
+            current = by_urn[current.parent]
+        return current.name if current.name in self.spec.targets else None
+
+
+def render_stack(project_dir: Path, stack: str) -> RenderedStack:
+    """Run the program offline for ``stack`` and record everything it would create.
+
+    Args:
+        project_dir: folder with Pulumi.yaml.
+        stack: stack name; its file is ``<stackConfigDir>/Pulumi.<stack>.yaml``.
+
+    Raises:
+        ConfigError: when the stack file is missing or its config is bad.
+    """
+    path = stack_file(project_dir, stack)
+    if not path.is_file():
+        raise ConfigError(Problem("--stack", stack, f"a stack with a file at {path}"))
+    return render_source(project_dir, stack, read_stack_file(path))
+
+
+def render_source(project_dir: Path, stack: str, source: ConfigSource) -> RenderedStack:
+    """Like ``render_stack`` with the ``sandboxkit:*`` config given directly (tests, mutations)."""
+    with recording_engine(stack, source) as recorder:
+        spec = recorder.run(lambda: program.main(project_dir))
+    return RenderedStack(
+        stack=stack,
+        spec=spec,
+        resources=tuple(recorder.resources),
+        outputs=dict(recorder.outputs),
+        warnings=tuple(recorder.warnings),
+    )

@@ -1,0 +1,181 @@
+"""What every target declares: settings, where each profile field is enforced, and caps.
+
+A target is registered by name in ``TARGET_MODULES``; its module exposes ``SPEC``, a
+``TargetSpec``. The spec module imports no cloud SDK, so config validation stays fast; the
+component module is imported only by ``TargetSpec.build`` for targets a stack lists.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
+
+# Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
+TARGET_MODULES: dict[str, str] = {
+    "kubernetes": "sandboxkit.kubernetes.spec",
+}
+
+EnforcementKind = Literal["platform", "runtime", "none"]
+
+
+@dataclass(frozen=True)
+class Enforcement:
+    """Where one profile field is enforced on one target.
+
+    Attributes:
+        kind: ``platform`` (a named cloud or Kubernetes field), ``runtime`` (the kit's own
+            tested code: launcher, worker or Worker) or ``none``.
+        where: the field or code path; for ``none``, why and what the caller must do instead.
+    """
+
+    kind: EnforcementKind
+    where: str
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A bound a target's platform puts on a profile field.
+
+    Attributes:
+        field: dotted profile field, e.g. ``limits.maxLifetimeSeconds``.
+        minimum: the smallest accepted value, or ``None``.
+        maximum: the largest accepted value, or ``None``.
+        source: the provider doc or API field the bound comes from.
+    """
+
+    field: str
+    minimum: float | None
+    maximum: float | None
+    source: str
+
+    def admits(self, value: float) -> bool:
+        """Whether ``value`` lies within the bound."""
+        return (self.minimum is None or value >= self.minimum) and (
+            self.maximum is None or value <= self.maximum
+        )
+
+    def describe(self) -> str:
+        """The bound as words, e.g. ``from 300 to 3600``."""
+        if self.minimum is not None and self.maximum is not None:
+            return f"from {self.minimum:g} to {self.maximum:g}"
+        if self.maximum is not None:
+            return f"at most {self.maximum:g}"
+        return f"at least {self.minimum:g}"
+
+
+class TargetSettings(BaseModel):
+    """Settings common to every target, under ``sandboxkit:<target>``.
+
+    Attributes:
+        unenforced: profile fields (e.g. ``limits.execTimeoutSeconds``) that the stack sets
+            explicitly and accepts this target cannot enforce.
+
+    Subclasses mark fields that must be Pulumi secrets with ``json_schema_extra={"secret": True}``
+    and type them ``SecretValue``.
+    """
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
+    )
+
+    unenforced: tuple[str, ...] = ()
+
+    @field_validator("unenforced", mode="before")
+    @classmethod
+    def _known_fields(cls, value: object) -> object:
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            for entry in value:
+                if entry not in PROFILE_FIELDS:
+                    raise ValueError(f"profile fields from {', '.join(PROFILE_FIELDS)}")
+        return value
+
+    @classmethod
+    def secret_keys(cls) -> frozenset[str]:
+        """Config keys of this model that must be given as Pulumi secrets."""
+        return frozenset(
+            info.alias or name
+            for name, info in cls.model_fields.items()
+            if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("secret")
+        )
+
+
+@dataclass(frozen=True)
+class KitContext:
+    """What every component needs besides its profile and settings.
+
+    Attributes:
+        stack: the Pulumi stack name.
+        environment: ``dev``, ``staging`` or ``prod``.
+        target: the target name.
+    """
+
+    stack: str
+    environment: str
+    target: str
+
+    def labels(self) -> dict[str, str]:
+        """The kit's tags/labels for every child that takes them.
+
+        Keys and values are lower-case letters, digits and hyphens, valid as AWS tags, GCP
+        labels, Azure tags and Kubernetes labels alike.
+        """
+        return {
+            "managed-by": "sandboxkit",
+            "sandboxkit-stack": self.stack,
+            "sandboxkit-environment": self.environment,
+            "sandboxkit-target": self.target,
+        }
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What ``TargetSpec.build`` returns: the component and its stack outputs (camelCase keys)."""
+
+    component: pulumi.ComponentResource
+    outputs: Mapping[str, Any]
+
+
+class TargetSpec(ABC):
+    """A target: its settings model, caps, enforcement map and component factory."""
+
+    name: ClassVar[str]
+    settings_model: ClassVar[type[TargetSettings]]
+    caps: ClassVar[tuple[Cap, ...]] = ()
+
+    @abstractmethod
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it.
+
+        Raises:
+            ConfigError: when the profile asks for egress this target cannot enforce (naming
+                the key and the alternatives); this is never acknowledgeable.
+        """
+
+    @abstractmethod
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        """Create the target's component (imports the cloud SDK) and return its outputs."""
+
+
+def get_target(name: str) -> TargetSpec:
+    """The registered spec for ``name``. Raises ``KeyError`` for an unknown name."""
+    spec = importlib.import_module(TARGET_MODULES[name]).SPEC
+    assert isinstance(spec, TargetSpec)
+    return spec

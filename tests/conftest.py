@@ -1,0 +1,34 @@
+"""Shared fixtures: the one place that installs Pulumi mocks (and restores settings after)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandboxkit.render import Recorder, recording_engine
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+SHARED_DIR = PROJECT_DIR.parent / "shared"
+
+
+@pytest.fixture
+def engine() -> Iterator[Recorder]:
+    """Recording mocks (``preview=False``) for stack ``test``; run components with ``.run``."""
+    with recording_engine("test") as recorder:
+        yield recorder
+
+
+@pytest.fixture
+def project_dir() -> Path:
+    """The repository root (holds Pulumi.yaml and stacks/)."""
+    return PROJECT_DIR
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """``../shared`` beside the project root: reference CRDs and the SARIF schema."""
+    if not SHARED_DIR.is_dir():
+        pytest.fail(f"reference data missing: {SHARED_DIR} (CI copies shared/ beside the clone)")
+    return SHARED_DIR
