@@ -105,13 +105,15 @@ class CloudMocks(Mocks):
     """Pulumi mocks returning inputs plus plausible provider-computed attributes."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        """Return ``(id, state)``; the id is stable for a given type and name."""
+        """Return ``(id, state)``; the id is stable for a given type and name (a rule's ``id``
+        when it gives one)."""
         resource_id = f"{args.name}-{_short_hash(args.typ + args.name)}"
         state = dict(args.inputs)
         matches = [prefix for prefix in OUTPUT_RULES if args.typ.startswith(prefix)]
         if matches:
             state.update(OUTPUT_RULES[max(matches, key=len)](args, resource_id))
-        return resource_id, state
+        # A rule that knows the provider's id form (Azure resource ids) supplies it.
+        return str(state.get("id", resource_id)), state
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         """Invokes return their arguments, plus ``CALL_RULES``' result for known tokens."""
