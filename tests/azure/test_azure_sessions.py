@@ -322,3 +322,12 @@ def test_component_refuses_an_identity_lifecycle_of_main(engine: Recorder) -> No
     args["identity_lifecycle"] = "Main"
     with pytest.raises(ValueError, match="identity_lifecycle 'Main': None or Init"):
         engine.run(lambda: SessionPoolSandbox("azure-sessions", args))
+
+
+def test_component_refuses_a_cooldown_outside_the_api_range(engine: Recorder) -> None:
+    settings = AzureSessionsSettings.model_validate(BASE_SETTINGS)
+    context = KitContext(stack="test", environment="prod", target="azure-sessions")
+    args = session_pool_args(SandboxProfile(), settings, context)
+    args["cooldown_seconds"] = 200
+    with pytest.raises(ValueError, match="cooldown_seconds 200: from 300 to 3600"):
+        engine.run(lambda: SessionPoolSandbox("azure-sessions", args))

@@ -14,7 +14,9 @@ import pulumi_azure_native as azure_native
 from pulumi_azure_native import app, authorization, operationalinsights, resources
 
 from sandboxkit.azure.spec import (
-    COOLDOWN_SOURCE,
+    COOLDOWN_CAP,
+    DEFAULT_IDENTITY_LIFECYCLE,
+    SAFE_IDENTITY_LIFECYCLES,
     SESSION_EXECUTOR_ROLE_ID,
     AzureSessionsSettings,
     check_allocation,
@@ -27,8 +29,6 @@ CONTAINER_NAME = "sandbox"
 # Custom container pools need a workload-profiles environment; the Consumption profile is
 # the serverless one (no dedicated nodes to pay for or patch).
 WORKLOAD_PROFILE = {"name": "Consumption", "workloadProfileType": "Consumption"}
-MIN_COOLDOWN_SECONDS, MAX_COOLDOWN_SECONDS = 300, 3600
-SAFE_IDENTITY_LIFECYCLES = ("None", "Init")
 
 
 class SessionPoolSandboxArgs(TypedDict, total=False):
@@ -141,8 +141,11 @@ class SessionPoolSandbox(pulumi.ComponentResource):
         custom = args["container_type"] == "CustomContainer"
         if not args["executors"]:
             raise ValueError("executors: at least one (principal id, principal type)")
-        if not MIN_COOLDOWN_SECONDS <= args["cooldown_seconds"] <= MAX_COOLDOWN_SECONDS:
-            raise ValueError(f"cooldown_seconds {args['cooldown_seconds']}: {COOLDOWN_SOURCE}")
+        if not COOLDOWN_CAP.admits(args["cooldown_seconds"]):
+            raise ValueError(
+                f"cooldown_seconds {args['cooldown_seconds']}: {COOLDOWN_CAP.describe()} "
+                f"(source: {COOLDOWN_CAP.source})"
+            )
         if custom and "image" not in args:
             raise ValueError("image: required with container_type CustomContainer")
         size_problems = check_allocation(args["vcpu"], args["memory_mib"]) if custom else []
@@ -151,7 +154,7 @@ class SessionPoolSandbox(pulumi.ComponentResource):
                 f"vcpu {args['vcpu']} / memory_mib {args['memory_mib']}: "
                 + "; ".join(p.expected for p in size_problems)
             )
-        lifecycle = args.get("identity_lifecycle", "None")
+        lifecycle = args.get("identity_lifecycle", DEFAULT_IDENTITY_LIFECYCLE)
         if lifecycle not in SAFE_IDENTITY_LIFECYCLES:
             raise ValueError(f"identity_lifecycle {lifecycle!r}: None or Init, never Main or All")
 
@@ -310,5 +313,10 @@ class SessionPoolSandbox(pulumi.ComponentResource):
         resource_id = args["identity_resource_id"]
         return (
             {"type": "UserAssigned", "user_assigned_identities": [resource_id]},
-            [{"identity": resource_id, "lifecycle": args.get("identity_lifecycle", "None")}],
+            [
+                {
+                    "identity": resource_id,
+                    "lifecycle": args.get("identity_lifecycle", DEFAULT_IDENTITY_LIFECYCLE),
+                }
+            ],
         )

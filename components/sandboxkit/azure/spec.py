@@ -60,13 +60,17 @@ IDENTITY_SOURCE = (
     "session's code can create Entra tokens for the pool's identity"
 )
 
+COOLDOWN_CAP = Cap("limits.idleTimeoutSeconds", 300, 3600, COOLDOWN_SOURCE)
+
 # Custom container sizes: the Consumption workload profile's vCPU steps, 2 GiB per vCPU.
 CPU_STEP = 0.25
 MAX_CPU = 4.0
 MIB_PER_VCPU = 2048
 
-# A pool with nobody allowed to call it is a misconfiguration, not a locked door; the
-# executor list is explicit so a caller never gains access by default.
+# Identity lifecycles that keep the pool's identity out of session code's reach.
+SAFE_IDENTITY_LIFECYCLES = ("None", "Init")
+DEFAULT_IDENTITY_LIFECYCLE = "None"
+
 PrincipalType = Literal["ServicePrincipal", "User", "Group"]
 _UUID = Annotated[
     str,
@@ -111,13 +115,13 @@ class IdentitySettings(_Strict):
     """
 
     resource_id: Annotated[str, Field(pattern=_USER_ASSIGNED_IDENTITY)] = Field(alias="resourceId")
-    lifecycle: str = "None"
+    lifecycle: str = DEFAULT_IDENTITY_LIFECYCLE
     registry_server: str | None = Field(None, alias="registryServer")
 
     @field_validator("lifecycle")
     @classmethod
     def _not_reachable_from_sessions(cls, value: str) -> str:
-        if value not in ("None", "Init"):
+        if value not in SAFE_IDENTITY_LIFECYCLES:
             raise ValueError(
                 "None or Init; Main and All make the identity reachable from session code "
                 f"(source: {IDENTITY_SOURCE})"
@@ -151,6 +155,8 @@ class AzureSessionsSettings(TargetSettings):
     target_port: Annotated[int, Field(ge=1, le=65535)] = Field(
         DEFAULT_TARGET_PORT, alias="targetPort"
     )
+    # Explicit and non-empty: nobody gains access by default, and a pool nobody may call is a
+    # misconfiguration rather than a locked door.
     executors: Annotated[tuple[Executor, ...], Field(min_length=1)]
     identity: IdentitySettings | None = None
 
@@ -288,7 +294,7 @@ class AzureSessionsTarget(TargetSpec):
     name: ClassVar[str] = TARGET
     settings_model: ClassVar[type[TargetSettings]] = AzureSessionsSettings
     caps: ClassVar[tuple[Cap, ...]] = (
-        Cap("limits.idleTimeoutSeconds", 300, 3600, COOLDOWN_SOURCE),
+        COOLDOWN_CAP,
         Cap("pool.maxConcurrent", None, 600, MAX_SESSIONS_SOURCE),
         # Below 30 days is refused rather than raised: a stack asking for 7 days may be
         # honouring a data-minimisation rule, and silently keeping logs longer would break it.
