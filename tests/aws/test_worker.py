@@ -598,3 +598,30 @@ def test_oversized_run_payload_is_refused(hooks: worker.HookServer) -> None:
 
     assert _post(hooks.server_address[1], worker.RUN_HOOK_PATH, body) == 413
     assert hooks.runs.empty()
+
+
+def test_chunked_run_payload_is_accepted(hooks: worker.HookServer, plane: ControlPlane) -> None:
+    payload = json.dumps(_payload(plane)).encode()
+    connection = http.client.HTTPConnection("127.0.0.1", hooks.server_address[1], timeout=5)
+    try:
+        halves = iter([payload[:10], payload[10:]])
+        connection.request("POST", worker.RUN_HOOK_PATH, body=halves, encode_chunked=True)
+        status = connection.getresponse().status
+    finally:
+        connection.close()
+
+    assert status == 200
+    assert hooks.runs.get(timeout=5) == _config(plane)
+
+
+def test_oversized_chunked_run_payload_is_refused(hooks: worker.HookServer) -> None:
+    chunks = iter([b"x" * 8192] * 3)
+    connection = http.client.HTTPConnection("127.0.0.1", hooks.server_address[1], timeout=5)
+    try:
+        connection.request("POST", worker.RUN_HOOK_PATH, body=chunks, encode_chunked=True)
+        status = connection.getresponse().status
+    finally:
+        connection.close()
+
+    assert status == 413
+    assert hooks.runs.empty()

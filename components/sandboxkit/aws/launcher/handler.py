@@ -52,9 +52,9 @@ secret or worker key is picked up within a minute, and a burst of webhooks costs
 ``GetSecretValue`` per secret per minute instead of one per request.
 
 Deployment note: the module imports only the standard library and boto3, but the managed Lambda
-Python runtime bundles a boto3/botocore that may predate the ``lambda-microvms`` service model
-(added in botocore 1.44.x). The deployment package must bundle a boto3/botocore new enough to
-have it; 1.44.8 is the version this module was tested with.
+Python runtime bundles a boto3/botocore that may predate the ``lambda-microvms`` service model.
+The deployment package must bundle a boto3/botocore new enough to have it; 1.44.8 is the
+version this module was tested with.
 """
 
 from __future__ import annotations

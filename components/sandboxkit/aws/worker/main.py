@@ -8,8 +8,9 @@ How the worker receives its configuration
 -----------------------------------------
 In a MicroVM the launcher's ``runHookPayload`` is delivered as the request body of the ``/run``
 lifecycle hook, ``POST /aws/lambda-microvms/runtime/v1/run`` on the image's hooks port (AWS
-agent-toolkit ``aws-lambda-microvms`` lifecycle-model reference; RunMicrovm API reference:
-"delivered as the request body of the /run lifecycle hook"). The worker therefore starts a small
+agent-toolkit ``aws-lambda-microvms`` lifecycle-model reference; the botocore
+``lambda-microvms`` model documents ``runHookPayload`` as "delivered as the request body of the
+/run lifecycle hook"). The worker therefore starts a small
 hooks listener (``--hooks-host``/``--hooks-port``, env ``SANDBOXKIT_HOOKS_HOST`` /
 ``SANDBOXKIT_HOOKS_PORT``, default ``0.0.0.0:9000``) that
 
@@ -596,20 +597,50 @@ class _HookHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_POST(self) -> None:
-        if not self.path.startswith(HOOK_PATH_PREFIX):
-            self._reply(404)
-            return
-        hook = self.path[len(HOOK_PATH_PREFIX) :]
+    def _read_body(self) -> bytes | int:
+        """The request body, or the error status: 413 past MAX_PAYLOAD_BYTES, 400 if malformed.
+
+        Accepts ``Content-Length`` and ``Transfer-Encoding: chunked`` bodies: how Lambda frames
+        the hook requests is not documented.
+        """
+        if self.headers.get("Transfer-Encoding", "").strip().lower() == "chunked":
+            body = bytearray()
+            while True:
+                try:
+                    size = int(self.rfile.readline(64).split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    return 400
+                if size < 0:
+                    return 400
+                if size == 0:
+                    while self.rfile.readline(1024).strip():
+                        pass  # trailer fields, up to the empty line
+                    return bytes(body)
+                if len(body) + size > MAX_PAYLOAD_BYTES:
+                    return 413
+                body += self.rfile.read(size)
+                self.rfile.readline(8)  # the CRLF closing the chunk
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_PAYLOAD_BYTES:
-            self.close_connection = True  # the unread body must not be parsed as a request
-            self._reply(413)
+            return 400
+        if length < 0:
+            return 400
+        if length > MAX_PAYLOAD_BYTES:
+            return 413
+        return self.rfile.read(length)
+
+    def do_POST(self) -> None:
+        if not self.path.startswith(HOOK_PATH_PREFIX):
+            self.close_connection = True
+            self._reply(404)
             return
-        body = self.rfile.read(length)
+        hook = self.path[len(HOOK_PATH_PREFIX) :]
+        body = self._read_body()
+        if isinstance(body, int):
+            self.close_connection = True  # an unread body must not be parsed as a request
+            self._reply(body)
+            return
         if hook == "run":
             if not self.server.claim_run():
                 self._reply(409)  # one MicroVM, one job
