@@ -74,9 +74,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
-from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+import boto3  # type: ignore[import-untyped,unused-ignore]
+from botocore.config import Config  # type: ignore[import-untyped,unused-ignore]
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped,unused-ignore]
 
 LOGGER = logging.getLogger("sandboxkit.aws.launcher")
 LOGGER.setLevel(logging.INFO)
