@@ -2,6 +2,7 @@
 
 Flow for one API Gateway HTTP API (payload format 2.0) request::
 
+    configuration read from the environment     -> 500, no AWS call
     headers checked (format, replay window)     -> 401, no AWS call
     webhook secret read (Secrets Manager, cached) -> 502 on AWS error
     HMAC verified (constant time)               -> 401, nothing started
@@ -43,7 +44,8 @@ Configuration (environment variables; the contract the Pulumi component sets):
 ``EXECUTION_ROLE_ARN``
     Optional. Passed as ``executionRoleArn`` only when set and non-empty. Without it no AWS
     credentials are reachable from the guest (the execution role is exposed inside the MicroVM
-    through IMDSv2), at the cost of stdout not being shipped to CloudWatch.
+    through IMDSv2), at the cost of stdout not being shipped to CloudWatch (both per the AWS
+    agent-toolkit ``aws-lambda-microvms`` getting-started reference).
 ``AWS_REGION``
     Set by Lambda; every client is created with this explicit region.
 
