@@ -68,14 +68,47 @@ def firewall_domains(resources: list[RenderedResource]) -> list[str]:
 
 def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True) -> set[str]:
     names = {
-        "provider", "vpc", "igw", "connector-sg", "connector-role", "connector-policy",
-        "connector", "fw-domains", "fw-policy", "fw", "fw-alert-logs", "fw-flow-logs",
-        "fw-logging", "dns-allowed", "dns-all", "dns-rules", "dns-allow", "dns-association",
-        "dns-config", "flow-logs", "flow-log-role", "flow-log-policy", "flow-log", "build-role",
-        "build-policy", "image", "webhook-secret", "webhook-secret-value", "worker-key",
-        "worker-key-value", "launcher-logs", "launcher-role", "launcher-policy", "launcher",
-        "api", "api-integration", "api-route", "api-logs", "api-stage", "api-permission",
-    }  # fmt: skip
+        "provider",
+        "vpc",
+        "igw",
+        "connector-sg",
+        "connector-role",
+        "connector-policy",
+        "connector",
+        "fw-domains",
+        "fw-policy",
+        "fw",
+        "fw-alert-logs",
+        "fw-flow-logs",
+        "fw-logging",
+        "dns-allowed",
+        "dns-all",
+        "dns-rules",
+        "dns-allow",
+        "dns-association",
+        "dns-config",
+        "flow-logs",
+        "flow-log-role",
+        "flow-log-policy",
+        "flow-log",
+        "build-role",
+        "build-policy",
+        "image",
+        "webhook-secret",
+        "webhook-secret-value",
+        "worker-key",
+        "worker-key-value",
+        "launcher-logs",
+        "launcher-role",
+        "launcher-policy",
+        "launcher",
+        "api",
+        "api-integration",
+        "api-route",
+        "api-logs",
+        "api-stage",
+        "api-permission",
+    }
     if ip_rules:
         names.add("fw-ip-rules")
     if block:
@@ -84,9 +117,13 @@ def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True)
         for tier in ("private", "firewall", "public"):
             names |= {f"{tier}-{index}", f"{tier}-{index}-rt", f"{tier}-{index}-rta"}
         names |= {
-            f"nat-eip-{index}", f"nat-{index}", f"private-{index}-default",
-            f"firewall-{index}-default", f"public-{index}-default", f"public-{index}-return",
-        }  # fmt: skip
+            f"nat-eip-{index}",
+            f"nat-{index}",
+            f"private-{index}-default",
+            f"firewall-{index}-default",
+            f"public-{index}-default",
+            f"public-{index}-return",
+        }
     return {f"{T}-{n}" for n in names}
 
 
@@ -106,15 +143,20 @@ def test_every_taggable_child_carries_the_kit_tags(engine: Recorder) -> None:
     resources = build(engine)
     labels = KitContext("test", "dev", T).labels()
     untaggable = {
-        "pulumi:providers:aws", "sandboxkit:index:MicrovmSandbox",
+        "pulumi:providers:aws",
+        "sandboxkit:index:MicrovmSandbox",
         "aws:lambda/coreNetworkConnector:CoreNetworkConnector",  # the SDK takes no tags
-        "aws:ec2/routeTableAssociation:RouteTableAssociation", "aws:ec2/route:Route",
-        "aws:iam/rolePolicy:RolePolicy", "aws:networkfirewall/loggingConfiguration:"
-        "LoggingConfiguration", "aws:route53/resolverFirewallRule:ResolverFirewallRule",
+        "aws:ec2/routeTableAssociation:RouteTableAssociation",
+        "aws:ec2/route:Route",
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:networkfirewall/loggingConfiguration:LoggingConfiguration",
+        "aws:route53/resolverFirewallRule:ResolverFirewallRule",
         "aws:route53/resolverFirewallConfig:ResolverFirewallConfig",
-        "aws:secretsmanager/secretVersion:SecretVersion", "aws:apigatewayv2/integration:"
-        "Integration", "aws:apigatewayv2/route:Route", "aws:lambda/permission:Permission",
-    }  # fmt: skip
+        "aws:secretsmanager/secretVersion:SecretVersion",
+        "aws:apigatewayv2/integration:Integration",
+        "aws:apigatewayv2/route:Route",
+        "aws:lambda/permission:Permission",
+    }
     for resource in resources:
         if resource.type not in untaggable:
             assert labels.items() <= resource.inputs["tags"].items(), resource.name
@@ -186,8 +228,10 @@ def test_dns_firewall_allows_listed_names_then_blocks_all_fail_closed(engine: Re
     assert (allow["action"], allow["priority"]) == ("ALLOW", 100)
     assert allow["firewallDomainListId"].startswith(f"{T}-dns-allowed-")
     assert (block["action"], block["priority"], block["blockResponse"]) == (
-        "BLOCK", 200, "NXDOMAIN",
-    )  # fmt: skip
+        "BLOCK",
+        200,
+        "NXDOMAIN",
+    )
     assert block["firewallDomainListId"].startswith(f"{T}-dns-all-")
     assert named(resources, f"{T}-dns-all").inputs["domains"] == ["*"]
     vpc_id = named(resources, f"{T}-dns-association").inputs["vpcId"]
@@ -234,8 +278,11 @@ def test_open_passes_all_tcp_and_blocks_no_names(engine: Recorder) -> None:
     rules = named(resources, f"{T}-fw-ip-rules").inputs["ruleGroup"]["rulesSource"]
     assert rules["rulesString"].startswith("pass tcp $HOME_NET any -> $EXTERNAL_NET any ")
     assert named(resources, f"{T}-connector-sg").inputs["egress"][-1] == {
-        "protocol": "tcp", "fromPort": 0, "toPort": 65535, "cidrBlocks": ["0.0.0.0/0"],
-    }  # fmt: skip
+        "protocol": "tcp",
+        "fromPort": 0,
+        "toPort": 65535,
+        "cidrBlocks": ["0.0.0.0/0"],
+    }
     policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
     assert policy["statefulDefaultActions"] == ["aws:drop_established", "aws:alert_established"]
 
@@ -247,16 +294,20 @@ def test_routes_send_both_directions_through_the_firewall(engine: Recorder) -> N
         back = named(resources, f"{T}-public-{index}-return").inputs
         assert out["destinationCidrBlock"] == "0.0.0.0/0"
         assert out["vpcEndpointId"].startswith("vpce-")
-        assert back == {**back, "destinationCidrBlock": private_cidr,
-                        "vpcEndpointId": out["vpcEndpointId"]}  # fmt: skip
+        assert back == {
+            **back,
+            "destinationCidrBlock": private_cidr,
+            "vpcEndpointId": out["vpcEndpointId"],
+        }
         assert out["routeTableId"].startswith(f"{T}-private-{index}-rt-")
         assert back["routeTableId"].startswith(f"{T}-public-{index}-rt-")
         onward = named(resources, f"{T}-firewall-{index}-default").inputs
         assert onward["natGatewayId"].startswith(f"{T}-nat-{index}-")
         internet = named(resources, f"{T}-public-{index}-default").inputs
         assert internet["gatewayId"].startswith(f"{T}-igw-")
-    endpoints = {named(resources, f"{T}-private-{i}-default").inputs["vpcEndpointId"]
-                 for i in range(2)}  # fmt: skip
+    endpoints = {
+        named(resources, f"{T}-private-{i}-default").inputs["vpcEndpointId"] for i in range(2)
+    }
     assert len(endpoints) == 2  # each zone uses its own firewall endpoint
 
 
@@ -273,8 +324,9 @@ def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> No
     assert image.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:microvm-image:{T}-image-")
     assert connector.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-conn")
     assert [s.split("/")[-1].rsplit("-", 1)[0] for s in secrets] == [
-        f"{T}-webhook-secret", f"{T}-worker-key",
-    ]  # fmt: skip
+        f"{T}-webhook-secret",
+        f"{T}-worker-key",
+    ]
     assert logs == f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/sandboxkit/test/{T}/launcher-logs:*"
     assert all(s["Effect"] == "Allow" and "*" not in str(s["Action"]) for s in statements)
 
@@ -282,9 +334,10 @@ def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> No
 def test_execution_role_is_passed_only_when_configured_and_warned(engine: Recorder) -> None:
     document = {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
-                       "Resource": "arn:aws:s3:::example-data/*"}],
-    }  # fmt: skip
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::example-data/*"}
+        ],
+    }
     resources = build(engine, executionRolePolicy=document)
     statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
     assert statements[-1]["Sid"] == "PassExecutionRole"
@@ -297,30 +350,53 @@ def test_execution_role_is_passed_only_when_configured_and_warned(engine: Record
 
 
 def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None:
-    resources = build(engine, {"limits": {"maxLifetimeSeconds": 7200, "idleTimeoutSeconds": 120,
-                                          "execTimeoutSeconds": 90}}, replayWindowSeconds=120)  # fmt: skip
+    resources = build(
+        engine,
+        {
+            "limits": {
+                "maxLifetimeSeconds": 7200,
+                "idleTimeoutSeconds": 120,
+                "execTimeoutSeconds": 90,
+            }
+        },
+        replayWindowSeconds=120,
+    )
     variables = named(resources, f"{T}-launcher").inputs["environment"]["variables"]
     assert set(variables) == {
-        "IMAGE_ARN", "CONNECTOR_ARN", "WEBHOOK_SECRET_ARN", "WORKER_KEY_SECRET_ARN",
-        "MAX_DURATION_SECONDS", "IDLE_TIMEOUT_SECONDS", "EXEC_TIMEOUT_SECONDS",
-        "REPLAY_WINDOW_SECONDS", "CONTROL_PLANE_URL",
-    }  # fmt: skip
+        "IMAGE_ARN",
+        "CONNECTOR_ARN",
+        "WEBHOOK_SECRET_ARN",
+        "WORKER_KEY_SECRET_ARN",
+        "MAX_DURATION_SECONDS",
+        "IDLE_TIMEOUT_SECONDS",
+        "EXEC_TIMEOUT_SECONDS",
+        "REPLAY_WINDOW_SECONDS",
+        "CONTROL_PLANE_URL",
+    }
     assert (
-        variables["MAX_DURATION_SECONDS"], variables["IDLE_TIMEOUT_SECONDS"],
-        variables["EXEC_TIMEOUT_SECONDS"], variables["REPLAY_WINDOW_SECONDS"],
-    ) == ("7200", "120", "90", "120")  # fmt: skip
+        variables["MAX_DURATION_SECONDS"],
+        variables["IDLE_TIMEOUT_SECONDS"],
+        variables["EXEC_TIMEOUT_SECONDS"],
+        variables["REPLAY_WINDOW_SECONDS"],
+    ) == ("7200", "120", "90", "120")
     assert variables["CONTROL_PLANE_URL"] == "https://agents.example.com/api"
-    assert variables["IMAGE_ARN"] == policy_of(resources, f"{T}-launcher-policy")[
-        "Statement"][0]["Resource"]  # fmt: skip
+    assert (
+        variables["IMAGE_ARN"]
+        == policy_of(resources, f"{T}-launcher-policy")["Statement"][0]["Resource"]
+    )
 
 
 def test_launcher_code_concurrency_and_logs(engine: Recorder) -> None:
-    resources = build(engine, {"pool": {"ready": 0, "maxConcurrent": 7},
-                               "audit": {"logRetentionDays": 45}},
-                      unenforced=["pool.ready", "pool.maxConcurrent"])  # fmt: skip
+    resources = build(
+        engine,
+        {"pool": {"ready": 0, "maxConcurrent": 7}, "audit": {"logRetentionDays": 45}},
+        unenforced=["pool.ready", "pool.maxConcurrent"],
+    )
     function = named(resources, f"{T}-launcher").inputs
-    assert function["code"] == {rpc._special_sig_key: rpc._special_archive_sig,
-                                "path": str(LAUNCHER_DIR)}  # fmt: skip
+    assert function["code"] == {
+        rpc._special_sig_key: rpc._special_archive_sig,
+        "path": str(LAUNCHER_DIR),
+    }
     assert function["handler"] == "handler.handler"
     assert function["reservedConcurrentExecutions"] == 7
     assert function["loggingConfig"]["logGroup"] == f"/sandboxkit/test/{T}/launcher-logs"
@@ -350,9 +426,12 @@ def test_auth_token_ingress_adds_only_a_token_policy(engine: Recorder) -> None:
     resources = build(engine, ingress="authToken", ingressPort=9000)
     policy = named(resources, f"{T}-ingress-policy")
     assert json.loads(policy.inputs["policy"])["Statement"] == [
-        {"Effect": "Allow", "Action": "lambda:CreateMicrovmAuthToken",
-         "Resource": "arn:aws:lambda:eu-west-1:123456789012:microvm:*"}
-    ]  # fmt: skip
+        {
+            "Effect": "Allow",
+            "Action": "lambda:CreateMicrovmAuthToken",
+            "Resource": "arn:aws:lambda:eu-west-1:123456789012:microvm:*",
+        }
+    ]
     assert policy.inputs["tags"]["sandboxkit-ingress-port"] == "9000"
 
 
@@ -362,33 +441,61 @@ def test_prod_stack_renders_the_target(project_dir: Path) -> None:
     assert named(mine, f"{T}-image").type == "aws:lambdamicrovms/image:Image"
     assert firewall_domains(mine) == ["agents.example.com"]
     assert set(rendered.outputs[T]) == {
-        "webhookUrl", "launcherFunctionName", "imageArn", "connectorArn", "firewallArn",
+        "webhookUrl",
+        "launcherFunctionName",
+        "imageArn",
+        "connectorArn",
+        "firewallArn",
         "logGroupNames",
-    }  # fmt: skip
+    }
     assert rendered.warnings == ()
 
 
 @pytest.mark.parametrize(
     ("profile", "settings", "key"),
     [
-        ({"limits": {"maxLifetimeSeconds": 28_801}}, {}, "sandboxkit:profile.limits.maxLifetimeSeconds"),
-        ({"limits": {"idleTimeoutSeconds": 59}}, {}, "sandboxkit:profile.limits.idleTimeoutSeconds"),
-        ({"egress": {"mode": "allowlist", "allow": ["example.org:8443"]}}, {},
-         "sandboxkit:profile.egress.allow"),
-        ({"egress": {"mode": "allowlist", "allow": ["[2001:4860::8888]:443"]}}, {},
-         "sandboxkit:profile.egress.allow"),
+        (
+            {"limits": {"maxLifetimeSeconds": 28_801}},
+            {},
+            "sandboxkit:profile.limits.maxLifetimeSeconds",
+        ),
+        (
+            {"limits": {"idleTimeoutSeconds": 59}},
+            {},
+            "sandboxkit:profile.limits.idleTimeoutSeconds",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["example.org:8443"]}},
+            {},
+            "sandboxkit:profile.egress.allow",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["[2001:4860::8888]:443"]}},
+            {},
+            "sandboxkit:profile.egress.allow",
+        ),
         ({}, {"controlPlaneHosts": ["grpc.example.com:8443"]}, f"sandboxkit:{T}.controlPlaneHosts"),
         ({}, {"controlPlaneUrl": "http://agents.example.com"}, f"sandboxkit:{T}.controlPlaneUrl"),
         ({}, {"sessionKey": "sk-live"}, f"sandboxkit:{T}.sessionKey"),
         ({}, {"apiKey": "sk-live"}, f"sandboxkit:{T}.apiKey"),
-        ({}, {"egressNetworkConnectors": ["INTERNET_EGRESS"]}, f"sandboxkit:{T}.egressNetworkConnectors"),
-        ({}, {"executionRolePolicy": {"Statement": [{"Effect": "Allow", "Action": "s3:*",
-                                                      "Resource": "*"}]}},
-         f"sandboxkit:{T}.executionRolePolicy"),
+        (
+            {},
+            {"egressNetworkConnectors": ["INTERNET_EGRESS"]},
+            f"sandboxkit:{T}.egressNetworkConnectors",
+        ),
+        (
+            {},
+            {
+                "executionRolePolicy": {
+                    "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]
+                }
+            },
+            f"sandboxkit:{T}.executionRolePolicy",
+        ),
         ({}, {"vpcCidr": "8.8.0.0/16"}, f"sandboxkit:{T}.vpcCidr"),
         ({}, {"availabilityZones": ["us-east-1a"]}, f"sandboxkit:{T}.availabilityZones"),
     ],
-)  # fmt: skip
+)
 def test_bad_config_exits_2_naming_the_key(
     profile: dict[str, Any], settings: dict[str, Any], key: str
 ) -> None:
@@ -412,5 +519,5 @@ def test_plaintext_secret_is_refused_without_showing_it() -> None:
 def test_lifetime_cap_names_its_source() -> None:
     from sandboxkit.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="at most 28800 for target aws-microvm .*botocore"):
+    with pytest.raises(ConfigError, match=r"at most 28800 for target aws-microvm .*botocore"):
         load_stack(source({"limits": {"maxLifetimeSeconds": 30_000}}), "test")

@@ -1,1 +1,1 @@
-"""AWS target of sandboxkit: Lambda MicroVM launcher, in-guest worker and (later) Pulumi component."""
+"""AWS target of sandboxkit: Lambda MicroVM launcher, in-guest worker and Pulumi component."""

@@ -182,15 +182,24 @@ def security_group_egress(plan: EgressPlan, vpc_cidr: str) -> list[dict[str, Any
         {"protocol": "tcp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
     ]
     if plan.mode == "open":
-        return [*rules, {"protocol": "tcp", "from_port": 0, "to_port": 65535,
-                         "cidr_blocks": [ANYWHERE]}]  # fmt: skip
+        return [
+            *rules,
+            {"protocol": "tcp", "from_port": 0, "to_port": 65535, "cidr_blocks": [ANYWHERE]},
+        ]
     for port in plan.tcp_ports:
-        rules.append({"protocol": "tcp", "from_port": port, "to_port": port,
-                      "cidr_blocks": [ANYWHERE]})  # fmt: skip
+        rules.append(
+            {"protocol": "tcp", "from_port": port, "to_port": port, "cidr_blocks": [ANYWHERE]}
+        )
     for rule in plan.ip_rules:
         if rule.port not in plan.tcp_ports:
-            rules.append({"protocol": "tcp", "from_port": rule.port, "to_port": rule.port,
-                          "cidr_blocks": [f"{rule.host}/32"]})  # fmt: skip
+            rules.append(
+                {
+                    "protocol": "tcp",
+                    "from_port": rule.port,
+                    "to_port": rule.port,
+                    "cidr_blocks": [f"{rule.host}/32"],
+                }
+            )
     return rules
 
 
@@ -289,9 +298,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
         self.image_arn = image.arn
         self.connector_arn = connector.arn
         self.firewall_arn = self._firewall.arn
-        self.log_group_names = pulumi.Output.all(*(g.name for g in self._log_groups)).apply(
-            list
-        )
+        self.log_group_names = pulumi.Output.all(*(g.name for g in self._log_groups)).apply(list)
         self.register_outputs(self.outputs())
 
     def outputs(self) -> dict[str, pulumi.Output[Any]]:
@@ -326,8 +333,9 @@ class MicrovmSandbox(pulumi.ComponentResource):
         self._log_groups.append(group)
         return group
 
-    def _role(self, part: str, service: str, policy: pulumi.Input[str], *,
-              tag_session: bool = False) -> aws.iam.Role:  # fmt: skip
+    def _role(
+        self, part: str, service: str, policy: pulumi.Input[str], *, tag_session: bool = False
+    ) -> aws.iam.Role:
         role = aws.iam.Role(
             f"{self._name}-{part}-role",
             assume_role_policy=_trust(service, tag_session=tag_session),
@@ -385,8 +393,9 @@ class MicrovmSandbox(pulumi.ComponentResource):
             endpoint = pulumi.Output.all(
                 self._firewall.firewall_statuses, subnets["firewall"][index].id
             ).apply(lambda pair: _endpoint_in(pair[0], pair[1]))
-            eip = aws.ec2.Eip(f"{name}-nat-eip-{index}", domain="vpc", tags=self._tags,
-                              opts=self._child(igw))  # fmt: skip
+            eip = aws.ec2.Eip(
+                f"{name}-nat-eip-{index}", domain="vpc", tags=self._tags, opts=self._child(igw)
+            )
             nat = aws.ec2.NatGateway(
                 f"{name}-nat-{index}",
                 allocation_id=eip.id,
@@ -396,12 +405,27 @@ class MicrovmSandbox(pulumi.ComponentResource):
                 opts=opts,
             )
             # Sandbox traffic goes to the firewall, then to NAT, then out.
-            aws.ec2.Route(f"{name}-private-{index}-default", route_table_id=tables["private"][
-                index].id, destination_cidr_block=ANYWHERE, vpc_endpoint_id=endpoint, opts=opts)  # fmt: skip
-            aws.ec2.Route(f"{name}-firewall-{index}-default", route_table_id=tables["firewall"][
-                index].id, destination_cidr_block=ANYWHERE, nat_gateway_id=nat.id, opts=opts)  # fmt: skip
-            aws.ec2.Route(f"{name}-public-{index}-default", route_table_id=tables["public"][
-                index].id, destination_cidr_block=ANYWHERE, gateway_id=igw.id, opts=opts)  # fmt: skip
+            aws.ec2.Route(
+                f"{name}-private-{index}-default",
+                route_table_id=tables["private"][index].id,
+                destination_cidr_block=ANYWHERE,
+                vpc_endpoint_id=endpoint,
+                opts=opts,
+            )
+            aws.ec2.Route(
+                f"{name}-firewall-{index}-default",
+                route_table_id=tables["firewall"][index].id,
+                destination_cidr_block=ANYWHERE,
+                nat_gateway_id=nat.id,
+                opts=opts,
+            )
+            aws.ec2.Route(
+                f"{name}-public-{index}-default",
+                route_table_id=tables["public"][index].id,
+                destination_cidr_block=ANYWHERE,
+                gateway_id=igw.id,
+                opts=opts,
+            )
             # Replies from NAT to the sandboxes go back through the same firewall endpoint:
             # without this the VPC's local route skips it and the stateful engine sees half a flow.
             aws.ec2.Route(
@@ -642,7 +666,11 @@ class MicrovmSandbox(pulumi.ComponentResource):
         args = self._args
         build_policy = json.dumps(
             _policy(
-                {"Effect": "Allow", "Action": "s3:GetObject", "Resource": args["worker_artifact_arn"]}
+                {
+                    "Effect": "Allow",
+                    "Action": "s3:GetObject",
+                    "Resource": args["worker_artifact_arn"],
+                }
             )
         )
         build_role = self._role("build", LAMBDA_PRINCIPAL, build_policy, tag_session=True)
@@ -669,8 +697,9 @@ class MicrovmSandbox(pulumi.ComponentResource):
         )
         return self._role("execution", LAMBDA_PRINCIPAL, json.dumps(document), tag_session=True)
 
-    def _secret(self, part: str, value: SecretValue, description: str,
-                tags: dict[str, str]) -> aws.secretsmanager.Secret:  # fmt: skip
+    def _secret(
+        self, part: str, value: SecretValue, description: str, tags: dict[str, str]
+    ) -> aws.secretsmanager.Secret:
         secret = aws.secretsmanager.Secret(
             f"{self._name}-{part}",
             description=description,
@@ -707,7 +736,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
         role_arn = execution_role.arn if execution_role is not None else None
         policy = pulumi.Output.all(
             image.arn, connector.arn, webhook.arn, worker_key.arn, logs.arn, role_arn
-        ).apply(lambda a: json.dumps(launcher_policy(*a)))
+        ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
         role = self._role("launcher", LAMBDA_PRINCIPAL, policy)
         environment: dict[str, pulumi.Input[str]] = {
             "IMAGE_ARN": image.arn,
@@ -742,9 +771,12 @@ class MicrovmSandbox(pulumi.ComponentResource):
         # logs, and an invoke permission scoped to this API's route instead of a public
         # "principal *" URL policy. Both deliver the payload-format-2.0 event the launcher reads.
         api = aws.apigatewayv2.Api(
-            f"{name}-api", protocol_type="HTTP", description="sandboxkit launcher webhook",
-            tags=self._tags, opts=opts,
-        )  # fmt: skip
+            f"{name}-api",
+            protocol_type="HTTP",
+            description="sandboxkit launcher webhook",
+            tags=self._tags,
+            opts=opts,
+        )
         integration = aws.apigatewayv2.Integration(
             f"{name}-api-integration",
             api_id=api.id,
@@ -826,8 +858,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
 def launcher_policy(
     image_arn: str,
     connector_arn: str,
-    webhook_secret_arn: str,
-    worker_key_secret_arn: str,
+    secret_arns: list[str],
     log_group_arn: str,
     execution_role_arn: str | None,
 ) -> dict[str, Any]:
@@ -839,20 +870,38 @@ def launcher_policy(
     for the connectors it names).
     """
     statements: list[dict[str, Any]] = [
-        {"Sid": "RunKitImage", "Effect": "Allow", "Action": "lambda:RunMicrovm",
-         "Resource": image_arn},
-        {"Sid": "PassKitConnector", "Effect": "Allow", "Action": "lambda:PassNetworkConnector",
-         "Resource": connector_arn},
-        {"Sid": "ReadLaunchSecrets", "Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
-         "Resource": [webhook_secret_arn, worker_key_secret_arn]},
-        {"Sid": "WriteOwnLogs", "Effect": "Allow",
-         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-         "Resource": f"{log_group_arn}:*"},
-    ]  # fmt: skip
+        {
+            "Sid": "RunKitImage",
+            "Effect": "Allow",
+            "Action": "lambda:RunMicrovm",
+            "Resource": image_arn,
+        },
+        {
+            "Sid": "PassKitConnector",
+            "Effect": "Allow",
+            "Action": "lambda:PassNetworkConnector",
+            "Resource": connector_arn,
+        },
+        {
+            "Sid": "ReadLaunchSecrets",
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": secret_arns,
+        },
+        {
+            "Sid": "WriteOwnLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"{log_group_arn}:*",
+        },
+    ]
     if execution_role_arn is not None:
         statements.append(
-            {"Sid": "PassExecutionRole", "Effect": "Allow", "Action": "iam:PassRole",
-             "Resource": execution_role_arn}  # fmt: skip
+            {
+                "Sid": "PassExecutionRole",
+                "Effect": "Allow",
+                "Action": "iam:PassRole",
+                "Resource": execution_role_arn,
+            }
         )
     return _policy(*statements)
-

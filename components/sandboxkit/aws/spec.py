@@ -44,8 +44,30 @@ MIN_IDLE_SOURCE = (
 )
 # CloudWatch Logs accepts only these retention periods (botocore `logs` shape Days, the
 # PutRetentionPolicy retentionInDays documentation). A request between two is rounded up.
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
-                      1827, 2192, 2557, 2922, 3288, 3653)  # fmt: skip
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 LOG_RETENTION_SOURCE = (
     "CloudWatch Logs PutRetentionPolicy retentionInDays: one of 1, 3, 5, ... 3653 "
     "(botocore `logs` shape Days); other values round up to the next allowed one"
@@ -69,7 +91,9 @@ DEFAULT_BASE_IMAGE = "al2023-1"
 
 # Setting names that suggest the platform's session-creating key. That key never goes to AWS:
 # the guest sees only the job-scoped worker key, so a leak from a sandbox cannot mint sessions.
-_SESSION_KEY_NAME = re.compile(r"(session|admin|api|platform|master|root).?(key|token|secret)", re.I)
+_SESSION_KEY_NAME = re.compile(
+    r"(session|admin|api|platform|master|root).?(key|token|secret)", re.I
+)
 # Settings that would choose the MicroVM's network path. There is one: the kit's connector;
 # the service default (the AWS-managed INTERNET_EGRESS connector) is never used.
 _NETWORK_PATH_NAME = re.compile(r"(egress|connector)", re.I)
@@ -338,8 +362,11 @@ def egress_plan(profile: SandboxProfile, settings: MicrovmSettings) -> EgressPla
         if rule.kind == "ip":
             if ":" in rule.host:
                 problems.append(
-                    _plan_problem(key, rule, "an IPv4 address or a name: the kit's VPC and its "
-                                  "connector are IPv4-only")
+                    _plan_problem(
+                        key,
+                        rule,
+                        "an IPv4 address or a name: the kit's VPC and its connector are IPv4-only",
+                    )
                 )
             else:
                 ips.add(rule)
