@@ -1,1 +1,1 @@
-"""AWS target of sandboxkit: Lambda MicroVM launcher, in-guest worker and Pulumi component."""
+"""AWS target: Lambda MicroVM launcher, in-guest worker and the Pulumi component."""
