@@ -10,6 +10,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from sandboxkit.aws.microvm import LAUNCHER_DIR, MicrovmSandbox, microvm_args
+from sandboxkit.aws.spec import MicrovmSettings
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
 from sandboxkit.targets import KitContext
@@ -47,7 +48,9 @@ def build(
     engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any
 ) -> list[RenderedResource]:
     spec = load_stack(source(profile, **settings), "test")
-    args = microvm_args(spec.profile, spec.settings[T], KitContext("test", "dev", T))
+    settings_model = spec.settings[T]
+    assert isinstance(settings_model, MicrovmSettings)
+    args = microvm_args(spec.profile, settings_model, KitContext("test", "dev", T))
     engine.run(lambda: MicrovmSandbox(T, args))
     return engine.resources
 

@@ -169,7 +169,9 @@ def suricata_rules(plan: EgressPlan) -> str:
     )
 
 
-def security_group_egress(plan: EgressPlan, vpc_cidr: str) -> list[dict[str, Any]]:
+def security_group_egress(
+    plan: EgressPlan, vpc_cidr: str
+) -> list[aws.ec2.SecurityGroupEgressArgsDict]:
     """The connector security group's egress rules (ingress: none).
 
     TCP 443 (and 80 where an entry asks for it) to any address, since the firewall checks the
@@ -177,7 +179,7 @@ def security_group_egress(plan: EgressPlan, vpc_cidr: str) -> list[dict[str, Any
     With ``open``, all TCP.
     """
     resolver = f"{resolver_address(vpc_cidr)}/32"
-    rules: list[dict[str, Any]] = [
+    rules: list[aws.ec2.SecurityGroupEgressArgsDict] = [
         {"protocol": "udp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
         {"protocol": "tcp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
     ]
@@ -441,8 +443,12 @@ class MicrovmSandbox(pulumi.ComponentResource):
         self, vpc: aws.ec2.Vpc, subnets: list[aws.ec2.Subnet]
     ) -> aws.networkfirewall.Firewall:
         name, plan, opts = self._name, self._args["egress"], self._opts
-        strict = {"rule_order": "STRICT_ORDER"}
-        references = []
+        strict: aws.networkfirewall.RuleGroupRuleGroupStatefulRuleOptionsArgsDict = {
+            "rule_order": "STRICT_ORDER"
+        }
+        references: list[
+            aws.networkfirewall.FirewallPolicyFirewallPolicyStatefulRuleGroupReferenceArgsDict
+        ] = []
         if plan.mode == "open" or plan.ip_rules:
             ip_rules = aws.networkfirewall.RuleGroup(
                 f"{name}-fw-ip-rules",
@@ -481,7 +487,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
             firewall_policy={
                 "stateless_default_actions": ["aws:forward_to_sfe"],
                 "stateless_fragment_default_actions": ["aws:forward_to_sfe"],
-                "stateful_engine_options": strict,
+                "stateful_engine_options": {"rule_order": "STRICT_ORDER"},
                 # Drop whatever no pass rule matched once the flow is established (the TLS
                 # SNI / HTTP Host is known only then), and log it.
                 "stateful_default_actions": ["aws:drop_established", "aws:alert_established"],

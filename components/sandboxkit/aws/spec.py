@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -82,7 +82,7 @@ DEFAULT_REPLAY_WINDOW_SECONDS = 300
 # A leaked worker key is useful until it is replaced; thirty days bounds that without rotation.
 DEFAULT_WORKER_KEY_MAX_AGE_DAYS = 30
 # The MicroVM's HTTPS endpoint stays closed unless the stack asks for token-based ingress.
-DEFAULT_INGRESS = "none"
+DEFAULT_INGRESS: Final = "none"
 # Port-scoped auth tokens name a port; 8080 is the endpoint's default routing port
 # (Lambda MicroVMs developer guide, "Port routing").
 DEFAULT_INGRESS_PORT = 8080
