@@ -21,6 +21,8 @@ from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
 TARGET_MODULES: dict[str, str] = {
     "kubernetes": "sandboxkit.kubernetes.spec",
+    "gcp-cloudrun": "sandboxkit.gcp.cloudrun_spec",
+    "gcp-gke": "sandboxkit.gcp.gke_spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]
