@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.gcp.spec import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
@@ -60,6 +60,16 @@ MAX_REQUEST_TIMEOUT_SECONDS = 3600
 
 _PRINCIPAL = re.compile(r"^(user|group|serviceAccount):[^@\s:]+@[a-z0-9.-]+\.[a-z]+$")
 _DNS_LABEL = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")]
+
+
+def _named_principal(value: str) -> str:
+    if not _PRINCIPAL.match(value):
+        raise ValueError(
+            "a named principal such as serviceAccount:agent@example-project.iam.gserviceaccount"
+            ".com (user:, group: or serviceAccount:); allUsers, allAuthenticatedUsers and "
+            "domain: would open the launcher to the public or a whole domain"
+        )
+    return value
 
 
 class _Strict(BaseModel):
@@ -132,7 +142,7 @@ class CloudRunSettings(GcpSettings):
     ingress: Literal["internal", "internal-and-cloud-load-balancing"] = "internal"
     # Lists from YAML become tuples (strict mode takes tuples only); items stay strict.
     invokers: Annotated[
-        tuple[Annotated[str, Field(pattern=_PRINCIPAL.pattern, strict=True)], ...],
+        tuple[Annotated[str, Field(strict=True), AfterValidator(_named_principal)], ...],
         Field(strict=False),
     ] = ()
     subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
