@@ -95,6 +95,7 @@ class CloudMocks(Mocks):
             state.update(OUTPUT_RULES[max(matches, key=len)](args, resource_id))
         return resource_id, state
 
-    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        """Invokes return their arguments: the kit's components make no data-source calls."""
-        return dict(args.args), None
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """Invokes return their arguments and no failures (Pulumi's mock monitor iterates the
+        failures, so they are an empty list, never ``None``)."""
+        return dict(args.args), []
