@@ -579,7 +579,8 @@ export class Sandbox extends DurableObject {
     if (gateway === null) {
       return json(500, { error: "egress_gateway_unavailable", message: "ctx.exports.EgressGateway is not available" });
     }
-    return gateway.fetch(url, init);
+    // "manual": hand back exactly what the container's client would receive, redirects included.
+    return gateway.fetch(new Request(url, { ...init, redirect: "manual" }));
   }
 
   async alarm() {
