@@ -208,7 +208,8 @@ function looksLikeIpLiteral(host) {
  *
  * Shape: {"mode": "deny"|"allowlist"|"open", "allow": [{"host": str, "port": int, "wildcard"?: bool}]}.
  * `allow` is required for "allowlist". Hosts are DNS names (lowercased, one trailing dot
- * dropped), never IP literals or `*` patterns; `wildcard: true` means subdomains of `host` only.
+ * dropped), never IP literals or `*` patterns; `wildcard: true` means subdomains of `host` only
+ * and needs a host of two or more labels.
  * Unknown keys are errors so that a typo cannot silently change the meaning of a policy.
  *
  * @returns {{ok: true, policy: {mode: string, allow: {host: string, port: number, wildcard: boolean}[]}} | {ok: false, error: string}}
@@ -263,6 +264,10 @@ export function parseEgressPolicy(raw) {
     }
     if (entry.wildcard !== undefined && typeof entry.wildcard !== "boolean") {
       return { ok: false, error: `${where}.wildcard must be a boolean` };
+    }
+    if (entry.wildcard === true && !host.includes(".")) {
+      // `*.com` would open a whole top-level domain; say so instead of allowing it.
+      return { ok: false, error: `${where}.host needs at least two labels when wildcard is true` };
     }
     allow.push({ host, port: entry.port, wildcard: entry.wildcard === true });
   }

@@ -121,6 +121,8 @@ const INVALID_POLICIES = [
   [{ mode: "allowlist", allow: [{ host: "[::1]", port: 80 }] }, "EGRESS_POLICY.allow[0].host must be a DNS name, not an IP address"],
   [{ mode: "allowlist", allow: [{ host: "pypi.org:443", port: 443 }] }, "EGRESS_POLICY.allow[0].host must be a DNS name, not an IP address"],
   [{ mode: "allowlist", allow: [{ host: "https://pypi.org", port: 443 }] }, "EGRESS_POLICY.allow[0].host must be a DNS name, not an IP address"],
+  [{ mode: "allowlist", allow: [{ host: "org", port: 443, wildcard: true }] }, "EGRESS_POLICY.allow[0].host needs at least two labels when wildcard is true"],
+  [{ mode: "allowlist", allow: [{ host: "pypi.org", port: 443 }, { host: "x", port: 1, extra: 1 }] }, "EGRESS_POLICY.allow[1] has unknown key 'extra'"],
   [{ mode: "allowlist", allow: [{ host: "pypi org", port: 443 }] }, "EGRESS_POLICY.allow[0].host is not a valid DNS name"],
   [{ mode: "allowlist", allow: [{ host: "", port: 443 }] }, "EGRESS_POLICY.allow[0].host is not a valid DNS name"],
 ];
