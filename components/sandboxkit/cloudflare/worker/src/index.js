@@ -559,7 +559,7 @@ export class Sandbox extends DurableObject {
     let current = state;
     const deadline = state.startedAt + limits.maxLifetimeSeconds * 1000;
     if (current.endedAt === undefined && received >= deadline) {
-      current = await this.#end("expired", deadline);
+      current = await this.#end("expired", deadline, "request");
     }
     if (current.endedAt !== undefined) {
       if (argv !== null) await this.#auditExec(current, argv, "sandbox_ended", null, received, limits);
@@ -567,7 +567,7 @@ export class Sandbox extends DurableObject {
     }
     if (op === "status") return json(200, this.#status(current, limits));
     if (op === "delete") {
-      const after = await this.#end("deleted", received);
+      const after = await this.#end("deleted", received, "request");
       return json(200, { sandboxId: after.sandboxId, deleted: true, deletedAt: iso(after.endedAt) });
     }
     return this.#exec(argv, current, limits, deadline, received);
@@ -600,7 +600,7 @@ export class Sandbox extends DurableObject {
     const now = Date.now();
     const deadline = state.startedAt + limits.maxLifetimeSeconds * 1000;
     if (now >= deadline) {
-      await this.#end("expired", deadline);
+      await this.#end("expired", deadline, "alarm");
       return;
     }
     const lastActivity = state.lastActivityAt ?? state.startedAt;
@@ -641,11 +641,24 @@ export class Sandbox extends DurableObject {
     await this.ctx.storage.setAlarm(running ? Math.min(deadline, idleAt) : deadline);
   }
 
-  async #end(reason, at) {
+  /** Ends the sandbox for good; `trigger` (alarm, request, exec) only feeds the audit line. */
+  async #end(reason, at, trigger) {
     await this.ctx.storage.put({ endedAt: at, endReason: reason });
     await this.ctx.storage.deleteAlarm();
     await this.#destroyContainer(reason === "expired" ? "maximum lifetime reached" : "sandbox deleted");
-    return this.#load();
+    const state = await this.#load();
+    console.log(
+      JSON.stringify({
+        event: "sandbox.ended",
+        sandbox: state.sandboxId,
+        tenant: state.tenantHash,
+        reason,
+        trigger,
+        startedAt: iso(state.startedAt),
+        endedAt: iso(at),
+      }),
+    );
+    return state;
   }
 
   #endedResponse(state, limits) {
@@ -719,7 +732,7 @@ export class Sandbox extends DurableObject {
       const timeoutMs = Math.min(limits.execTimeoutSeconds * 1000, deadline - Date.now());
       if (timeoutMs <= 0) {
         status = "sandbox_ended";
-        return this.#endedResponse(await this.#end("expired", deadline), limits);
+        return this.#endedResponse(await this.#end("expired", deadline, "exec"), limits);
       }
       const result = await this.#runInAgent(container, argv, timeoutMs);
       if (result.timedOut) {

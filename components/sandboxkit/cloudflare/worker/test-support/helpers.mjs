@@ -50,7 +50,8 @@ export function bearer(token = AUTH_TOKEN) {
 }
 
 /**
- * Starts the Worker. `outbound` handles every fetch the Worker makes (default: refuse and
+ * Starts the Worker. `persistDir` keeps Durable Object storage on disk so a second instance can
+ * pick it up (a redeploy with other bindings). `outbound` handles every fetch the Worker makes (default: refuse and
  * record), so no test can send traffic past loopback. Returns helpers and a dispose function.
  */
 export async function startWorker({
@@ -58,6 +59,7 @@ export async function startWorker({
   compatibilityDate = COMPATIBILITY_DATE,
   outbound,
   withDecideHarness = false,
+  persistDir,
 } = {}) {
   const stdout = [];
   const unexpectedOutbound = [];
@@ -96,6 +98,8 @@ export async function startWorker({
     port: 0,
     // false: use the built-in placeholder instead of downloading Request.cf data.
     cf: false,
+    // In memory unless a test needs storage to outlive one runtime (then a temp dir it removes).
+    durableObjectsPersist: persistDir ?? false,
     workers,
     handleRuntimeStdio(out, err) {
       let pending = "";

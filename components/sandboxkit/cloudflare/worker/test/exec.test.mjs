@@ -132,11 +132,35 @@ describe("exec fails closed on egress configuration", () => {
         assert.deepEqual(await response.json(), refused(detail));
         const status = await worker.request("/v1/tenants/acme/sessions/exec-1", { headers: bearer() });
         assert.equal(status.status, 200);
+        // Refused by the Worker: the command never reached the object, so nothing was audited.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.equal(events(worker.stdout, "sandbox.exec").length, 0);
       } finally {
         await worker.dispose();
       }
     });
   }
+
+  test("the object refuses exec on its own when the policy is invalid", async () => {
+    // Called past the Worker, as another script bound to the namespace could.
+    const worker = await startWorker({ bindings: baseBindings({ EGRESS_POLICY: '{"mode":"open","x":1}' }) });
+    try {
+      const name = expectedSandboxName(SANDBOX_ID_KEY, "acme", "direct");
+      const namespace = await worker.sandboxNamespace();
+      const response = await namespace.get(namespace.idFromName(name)).fetch("https://sandbox.internal/exec", {
+        method: "POST",
+        headers: { "x-sandboxkit-sandbox-id": name, "content-type": "application/json" },
+        body: JSON.stringify({ command: ["true"] }),
+      });
+      assert.equal(response.status, 500);
+      assert.deepEqual(await response.json(), refused("EGRESS_POLICY has unknown key 'x'"));
+      const audit = await waitForEvents(worker.stdout, "sandbox.exec", 1);
+      assert.equal(audit.length, 1);
+      assert.deepEqual([audit[0].sandbox, audit[0].status], [name, "egress_policy_invalid"]);
+    } finally {
+      await worker.dispose();
+    }
+  });
 
   test("without ctx.exports (compatibility date before 2025-11-17) no container is started", async () => {
     const worker = await startWorker({ compatibilityDate: "2025-11-16" });

@@ -2,6 +2,9 @@
 // Durable Object), after which every route answers 410 and the container is stopped.
 
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { baseBindings, bearer, events, startWorker, waitForEvents } from "../test-support/helpers.mjs";
 
@@ -47,11 +50,17 @@ test("after MAX_LIFETIME_SECONDS the sandbox answers 410 for status, exec and de
     assert.equal(del.status, 410);
     assert.deepEqual(await del.json(), expired);
 
-    // The refused command still gets its one audit line.
+    // The refused command still gets its one audit line, and the end is recorded once.
     const audit = await waitForEvents(worker.stdout, "sandbox.exec", 1);
     assert.equal(audit.length, 1);
     assert.equal(audit[0].status, "sandbox_ended");
     assert.equal(audit[0].sandbox, sandboxId);
+    const ended = events(worker.stdout, "sandbox.ended");
+    assert.equal(ended.length, 1);
+    assert.deepEqual(
+      [ended[0].sandbox, ended[0].reason, ended[0].startedAt, ended[0].endedAt],
+      [sandboxId, "expired", startedAt, expiresAt],
+    );
 
     // Another session of the same tenant is unaffected.
     const other = await worker.request("/v1/tenants/acme/sessions/fresh", { headers: bearer() });
@@ -80,5 +89,65 @@ test("the cap counts from the first request, not from each request", async () =>
     assert.equal(events(worker.stdout, "sandbox.exec").length, 0);
   } finally {
     await worker.dispose();
+  }
+});
+
+test("the lifetime alarm ends the sandbox with no request after the deadline", async () => {
+  const worker = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "1" }) });
+  try {
+    const { sandboxId, startedAt, expiresAt } = await (await worker.request(PATH, { headers: bearer() })).json();
+    // No request from here on: only the Durable Object alarm can end it.
+    const ended = await waitForEvents(worker.stdout, "sandbox.ended", 1, { timeoutMs: 4000 });
+    assert.equal(ended.length, 1);
+    assert.deepEqual(ended[0], {
+      event: "sandbox.ended",
+      sandbox: sandboxId,
+      tenant: ended[0].tenant,
+      reason: "expired",
+      trigger: "alarm",
+      startedAt,
+      endedAt: expiresAt,
+    });
+    assert.equal((await worker.request(PATH, { headers: bearer() })).status, 410);
+  } finally {
+    await worker.dispose();
+  }
+});
+
+test("a lowered MAX_LIFETIME_SECONDS applies to running sandboxes at their next request", async () => {
+  const persistDir = await mkdtemp(join(tmpdir(), "sandboxkit-cf-"));
+  try {
+    const first = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "3600" }), persistDir });
+    let started;
+    try {
+      started = await (await first.request(PATH, { headers: bearer() })).json();
+      assert.equal(Date.parse(started.expiresAt) - Date.parse(started.startedAt), 3600 * 1000);
+    } finally {
+      await first.dispose();
+    }
+    // Redeploy with a 1 s cap. The alarm stored by the first run is an hour away, so only the
+    // check on each request can end the sandbox now.
+    const second = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "1" }), persistDir });
+    try {
+      const wait = Date.parse(started.startedAt) + 1100 - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const response = await second.request(PATH, { headers: bearer() });
+      assert.equal(response.status, 410);
+      const expiredAt = new Date(Date.parse(started.startedAt) + 1000).toISOString();
+      assert.deepEqual(await response.json(), {
+        error: "sandbox_expired",
+        message: "sandbox reached its maximum lifetime of 1 s and was stopped; start a new session",
+        sandboxId: started.sandboxId,
+        startedAt: started.startedAt,
+        expiredAt,
+      });
+      const ended = await waitForEvents(second.stdout, "sandbox.ended", 1);
+      assert.equal(ended.length, 1);
+      assert.deepEqual([ended[0].trigger, ended[0].endedAt], ["request", expiredAt]);
+    } finally {
+      await second.dispose();
+    }
+  } finally {
+    await rm(persistDir, { recursive: true, force: true });
   }
 });
