@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +73,11 @@ class ConfigSource:
         secret_keys.update(runtime_config._SECRET_KEYS.get())  # noqa: SLF001 - set by mocks too
         paths = {k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)}
         if stack_file is not None and stack_file.exists():
-            paths |= read_stack_file(stack_file).secret_paths
+            declared = read_stack_file(stack_file).secret_paths
+            # The engine marks a whole key secret when any value inside it is; where the file
+            # declares which nested values are secure, its paths replace the whole-key mark.
+            refined = {re.split(r"[.\[]", path, maxsplit=1)[0] for path in declared}
+            paths = {path for path in paths if path not in refined} | declared
         return cls(values=values, secret_paths=frozenset(paths))
 
 
