@@ -84,28 +84,35 @@ INSTANCE_TYPES: tuple[InstanceType, ...] = (
 )
 
 
-def instance_type_for(vcpu: float, memory_mib: int) -> InstanceType:
+def smallest_instance_type(vcpu: float, memory_mib: int) -> InstanceType | None:
     """The smallest named instance type with at least ``vcpu`` vCPU and ``memory_mib`` MiB.
 
     Named types only: a custom type needs at least 1 vCPU and 3 GiB per vCPU (same source),
-    which the kit's default profile (1 vCPU, 2048 MiB) does not meet.
+    which the kit's default profile (1 vCPU, 2048 MiB) does not meet. ``None`` beyond
+    ``standard-4`` (4 vCPU, 12288 MiB), which the target's caps refuse.
+    """
+    return next((i for i in INSTANCE_TYPES if i.vcpu >= vcpu and i.memory_mib >= memory_mib), None)
+
+
+def instance_type_for(vcpu: float, memory_mib: int) -> InstanceType:
+    """Like ``smallest_instance_type``, for code that must have one.
 
     Raises:
-        ConfigError: when the profile exceeds ``standard-4`` (4 vCPU, 12288 MiB); the loader
-            reports the same through the target's caps first.
+        ConfigError: when the profile exceeds ``standard-4`` (the loader reports the same
+            through the target's caps first).
     """
-    for instance in INSTANCE_TYPES:
-        if instance.vcpu >= vcpu and instance.memory_mib >= memory_mib:
-            return instance
-    largest = INSTANCE_TYPES[-1]
-    raise ConfigError(
-        Problem(
-            "sandboxkit:profile.limits",
-            {"vcpu": vcpu, "memoryMiB": memory_mib},
-            f"at most {largest.vcpu:g} vCPU and {largest.memory_mib} MiB for target cloudflare "
-            f"(largest instance type {largest.name}; source: {_LIMITS_SOURCE})",
+    instance = smallest_instance_type(vcpu, memory_mib)
+    if instance is None:
+        largest = INSTANCE_TYPES[-1]
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.limits",
+                {"vcpu": vcpu, "memoryMiB": memory_mib},
+                f"at most {largest.vcpu:g} vCPU and {largest.memory_mib} MiB for target "
+                f"cloudflare (largest instance type {largest.name}; source: {_LIMITS_SOURCE})",
+            )
         )
-    )
+    return instance
 
 
 class CloudflareSettings(TargetSettings):
@@ -205,13 +212,15 @@ def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
         ConfigError: an allowlist with IP entries (see ``egress_policy``).
     """
     _refuse_ip_entries(profile)
-    instance = instance_type_for(profile.limits.vcpu, profile.limits.memory_mib)
+    instance = smallest_instance_type(profile.limits.vcpu, profile.limits.memory_mib)
     container = "generated wrangler config containers[0]"
-    rounded = (
-        f"{container}.instance_type {instance.name} ({instance.vcpu:g} vCPU, "
-        f"{instance.memory_mib} MiB: the smallest named type covering the profile), applied by "
-        "wrangler deploy"
+    chosen = (
+        f"{instance.name} ({instance.vcpu:g} vCPU, {instance.memory_mib} MiB: the smallest "
+        "named type covering the profile)"
+        if instance
+        else "(none fits: beyond the largest type)"
     )
+    rounded = f"{container}.instance_type {chosen}, applied by wrangler deploy"
     gateway = (
         "Worker EgressGateway: the Durable Object starts the container with enableInternet "
         "false and routes its HTTP/HTTPS through the gateway, which applies EGRESS_POLICY"
