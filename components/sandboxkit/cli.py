@@ -146,6 +146,7 @@ def cloudflare_config(
         document = stack_wrangler_config(project_dir or find_project_dir(), stack, out)
     except ConfigError as exc:
         raise fail_config(exc) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=2) + "\n")
     sys.stdout.write(
         f"wrote {out}; apply it with: npx wrangler deploy --config {out} (Node >= 22)\n"

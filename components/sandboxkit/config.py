@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
 from sandboxkit.targets import (
@@ -191,8 +191,9 @@ def _problems(
             parent = _model_at(model, loc[:-1])
             known = [i.alias or n for n, i in parent.model_fields.items()] if parent else []
             hint = _near(str(loc[-1]), known)
+            # A misspelt key may hold a secret (authTokne: ...): never echo its value.
             problems.append(
-                Problem(key, value, f"no such key{hint}; known keys: {', '.join(known)}")
+                Problem(key, NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
         elif error["type"] == "missing":
             problems.append(Problem(key, None, "a value (this key is required)"))
@@ -336,7 +337,7 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
             problems.append(
                 Problem(
                     _key(key),
-                    REDACTED if source.is_secret(key) else source.values[key],
+                    NOT_SHOWN,
                     f"no such key{_near(key, known)}; known keys: {', '.join(known)}",
                 )
             )

@@ -32,6 +32,19 @@ NON_PUBLIC_IPV4 = (
 )
 NON_PUBLIC_IPV6 = ("fc00::/7", "fe80::/10", "::1/128")
 
+# Names that resolve to cloud metadata services or cluster-internal addresses: a sandbox that
+# reaches them can read credentials or the cluster's services. RFC 6762 (.local), RFC 6761
+# (.localhost), GCE (metadata.google.internal, .internal), EC2 (*.ec2.internal), Kubernetes.
+_INTERNAL_SUFFIXES = (
+    ".internal",
+    ".local",
+    ".localhost",
+    ".localdomain",
+    ".svc",
+    ".goog",
+    ".home.arpa",
+)
+
 RuleKind = Literal["name", "wildcard", "ip"]
 
 
@@ -143,6 +156,11 @@ def parse_rule(entry: str) -> EgressRule:
         raise ValueError(
             "a DNS name of letters, digits and hyphens (a wildcard only as a leading '*.'), "
             "or a public IP address"
+        )
+    if any(f".{host}".endswith(suffix) for suffix in _INTERNAL_SUFFIXES):
+        raise ValueError(
+            f"{host} is an internal or metadata name (.internal, .local, .svc, .goog ...); "
+            "sandboxes may reach public hosts only"
         )
     if kind == "wildcard" and len(labels) < 2:
         raise ValueError(f"*.{host} covers a whole top-level domain; name the registrable domain")

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 # Shown instead of any value read from a secret path, so an error message never leaks one.
 REDACTED = "[secret]"
+# Shown for values of unknown keys, which may be secrets under a misspelt name.
+NOT_SHOWN = "[value not shown]"
 
 
 @dataclass(frozen=True)

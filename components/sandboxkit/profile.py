@@ -97,7 +97,7 @@ class Egress(_Section):
 class Limits(_Section):
     """Per-sandbox limits: vCPU, MiB and seconds, all greater than zero."""
 
-    vcpu: Annotated[float, Field(gt=0)] = DEFAULT_VCPU
+    vcpu: Annotated[float, Field(gt=0, allow_inf_nan=False)] = DEFAULT_VCPU
     memory_mib: PositiveInt = Field(DEFAULT_MEMORY_MIB, alias="memoryMiB")
     exec_timeout_seconds: PositiveInt = Field(
         DEFAULT_EXEC_TIMEOUT_SECONDS, alias="execTimeoutSeconds"

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from sandboxkit import config as config_module
 from sandboxkit.config import ConfigSource, load_stack
-from sandboxkit.errors import REDACTED, ConfigError
+from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
 from sandboxkit.targets import (
@@ -65,16 +65,22 @@ def test_explicit_fields_are_those_the_stack_sets() -> None:
 @pytest.mark.parametrize(
     ("profile", "key", "value", "expected_fragment"),
     [
-        ({"limit": {}}, "sandboxkit:profile.limit", {}, "did you mean 'limits'"),
+        ({"limit": {}}, "sandboxkit:profile.limit", NOT_SHOWN, "did you mean 'limits'"),
         (
             {"limits": {"memoryMib": 1}},
             "sandboxkit:profile.limits.memoryMib",
-            1,
+            NOT_SHOWN,
             "did you mean 'memoryMiB'",
         ),
         ({"limits": {"vcpu": "2"}}, "sandboxkit:profile.limits.vcpu", "2", "valid number"),
         ({"limits": {"vcpu": True}}, "sandboxkit:profile.limits.vcpu", True, "valid number"),
         ({"limits": {"vcpu": 0}}, "sandboxkit:profile.limits.vcpu", 0, "greater than 0"),
+        (
+            {"limits": {"vcpu": float("inf")}},
+            "sandboxkit:profile.limits.vcpu",
+            float("inf"),
+            "finite number",
+        ),
         (
             {"limits": {"memoryMiB": -1}},
             "sandboxkit:profile.limits.memoryMiB",
@@ -173,7 +179,7 @@ def test_top_level_refusals_are_reported_together() -> None:
         ConfigSource(values={"environment": "production", "targets": ["kubernets"], "profle": {}})
     )
     assert found == [
-        ("sandboxkit:profle", {}),
+        ("sandboxkit:profle", NOT_SHOWN),
         ("sandboxkit:environment", "production"),
         ("sandboxkit:targets[0]", "kubernets"),
     ]
@@ -335,3 +341,11 @@ def test_value_at_the_cap_is_accepted() -> None:
         source(targets=["fake"], profile={"limits": {"maxLifetimeSeconds": 28_800}}), "test"
     )
     assert spec.profile.limits.max_lifetime_seconds == 28_800
+
+
+@pytest.mark.usefixtures("fake_target")
+def test_a_misspelt_secret_key_never_echoes_its_value() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(targets=["fake"], fake={"tokne": "hunter2"}, fak={"token": "x2"}), "test")
+    assert "hunter2" not in str(caught.value) and "x2" not in str(caught.value)
+    assert [p.key for p in caught.value.problems] == ["sandboxkit:fak", "sandboxkit:fake.tokne"]

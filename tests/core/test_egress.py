@@ -43,7 +43,8 @@ def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
         ("[fe80::1]", "not a public address"),
         ("fd00::1", "not a public address"),
         ("*.com", "top-level domain"),
-        ("localhost", "fully qualified"),
+        ("localhost", "internal or metadata name"),
+        ("pypi", "fully qualified"),
         ("pypi.*.org", "wildcard only as a leading"),
         ("https://pypi.org", "without a scheme"),
         ("user@pypi.org", "without a scheme"),
@@ -51,6 +52,11 @@ def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
         ("pypi.org:65536", "port '65536'"),
         ("pypi.org:https", "port 'https'"),
         ("-bad-.org", "letters, digits and hyphens"),
+        ("metadata.google.internal", "internal or metadata name"),
+        ("instance-data.ec2.internal", "internal or metadata name"),
+        ("metadata.goog", "internal or metadata name"),
+        ("kubernetes.default.svc", "internal or metadata name"),
+        ("*.cluster.local", "internal or metadata name"),
     ],
 )
 def test_refuses(entry: str, reason: str) -> None:
