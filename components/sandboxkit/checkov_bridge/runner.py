@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from sandboxkit.checkov_bridge.baseline import Accepted, load_baseline
-from sandboxkit.checkov_bridge.exporters import StackExport
+from sandboxkit.checkov_bridge.exporters import StackExport, export_stack
+from sandboxkit.render import RenderedStack
 
 CHECKOV_ENV = "SANDBOXKIT_CHECKOV"
 CHECKOV_VERSION = "3.3.30"
@@ -37,9 +38,9 @@ KIT_CHECKS_DIR = Path("policy-packs/checkov/checks")
 # The kit's own files checkov scans, relative to the project (globs).
 PROJECT_FILES = ("images/*/Dockerfile", ".github/workflows/*.yml")
 # checkov reports no severity offline (it comes from its hosted platform); a failed check the
-# baseline does not accept blocks the gate, so it is reported as high and mandatory.
+# baseline does not accept blocks the gate, so it is reported as high and mandatory; one the
+# baseline accepts is reported as advisory with the reason.
 SEVERITY = "high"
-ENFORCEMENT = "mandatory"
 SOURCE = "checkov"
 
 
@@ -86,14 +87,17 @@ class CheckovFinding:
     def message(self) -> str:
         """A sentence naming what failed where."""
         where = self.resource if self.type is None else f"{self.resource} in {self.file}"
-        return f"{self.name} (checkov {self.policy} failed on {where})."
+        text = f"{self.name} (checkov {self.policy} failed on {where})."
+        if self.accepted is not None:
+            text += f" Accepted by the baseline: {self.accepted.reason}"
+        return text
 
     def violation(self) -> dict[str, str]:
         """``{"policy", "severity", "enforcement", "urn", "message", "source"}``."""
         return {
             "policy": self.policy,
             "severity": self.severity,
-            "enforcement": ENFORCEMENT,
+            "enforcement": "advisory" if self.accepted is not None else "mandatory",
             "urn": self.urn,
             "message": self.message,
             "source": SOURCE,
@@ -304,3 +308,14 @@ def _apply_baseline(finding: CheckovFinding, baseline: Sequence[Accepted]) -> Ch
         if entry.matches(finding.policy, finding.type, finding.urn, finding.file):
             return CheckovFinding(**{**vars(finding), "accepted": entry})
     return finding
+
+
+def scan_rendered(
+    project_dir: Path, rendered: Sequence[RenderedStack], *, include_project_files: bool = True
+) -> CheckovReport:
+    """``scan`` on the exports of rendered stacks (what ``sandboxkit checkov`` runs)."""
+    return scan(
+        project_dir,
+        [export_stack(r) for r in rendered],
+        include_project_files=include_project_files,
+    )
