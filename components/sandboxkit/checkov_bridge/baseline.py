@@ -8,7 +8,8 @@
         reason: Why the finding follows from a deliberate choice and what covers the risk.
 
 ``urn`` and ``file`` are shell-style patterns (``fnmatch``); ``file`` is a path relative to the
-project, for findings on the kit's own files (Dockerfiles, workflows).
+project, for findings on the kit's own files (Dockerfiles, workflows). An optional ``resource``
+pattern narrows an entry to the ids checkov reports (``jobs(preview).steps[4]*``).
 """
 
 from __future__ import annotations
@@ -38,21 +39,27 @@ class Accepted:
         selector: ``resource_type``, ``urn`` or ``file``.
         pattern: the type token, or a pattern over URNs or project-relative paths.
         reason: why it is accepted.
+        resource: a pattern over checkov's resource id, or ``None`` for any.
     """
 
     check: str
     selector: str
     pattern: str
     reason: str
+    resource: str | None = None
 
-    def matches(self, check: str, resource_type: str | None, urn: str | None, file: str) -> bool:
+    def matches(
+        self, check: str, resource_type: str | None, urn: str, file: str, resource: str
+    ) -> bool:
         """Whether a finding of ``check`` on this resource or file is accepted by this entry."""
         if check != self.check:
+            return False
+        if self.resource is not None and not fnmatchcase(resource, self.resource):
             return False
         if self.selector == "resource_type":
             return resource_type == self.pattern
         if self.selector == "urn":
-            return urn is not None and fnmatchcase(urn, self.pattern)
+            return fnmatchcase(urn, self.pattern)
         return fnmatchcase(file, self.pattern)
 
 
@@ -69,7 +76,7 @@ def parse_baseline(document: object, origin: str) -> tuple[Accepted, ...]:
         where = f"{origin}: accepted[{index}]"
         if not isinstance(entry, dict):
             raise BaselineError(f"{where}: expected a mapping")
-        unknown = set(entry) - {"check", "reason", *SELECTORS}
+        unknown = set(entry) - {"check", "reason", "resource", *SELECTORS}
         if unknown:
             raise BaselineError(f"{where}: unknown keys {sorted(unknown)}")
         check = entry.get("check")
@@ -84,7 +91,11 @@ def parse_baseline(document: object, origin: str) -> tuple[Accepted, ...]:
                 f"{where}.reason: got {reason!r}; expected a written reason of at least "
                 f"{MIN_REASON_WORDS} words"
             )
-        entries.append(Accepted(check, chosen[0], entry[chosen[0]], " ".join(reason.split())))
+        resource = entry.get("resource")
+        if resource is not None and not isinstance(resource, str):
+            raise BaselineError(f"{where}.resource: got {resource!r}; expected a pattern")
+        reason = " ".join(reason.split())
+        entries.append(Accepted(check, chosen[0], entry[chosen[0]], reason, resource))
     return tuple(entries)
 
 
