@@ -19,7 +19,7 @@ class ActionsPinnedBySha(BaseGithubActionsCheck):
             name="Ensure workflow steps use actions pinned by full commit SHA",
             id="CKV_SBX_8",
             block_type=BlockType.ARRAY,
-            supported_entities=("jobs.*.steps[]",),
+            supported_entities=("jobs", "jobs.*.steps[]"),
         )
 
     def scan_conf(self, conf: dict[str, Any]) -> tuple[CheckResult, dict[str, Any]]:
