@@ -100,6 +100,17 @@ TYPES: dict[str, ExportType] = {
     ),
     "kubernetes:cilium.io/v2:CiliumNetworkPolicy": KubernetesType("CiliumNetworkPolicy"),
     "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy": KubernetesType("FQDNNetworkPolicy"),
+    # --- aws-microvm target: the egress connector's security group (terraform aws_security_group)
+    "aws:ec2/securityGroup:SecurityGroup": TerraformType(
+        "aws_security_group",
+        TF_AWS,
+        blocks=frozenset({"ingress", "egress"}),
+        maps=frozenset({"tags", "tagsAll"}),
+    ),
+    # --- azure-sessions target (azure-native app module, API 2025-02-02-preview) ---
+    "azure-native:app:ContainerAppsSessionPool": ArmType(
+        "Microsoft.App/sessionPools", "2025-02-02-preview", "sessionPoolName"
+    ),
 }
 
 # Types deliberately not exported, with the reason.

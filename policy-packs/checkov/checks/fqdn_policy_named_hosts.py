@@ -8,6 +8,8 @@ from checkov.common.models.enums import CheckCategories, CheckResult
 from checkov.kubernetes.checks.resource.base_spec_check import BaseK8Check
 
 MATCH_ALL = ("*", "*.*", "**")
+# Cilium egress rule keys that select ports or ICMP types, not peers.
+NOT_PEERS = ("toPorts", "toICMPs")
 
 
 class FqdnPolicyNamedHosts(BaseK8Check):
@@ -26,7 +28,7 @@ class FqdnPolicyNamedHosts(BaseK8Check):
             patterns = [m.get("matchPattern") or m.get("matchName") for m in matches]
             # Cilium: an egress rule with no peer selector at all admits every destination.
             for rule in spec.get("egress") or []:
-                if not any(k.startswith("to") for k in rule):
+                if not any(k.startswith("to") and k not in NOT_PEERS for k in rule):
                     return CheckResult.FAILED
         else:
             matches = [m for rule in spec.get("egress") or [] for m in rule.get("matches") or []]
