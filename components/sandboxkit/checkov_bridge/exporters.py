@@ -340,7 +340,9 @@ def export_stack(rendered: RenderedStack, *, strict: bool = False) -> StackExpor
     return export_resources(rendered.stack, rendered.resources, strict=strict)
 
 
-def _entry(resource: RenderedResource, framework: str, file: str, checkov_id: str) -> ExportedResource:
+def _entry(
+    resource: RenderedResource, framework: str, file: str, checkov_id: str
+) -> ExportedResource:
     return ExportedResource(
         urn=resource.urn, type=resource.type, framework=framework, file=file, checkov_id=checkov_id
     )

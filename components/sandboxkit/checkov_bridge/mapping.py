@@ -84,7 +84,9 @@ ExportType = TerraformType | ArmType | KubernetesType
 
 # Resource envelope keys of an ARM resource: everything else an azure-native resource takes
 # goes into ``properties``.
-ARM_ENVELOPE = frozenset({"location", "tags", "identity", "sku", "kind", "zones", "extendedLocation"})
+ARM_ENVELOPE = frozenset(
+    {"location", "tags", "identity", "sku", "kind", "zones", "extendedLocation"}
+)
 
 TYPES: dict[str, ExportType] = {
     # --- kubernetes target (sandboxkit.kubernetes.agent_sandbox) ---

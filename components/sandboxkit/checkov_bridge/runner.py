@@ -305,9 +305,7 @@ def _apply_baseline(finding: CheckovFinding, baseline: Sequence[Accepted]) -> Ch
     if finding.passed:
         return finding
     for entry in baseline:
-        if entry.matches(
-            finding.policy, finding.type, finding.urn, finding.file, finding.resource
-        ):
+        if entry.matches(finding.policy, finding.type, finding.urn, finding.file, finding.resource):
             return CheckovFinding(**{**vars(finding), "accepted": entry})
     return finding
 

@@ -29,10 +29,7 @@ class ActionsPinnedBySha(BaseGithubActionsCheck):
         # Local actions live in the reviewed repository; docker:// images pin by digest.
         if uses is None or uses.startswith("./"):
             return CheckResult.PASSED, conf
-        if uses.startswith("docker://"):
-            pinned = "@sha256:" in uses
-        else:
-            pinned = bool(PINNED.match(uses))
+        pinned = "@sha256:" in uses if uses.startswith("docker://") else bool(PINNED.match(uses))
         return (CheckResult.PASSED if pinned else CheckResult.FAILED), conf
 
 
