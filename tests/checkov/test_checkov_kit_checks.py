@@ -41,6 +41,10 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
         {"fail-tag", "fail-branch", "fail-short-sha", "fail-docker-tag"},
     ),
     "CKV_SBX_9": ({"pass-pool"}, {"fail-pool-egress", "fail-pool-unset"}),
+    "CKV_SBX_10": ({"pass-workspace"}, {"fail-workspace-short", "fail-workspace-unset"}),
+    "CKV_SBX_11": ({"pass-environment"}, {"fail-environment-no-logs"}),
+    "CKV_SBX_12": ({"pass-executor"}, {"fail-owner", "fail-no-principal"}),
+    "CKV_SBX_13": ({"pass-group"}, {"fail-group-untagged"}),
 }
 _STEP = re.compile(r"\.steps\[\d+\]\((?P<name>[^)]*)\)$")
 

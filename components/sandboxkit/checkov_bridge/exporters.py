@@ -238,8 +238,12 @@ def arm_template(
         for key, value in inputs.items():
             if key == spec.name_input or key in spec.path_params or value is None:
                 continue
-            (body if key in ARM_ENVELOPE else properties)[key] = value
+            (body if key in ARM_ENVELOPE | spec.envelope else properties)[key] = value
         body["properties"] = properties
+        identity = body.get("identity")
+        if isinstance(identity, dict) and isinstance(identity.get("userAssignedIdentities"), list):
+            # azure-native takes a list of identity ids; ARM holds a map from id to {}.
+            identity["userAssignedIdentities"] = {i: {} for i in identity["userAssignedIdentities"]}
         out.append(body)
         ids[f"{spec.arm_type}.{name}"] = resource
     template = {"$schema": ARM_SCHEMA, "contentVersion": "1.0.0.0", "resources": out}

@@ -55,14 +55,18 @@ class ArmType:
     Attributes:
         arm_type: the ARM resource type, e.g. ``Microsoft.App/sessionPools``.
         api_version: the API version the azure-native SDK module targets.
-        name_input: the input holding the resource name (e.g. ``sessionPoolName``).
+        name_input: the input holding the resource name (e.g. ``sessionPoolName``); when the
+            engine auto-names the resource (no such input), the logical name is used.
         path_params: inputs that are URL path parameters, not body properties.
+        envelope: inputs that sit beside ``properties`` in the ARM resource (besides
+            ``ARM_ENVELOPE``), e.g. ``scope`` of an extension resource.
     """
 
     arm_type: str
     api_version: str
     name_input: str
     path_params: frozenset[str] = frozenset({"resourceGroupName"})
+    envelope: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,22 @@ TYPES: dict[str, ExportType] = {
     "azure-native:app:ContainerAppsSessionPool": ArmType(
         "Microsoft.App/sessionPools", "2025-02-02-preview", "sessionPoolName"
     ),
+    "azure-native:app:ManagedEnvironment": ArmType(
+        "Microsoft.App/managedEnvironments", "2025-02-02-preview", "environmentName"
+    ),
+    "azure-native:operationalinsights:Workspace": ArmType(
+        "Microsoft.OperationalInsights/workspaces", "2023-09-01", "workspaceName"
+    ),
+    "azure-native:resources:ResourceGroup": ArmType(
+        "Microsoft.Resources/resourceGroups", "2024-03-01", "resourceGroupName", frozenset()
+    ),
+    "azure-native:authorization:RoleAssignment": ArmType(
+        "Microsoft.Authorization/roleAssignments",
+        "2022-04-01",
+        "roleAssignmentName",
+        frozenset(),
+        envelope=frozenset({"scope"}),
+    ),
 }
 
 # Types deliberately not exported, with the reason.
@@ -120,6 +140,10 @@ NOT_EXPORTED: dict[str, str] = {
     "pulumi:providers:kubernetes": (
         "provider configuration (kubeconfig context), not a cluster object; checkov has no "
         "checks for it"
+    ),
+    "pulumi:providers:azure-native": (
+        "provider configuration (subscription, location), not an Azure resource; an ARM "
+        "template has no counterpart"
     ),
 }
 NOT_EXPORTED_PREFIXES: dict[str, str] = {
