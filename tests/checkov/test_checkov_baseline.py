@@ -6,11 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from checkov_support import require_checkov, scan_shipped
 
 from sandboxkit.checkov_bridge.baseline import BaselineError, load_baseline, parse_baseline
 from sandboxkit.checkov_bridge.runner import CheckovReport
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkov_bin() -> Path:
+    return require_checkov()
+
+
+@pytest.fixture(scope="module")
+def shipped_report(checkov_bin: Path) -> CheckovReport:
+    return scan_shipped(checkov_bin)
+
+
 REASON = "Sandbox pods are one-shot and have nothing to probe."
 
 

@@ -9,9 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from checkov_support import require_checkov
+
 from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkov_bin() -> Path:
+    return require_checkov()
+
+
 TEMPLATE_URN = (
     "urn:pulumi:prod::sandboxkit::sandboxkit:index:AgentSandbox"
     "$kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate::kubernetes-template"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkov_support import require_checkov
 
 from sandboxkit.checkov_bridge.exporters import export_resources
 from sandboxkit.checkov_bridge.runner import CheckovReport, scan
@@ -15,6 +16,13 @@ from sandboxkit.render import RenderedResource, render_stack
 from sandboxkit.testing import one
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkov_bin() -> Path:
+    return require_checkov()
+
+
 TEMPLATE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 
 

@@ -8,10 +8,18 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from checkov_support import require_checkov
 
 from sandboxkit.checkov_bridge.runner import KIT_CHECKS_DIR, run_checkov
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkov_bin() -> Path:
+    return require_checkov()
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "kit_checks"
 FILES = [
     FIXTURES / "kubernetes.yaml",

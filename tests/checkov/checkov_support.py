@@ -1,5 +1,8 @@
-"""Fixtures for the checkov bridge: checkov itself (a test FAILS when it is missing) and one
-checkov run over every shipped stack and the kit's own files, shared by the tests that read it."""
+"""Locating checkov for the tests: a test that needs it FAILS (never skips) when it is missing.
+
+A helper module rather than a second ``conftest.py``: mypy checks ``tests/`` without packages,
+where two modules named ``conftest`` collide.
+"""
 
 from __future__ import annotations
 
@@ -19,17 +22,15 @@ from sandboxkit.render import render_stack
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def checkov_bin() -> Path:
-    """checkov from ``$SANDBOXKIT_CHECKOV`` or ``.venv-checkov``; fails (never skips) without."""
+def require_checkov() -> Path:
+    """checkov from ``$SANDBOXKIT_CHECKOV`` or ``.venv-checkov``; fails the test without."""
     try:
         return locate_checkov(PROJECT_DIR)
     except CheckovMissingError as exc:
         pytest.fail(str(exc))
 
 
-@pytest.fixture(scope="session")
-def shipped_report(checkov_bin: Path) -> CheckovReport:
+def scan_shipped(checkov_bin: Path) -> CheckovReport:
     """One checkov run over every stack in stacks/ plus the Dockerfiles and workflows."""
     rendered = [render_stack(PROJECT_DIR, stack) for stack in list_stacks(PROJECT_DIR)]
     return scan_rendered(PROJECT_DIR, rendered)
