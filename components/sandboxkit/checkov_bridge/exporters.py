@@ -41,6 +41,8 @@ ARM_SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentT
 # Marks a PodTemplate the export derives from a custom resource's pod template.
 DERIVED_ANNOTATION = "sandboxkit.io/derived-from"
 
+# libyaml's dumper when PyYAML was built with it: ten times faster on large stacks.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -334,7 +336,7 @@ def export_resources(
         exported += [_entry(r, "arm", ARM_FILE, i) for i, r in arm_ids.items()]
     manifests, k8s_ids = kubernetes_manifests(resources)
     if k8s_ids:
-        files[K8S_FILE] = yaml.safe_dump_all(manifests, sort_keys=False)
+        files[K8S_FILE] = yaml.dump_all(manifests, Dumper=_DUMPER, sort_keys=False)
         exported += [_entry(r, "kubernetes", K8S_FILE, i) for i, r in k8s_ids.items()]
     return StackExport(stack=stack, files=files, resources=tuple(exported))
 
