@@ -37,6 +37,56 @@ def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     }
 
 
+def _aws_lambda_arn(kind: str) -> OutputRule:
+    # Lambda MicroVM images and network connectors: arn:aws:lambda:<region>:<account>:<kind>:<name>
+    def rule(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+        name = args.inputs.get("name", resource_id)
+        return {
+            "arn": f"arn:aws:lambda:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{kind}:{name}",
+            "name": name,
+        }
+
+    return rule
+
+
+def _aws_log_group(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name", resource_id)
+    return {
+        "arn": f"arn:aws:logs:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:log-group:{name}",
+        "name": name,
+    }
+
+
+def _aws_network_firewall(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # One endpoint per subnet mapping, as Network Firewall reports in firewallStatuses.
+    attachments = [
+        {"subnetId": m.get("subnetId"), "endpointId": f"vpce-{_short_hash(str(m))}"}
+        for m in args.inputs.get("subnetMappings") or []
+    ]
+    return {
+        **_aws_arn(args, resource_id),
+        "firewallStatuses": [{"syncStates": [{"attachments": [a]} for a in attachments]}],
+    }
+
+
+def _aws_http_api(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    api_id = _short_hash(resource_id)[:10]
+    return {
+        **_aws_arn(args, resource_id),
+        "apiEndpoint": f"https://{api_id}.execute-api.{MOCK_AWS_REGION}.amazonaws.com",
+        "executionArn": f"arn:aws:execute-api:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{api_id}",
+    }
+
+
+def _aws_function(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    outputs = _aws_arn(args, resource_id)
+    outputs["invokeArn"] = (
+        f"arn:aws:apigateway:{MOCK_AWS_REGION}:lambda:path/2015-03-31/functions/"
+        f"{outputs['arn']}/invocations"
+    )
+    return outputs
+
+
 def _kubernetes_metadata(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     metadata = dict(args.inputs.get("metadata") or {})
     metadata.setdefault("name", resource_id)
@@ -86,6 +136,12 @@ def _azure_session_pool(args: MockResourceArgs, resource_id: str) -> dict[str, A
 # Type-token prefix -> extra output attributes. The longest matching prefix wins.
 OUTPUT_RULES: dict[str, OutputRule] = {
     "aws:": _aws_arn,
+    "aws:lambdamicrovms/image:Image": _aws_lambda_arn("microvm-image"),
+    "aws:lambda/coreNetworkConnector:CoreNetworkConnector": _aws_lambda_arn("network-connector"),
+    "aws:cloudwatch/logGroup:LogGroup": _aws_log_group,
+    "aws:networkfirewall/firewall:Firewall": _aws_network_firewall,
+    "aws:apigatewayv2/api:Api": _aws_http_api,
+    "aws:lambda/function:Function": _aws_function,
     "kubernetes:": _kubernetes_metadata,
     "azure-native:": _azure_id,
     "azure-native:operationalinsights:Workspace": _azure_workspace,

@@ -22,6 +22,7 @@ from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 TARGET_MODULES: dict[str, str] = {
     "kubernetes": "sandboxkit.kubernetes.spec",
     "azure-sessions": "sandboxkit.azure.spec",
+    "aws-microvm": "sandboxkit.aws.spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]
