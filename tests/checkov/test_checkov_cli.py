@@ -22,6 +22,10 @@ def checkov_bin() -> Path:
     return require_checkov()
 
 
+LOG_GROUP_URN = (
+    "urn:pulumi:prod::sandboxkit::sandboxkit:index:MicrovmSandbox"
+    "$aws:cloudwatch/logGroup:LogGroup::aws-microvm-flow-logs"
+)
 TEMPLATE_URN = (
     "urn:pulumi:prod::sandboxkit::sandboxkit:index:AgentSandbox"
     "$kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate::kubernetes-template"
@@ -46,10 +50,13 @@ def test_prod_json_lists_accepted_findings_on_the_template_urn(checkov_bin: Path
     document = json.loads(result.stdout)
     assert document["stacks"] == ["prod"]
     assert document["violations"] == []
-    assert {(v["policy"], v["urn"], v["source"]) for v in document["accepted"]} == {
+    accepted = {(v["policy"], v["urn"], v["source"]) for v in document["accepted"]}
+    assert {a for a in accepted if a[1] == TEMPLATE_URN} == {
         ("CKV_K8S_8", TEMPLATE_URN, "checkov"),
         ("CKV_K8S_9", TEMPLATE_URN, "checkov"),
     }
+    # The profile's 30-day retention against checkov's one year, on the right log group.
+    assert ("CKV_AWS_338", LOG_GROUP_URN, "checkov") in accepted
     assert {v["enforcement"] for v in document["accepted"]} == {"advisory"}
     template = document["coverage"]["kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"]
     assert "CKV_K8S_22" in template["checks"]

@@ -24,6 +24,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "kit_checks"
 FILES = [
     FIXTURES / "kubernetes.yaml",
     FIXTURES / "arm.json",
+    FIXTURES / "terraform.tfplan.json",
     FIXTURES / ".github" / "workflows" / "pinning.yml",
 ]
 
@@ -53,6 +54,10 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
     "CKV_SBX_11": ({"pass-environment"}, {"fail-environment-no-logs"}),
     "CKV_SBX_12": ({"pass-executor"}, {"fail-owner", "fail-no-principal"}),
     "CKV_SBX_13": ({"pass-group"}, {"fail-group-untagged"}),
+    "CKV_SBX_14": ({"pass-connector"}, {"fail-connector-no-groups", "fail-connector-empty"}),
+    "CKV_SBX_15": ({"pass-image"}, {"fail-image-aws-internet", "fail-image-no-connector"}),
+    "CKV_SBX_16": ({"pass-dns"}, {"fail-dns-open"}),
+    "CKV_SBX_17": ({"pass-logging"}, {"fail-logging-alert-only"}),
 }
 _STEP = re.compile(r"\.steps\[\d+\]\((?P<name>[^)]*)\)$")
 
@@ -70,7 +75,7 @@ def verdicts(checkov_bin: Path) -> dict[str, tuple[set[str], set[str]]]:
     reports = run_checkov(
         checkov_bin,
         FILES,
-        ["kubernetes", "arm", "github_actions"],
+        ["kubernetes", "arm", "terraform_plan", "github_actions"],
         PROJECT_DIR / KIT_CHECKS_DIR,
     )
     out: dict[str, tuple[set[str], set[str]]] = defaultdict(lambda: (set(), set()))

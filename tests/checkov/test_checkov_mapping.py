@@ -3,12 +3,15 @@ follows the plan's shape (snake_case, blocks as lists, maps untouched, secrets r
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from sandboxkit.checkov_bridge.exporters import (
     SECRET_PLACEHOLDER,
+    TF_PLAN_FILE,
     UndeclaredNestingError,
     export_resources,
     export_stack,
@@ -31,17 +34,21 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 def _variants() -> list[tuple[str, ConfigSource]]:
-    """Every shipped stack, plus variants that reach the components' optional children."""
+    """Every shipped stack, plus variants of dev that reach the components' optional children.
+
+    Variants render under the stack name ``dev``: the program reads which config paths are
+    secrets from the stack file of the stack it runs as.
+    """
     out = []
     for stack in list_stacks(PROJECT_DIR):
         out.append((stack, read_stack_file(stack_file(PROJECT_DIR, stack))))
     dev = read_stack_file(stack_file(PROJECT_DIR, "dev"))
     k8s = dict(dev.values["kubernetes"])
-    for name, settings in {
-        "gke-fqdn": {**k8s, "fqdnPolicy": "gke"},
-        "existing-runtime": {**k8s, "runtimeClass": {"name": "gvisor", "create": False}},
-    }.items():
-        out.append((name, ConfigSource(values={**dev.values, "kubernetes": settings})))
+    for settings in (
+        {**k8s, "fqdnPolicy": "gke"},
+        {**k8s, "runtimeClass": {"name": "gvisor", "create": False}},
+    ):
+        out.append(("dev", replace(dev, values={**dev.values, "kubernetes": settings})))
     return out
 
 
@@ -169,3 +176,15 @@ def test_no_export_holds_a_secret_value() -> None:
     assert "hunter2-secret" not in text
     # planned_values, resource_changes[].change.after and the ARM template.
     assert text.count(SECRET_PLACEHOLDER) == 3
+
+
+def test_ids_of_other_resources_become_plan_references(rendered: list[RenderedStack]) -> None:
+    plan = json.loads(export_stack(rendered[0]).files[TF_PLAN_FILE])
+    by_address = {r["address"]: r for r in plan["configuration"]["root_module"]["resources"]}
+    values = {r["address"]: r["values"] for r in plan["planned_values"]["root_module"]["resources"]}
+    flow_log = "aws_flow_log.aws-microvm-flow-log"
+    assert by_address[flow_log]["expressions"]["vpc_id"] == {
+        "references": ["aws_vpc.aws-microvm-vpc.id", "aws_vpc.aws-microvm-vpc"]
+    }
+    assert "vpc_id" not in values[flow_log]
+    assert values[flow_log]["traffic_type"] == "ALL"

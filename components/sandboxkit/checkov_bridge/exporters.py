@@ -45,6 +45,9 @@ DERIVED_ANNOTATION = "sandboxkit.io/derived-from"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_-]")
+# An id or ARN the render's mock cloud gave another resource: ``<logical name>-<12 hex>`` at
+# the end of the value (sandboxkit.mockcloud.CloudMocks.new_resource).
+_MOCK_ID = re.compile(r"(?:^|[:/])(?P<name>[A-Za-z0-9_.-]+)-[0-9a-f]{12}$")
 
 
 class UndeclaredNestingError(ValueError):
@@ -137,7 +140,7 @@ def _tf_object(obj: Mapping[str, Any], prefix: str, spec: TerraformType, strict:
     for key, value in obj.items():
         path = f"{prefix}{key}"
         name = spec.renames.get(path, snake_case(key))
-        if value is None:
+        if value is None or path in spec.omit:
             continue
         if path in spec.maps:
             out[name] = value
@@ -181,20 +184,36 @@ def terraform_plan(
 ) -> tuple[dict[str, Any], dict[str, RenderedResource]]:
     """A Terraform plan JSON document for the bridged resources among ``resources``.
 
+    A top-level input holding another exported resource's id or ARN (what the render's mock
+    cloud returned) becomes what a real plan holds for a resource yet to be created: no value in
+    ``planned_values``, and a reference in ``configuration`` (``aws_vpc.x.id``), so checkov's
+    graph checks see the connection (a flow log on its VPC, a logging configuration on its
+    firewall).
+
     Returns:
         The plan document and a map from each resource address to the resource.
     """
-    planned: list[dict[str, Any]] = []
-    changes: list[dict[str, Any]] = []
-    addresses: dict[str, RenderedResource] = {}
+    chosen: list[tuple[RenderedResource, TerraformType, str]] = []
     taken: dict[str, set[str]] = {}
     for resource in resources:
         spec = export_type(resource.type)
-        if not isinstance(spec, TerraformType):
-            continue
-        name = _identifier(resource.name, taken.setdefault(spec.tf_type, set()))
+        if isinstance(spec, TerraformType):
+            name = _identifier(resource.name, taken.setdefault(spec.tf_type, set()))
+            chosen.append((resource, spec, name))
+    by_name = {r.name: f"{spec.tf_type}.{name}" for r, spec, name in chosen}
+    planned: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    configured: list[dict[str, Any]] = []
+    addresses: dict[str, RenderedResource] = {}
+    for resource, spec, name in chosen:
         address = f"{spec.tf_type}.{name}"
         values = terraform_values(resource.inputs, spec, strict=strict)
+        expressions = {}
+        for key, value in list(values.items()):
+            references = _references(value, by_name)
+            if references:
+                del values[key]
+                expressions[key] = {"references": references}
         head = {"address": address, "mode": "managed", "type": spec.tf_type, "name": name}
         planned.append(
             {**head, "provider_name": spec.provider, "schema_version": 0, "values": values}
@@ -206,14 +225,29 @@ def terraform_plan(
                 "change": {"actions": ["create"], "before": None, "after": values},
             }
         )
+        configured.append({**head, "expressions": expressions})
         addresses[address] = resource
     plan = {
         "format_version": "1.2",
         "terraform_version": "1.9.0",
         "planned_values": {"root_module": {"resources": planned}},
         "resource_changes": changes,
+        "configuration": {"root_module": {"resources": configured}},
     }
     return plan, addresses
+
+
+def _references(value: Any, by_name: Mapping[str, str]) -> list[str]:
+    """``[address.attr, address]`` per mock id/ARN in ``value`` (a string or list of them)."""
+    items = value if isinstance(value, list) else [value]
+    out: list[str] = []
+    for item in items:
+        found = _MOCK_ID.search(item) if isinstance(item, str) else None
+        if found is None or found["name"] not in by_name:
+            return []
+        address = by_name[found["name"]]
+        out += [f"{address}.{'arn' if item.startswith('arn:') else 'id'}", address]
+    return out
 
 
 # --- ARM -----------------------------------------------------------------------------------
