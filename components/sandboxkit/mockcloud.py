@@ -133,6 +133,30 @@ def _azure_session_pool(args: MockResourceArgs, resource_id: str) -> dict[str, A
     return {**_azure_id(args, resource_id), "poolManagementEndpoint": endpoint}
 
 
+MOCK_GCP_PROJECT = "example-project"
+# A documentation-range address and a placeholder certificate: the cluster is never reached.
+MOCK_GKE_ENDPOINT = "192.0.2.10"
+MOCK_GKE_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm1vY2sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+
+
+def _gcp_service_account(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    project = args.inputs.get("project", MOCK_GCP_PROJECT)
+    account_id = args.inputs.get("accountId", resource_id)
+    return {"email": f"{account_id}@{project}.iam.gserviceaccount.com"}
+
+
+def _gcp_cloud_run_service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name", resource_id)
+    return {"uri": f"https://{name}-{_short_hash(name)}-uc.a.run.app"}
+
+
+def _gke_cluster(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    return {
+        "endpoint": MOCK_GKE_ENDPOINT,
+        "masterAuth": {"clusterCaCertificate": MOCK_GKE_CA},
+    }
+
+
 # Type-token prefix -> extra output attributes. The longest matching prefix wins.
 OUTPUT_RULES: dict[str, OutputRule] = {
     "aws:": _aws_arn,
@@ -146,6 +170,9 @@ OUTPUT_RULES: dict[str, OutputRule] = {
     "azure-native:": _azure_id,
     "azure-native:operationalinsights:Workspace": _azure_workspace,
     "azure-native:app:ContainerAppsSessionPool": _azure_session_pool,
+    "gcp:serviceaccount/account:Account": _gcp_service_account,
+    "gcp:cloudrunv2/service:Service": _gcp_cloud_run_service,
+    "gcp:container/cluster:Cluster": _gke_cluster,
 }
 
 # Invoke token -> plausible result, for data-source calls whose result feeds an input.

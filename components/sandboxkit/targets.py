@@ -23,6 +23,9 @@ TARGET_MODULES: dict[str, str] = {
     "kubernetes": "sandboxkit.kubernetes.spec",
     "azure-sessions": "sandboxkit.azure.spec",
     "aws-microvm": "sandboxkit.aws.spec",
+    "gcp-cloudrun": "sandboxkit.gcp.cloudrun_spec",
+    "gcp-gke": "sandboxkit.gcp.gke_spec",
+    "cloudflare": "sandboxkit.cloudflare.spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]
