@@ -75,10 +75,12 @@ def test_no_baseline_entry_is_stale(shipped_report: CheckovReport) -> None:
 
 def test_prod_kubernetes_findings_are_only_the_probe_checks(shipped_report: CheckovReport) -> None:
     prod = [f for f in shipped_report.for_stack("prod") if not f.passed]
-    kubernetes = [f for f in prod if "sandboxkit:index:AgentSandbox$" in f.urn]
+    kubernetes = [f for f in prod if f.type is not None and f.type.startswith("kubernetes:")]
     assert {(f.policy, f.urn.rsplit("::", 1)[-1]) for f in kubernetes} == {
         ("CKV_K8S_8", "kubernetes-template"),
         ("CKV_K8S_9", "kubernetes-template"),
+        ("CKV_K8S_8", "gcp-gke-agent-sandbox-template"),
+        ("CKV_K8S_9", "gcp-gke-agent-sandbox-template"),
     }
 
 

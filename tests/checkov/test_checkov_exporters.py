@@ -13,7 +13,7 @@ from checkov_support import require_checkov
 from sandboxkit.checkov_bridge.exporters import export_resources
 from sandboxkit.checkov_bridge.runner import CheckovReport, scan
 from sandboxkit.render import RenderedResource, render_stack
-from sandboxkit.testing import one
+from sandboxkit.testing import named
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def _result(report: CheckovReport, check: str, urn: str) -> bool:
 
 
 def _templates() -> tuple[RenderedResource, RenderedResource]:
-    template = one(render_stack(PROJECT_DIR, "prod").resources, TEMPLATE)
+    template = named(render_stack(PROJECT_DIR, "prod").resources, "kubernetes-template")
     writable = copy.deepcopy(dict(template.inputs))
     container = writable["spec"]["podTemplate"]["spec"]["containers"][0]
     container["securityContext"]["readOnlyRootFilesystem"] = False

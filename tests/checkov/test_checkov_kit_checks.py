@@ -58,6 +58,12 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
     "CKV_SBX_15": ({"pass-image"}, {"fail-image-aws-internet", "fail-image-no-connector"}),
     "CKV_SBX_16": ({"pass-dns"}, {"fail-dns-open"}),
     "CKV_SBX_17": ({"pass-logging"}, {"fail-logging-alert-only"}),
+    "CKV_SBX_18": ({"pass-run"}, {"fail-run-public-ingress", "fail-run-private-ranges-only"}),
+    "CKV_SBX_19": ({"pass-invoker"}, {"fail-all-users"}),
+    "CKV_SBX_20": ({"pass-deny-all", "pass-allow-named"}, {"fail-allow-anywhere"}),
+    "CKV_SBX_21": ({"pass-bucket"}, {"fail-bucket-short"}),
+    "CKV_SBX_22": ({"pass-worker"}, {"fail-worker-plain-token", "fail-worker-no-logs"}),
+    "CKV_SBX_23": ({"pass-subdomain"}, {"fail-subdomain-enabled", "fail-subdomain-previews"}),
 }
 _STEP = re.compile(r"\.steps\[\d+\]\((?P<name>[^)]*)\)$")
 

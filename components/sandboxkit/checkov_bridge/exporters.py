@@ -36,7 +36,7 @@ from sandboxkit.render import UNKNOWN_TEXT, RenderedResource, RenderedStack, to_
 SECRET_PLACEHOLDER = REDACTED
 TF_PLAN_FILE = "terraform.tfplan.json"
 ARM_FILE = "azure.arm.json"
-K8S_FILE = "kubernetes.yaml"
+K8S_FILE = "kubernetes.yaml"  # per target: kubernetes.<target>.yaml
 ARM_SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#"
 # Marks a PodTemplate the export derives from a custom resource's pod template.
 DERIVED_ANNOTATION = "sandboxkit.io/derived-from"
@@ -368,11 +368,27 @@ def export_resources(
     if arm_ids:
         files[ARM_FILE] = json.dumps(template, indent=1) + "\n"
         exported += [_entry(r, "arm", ARM_FILE, i) for i, r in arm_ids.items()]
-    manifests, k8s_ids = kubernetes_manifests(resources)
-    if k8s_ids:
-        files[K8S_FILE] = yaml.dump_all(manifests, Dumper=_DUMPER, sort_keys=False)
-        exported += [_entry(r, "kubernetes", K8S_FILE, i) for i, r in k8s_ids.items()]
+    # One manifest file per target: two targets' objects live in different clusters and may
+    # share a kind, namespace and name (checkov's id).
+    for root, members in _by_root(resources).items():
+        manifests, k8s_ids = kubernetes_manifests(members)
+        if k8s_ids:
+            name = K8S_FILE.replace(".yaml", f".{root}.yaml")
+            files[name] = yaml.dump_all(manifests, Dumper=_DUMPER, sort_keys=False)
+            exported += [_entry(r, "kubernetes", name, i) for i, r in k8s_ids.items()]
     return StackExport(stack=stack, files=files, resources=tuple(exported))
+
+
+def _by_root(resources: tuple[RenderedResource, ...]) -> dict[str, list[RenderedResource]]:
+    """Resources grouped by the logical name of their top-level ancestor (the target)."""
+    by_urn = {r.urn: r for r in resources}
+    groups: dict[str, list[RenderedResource]] = {}
+    for resource in resources:
+        root = resource
+        while root.parent in by_urn:
+            root = by_urn[root.parent]
+        groups.setdefault(_NOT_IDENTIFIER.sub("_", root.name), []).append(resource)
+    return groups
 
 
 def export_stack(rendered: RenderedStack, *, strict: bool = False) -> StackExport:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 TF_AWS = "registry.terraform.io/hashicorp/aws"
 TF_GOOGLE = "registry.terraform.io/hashicorp/google"
 TF_CLOUDFLARE = "registry.terraform.io/cloudflare/cloudflare"
-# Map attributes every tagged AWS resource has.
-TAGS = ("tags", "tagsAll")
+# Map attributes of tagged and labelled resources (AWS tags, GCP labels).
+TAGS = ("tags", "tagsAll", "labels", "resourceLabels")
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,103 @@ TYPES: dict[str, ExportType] = {
     "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation": (
         TerraformType("aws_route53_resolver_firewall_rule_group_association", TF_AWS)
     ),
+    # --- gcp-cloudrun and gcp-gke targets: terraform-provider-google resource names ---
+    "gcp:cloudrunv2/service:Service": TerraformType(
+        "google_cloud_run_v2_service",
+        TF_GOOGLE,
+        blocks=frozenset(
+            {
+                "template",
+                "template.containers",
+                "template.containers.ports",
+                "template.containers.resources",
+                "template.scaling",
+                "template.vpcAccess",
+                "template.vpcAccess.networkInterfaces",
+            }
+        ),
+        maps=frozenset(
+            {*TAGS, "annotations", "template.labels", "template.containers.resources.limits"}
+        ),
+    ),
+    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember": TerraformType(
+        "google_cloud_run_v2_service_iam_member", TF_GOOGLE
+    ),
+    "gcp:compute/network:Network": TerraformType("google_compute_network", TF_GOOGLE),
+    "gcp:compute/subnetwork:Subnetwork": TerraformType(
+        "google_compute_subnetwork",
+        TF_GOOGLE,
+        blocks=frozenset({"logConfig", "secondaryIpRanges"}),
+        renames={"secondaryIpRanges": "secondary_ip_range"},
+    ),
+    "gcp:compute/router:Router": TerraformType("google_compute_router", TF_GOOGLE),
+    "gcp:compute/routerNat:RouterNat": TerraformType(
+        "google_compute_router_nat",
+        TF_GOOGLE,
+        blocks=frozenset({"logConfig", "subnetworks"}),
+        renames={"subnetworks": "subnetwork"},
+    ),
+    "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy": TerraformType(
+        "google_compute_network_firewall_policy", TF_GOOGLE
+    ),
+    "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation": (
+        TerraformType("google_compute_network_firewall_policy_association", TF_GOOGLE)
+    ),
+    "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule": TerraformType(
+        "google_compute_network_firewall_policy_rule",
+        TF_GOOGLE,
+        blocks=frozenset({"match", "match.layer4Configs"}),
+    ),
+    "gcp:container/cluster:Cluster": TerraformType(
+        "google_container_cluster",
+        TF_GOOGLE,
+        blocks=frozenset(
+            {
+                "addonsConfig",
+                "addonsConfig.agentSandboxConfig",
+                "ipAllocationPolicy",
+                "masterAuthorizedNetworksConfig",
+                "masterAuthorizedNetworksConfig.cidrBlocks",
+                "nodeConfig",
+                "nodeConfig.shieldedInstanceConfig",
+                "nodeConfig.workloadMetadataConfig",
+                "privateClusterConfig",
+                "workloadIdentityConfig",
+            }
+        ),
+        maps=frozenset({*TAGS, "nodeConfig.metadata", "nodeConfig.resourceLabels"}),
+    ),
+    "gcp:container/nodePool:NodePool": TerraformType(
+        "google_container_node_pool",
+        TF_GOOGLE,
+        blocks=frozenset(
+            {
+                "autoscaling",
+                "management",
+                "nodeConfig",
+                "nodeConfig.sandboxConfig",
+                "nodeConfig.shieldedInstanceConfig",
+                "nodeConfig.workloadMetadataConfig",
+            }
+        ),
+        maps=frozenset({*TAGS, "nodeConfig.metadata", "nodeConfig.resourceLabels"}),
+    ),
+    "gcp:logging/projectBucketConfig:ProjectBucketConfig": TerraformType(
+        "google_logging_project_bucket_config", TF_GOOGLE
+    ),
+    "gcp:logging/projectSink:ProjectSink": TerraformType("google_logging_project_sink", TF_GOOGLE),
+    "gcp:projects/iAMMember:IAMMember": TerraformType("google_project_iam_member", TF_GOOGLE),
+    "gcp:serviceaccount/account:Account": TerraformType("google_service_account", TF_GOOGLE),
+    # --- cloudflare target: terraform-provider-cloudflare v5 (plugin framework: nested
+    # attributes are objects and lists of objects, not blocks) ---
+    "cloudflare:index/workersScript:WorkersScript": TerraformType(
+        "cloudflare_workers_script",
+        TF_CLOUDFLARE,
+        objects=frozenset({"observability", "observability.logs", "migrations", "bindings"}),
+    ),
+    "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain": TerraformType(
+        "cloudflare_workers_script_subdomain", TF_CLOUDFLARE
+    ),
     # --- azure-sessions target (azure-native app module, API 2025-02-02-preview) ---
     "azure-native:app:ContainerAppsSessionPool": ArmType(
         "Microsoft.App/sessionPools", "2025-02-02-preview", "sessionPoolName"
@@ -257,6 +354,14 @@ NOT_EXPORTED: dict[str, str] = {
     "pulumi:providers:aws": (
         "provider configuration (region, credentials checks), not an AWS resource; the plan's "
         "provider_config is not read by checkov's resource checks"
+    ),
+    "pulumi:providers:gcp": (
+        "provider configuration (project, region), not a Google Cloud resource; checkov's "
+        "resource checks do not read it"
+    ),
+    "pulumi:providers:cloudflare": (
+        "provider configuration (API token), not a Cloudflare resource; checkov's resource "
+        "checks do not read it"
     ),
     "pulumi:providers:azure-native": (
         "provider configuration (subscription, location), not an Azure resource; an ARM "
@@ -296,6 +401,19 @@ UNCHECKED: dict[str, str] = {
     ),
     "aws:secretsmanager/secretVersion:SecretVersion": (
         "its only value is the secret, which the export replaces by a placeholder"
+    ),
+    "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy": (
+        "a named container; its rules are checked (CKV_SBX_20)"
+    ),
+    "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation": (
+        "attaches the policy to the network; no setting beyond the two references"
+    ),
+    "gcp:compute/router:Router": "a Cloud Router for NAT; no setting beyond its network",
+    "gcp:compute/routerNat:RouterNat": (
+        "NAT for the GKE nodes; its logging is set by the component, no kit check reads it yet"
+    ),
+    "gcp:serviceaccount/account:Account": (
+        "an identity without settings; its grants are IAM members, which checkov judges"
     ),
 }
 
