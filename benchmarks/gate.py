@@ -48,7 +48,13 @@ def synthetic(project_dir: Path, pools: int) -> list[RenderedResource]:
     def program() -> None:
         for index in range(pools):
             context = KitContext(stack=f"bench{index}", environment="dev", target="kubernetes")
-            args = sandbox_args(profile, settings, context)
+            args = sandbox_args(
+                profile,
+                settings,
+                context,
+                fqdn_policy=settings.fqdn_policy,
+                runtime_class=settings.runtime_class,
+            )
             args["namespace"] = f"sandboxes-{index}"
             AgentSandbox(f"pool-{index}", args)
 
