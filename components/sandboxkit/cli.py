@@ -14,11 +14,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from sandboxkit.errors import ConfigError
+from sandboxkit.checkov_bridge.baseline import BaselineError
+from sandboxkit.checkov_bridge.mapping import UnmappedTypeError
+from sandboxkit.checkov_bridge.runner import (
+    CheckovFailedError,
+    CheckovMissingError,
+    CheckovReport,
+    scan_rendered,
+)
+from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import PROFILE_FIELDS
-from sandboxkit.project import find_project_dir
+from sandboxkit.project import find_project_dir, list_stacks
 from sandboxkit.render import RenderedStack, render_stack, to_display
 
+EXIT_FAILED = 1
 EXIT_CONFIG = 2
 
 app = typer.Typer(
@@ -129,6 +138,100 @@ def preview(
         sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
         return
     _print_text(rendered, _console())
+
+
+def checkov_document(report: CheckovReport, stacks: list[str]) -> dict[str, Any]:
+    """The JSON document of ``sandboxkit checkov --json``."""
+    return {
+        "stacks": stacks,
+        "violations": [f.violation() for f in report.failures],
+        "accepted": [f.violation() for f in report.accepted],
+        "coverage": report.coverage(),
+        "summary": {
+            "passed": sum(f.passed for f in report.findings),
+            "failed": len(report.failures),
+            "accepted": len(report.accepted),
+        },
+    }
+
+
+def _print_checkov(report: CheckovReport, console: Console) -> None:
+    by_urn: dict[str, list[Any]] = {}
+    for finding in report.failures:
+        by_urn.setdefault(finding.urn, []).append(finding)
+    for urn, findings in by_urn.items():
+        console.print(f"[bold]{urn}[/]", markup=True)
+        for finding in findings:
+            console.print(f"  [red]FAILED[/] {finding.policy}  {finding.message}")
+    for finding in report.accepted:
+        assert finding.accepted is not None
+        console.print(
+            f"[yellow]accepted[/] {finding.policy} on {finding.resource}: {finding.accepted.reason}"
+        )
+    table = Table(title="checkov coverage per exported type")
+    for column in ("type", "resources", "checks", "kit checks"):
+        table.add_column(column)
+    for type_token, row in report.coverage().items():
+        table.add_row(
+            type_token, str(row["resources"]), str(len(row["checks"])), ", ".join(row["kit_checks"])
+        )
+    console.print(table)
+    passed = sum(f.passed for f in report.findings)
+    console.print(
+        f"checkov: {passed} passed, {len(report.failures)} failed, "
+        f"{len(report.accepted)} accepted by the baseline"
+    )
+
+
+@app.command()
+def checkov(
+    stack: Annotated[
+        list[str] | None,
+        typer.Option("--stack", "-s", help="Stack name (repeatable); see --all-stacks."),
+    ] = None,
+    all_stacks: Annotated[
+        bool, typer.Option("--all-stacks", help="Every stack in stacks/.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    project_files: Annotated[
+        bool,
+        typer.Option(
+            "--project-files/--no-project-files",
+            help="Also scan the kit's Dockerfiles and GitHub workflows.",
+        ),
+    ] = True,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Run checkov (its own venv, offline) on STACK's Terraform/ARM/Kubernetes exports.
+
+    Exit 0 when every failed check is accepted by policy-packs/checkov/baseline.yaml, 1 when
+    any is not, 2 on bad config or when checkov is missing or fails.
+    """
+    root = project_dir or _project_dir()
+    names = list_stacks(root) if all_stacks else list(stack or [])
+    if not names:
+        raise fail_config(ConfigError(Problem("--stack", None, "a stack name or --all-stacks")))
+    rendered = [load(name, root) for name in names]
+    try:
+        report = scan_rendered(root, rendered, include_project_files=project_files)
+    except (CheckovMissingError, CheckovFailedError, BaselineError, UnmappedTypeError) as exc:
+        Console(stderr=True, soft_wrap=True, highlight=False).print(
+            f"[bold red]error:[/] {exc}", markup=True
+        )
+        raise typer.Exit(EXIT_CONFIG) from None
+    if as_json:
+        sys.stdout.write(json.dumps(checkov_document(report, names), indent=2) + "\n")
+    else:
+        _print_checkov(report, _console())
+    if report.failures:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _project_dir() -> Path:
+    try:
+        return find_project_dir()
+    except ConfigError as exc:
+        raise fail_config(exc) from None
 
 
 @app.command("cloudflare-config")

@@ -1,0 +1,105 @@
+"""Time the policy gate's parts on one shipped stack and on a large synthetic stack.
+
+Usage (from the project root, checkov installed in .venv-checkov or $SANDBOXKIT_CHECKOV)::
+
+    PYTHONPATH=components .venv/bin/python benchmarks/gate.py [--stack prod] [--pools 300]
+
+Prints, per case: render, export, CrossGuard (once ``sandboxkit.gate`` lands), checkov alone
+on the exports, the whole gate, its ratio to checkov alone, and peak memory (this process; the
+checkov child process). Not a test: it prints figures.
+
+The synthetic stack is the kubernetes target's component rendered ``--pools`` times (one
+sandbox pool each: namespace, runtime class, template, network policy, quota, warm pool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sandboxkit.checkov_bridge.exporters import StackExport, export_resources
+from sandboxkit.checkov_bridge.runner import STACK_FRAMEWORKS, locate_checkov, run_checkov
+from sandboxkit.config import read_stack_file
+from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, sandbox_args
+from sandboxkit.kubernetes.spec import KubernetesSettings
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.project import find_project_dir, stack_file
+from sandboxkit.render import RenderedResource, recording_engine, render_stack
+from sandboxkit.targets import KitContext
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def synthetic(project_dir: Path, pools: int) -> list[RenderedResource]:
+    """``pools`` kubernetes sandbox pools from the dev stack's settings, each its own component."""
+    source = read_stack_file(stack_file(project_dir, "dev"))
+    settings = KubernetesSettings.model_validate(source.values["kubernetes"])
+    profile = SandboxProfile.model_validate(source.values.get("profile", {}))
+
+    def program() -> None:
+        for index in range(pools):
+            context = KitContext(stack=f"bench{index}", environment="dev", target="kubernetes")
+            args = sandbox_args(
+                profile,
+                settings,
+                context,
+                fqdn_policy=settings.fqdn_policy,
+                runtime_class=settings.runtime_class,
+            )
+            args["namespace"] = f"sandboxes-{index}"
+            AgentSandbox(f"pool-{index}", args)
+
+    with recording_engine("bench") as recorder:
+        recorder.run(program)
+    return list(recorder.resources)
+
+
+def checkov_alone(export: StackExport) -> float:
+    """Wall time of one checkov process on ``export`` (frameworks terraform_plan/arm/kubernetes)."""
+    executable = locate_checkov(find_project_dir())
+    with tempfile.TemporaryDirectory() as tmp:
+        export.write(Path(tmp))
+        files = [Path(tmp) / name for name in export.files]
+        _, seconds = timed(lambda: run_checkov(executable, files, STACK_FRAMEWORKS))
+    return seconds
+
+
+def report(label: str, resources: list[RenderedResource], render_seconds: float) -> None:
+    export, export_seconds = timed(lambda: export_resources(label, resources))
+    checkov_seconds = checkov_alone(export)
+    whole = render_seconds + export_seconds + checkov_seconds
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"== {label}: {len(resources)} resources, {len(export.resources)} exported objects")
+    print(f"  render      {render_seconds:8.2f} s")
+    print(f"  export      {export_seconds:8.2f} s")
+    # The CrossGuard gate (issue 7) has not landed on main yet: render + export + checkov only.
+    print("  crossguard       n/a  (sandboxkit.gate not landed: whole = render+export+checkov)")
+    print(f"  checkov     {checkov_seconds:8.2f} s  (one process on the exports)")
+    print(f"  whole gate  {whole:8.2f} s  = {whole / checkov_seconds:.2f} x checkov alone")
+    print(f"  peak memory {own:8.0f} MiB here, {child:.0f} MiB checkov (largest child so far)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="prod")
+    parser.add_argument("--pools", type=int, default=300)
+    options = parser.parse_args()
+    project_dir = find_project_dir()
+    rendered, seconds = timed(lambda: render_stack(project_dir, options.stack))
+    report(f"stack {options.stack}", list(rendered.resources), seconds)
+    resources, seconds = timed(lambda: synthetic(project_dir, options.pools))
+    report(f"synthetic {options.pools} pools", resources, seconds)
+
+
+if __name__ == "__main__":
+    main()

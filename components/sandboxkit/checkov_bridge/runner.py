@@ -1,0 +1,321 @@
+"""Running checkov (from its own venv, offline) on stack exports and the kit's own files.
+
+checkov lives in its own venv because it pins ``packaging<24`` while pulumi needs
+``packaging>=26``. It is found through ``$SANDBOXKIT_CHECKOV`` or at ``.venv-checkov/bin/checkov``
+in the project; when it is missing the run fails with the install command, never skips.
+
+One checkov process scans everything (startup dominates its cost): the exports of each stack
+(frameworks terraform_plan, arm, kubernetes), the kit's Dockerfiles and GitHub workflows, with
+the kit's own checks from ``policy-packs/checkov/checks``. Each result maps back to the URN of
+the resource it came from (or to the project file), and the baseline marks accepted ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandboxkit.checkov_bridge.baseline import Accepted, load_baseline
+from sandboxkit.checkov_bridge.exporters import StackExport, export_stack
+from sandboxkit.render import RenderedStack
+
+CHECKOV_ENV = "SANDBOXKIT_CHECKOV"
+CHECKOV_VERSION = "3.3.30"
+DEFAULT_CHECKOV = Path(".venv-checkov/bin/checkov")
+INSTALL_COMMAND = (
+    f"python3 -m venv .venv-checkov && .venv-checkov/bin/pip install checkov=={CHECKOV_VERSION}"
+)
+STACK_FRAMEWORKS = ("terraform_plan", "arm", "kubernetes")
+PROJECT_FRAMEWORKS = ("dockerfile", "github_actions")
+KIT_CHECKS_DIR = Path("policy-packs/checkov/checks")
+# The kit's own files checkov scans, relative to the project (globs).
+PROJECT_FILES = ("images/*/Dockerfile", ".github/workflows/*.yml")
+# checkov reports no severity offline (it comes from its hosted platform); a failed check the
+# baseline does not accept blocks the gate, so it is reported as high and mandatory; one the
+# baseline accepts is reported as advisory with the reason.
+SEVERITY = "high"
+SOURCE = "checkov"
+
+
+class CheckovMissingError(RuntimeError):
+    """checkov is not installed where the kit looks for it (the message says how to install)."""
+
+
+class CheckovFailedError(RuntimeError):
+    """checkov ran but produced no parsable report (its stderr is in the message)."""
+
+
+@dataclass(frozen=True)
+class CheckovFinding:
+    """One checkov verdict on one resource or file.
+
+    ``violation()`` gives the source-agnostic shape the policy gate prints.
+
+    Attributes:
+        policy: the check id (``CKV_AWS_24``, ``CKV_SBX_1``).
+        name: the check's "Ensure ..." name.
+        passed: whether the check passed.
+        urn: the resource's URN; for a project file, ``file:<path>``.
+        type: the Pulumi type token (``None`` for project files).
+        file: the scanned file (export file or project file, relative).
+        resource: the id checkov reports, e.g. ``aws_lambda_function.fn`` or ``jobs(test)``.
+        accepted: the baseline entry that accepts a failure, if any.
+    """
+
+    policy: str
+    name: str
+    passed: bool
+    urn: str
+    type: str | None
+    file: str
+    resource: str
+    accepted: Accepted | None = None
+
+    @property
+    def severity(self) -> str:
+        """Severity reported for a failure (checkov gives none offline)."""
+        return SEVERITY
+
+    @property
+    def message(self) -> str:
+        """A sentence naming what failed where."""
+        where = self.resource if self.type is None else f"{self.resource} in {self.file}"
+        text = f"{self.name} (checkov {self.policy} failed on {where})."
+        if self.accepted is not None:
+            text += f" Accepted by the baseline: {self.accepted.reason}"
+        return text
+
+    def violation(self) -> dict[str, str]:
+        """``{"policy", "severity", "enforcement", "urn", "message", "source"}``."""
+        return {
+            "policy": self.policy,
+            "severity": self.severity,
+            "enforcement": "advisory" if self.accepted is not None else "mandatory",
+            "urn": self.urn,
+            "message": self.message,
+            "source": SOURCE,
+        }
+
+
+@dataclass
+class CheckovReport:
+    """Every verdict of one checkov run, with the baseline applied.
+
+    Attributes:
+        findings: every verdict, passed and failed.
+        exports: the stack exports scanned.
+    """
+
+    findings: list[CheckovFinding] = field(default_factory=list)
+    exports: list[StackExport] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[CheckovFinding]:
+        """Failed checks the baseline does not accept: these fail the gate."""
+        return [f for f in self.findings if not f.passed and f.accepted is None]
+
+    @property
+    def accepted(self) -> list[CheckovFinding]:
+        """Failed checks the baseline accepts (reported with the reason, not failing)."""
+        return [f for f in self.findings if not f.passed and f.accepted is not None]
+
+    def for_stack(self, stack: str) -> list[CheckovFinding]:
+        """Verdicts on resources of ``stack``."""
+        prefix = f"urn:pulumi:{stack}::"
+        return [f for f in self.findings if f.urn.startswith(prefix)]
+
+    def coverage(self) -> dict[str, dict[str, Any]]:
+        """Per exported Pulumi type: resources, and which checks evaluated them.
+
+        Returns:
+            ``{type: {"resources": n, "checks": [ids], "kit_checks": [ids]}}``; a type with no
+            check has ``checks: []``.
+        """
+        resources: dict[str, set[str]] = defaultdict(set)
+        for export in self.exports:
+            for entry in export.resources:
+                resources[entry.type].add(entry.urn)
+        checks: dict[str, set[str]] = defaultdict(set)
+        for finding in self.findings:
+            if finding.type is not None:
+                checks[finding.type].add(finding.policy)
+        return {
+            type_token: {
+                "resources": len(urns),
+                "checks": sorted(checks[type_token]),
+                "kit_checks": sorted(c for c in checks[type_token] if c.startswith("CKV_SBX_")),
+            }
+            for type_token, urns in sorted(resources.items())
+        }
+
+
+def locate_checkov(project_dir: Path) -> Path:
+    """The checkov executable: ``$SANDBOXKIT_CHECKOV`` or ``<project>/.venv-checkov/bin/checkov``.
+
+    Raises:
+        CheckovMissingError: naming where it looked and the install command.
+    """
+    configured = os.environ.get(CHECKOV_ENV)
+    path = Path(configured) if configured else project_dir / DEFAULT_CHECKOV
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise CheckovMissingError(
+            f"checkov not found at {path} (set {CHECKOV_ENV} or install it in its own venv, "
+            f"from the project folder: {INSTALL_COMMAND})"
+        )
+    return path
+
+
+def project_files(project_dir: Path) -> list[Path]:
+    """The kit's own files checkov scans (Dockerfiles, workflows), sorted."""
+    return sorted(p for pattern in PROJECT_FILES for p in project_dir.glob(pattern))
+
+
+def run_checkov(
+    executable: Path,
+    files: Sequence[Path],
+    frameworks: Iterable[str],
+    external_checks_dir: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Run checkov offline on ``files`` and return its JSON reports (one per framework).
+
+    Raises:
+        CheckovFailedError: when checkov exits with neither 0 nor 1 or prints no JSON.
+    """
+    command = [str(executable), "--skip-download", "--compact", "-o", "json", "--framework"]
+    command += list(frameworks)
+    for path in files:
+        command += ["-f", str(path)]
+    if external_checks_dir is not None:
+        command += ["--external-checks-dir", str(external_checks_dir)]
+    # checkov exits 1 when a check fails: that is a result, not an error.
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        reports = json.loads(done.stdout) if done.returncode in (0, 1) else None
+    except json.JSONDecodeError:
+        reports = None
+    if reports is None:
+        raise CheckovFailedError(
+            f"checkov exited {done.returncode} without a JSON report: {done.stderr.strip()[-2000:]}"
+        )
+    # One framework gives one object; several give a list; nothing to scan gives a summary.
+    if isinstance(reports, dict):
+        reports = [reports] if "results" in reports else []
+    return list(reports)
+
+
+def scan(
+    project_dir: Path,
+    exports: Sequence[StackExport],
+    *,
+    include_project_files: bool = True,
+    executable: Path | None = None,
+    baseline: Sequence[Accepted] | None = None,
+) -> CheckovReport:
+    """Export, run checkov once on every stack's exports (and the kit's files), map back.
+
+    Args:
+        project_dir: the project root (baseline, kit checks, Dockerfiles, workflows).
+        exports: the stacks' exports.
+        include_project_files: also scan the Dockerfiles and workflows.
+        executable: checkov to run (default: ``locate_checkov``).
+        baseline: accepted findings (default: the project's baseline file).
+
+    Raises:
+        CheckovMissingError: when checkov is not installed.
+        CheckovFailedError: when it produced no report.
+        BaselineError: for a malformed baseline.
+    """
+    executable = executable or locate_checkov(project_dir)
+    accepted = tuple(load_baseline(project_dir) if baseline is None else baseline)
+    report = CheckovReport(exports=list(exports))
+    with tempfile.TemporaryDirectory(prefix="sandboxkit-checkov-") as tmp:
+        root = Path(tmp)
+        owners: dict[tuple[str, str], tuple[str, str]] = {}
+        files: list[Path] = []
+        for export in exports:
+            export.write(root / export.stack)
+            files += [root / export.stack / name for name in export.files]
+            for entry in export.resources:
+                path = str((root / export.stack / entry.file).resolve())
+                owners[(path, entry.checkov_id)] = (entry.urn, entry.type)
+        frameworks = list(STACK_FRAMEWORKS)
+        if include_project_files:
+            files += project_files(project_dir)
+            frameworks += PROJECT_FRAMEWORKS
+        if not files:
+            return report
+        checks_dir = project_dir / KIT_CHECKS_DIR
+        reports = run_checkov(
+            executable, files, frameworks, checks_dir if checks_dir.is_dir() else None
+        )
+        for framework_report in reports:
+            results = framework_report.get("results", {})
+            for status in ("passed_checks", "failed_checks"):
+                for result in results.get(status, []):
+                    report.findings.append(
+                        _finding(result, status == "passed_checks", owners, root, project_dir)
+                    )
+    report.findings = [_apply_baseline(f, accepted) for f in report.findings]
+    return report
+
+
+def _finding(
+    result: dict[str, Any],
+    passed: bool,
+    owners: dict[tuple[str, str], tuple[str, str]],
+    root: Path,
+    project_dir: Path,
+) -> CheckovFinding:
+    path = Path(result["file_abs_path"]).resolve()
+    owner = owners.get((str(path), result["resource"]))
+    if owner is not None:
+        urn, type_token = owner
+        file = str(path.relative_to(root.resolve()))
+    elif path.is_relative_to(root.resolve()):
+        raise CheckovFailedError(
+            f"checkov reported on {result['resource']} in {path.name}, which the export did not "
+            "record: the exporter and checkov disagree on its id"
+        )
+    else:
+        type_token = None
+        try:
+            file = str(path.relative_to(project_dir.resolve()))
+        except ValueError:
+            file = str(path)
+        urn = f"file:{file}"
+    return CheckovFinding(
+        policy=result["check_id"],
+        name=result["check_name"],
+        passed=passed,
+        urn=urn,
+        type=type_token,
+        file=file,
+        resource=result["resource"],
+    )
+
+
+def _apply_baseline(finding: CheckovFinding, baseline: Sequence[Accepted]) -> CheckovFinding:
+    if finding.passed:
+        return finding
+    for entry in baseline:
+        if entry.matches(finding.policy, finding.type, finding.urn, finding.file, finding.resource):
+            return CheckovFinding(**{**vars(finding), "accepted": entry})
+    return finding
+
+
+def scan_rendered(
+    project_dir: Path, rendered: Sequence[RenderedStack], *, include_project_files: bool = True
+) -> CheckovReport:
+    """``scan`` on the exports of rendered stacks (what ``sandboxkit checkov`` runs)."""
+    return scan(
+        project_dir,
+        [export_stack(r) for r in rendered],
+        include_project_files=include_project_files,
+    )

@@ -1,0 +1,78 @@
+"""``sandboxkit checkov`` as CI runs it: JSON with CKV ids on URNs, exit codes, and a clear
+failure naming the install command when checkov is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from checkov_support import require_checkov
+
+from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkov_bin() -> Path:
+    return require_checkov()
+
+
+LOG_GROUP_URN = (
+    "urn:pulumi:prod::sandboxkit::sandboxkit:index:MicrovmSandbox"
+    "$aws:cloudwatch/logGroup:LogGroup::aws-microvm-flow-logs"
+)
+TEMPLATE_URN = (
+    "urn:pulumi:prod::sandboxkit::sandboxkit:index:AgentSandbox"
+    "$kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate::kubernetes-template"
+)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sandboxkit", "checkov", *args],
+        cwd=PROJECT_DIR,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "components"), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_prod_json_lists_accepted_findings_on_the_template_urn(checkov_bin: Path) -> None:
+    result = run_cli("--stack", "prod", "--json", "--no-project-files")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["stacks"] == ["prod"]
+    assert document["violations"] == []
+    accepted = {(v["policy"], v["urn"], v["source"]) for v in document["accepted"]}
+    assert {a for a in accepted if a[1] == TEMPLATE_URN} == {
+        ("CKV_K8S_8", TEMPLATE_URN, "checkov"),
+        ("CKV_K8S_9", TEMPLATE_URN, "checkov"),
+    }
+    # The profile's 30-day retention against checkov's one year, on the right log group.
+    assert ("CKV_AWS_338", LOG_GROUP_URN, "checkov") in accepted
+    assert {v["enforcement"] for v in document["accepted"]} == {"advisory"}
+    template = document["coverage"]["kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"]
+    assert "CKV_K8S_22" in template["checks"]
+    assert template["kit_checks"] == ["CKV_SBX_1"]
+    assert document["summary"]["failed"] == 0
+
+
+def test_missing_checkov_fails_with_the_install_command() -> None:
+    result = run_cli("--stack", "prod", env={CHECKOV_ENV: "/nonexistent/checkov"})
+    assert result.returncode == 2
+    # The message comes first (no traceback before it) and names the install command.
+    assert result.stderr.startswith("error: checkov not found at /nonexistent/checkov")
+    assert INSTALL_COMMAND in " ".join(result.stderr.split())
+
+
+def test_no_stack_named_exits_2() -> None:
+    result = run_cli()
+    assert result.returncode == 2
+    assert "--stack" in result.stderr

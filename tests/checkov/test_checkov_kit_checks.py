@@ -1,0 +1,112 @@
+"""The kit's own checkov checks (policy-packs/checkov/checks) on their pass/fail fixtures: the
+exact sets of passing and failing resources per check, from one checkov run."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from checkov_support import require_checkov
+
+from sandboxkit.checkov_bridge.runner import KIT_CHECKS_DIR, run_checkov
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkov_bin() -> Path:
+    return require_checkov()
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kit_checks"
+FILES = [
+    FIXTURES / "kubernetes.yaml",
+    FIXTURES / "arm.json",
+    FIXTURES / "terraform.tfplan.json",
+    FIXTURES / ".github" / "workflows" / "pinning.yml",
+]
+
+EXPECTED: dict[str, tuple[set[str], set[str]]] = {
+    "CKV_SBX_1": (
+        {"pass-template"},
+        {"fail-template-managed-network", "fail-template-env-injection"},
+    ),
+    "CKV_SBX_2": ({"pass-pool"}, {"fail-pool-no-template", "fail-pool-unbounded"}),
+    "CKV_SBX_3": (
+        {"pass-deny", "pass-public-only"},
+        {"fail-egress-only-ingress-type", "fail-egress-anywhere", "fail-egress-rule-without-peers"},
+    ),
+    "CKV_SBX_4": ({"pass-quota"}, {"fail-quota-no-memory"}),
+    "CKV_SBX_5": ({"pass-gvisor", "pass-kata"}, {"fail-runc"}),
+    "CKV_SBX_6": (
+        {"pass-cilium", "pass-gke"},
+        {"fail-cilium-match-all", "fail-cilium-rule-without-peers", "fail-gke-match-all"},
+    ),
+    "CKV_SBX_7": ({"pass-namespace"}, {"fail-namespace-baseline"}),
+    "CKV_SBX_8": (
+        {"pass-sha", "pass-local", "pass-docker-digest", "pass-run"},
+        {"fail-tag", "fail-branch", "fail-short-sha", "fail-docker-tag"},
+    ),
+    "CKV_SBX_9": ({"pass-pool"}, {"fail-pool-egress", "fail-pool-unset"}),
+    "CKV_SBX_10": ({"pass-workspace"}, {"fail-workspace-short", "fail-workspace-unset"}),
+    "CKV_SBX_11": ({"pass-environment"}, {"fail-environment-no-logs"}),
+    "CKV_SBX_12": ({"pass-executor"}, {"fail-owner", "fail-no-principal"}),
+    "CKV_SBX_13": ({"pass-group"}, {"fail-group-untagged"}),
+    "CKV_SBX_14": ({"pass-connector"}, {"fail-connector-no-groups", "fail-connector-empty"}),
+    "CKV_SBX_15": ({"pass-image"}, {"fail-image-aws-internet", "fail-image-no-connector"}),
+    "CKV_SBX_16": ({"pass-dns"}, {"fail-dns-open"}),
+    "CKV_SBX_17": ({"pass-logging"}, {"fail-logging-alert-only"}),
+    "CKV_SBX_18": ({"pass-run"}, {"fail-run-public-ingress", "fail-run-private-ranges-only"}),
+    "CKV_SBX_19": ({"pass-invoker"}, {"fail-all-users"}),
+    "CKV_SBX_20": ({"pass-deny-all", "pass-allow-named"}, {"fail-allow-anywhere"}),
+    "CKV_SBX_21": ({"pass-bucket"}, {"fail-bucket-short"}),
+    "CKV_SBX_22": ({"pass-worker"}, {"fail-worker-plain-token", "fail-worker-no-logs"}),
+    "CKV_SBX_23": ({"pass-subdomain"}, {"fail-subdomain-enabled", "fail-subdomain-previews"}),
+}
+_STEP = re.compile(r"\.steps\[\d+\]\((?P<name>[^)]*)\)$")
+
+
+def _fixture_name(resource: str) -> str | None:
+    """The fixture's name in a checkov resource id; ``None`` for a whole workflow job."""
+    if resource.startswith("jobs("):
+        step = _STEP.search(resource)
+        return step["name"] if step else None
+    return resource.rsplit(".", 1)[-1]
+
+
+@pytest.fixture(scope="module")
+def verdicts(checkov_bin: Path) -> dict[str, tuple[set[str], set[str]]]:
+    reports = run_checkov(
+        checkov_bin,
+        FILES,
+        ["kubernetes", "arm", "terraform_plan", "github_actions"],
+        PROJECT_DIR / KIT_CHECKS_DIR,
+    )
+    out: dict[str, tuple[set[str], set[str]]] = defaultdict(lambda: (set(), set()))
+    for report in reports:
+        for status, index in (("passed_checks", 0), ("failed_checks", 1)):
+            for result in report["results"].get(status, []):
+                name = _fixture_name(result["resource"])
+                if result["check_id"].startswith("CKV_SBX_") and name is not None:
+                    out[result["check_id"]][index].add(name)
+    return dict(out)
+
+
+def test_every_kit_check_has_one_file_and_fixtures() -> None:
+    files = sorted((PROJECT_DIR / KIT_CHECKS_DIR).glob("*.py"))
+    ids = []
+    for path in files:
+        if path.name != "__init__.py":
+            found = re.findall(r'id="(CKV_SBX_\d+)"', path.read_text())
+            assert len(found) == 1, f"{path.name}: one check per file"
+            ids.append(found[0])
+    assert sorted(ids) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("check", sorted(EXPECTED))
+def test_kit_check_passes_and_fails_exactly_its_fixtures(
+    verdicts: dict[str, tuple[set[str], set[str]]], check: str
+) -> None:
+    assert verdicts.get(check) == EXPECTED[check]
