@@ -74,17 +74,12 @@ def _ip_rule(host: str, port: int) -> EgressRule | None:
         address = ipaddress.ip_address(host)
     except ValueError:
         return None
-    if (
-        address.is_private
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_unspecified
-        or address.is_multicast
-        or address.is_reserved
-    ):
+    # is_global is False for private, loopback, link-local (the metadata service
+    # 169.254.169.254), shared (100.64.0.0/10), documentation and reserved ranges.
+    if not address.is_global or address.is_multicast:
         raise ValueError(
-            f"{host} is a private, loopback, link-local or reserved address (the cloud metadata "
-            "service 169.254.169.254 among them); sandboxes may reach public hosts only"
+            f"{host} is not a public address (private, loopback, link-local, metadata or "
+            "reserved range); sandboxes may reach public hosts only"
         )
     return EgressRule(host=address.compressed, port=port, kind="ip")
 
@@ -107,12 +102,12 @@ def parse_rule(entry: str) -> EgressRule:
     text = entry.strip().lower()
     if text in _EVERYTHING or text.startswith("*:"):
         raise ValueError("this entry allows every destination; list the hosts sandboxes need")
+    if "://" in text or "@" in text:
+        raise ValueError("write host[:port] only, without a scheme, path or user name")
     if "/" in text:
         if text.split("/")[-1] == "0":
             raise ValueError("this entry allows every destination; list the hosts sandboxes need")
         raise ValueError("CIDR blocks are not accepted; list each host, or a public IP address")
-    if "://" in text or "@" in text:
-        raise ValueError("write host[:port] only, without a scheme, path or user name")
     host, port = _split_port(text)
     ip_rule = _ip_rule(host, port)
     if ip_rule is not None:

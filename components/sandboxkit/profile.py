@@ -12,7 +12,7 @@ Every field has a default; the defaults are the hardened choice (egress ``deny``
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -20,7 +20,7 @@ from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import FieldError
 
 # Egress is shut unless the stack asks otherwise: a sandbox that needs nothing reaches nothing.
-DEFAULT_EGRESS_MODE = "deny"
+DEFAULT_EGRESS_MODE: Final = "deny"
 # One vCPU and 2 GiB run a typical interpreter session without starving neighbours.
 DEFAULT_VCPU = 1.0
 DEFAULT_MEMORY_MIB = 2048

@@ -149,8 +149,8 @@ class AgentSandbox(pulumi.ComponentResource):
         if not _DNS1123.match(object_name) or len(object_name) > 50:
             raise ValueError(f"object_name {object_name!r}: a DNS-1123 label of 50 or fewer")
         for key in ("vcpu", "memory_mib", "max_lifetime_seconds", "max_concurrent", "run_as_user"):
-            if not args[key] > 0:  # type: ignore[literal-required]
-                raise ValueError(f"{key} {args[key]!r}: greater than zero")  # type: ignore[literal-required]
+            if not args[key] > 0:
+                raise ValueError(f"{key} {args[key]!r}: greater than zero")
         if not 0 <= args["pool_ready"] <= args["max_concurrent"]:
             raise ValueError(f"pool_ready {args['pool_ready']}: from 0 to max_concurrent")
         if args["egress_mode"] == "allowlist" and args["fqdn_policy"] == "none":
@@ -211,13 +211,13 @@ class AgentSandbox(pulumi.ComponentResource):
         k8s.core.v1.ResourceQuota(
             f"{name}-quota",
             metadata=self._meta(f"{object_name}-quota", namespace),
-            spec={
-                "hard": {
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(
+                hard={
                     "pods": str(sandboxes),
                     "limits.cpu": cpu_quantity(args["vcpu"] * sandboxes),
                     "limits.memory": f"{args['memory_mib'] * sandboxes}Mi",
                 }
-            },
+            ),
             opts=depends,
         )
         warm_pool = k8s.apiextensions.CustomResource(
@@ -235,10 +235,10 @@ class AgentSandbox(pulumi.ComponentResource):
         )
         self.namespace = pulumi.Output.from_input(namespace)
         self.sandbox_template_name = pulumi.Output.from_input(object_name)
-        self.warm_pool_name = warm_pool.metadata.apply(lambda m: (m or {}).get("name", object_name))
-        self.network_policy_name = network_policy.metadata.apply(
-            lambda m: (m or {}).get("name", f"{object_name}-egress")
-        )
+        # Names are fixed inputs; deriving them from the URNs makes the outputs wait for the
+        # objects to exist.
+        self.warm_pool_name = warm_pool.urn.apply(lambda _: object_name)
+        self.network_policy_name = network_policy.urn.apply(lambda _: f"{object_name}-egress")
         self.register_outputs(self.outputs())
 
     def outputs(self) -> dict[str, pulumi.Output[str]]:
@@ -250,8 +250,10 @@ class AgentSandbox(pulumi.ComponentResource):
             "networkPolicyName": self.network_policy_name,
         }
 
-    def _meta(self, object_name: str, namespace: pulumi.Input[str]) -> dict[str, Any]:
-        return {"name": object_name, "namespace": namespace, "labels": self._labels}
+    def _meta(self, object_name: str, namespace: pulumi.Input[str]) -> k8s.meta.v1.ObjectMetaArgs:
+        return k8s.meta.v1.ObjectMetaArgs(
+            name=object_name, namespace=namespace, labels=self._labels
+        )
 
     def _template_spec(self) -> dict[str, Any]:
         args = self._args
@@ -302,7 +304,9 @@ class AgentSandbox(pulumi.ComponentResource):
             },
         }
 
-    def _network_policy_spec(self) -> dict[str, Any]:
+    # Specs are written in the API's camelCase, as the engine, the API server and the CRD schemas
+    # see them; the SDK's TypedDicts spell keys in snake_case, hence Any.
+    def _network_policy_spec(self) -> Any:
         args = self._args
         ingress = [
             {

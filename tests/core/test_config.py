@@ -1,0 +1,337 @@
+"""Stack config validation: every refusal names the key, the value and what is expected."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import Field
+
+from sandboxkit import config as config_module
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.errors import REDACTED, ConfigError
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
+from sandboxkit.targets import (
+    TARGET_MODULES,
+    Cap,
+    Deployment,
+    Enforcement,
+    KitContext,
+    TargetSettings,
+    TargetSpec,
+)
+
+BASE: dict[str, Any] = {
+    "environment": "dev",
+    "targets": ["kubernetes"],
+    "profile": {},
+    "kubernetes": {"context": "kind-test", "image": "example.com/sandbox:1"},
+}
+
+
+def source(secret_paths: frozenset[str] = frozenset(), **changes: Any) -> ConfigSource:
+    values = copy.deepcopy(BASE)
+    values.update(changes)
+    return ConfigSource(values=values, secret_paths=secret_paths)
+
+
+def problems_of(src: ConfigSource) -> list[tuple[str, object]]:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(src, "test")
+    return [(p.key, p.value) for p in caught.value.problems]
+
+
+def test_defaults_are_the_hardened_profile() -> None:
+    spec = load_stack(source(), "test")
+    assert spec.profile == SandboxProfile()
+    assert spec.profile.egress.mode == "deny"
+    assert spec.profile.egress.allow == ()
+    assert (spec.profile.limits.vcpu, spec.profile.limits.memory_mib) == (1.0, 2048)
+    assert spec.profile.limits.exec_timeout_seconds == 300
+    assert spec.profile.limits.max_lifetime_seconds == 3600
+    assert spec.profile.limits.idle_timeout_seconds == 600
+    assert (spec.profile.pool.ready, spec.profile.pool.max_concurrent) == (2, 50)
+    assert spec.profile.audit.log_retention_days == 30
+    assert spec.profile.explicit_fields() == frozenset()
+
+
+def test_explicit_fields_are_those_the_stack_sets() -> None:
+    spec = load_stack(source(profile={"limits": {"vcpu": 2}, "pool": {"ready": 0}}), "test")
+    assert spec.profile.explicit_fields() == {"limits.vcpu", "pool.ready"}
+
+
+@pytest.mark.parametrize(
+    ("profile", "key", "value", "expected_fragment"),
+    [
+        ({"limit": {}}, "sandboxkit:profile.limit", {}, "did you mean 'limits'"),
+        (
+            {"limits": {"memoryMib": 1}},
+            "sandboxkit:profile.limits.memoryMib",
+            1,
+            "did you mean 'memoryMiB'",
+        ),
+        ({"limits": {"vcpu": "2"}}, "sandboxkit:profile.limits.vcpu", "2", "valid number"),
+        ({"limits": {"vcpu": True}}, "sandboxkit:profile.limits.vcpu", True, "valid number"),
+        ({"limits": {"vcpu": 0}}, "sandboxkit:profile.limits.vcpu", 0, "greater than 0"),
+        (
+            {"limits": {"memoryMiB": -1}},
+            "sandboxkit:profile.limits.memoryMiB",
+            -1,
+            "greater than 0",
+        ),
+        (
+            {"limits": {"execTimeoutSeconds": 0}},
+            "sandboxkit:profile.limits.execTimeoutSeconds",
+            0,
+            "greater than 0",
+        ),
+        (
+            {"limits": {"execTimeoutSeconds": 7200}},
+            "sandboxkit:profile.limits.execTimeoutSeconds",
+            7200,
+            "maxLifetimeSeconds",
+        ),
+        (
+            {"pool": {"ready": 6, "maxConcurrent": 5}},
+            "sandboxkit:profile.pool.ready",
+            6,
+            "at most pool.maxConcurrent (5)",
+        ),
+        ({"pool": {"ready": -1}}, "sandboxkit:profile.pool.ready", -1, "greater than or equal"),
+        (
+            {"audit": {"logRetentionDays": 0}},
+            "sandboxkit:profile.audit.logRetentionDays",
+            0,
+            "greater than 0",
+        ),
+        ({"egress": {"mode": "allow"}}, "sandboxkit:profile.egress.mode", "allow", "'deny'"),
+        ({"egress": {"mode": "allowlist"}}, "sandboxkit:profile.egress.allow", [], "at least one"),
+        (
+            {"egress": {"mode": "allowlist", "allow": []}},
+            "sandboxkit:profile.egress.allow",
+            [],
+            "at least one",
+        ),
+        (
+            {"egress": {"mode": "deny", "allow": ["pypi.org"]}},
+            "sandboxkit:profile.egress.allow",
+            ["pypi.org:443"],
+            "no entries with mode deny",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["pypi.org", "*"]}},
+            "sandboxkit:profile.egress.allow[1]",
+            "*",
+            "every destination",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["0.0.0.0/0"]}},
+            "sandboxkit:profile.egress.allow[0]",
+            "0.0.0.0/0",
+            "every destination",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["::/0"]}},
+            "sandboxkit:profile.egress.allow[0]",
+            "::/0",
+            "every destination",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["169.254.169.254:80"]}},
+            "sandboxkit:profile.egress.allow[0]",
+            "169.254.169.254:80",
+            "not a public address",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["10.0.0.8"]}},
+            "sandboxkit:profile.egress.allow[0]",
+            "10.0.0.8",
+            "not a public address",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": "pypi.org"}},
+            "sandboxkit:profile.egress.allow",
+            "pypi.org",
+            "a list",
+        ),
+    ],
+)
+def test_profile_refusals_name_key_and_value(
+    profile: dict[str, Any], key: str, value: object, expected_fragment: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile=profile), "test")
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value) == (key, value)
+    assert expected_fragment in problem.expected
+
+
+def test_top_level_refusals_are_reported_together() -> None:
+    found = problems_of(
+        ConfigSource(values={"environment": "production", "targets": ["kubernets"], "profle": {}})
+    )
+    assert found == [
+        ("sandboxkit:profle", {}),
+        ("sandboxkit:environment", "production"),
+        ("sandboxkit:targets[0]", "kubernets"),
+    ]
+
+
+def test_unknown_target_suggests_the_near_name() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(targets=["kubernets"]), "test")
+    assert "did you mean 'kubernetes'" in str(caught.value)
+
+
+@pytest.mark.parametrize("targets", [[], None, "kubernetes", ["kubernetes", "kubernetes"]])
+def test_targets_must_be_a_non_empty_list_of_distinct_names(targets: object) -> None:
+    assert problems_of(source(targets=targets))[0][0] == "sandboxkit:targets"
+
+
+def test_target_settings_are_validated_with_their_key() -> None:
+    found = problems_of(source(kubernetes={"context": "c", "image": "i", "fqdnPolicy": "calico"}))
+    assert found == [("sandboxkit:kubernetes.fqdnPolicy", "calico")]
+
+
+def test_required_target_setting_is_named() -> None:
+    assert problems_of(source(kubernetes={"image": "i"})) == [
+        ("sandboxkit:kubernetes.context", None)
+    ]
+
+
+def test_explicit_field_a_target_enforces_nowhere_exits_naming_field_and_target() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile={"limits": {"execTimeoutSeconds": 120}}), "test")
+    [problem] = caught.value.problems
+    assert problem.key == "sandboxkit:profile.limits.execTimeoutSeconds"
+    assert problem.value == 120
+    assert "target kubernetes" in problem.expected
+    assert "sandboxkit:kubernetes.unenforced: [limits.execTimeoutSeconds]" in problem.expected
+
+
+def test_acknowledged_unenforced_field_passes_and_stays_unenforced() -> None:
+    spec = load_stack(
+        source(
+            profile={"limits": {"execTimeoutSeconds": 120}},
+            kubernetes={**BASE["kubernetes"], "unenforced": ["limits.execTimeoutSeconds"]},
+        ),
+        "test",
+    )
+    assert spec.enforcement["kubernetes"]["limits.execTimeoutSeconds"].kind == "none"
+
+
+def test_acknowledging_an_enforced_field_is_refused() -> None:
+    found = problems_of(source(kubernetes={**BASE["kubernetes"], "unenforced": ["limits.vcpu"]}))
+    assert found == [("sandboxkit:kubernetes.unenforced", ["limits.vcpu"])]
+
+
+def test_unenforced_entries_must_be_profile_fields() -> None:
+    found = problems_of(source(kubernetes={**BASE["kubernetes"], "unenforced": ["limits.cpu"]}))
+    assert found == [("sandboxkit:kubernetes.unenforced", ["limits.cpu"])]
+
+
+def test_allowlist_without_fqdn_enforcement_is_refused_with_alternatives() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile={"egress": {"mode": "allowlist", "allow": ["pypi.org"]}}), "test")
+    [problem] = caught.value.problems
+    assert problem.key == "sandboxkit:profile.egress.mode"
+    assert "fqdnPolicy to cilium" in problem.expected and "gke" in problem.expected
+
+
+# A target with a secret setting and a cap, to test the loader's generic rules on their own.
+class _FakeSettings(TargetSettings):
+    token: SecretValue | None = Field(None, json_schema_extra={"secret": True})
+    region: str = "x"
+
+
+class _FakeTarget(TargetSpec):
+    name: ClassVar[str] = "fake"
+    settings_model: ClassVar[type[TargetSettings]] = _FakeSettings
+    caps: ClassVar[tuple[Cap, ...]] = (
+        Cap("limits.maxLifetimeSeconds", None, 28_800, "Fake API maximumDuration"),
+        Cap("limits.idleTimeoutSeconds", 60, None, "Fake API idle minimum"),
+    )
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        from sandboxkit.profile import PROFILE_FIELDS
+
+        return {field: Enforcement("platform", "fake") for field in PROFILE_FIELDS}
+
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        raise NotImplementedError
+
+
+@pytest.fixture
+def fake_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(TARGET_MODULES, "fake", "tests")
+    original = config_module.get_target
+    monkeypatch.setattr(
+        config_module, "get_target", lambda n: _FakeTarget() if n == "fake" else original(n)
+    )
+
+
+@pytest.mark.usefixtures("fake_target")
+def test_secret_setting_in_plain_text_is_refused_without_echoing_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(targets=["fake"], fake={"token": "hunter2"}), "test")
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value) == ("sandboxkit:fake.token", REDACTED)
+    assert "pulumi config set --secret --path 'sandboxkit:fake.token'" in problem.expected
+    assert "hunter2" not in str(caught.value)
+
+
+@pytest.mark.usefixtures("fake_target")
+def test_secure_setting_offline_is_an_unknown_secret_and_never_fails() -> None:
+    spec = load_stack(
+        source(frozenset({"fake.token"}), targets=["fake"], fake={"token": UNKNOWN_SECRET}), "test"
+    )
+    token = spec.settings["fake"].token  # type: ignore[attr-defined]
+    assert token == SecretValue(UNKNOWN_SECRET)
+    assert "sandboxkit-offline" not in repr(token)
+
+
+@pytest.mark.usefixtures("fake_target")
+def test_non_secret_setting_stored_as_secret_is_refused() -> None:
+    found = problems_of(source(frozenset({"fake.region"}), targets=["fake"], fake={"region": "r"}))
+    assert found == [("sandboxkit:fake.region", REDACTED)]
+
+
+@pytest.mark.usefixtures("fake_target")
+@pytest.mark.parametrize(
+    ("limits", "key", "value", "bound"),
+    [
+        (
+            {"maxLifetimeSeconds": 28_801},
+            "sandboxkit:profile.limits.maxLifetimeSeconds",
+            28_801,
+            "at most 28800 for target fake (source: Fake API maximumDuration)",
+        ),
+        (
+            {"idleTimeoutSeconds": 59},
+            "sandboxkit:profile.limits.idleTimeoutSeconds",
+            59,
+            "at least 60 for target fake (source: Fake API idle minimum)",
+        ),
+    ],
+)
+def test_value_beyond_a_target_cap_names_target_cap_and_source(
+    limits: dict[str, int], key: str, value: int, bound: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(targets=["fake"], profile={"limits": limits}), "test")
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value, problem.expected) == (key, value, bound)
+
+
+@pytest.mark.usefixtures("fake_target")
+def test_value_at_the_cap_is_accepted() -> None:
+    spec = load_stack(
+        source(targets=["fake"], profile={"limits": {"maxLifetimeSeconds": 28_800}}), "test"
+    )
+    assert spec.profile.limits.max_lifetime_seconds == 28_800
