@@ -151,6 +151,13 @@ def check(
     output: Annotated[
         CheckFormat, typer.Option("--format", help="text, json or sarif (SARIF 2.1.0).")
     ] = CheckFormat.TEXT,
+    pack_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy-pack-config",
+            help="Pack config file (default: policy-packs/sandbox-guard/config/<environment>.json).",
+        ),
+    ] = None,
     project_dir: ProjectOption = None,
 ) -> None:
     """Apply the sandbox-guard policy pack to STACK offline; exit 1 on a mandatory violation."""
@@ -159,7 +166,9 @@ def check(
         if all_stacks == (stack is not None):
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
         names = list_stacks(root) if all_stacks else [stack]
-        results = [gate.run_check(name, root) for name in names if name is not None]
+        results = [
+            gate.run_check(name, root, pack_config=pack_config) for name in names if name is not None
+        ]
     except ConfigError as exc:
         raise fail_config(exc) from None
     if output is CheckFormat.JSON:

@@ -15,6 +15,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import selectors
 import subprocess
 import sys
@@ -285,13 +286,12 @@ def pack_process(
         process.wait()
 
 
-def read_pack_config(pack: Path, environment: str) -> dict[str, Any]:
-    """The per-environment pack config (the file ``--policy-pack-config`` takes).
+def read_pack_config(path: Path) -> dict[str, Any]:
+    """A pack config file (the file ``pulumi preview --policy-pack-config`` takes).
 
     Raises:
         ConfigError: when the file is missing or not a JSON object.
     """
-    path = pack / "config" / f"{environment}.json"
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -481,17 +481,17 @@ def violations_of(
 
 
 def check_rendered(
-    analyzer: Analyzer, rendered: RenderedStack, project_dir: Path
+    analyzer: Analyzer,
+    rendered: RenderedStack,
+    project_dir: Path,
+    pack_config: Path | None = None,
 ) -> CheckResult:
     """Run the analyzer protocol over an already rendered stack (see ``run_check``)."""
     pack = pack_dir(project_dir)
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     environment = rendered.spec.environment
-    config_path = pack / "config" / f"{environment}.json"
-    configure(
-        analyzer,
-        policy_config(info, read_pack_config(pack, environment), str(config_path)),
-    )
+    config_path = pack_config or pack / "config" / f"{environment}.json"
+    configure(analyzer, policy_config(info, read_pack_config(config_path), str(config_path)))
     path = stack_file(project_dir, rendered.stack)
     text = path.read_text() if path.is_file() else ""
     violations = violations_of(analyze(analyzer, rendered), rendered, text)
@@ -506,19 +506,27 @@ def check_rendered(
     )
 
 
-def run_check(stack: str, project_dir: Path, analyzer: Analyzer | None = None) -> CheckResult:
+def run_check(
+    stack: str,
+    project_dir: Path,
+    analyzer: Analyzer | None = None,
+    pack_config: Path | None = None,
+) -> CheckResult:
     """Render ``stack`` offline and apply the sandbox-guard pack to it.
 
     Args:
         stack: stack name (``stacks/Pulumi.<stack>.yaml``).
         project_dir: folder with Pulumi.yaml.
         analyzer: the pack to ask; by default its servicer in this process.
+        pack_config: a pack config file instead of ``config/<environment>.json``, where the
+            environment is the stack's ``sandboxkit:environment``.
 
     Raises:
         ConfigError: bad stack config or bad pack config (the CLI exits 2).
     """
     rendered = render_stack(project_dir, stack)
-    return check_rendered(analyzer or InProcessAnalyzer(pack_dir(project_dir)), rendered, project_dir)
+    analyzer = analyzer or InProcessAnalyzer(pack_dir(project_dir))
+    return check_rendered(analyzer, rendered, project_dir, pack_config)
 
 
 def exit_code(results: Iterable[CheckResult]) -> int:
@@ -559,7 +567,7 @@ def format_json(result: CheckResult) -> dict[str, Any]:
 def _sarif_rule(rule: RuleInfo) -> dict[str, Any]:
     return {
         "id": rule.id,
-        "name": "".join(part.capitalize() for part in rule.title.replace("-", " ").split()),
+        "name": "".join(word.capitalize() for word in re.findall(r"[A-Za-z0-9]+", rule.title)),
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": rule.description},
         "help": {"text": rule.remediation, "markdown": f"**Fix:** {rule.remediation}"},

@@ -66,13 +66,12 @@ def _network_policy_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str
                 f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
                 "destination; list the destinations or use egress mode deny."
             )
-        for peer in peers:
-            cidr = dig(peer, "ipBlock.cidr")
-            if cidr in EVERYWHERE:
-                yield (
-                    f"NetworkPolicy {ctx.name} admits egress to {cidr} (egress mode open); "
-                    "set sandboxkit:profile.egress.mode to deny or allowlist."
-                )
+        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
+        if wide:
+            yield (
+                f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
+                "open); set sandboxkit:profile.egress.mode to deny or allowlist."
+            )
 
 
 @EGRESS_CLOSED.on("kubernetes:*:SandboxTemplate")
