@@ -26,7 +26,6 @@ from types import ModuleType
 from typing import Any, Protocol
 
 import jsonschema
-import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
@@ -62,6 +61,7 @@ AREA_KEYS = {
     "log": ("audit", "sandboxkit:profile"),
 }
 PACK_START_TIMEOUT_SECONDS = 60
+PACK_PROCESS_VERSION = "0.0.1"
 
 
 class Analyzer(Protocol):
@@ -196,12 +196,6 @@ def load_policies(pack: Path) -> ModuleType:
     return module
 
 
-def pack_version(pack: Path) -> str:
-    """The version in ``PulumiPolicy.yaml`` (what the CLI reports for the pack)."""
-    document = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text()) or {}
-    return str(document.get("version", "0.0.1"))
-
-
 class InProcessAnalyzer:
     """The pack's own analyzer servicer, called in this process exactly as over gRPC."""
 
@@ -211,7 +205,8 @@ class InProcessAnalyzer:
         policies = load_policies(pack)
         self._servicer = _PolicyAnalyzerServicer(
             policies.PACK_NAME,
-            pack_version(pack),
+            # What PolicyPack reports too; the CLI shows PulumiPolicy.yaml's version instead.
+            PACK_PROCESS_VERSION,
             policies.ALL_POLICIES,
             policies.DEFAULT_ENFORCEMENT,
         )
