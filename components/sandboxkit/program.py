@@ -7,7 +7,7 @@ from pathlib import Path
 import pulumi
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
-from sandboxkit.project import find_project_dir, stack_file
+from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_file
 from sandboxkit.targets import KitContext, get_target
 
 
@@ -26,7 +26,10 @@ def main(project_dir: Path | None = None) -> StackSpec:
     Raises:
         ConfigError: on any bad config, before a resource is registered.
     """
-    root = project_dir or Path(pulumi.runtime.get_root_directory() or find_project_dir())
+    engine_root = Path(pulumi.runtime.get_root_directory() or ".")
+    root = project_dir or (
+        engine_root if (engine_root / PROJECT_FILE).is_file() else find_project_dir()
+    )
     stack = pulumi.get_stack()
     spec = load_stack(ConfigSource.from_runtime(stack_file(root, stack)), stack)
     for name in spec.targets:

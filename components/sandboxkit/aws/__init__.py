@@ -1,0 +1,1 @@
+"""AWS target: Lambda MicroVM launcher, in-guest worker and the Pulumi component."""
