@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -132,7 +132,7 @@ def preview(
     _print_text(rendered, _console())
 
 
-class CheckFormat(str, Enum):
+class CheckFormat(StrEnum):
     """Output formats of ``sandboxkit check``."""
 
     TEXT = "text"
@@ -155,7 +155,7 @@ def check(
         Path | None,
         typer.Option(
             "--policy-pack-config",
-            help="Pack config file (default: policy-packs/sandbox-guard/config/<environment>.json).",
+            help="Pack config file (default: the pack's config/<environment>.json).",
         ),
     ] = None,
     project_dir: ProjectOption = None,
@@ -167,7 +167,9 @@ def check(
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
         names = list_stacks(root) if all_stacks else [stack]
         results = [
-            gate.run_check(name, root, pack_config=pack_config) for name in names if name is not None
+            gate.run_check(name, root, pack_config=pack_config)
+            for name in names
+            if name is not None
         ]
     except ConfigError as exc:
         raise fail_config(exc) from None

@@ -230,7 +230,10 @@ class InProcessAnalyzer:
 
 @contextlib.contextmanager
 def pack_process(
-    pack: Path, stack: str = "check", python: str | None = None, env: Mapping[str, str] | None = None
+    pack: Path,
+    stack: str = "check",
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     """Start the pack as the Pulumi CLI does and yield a gRPC stub; kill the process after.
 
@@ -252,7 +255,7 @@ def pack_process(
         **(env or {}),
     }
     command = [python or sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(pack)]
-    process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+    process = subprocess.Popen(
         command,
         cwd=pack,
         env=environment,
@@ -434,7 +437,8 @@ def rules_of(info: Any) -> dict[str, RuleInfo]:
 
 
 def _stack_urn(rendered: RenderedStack) -> str:
-    return f"urn:pulumi:{rendered.stack}::{NAMESPACE}::pulumi:pulumi:Stack::{NAMESPACE}-{rendered.stack}"
+    stack = rendered.stack
+    return f"urn:pulumi:{stack}::{NAMESPACE}::pulumi:pulumi:Stack::{NAMESPACE}-{stack}"
 
 
 def find_line(text: str, keys: Sequence[str]) -> int:

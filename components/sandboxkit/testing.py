@@ -12,9 +12,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from sandboxkit.render import RenderedResource, RenderedStack
+from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.project import stack_file
+from sandboxkit.render import RenderedResource, RenderedStack, render_source
 
 
 def of_type(resources: Iterable[RenderedResource], type_token: str) -> list[RenderedResource]:
@@ -68,3 +71,13 @@ def without(rendered: RenderedStack, name: str) -> RenderedStack:
     """A copy of ``rendered`` without resource ``name``."""
     target = named(rendered.resources, name)
     return replace(rendered, resources=tuple(r for r in rendered.resources if r is not target))
+
+
+def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
+    """An editable copy of a stack file's ``sandboxkit:*`` values (``secure:`` left unknown)."""
+    return copy.deepcopy(dict(read_stack_file(stack_file(project_dir, stack)).values))
+
+
+def render_values(project_dir: Path, stack: str, values: dict[str, Any]) -> RenderedStack:
+    """Render config values offline as stack ``stack`` (e.g. a weakened copy of its file)."""
+    return render_source(project_dir, stack, ConfigSource(values=values))

@@ -5,8 +5,7 @@ Started by the Pulumi CLI (``pulumi preview --policy-pack policy-packs/sandbox-g
 per-environment files in ``config/`` raise levels from the advisory default.
 """
 
-from pulumi_policy import PolicyPack
-
 from policies import ALL_POLICIES, DEFAULT_ENFORCEMENT, PACK_NAME
+from pulumi_policy import PolicyPack
 
 PolicyPack(name=PACK_NAME, policies=ALL_POLICIES, enforcement_level=DEFAULT_ENFORCEMENT)

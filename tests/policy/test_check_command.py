@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from google.protobuf import empty_pb2
 
 from sandboxkit import gate
 from sandboxkit.errors import ConfigError
@@ -72,7 +73,9 @@ def test_prod_is_clean_and_exits_0_in_text(project_dir: Path) -> None:
 
 
 def test_open_egress_in_prod_exits_1_naming_the_policy(project_copy: Path) -> None:
-    edit_stack(project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"}))
+    edit_stack(
+        project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"})
+    )
     result = run_cli("check", "--stack", "prod", cwd=project_copy)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
@@ -91,9 +94,7 @@ def test_open_egress_in_dev_is_advisory_and_exits_0(project_copy: Path) -> None:
     result = run_cli("check", "--stack", "dev", "--format", "json", cwd=project_copy)
     assert result.returncode == 0
     violations = json.loads(result.stdout)["violations"]
-    assert [(v["policy"], v["enforcement"]) for v in violations] == [
-        ("SBX-NET-001", "advisory")
-    ]
+    assert [(v["policy"], v["enforcement"]) for v in violations] == [("SBX-NET-001", "advisory")]
 
 
 CONFIG_MUTATIONS = {
@@ -113,7 +114,13 @@ def test_each_mutated_stack_exits_1_naming_its_policy_under_a_strict_config(
     strict = project_copy / "strict.json"
     strict.write_text(json.dumps({"all": "mandatory"}))
     result = run_cli(
-        "check", "--stack", "prod", "--format", "json", "--policy-pack-config", str(strict),
+        "check",
+        "--stack",
+        "prod",
+        "--format",
+        "json",
+        "--policy-pack-config",
+        str(strict),
         cwd=project_copy,
     )
     assert result.returncode == 1
@@ -123,7 +130,9 @@ def test_each_mutated_stack_exits_1_naming_its_policy_under_a_strict_config(
 
 
 def test_json_has_the_documented_shape(project_copy: Path) -> None:
-    edit_stack(project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"}))
+    edit_stack(
+        project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"})
+    )
     result = run_cli("check", "--stack", "prod", "--format", "json", cwd=project_copy)
     document = json.loads(result.stdout)
     assert set(document) == {"stack", "environment", "violations", "summary"}
@@ -139,7 +148,9 @@ def test_json_has_the_documented_shape(project_copy: Path) -> None:
 
 
 def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared_dir: Path) -> None:
-    edit_stack(project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"}))
+    edit_stack(
+        project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"})
+    )
     result = run_cli("check", "--stack", "prod", "--format", "sarif", cwd=project_copy)
     assert result.returncode == 1
     log = json.loads(result.stdout)
@@ -195,7 +206,9 @@ def test_bad_stack_config_exits_2_without_traceback(project_copy: Path) -> None:
 
 def test_bad_pack_config_exits_2_naming_the_policy(project_copy: Path) -> None:
     bad = project_copy / "bad.json"
-    bad.write_text(json.dumps({"sbx-log-001": {"minimumRetentionDays": "thirty"}, "sbx-nope": "mandatory"}))
+    bad.write_text(
+        json.dumps({"sbx-log-001": {"minimumRetentionDays": "thirty"}, "sbx-nope": "mandatory"})
+    )
     result = run_cli("check", "--stack", "prod", "--policy-pack-config", str(bad), cwd=project_copy)
     assert result.returncode == 2
     assert "sbx-log-001" in result.stderr and "'thirty' is not of type 'integer'" in result.stderr
@@ -208,13 +221,15 @@ def test_stack_and_all_stacks_together_exit_2(project_dir: Path) -> None:
     assert "--stack/--all-stacks" in result.stderr
 
 
-def test_pack_config_reconciles_like_the_cli(analyzer: gate.InProcessAnalyzer) -> None:
-    from google.protobuf import empty_pb2
-
+def test_pack_config_reconciles_like_the_cli(project_dir: Path) -> None:
+    analyzer = gate.InProcessAnalyzer(gate.pack_dir(project_dir))
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     config = gate.policy_config(
         info,
-        {"all": "mandatory", "sbx-log-001": {"enforcementLevel": "advisory", "minimumRetentionDays": 90}},
+        {
+            "all": "mandatory",
+            "sbx-log-001": {"enforcementLevel": "advisory", "minimumRetentionDays": 90},
+        },
         "test.json",
     )
     assert config["sbx-log-001"] == ("advisory", {"minimumRetentionDays": 90})

@@ -10,12 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sandboxkit import gate, testing
 from sandboxkit.render import RenderedStack
 from sandboxkit.testing import REMOVE, with_input, without
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> gate.InProcessAnalyzer:
+    """The pack's analyzer servicer in this process (every check reconfigures it)."""
+    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+
+
+def stack_values(stack: str) -> dict[str, Any]:
+    return testing.stack_values(PROJECT, stack)
+
+
+def render(stack: str, values: dict[str, Any]) -> RenderedStack:
+    return testing.render_values(PROJECT, stack, values)
+
 
 ConfigMutation = Callable[[dict[str, Any]], None]
 InputMutation = Callable[[RenderedStack], RenderedStack]
@@ -67,7 +86,9 @@ class Row:
 ROWS = [
     # Config a user could write.
     Row("egress-open", "prod", frozenset({"SBX-NET-001"}), config=_open_egress),
-    Row("vcpu-above-max", "prod", frozenset({"SBX-RES-001"}), config=_profile("limits", "vcpu", 16)),
+    Row(
+        "vcpu-above-max", "prod", frozenset({"SBX-RES-001"}), config=_profile("limits", "vcpu", 16)
+    ),
     Row(
         "memory-above-max",
         "prod",
@@ -277,8 +298,11 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_weakened_default_is_caught_by_exactly_its_policy(
-    row: Row, stack_values: Any, render: Any, check: Any
+    row: Row, analyzer: gate.InProcessAnalyzer
 ) -> None:
+    def check(rendered: RenderedStack) -> gate.CheckResult:
+        return gate.check_rendered(analyzer, rendered, PROJECT)
+
     values = stack_values(row.stack)
     baseline = check(render(row.stack, values))
     assert not {v.policy for v in baseline.violations} & row.expected

@@ -1,4 +1,4 @@
-"""The pack as the Pulumi CLI runs it: a real subprocess answering the analyzer protocol over gRPC."""
+"""The pack as the Pulumi CLI runs it: a subprocess answering the analyzer protocol over gRPC."""
 
 from __future__ import annotations
 
@@ -11,16 +11,34 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 
-from sandboxkit import gate
+from sandboxkit import gate, testing
+from sandboxkit.render import RenderedStack
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> gate.InProcessAnalyzer:
+    """The pack's analyzer servicer in this process (every check reconfigures it)."""
+    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+
+
+def stack_values(stack: str) -> dict[str, Any]:
+    return testing.stack_values(PROJECT, stack)
+
+
+def render(stack: str, values: dict[str, Any]) -> RenderedStack:
+    return testing.render_values(PROJECT, stack, values)
+
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 
 @pytest.fixture(scope="module")
-def stub(pack: Path) -> Iterator[Any]:
+def stub() -> Iterator[Any]:
     # This worktree's kit first, as the pack's own venv would have it installed.
     env = {"PYTHONPATH": os.pathsep.join([str(COMPONENTS), os.environ.get("PYTHONPATH", "")])}
-    with gate.pack_process(pack, stack="prod", env=env) as analyzer:
+    with gate.pack_process(gate.pack_dir(PROJECT), stack="prod", env=env) as analyzer:
         yield analyzer
 
 
@@ -90,15 +108,14 @@ def gate_secret(value: str) -> dict[str, Any]:
 
 
 def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
-    stub: Any, analyzer: gate.InProcessAnalyzer, render: Any, stack_values: Any,
-    project_dir_path: Path,
+    stub: Any, analyzer: gate.InProcessAnalyzer
 ) -> None:
     values = stack_values("prod")
     values["profile"]["egress"] = {"mode": "open"}
     values["profile"]["limits"]["vcpu"] = 16
     rendered = render("prod", values)
-    over_grpc = gate.check_rendered(stub, rendered, project_dir_path)
-    in_process = gate.check_rendered(analyzer, rendered, project_dir_path)
+    over_grpc = gate.check_rendered(stub, rendered, PROJECT)
+    in_process = gate.check_rendered(analyzer, rendered, PROJECT)
     assert over_grpc.violations == in_process.violations
     assert {(v.policy, v.enforcement) for v in over_grpc.violations} == {
         ("SBX-NET-001", "mandatory"),

@@ -94,13 +94,21 @@ class Context:
     """What a check sees besides the inputs: the rule's config and the resource's identity."""
 
     def __init__(
-        self, rule: Rule, config: Mapping[str, Any], name: str, urn: str, resource_type: str
+        self,
+        rule: Rule,
+        config: Mapping[str, Any],
+        *,
+        name: str = "",
+        urn: str = "",
+        resource_type: str = "",
+        target: str | None = None,
     ) -> None:
         self.rule = rule
         self.config = config
         self.name = name
         self.urn = urn
         self.resource_type = resource_type
+        self.target = target
 
     def setting(self, key: str) -> Any:
         """A threshold from the pack config, else its schema default (what the CLI fills in)."""
@@ -140,7 +148,14 @@ class ResourceRule:
 
     def validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
         """Run every check registered for the resource's type."""
-        context = Context(self.rule, args.get_config(), args.name, args.urn, args.resource_type)
+        context = Context(
+            self.rule,
+            args.get_config(),
+            name=args.name,
+            urn=args.urn,
+            resource_type=args.resource_type,
+            target=target_of(args.props),
+        )
         for matches, check in self.checks:
             if matches(args.resource_type):
                 for message in check(args.props, context):
@@ -160,7 +175,7 @@ class StackRule:
 
     def validate(self, args: StackValidationArgs, report: ReportViolation) -> None:
         """Run the check over the stack's resources."""
-        context = Context(self.rule, args.get_config(), "", "", "")
+        context = Context(self.rule, args.get_config())
         for message, urn in self.check(args.resources, context):
             report(message, urn)
 
@@ -172,9 +187,10 @@ class StackRule:
 def type_matches(resource_type: str, pattern: str) -> bool:
     """Exact match, or ``kubernetes:*:<Kind>`` for any API group/version of a kind."""
     if pattern.startswith("kubernetes:*:"):
-        return resource_type.startswith("kubernetes:") and resource_type.rsplit(":", 1)[
-            -1
-        ] == pattern.rsplit(":", 1)[-1]
+        return (
+            resource_type.startswith("kubernetes:")
+            and resource_type.rsplit(":", 1)[-1] == pattern.rsplit(":", 1)[-1]
+        )
     return resource_type == pattern
 
 
@@ -275,3 +291,16 @@ def kit_cap(target: str | None, profile_field: str) -> Any:
     if target not in TARGET_MODULES:
         return None
     return next((c for c in get_target(target).caps if c.field == profile_field), None)
+
+
+# The launcher's environment contract (sandboxkit.aws.launcher.handler): a Lambda function with
+# these variables starts MicroVMs.
+LAUNCHER_MARKERS = ("IMAGE_ARN", "CONNECTOR_ARN")
+
+
+def launcher_env(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The environment of a MicroVM launcher function, or ``None`` for any other function."""
+    variables = dig(props, "environment.variables", {}) or {}
+    if isinstance(variables, Mapping) and all(k in variables for k in LAUNCHER_MARKERS):
+        return variables
+    return None

@@ -15,6 +15,7 @@ from ._common import (
     Rule,
     dig,
     items,
+    launcher_env,
     sandbox_pod_spec,
 )
 
@@ -225,6 +226,17 @@ def _pass_role(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
             )
 
 
+@NO_GUEST_IDENTITY.on("aws:lambda/function:Function")
+def _execution_role(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    variables = launcher_env(props) or {}
+    if variables.get("EXECUTION_ROLE_ARN") and not _overridden(ctx):
+        yield (
+            f"Launcher function {ctx.name} starts MicroVMs with an execution role, whose "
+            "credentials the guest reads through IMDSv2; remove the role, or name this resource "
+            "in allowedGuestIdentities after granting it least privilege."
+        )
+
+
 NO_PUBLIC_INVOKER = ResourceRule(
     Rule(
         id="SBX-IAM-003",
@@ -252,7 +264,7 @@ def _invoker_check_off(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
 )
 def _public_member(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    members = [props.get("member")] + items(props.get("members"))
+    members = [props.get("member"), *items(props.get("members"))]
     public = [m for m in members if m in GCP_PUBLIC_MEMBERS]
     if public:
         yield (

@@ -160,8 +160,7 @@ HOST_ISOLATION = ResourceRule(
         severity=Severity.HIGH,
         description="Prohibits host network, PID and IPC namespaces, host ports and hostPath "
         "volumes in sandbox pods.",
-        remediation="Set hostNetwork, hostPID and hostIPC to false and use emptyDir volumes "
-        "only.",
+        remediation="Set hostNetwork, hostPID and hostIPC to false and use emptyDir volumes only.",
     )
 )
 
@@ -174,9 +173,7 @@ def _host(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
             yield f"{ctx.name} sets {field}: true; set it to false."
     for volume in items(spec.get("volumes")):
         if isinstance(volume, Mapping) and "hostPath" in volume:
-            yield (
-                f"{ctx.name} mounts hostPath volume {volume.get('name')}; use an emptyDir."
-            )
+            yield (f"{ctx.name} mounts hostPath volume {volume.get('name')}; use an emptyDir.")
     for container in containers_of(spec):
         for port in items(container.get("ports")):
             if isinstance(port, Mapping) and port.get("hostPort"):

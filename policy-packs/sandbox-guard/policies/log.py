@@ -53,7 +53,9 @@ def _log_group(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
 
 @RETENTION.on("azure-native:operationalinsights:Workspace")
 def _workspace(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    yield from _retention("Log Analytics workspace", ctx.name, props.get("retentionInDays"), ctx, False)
+    yield from _retention(
+        "Log Analytics workspace", ctx.name, props.get("retentionInDays"), ctx, False
+    )
 
 
 @RETENTION.on("gcp:logging/projectBucketConfig:ProjectBucketConfig")

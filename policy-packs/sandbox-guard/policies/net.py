@@ -125,7 +125,7 @@ def _ports_open(rule: Mapping[str, Any], allowed: Sequence[int], protocol_key: s
 def _sg_egress_open(
     rule: Mapping[str, Any], ctx: Context, protocol_key: str, cidr_keys: Sequence[str]
 ) -> Iterator[str]:
-    cidrs = [c for key in cidr_keys for c in ([rule.get(key)] + items(rule.get(key)))]
+    cidrs = [c for key in cidr_keys for c in (rule.get(key), *items(rule.get(key)))]
     wide = [c for c in cidrs if c in EVERYWHERE]
     allowed = list(ctx.setting("allowedPorts"))
     if wide and _ports_open(rule, allowed, protocol_key):

@@ -18,6 +18,7 @@ from ._common import (
     dig,
     items,
     kit_cap,
+    launcher_env,
     sandbox_pod_spec,
     target_of,
 )
@@ -89,8 +90,7 @@ def _size_problems(kind: str, name: str, cpu: Any, memory: Any, ctx: Context) ->
         )
     if mib is None:
         yield (
-            f"{kind} {name} sets no memory limit; set one from "
-            "sandboxkit:profile.limits.memoryMiB."
+            f"{kind} {name} sets no memory limit; set one from sandboxkit:profile.limits.memoryMiB."
         )
     elif mib > ctx.setting("maxMemoryMiB"):
         yield (
@@ -104,7 +104,9 @@ def _pod_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     for container in containers_of(sandbox_pod_spec(props)):
         limits = dig(container, "resources.limits", {}) or {}
         label = f"{ctx.name} container {container.get('name')}"
-        yield from _size_problems("SandboxTemplate", label, limits.get("cpu"), limits.get("memory"), ctx)
+        yield from _size_problems(
+            "SandboxTemplate", label, limits.get("cpu"), limits.get("memory"), ctx
+        )
 
 
 @SIZE_LIMITS.on("gcp:cloudrunv2/service:Service")
@@ -112,7 +114,9 @@ def _cloud_run_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     for container in items(dig(props, "template.containers")):
         limits = dig(container, "resources.limits", {}) or {}
         label = f"{ctx.name} container {dig(container, 'name')}"
-        yield from _size_problems("Cloud Run service", label, limits.get("cpu"), limits.get("memory"), ctx)
+        yield from _size_problems(
+            "Cloud Run service", label, limits.get("cpu"), limits.get("memory"), ctx
+        )
 
 
 @SIZE_LIMITS.on("azure-native:app:ContainerAppsSessionPool")
@@ -120,7 +124,9 @@ def _pool_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     for container in items(dig(props, "customContainerTemplate.containers")):
         resources = dig(container, "resources", {}) or {}
         label = f"{ctx.name} container {dig(container, 'name')}"
-        yield from _size_problems("Session pool", label, resources.get("cpu"), resources.get("memory"), ctx)
+        yield from _size_problems(
+            "Session pool", label, resources.get("cpu"), resources.get("memory"), ctx
+        )
 
 
 TIME_LIMITS = ResourceRule(
@@ -144,22 +150,23 @@ TIME_LIMITS = ResourceRule(
 )
 
 
-def _bounded(kind: str, name: str, field: str, value: Any, target: str | None, ctx: Context,
-             key: str) -> Iterator[str]:
+def _bounded(ctx: Context, label: str, field: str, value: Any, key: str) -> Iterator[str]:
+    """Violations of ``label``'s ``field`` (seconds) against the pack maximum and the kit's cap
+    for profile field ``limits.<key>`` on the resource's target."""
     seconds = seconds_of(value) if value is not None else None
     if seconds is None:
-        yield f"{kind} {name} has no {field}; set it from sandboxkit:profile.limits.{key}."
+        yield f"{label} has no {field}; set it from sandboxkit:profile.limits.{key}."
         return
     limit = ctx.setting("maxLifetimeSeconds")
     if seconds > limit:
         yield (
-            f"{kind} {name} sets {field} to {seconds:g} s, above the maximum of {limit} s; "
+            f"{label} sets {field} to {seconds:g} s, above the maximum of {limit} s; "
             f"lower sandboxkit:profile.limits.{key}."
         )
-    cap = kit_cap(target, f"limits.{key}")
+    cap = kit_cap(ctx.target, f"limits.{key}")
     if cap is not None and not cap.admits(seconds):
         yield (
-            f"{kind} {name} sets {field} to {seconds:g} s; target {target} accepts "
+            f"{label} sets {field} to {seconds:g} s; target {ctx.target} accepts "
             f"{cap.describe()} (source: {cap.source}). Set sandboxkit:profile.limits.{key} "
             "within it."
         )
@@ -168,29 +175,40 @@ def _bounded(kind: str, name: str, field: str, value: Any, target: str | None, c
 @TIME_LIMITS.on(*SANDBOX_POD_KINDS)
 def _pod_deadline(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     deadline = sandbox_pod_spec(props).get("activeDeadlineSeconds")
-    yield from _bounded("SandboxTemplate", ctx.name, "activeDeadlineSeconds", deadline,
-                        target_of(props), ctx, "maxLifetimeSeconds")
+    label = f"SandboxTemplate {ctx.name}"
+    yield from _bounded(ctx, label, "activeDeadlineSeconds", deadline, "maxLifetimeSeconds")
 
 
 @TIME_LIMITS.on("gcp:cloudrunv2/service:Service")
 def _cloud_run_timeout(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    yield from _bounded("Cloud Run service", ctx.name, "template.timeout",
-                        dig(props, "template.timeout"), target_of(props), ctx,
-                        "maxLifetimeSeconds")
+    timeout = dig(props, "template.timeout")
+    label = f"Cloud Run service {ctx.name}"
+    yield from _bounded(ctx, label, "template.timeout", timeout, "maxLifetimeSeconds")
 
 
 @TIME_LIMITS.on("azure-native:app:ContainerAppsSessionPool")
 def _pool_lifecycle(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     lifecycle = dig(props, "dynamicPoolConfiguration.lifecycleConfiguration", {}) or {}
-    kind = lifecycle.get("lifecycleType")
-    if kind == "Timed":
-        yield from _bounded("Session pool", ctx.name, "cooldownPeriodInSeconds",
-                            lifecycle.get("cooldownPeriodInSeconds"), target_of(props), ctx,
-                            "idleTimeoutSeconds")
+    label = f"Session pool {ctx.name}"
+    if lifecycle.get("lifecycleType") == "Timed":
+        field, key = "cooldownPeriodInSeconds", "idleTimeoutSeconds"
     else:
-        yield from _bounded("Session pool", ctx.name, "maxAlivePeriodInSeconds",
-                            lifecycle.get("maxAlivePeriodInSeconds"), target_of(props), ctx,
-                            "maxLifetimeSeconds")
+        field, key = "maxAlivePeriodInSeconds", "maxLifetimeSeconds"
+    yield from _bounded(ctx, label, field, lifecycle.get(field), key)
+
+
+@TIME_LIMITS.on("aws:lambda/function:Function")
+def _launcher_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None:
+        return
+    label = f"Launcher function {ctx.name}"
+    for variable, key in (
+        ("MAX_DURATION_SECONDS", "maxLifetimeSeconds"),
+        ("IDLE_TIMEOUT_SECONDS", "idleTimeoutSeconds"),
+        ("EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"),
+    ):
+        yield from _bounded(ctx, label, variable, variables.get(variable), key)
 
 
 BOUNDED_POOLS = ResourceRule(
@@ -218,13 +236,13 @@ BOUNDED_POOLS = ResourceRule(
 )
 
 
-def _count(kind: str, name: str, field: str, value: Any, limit: int, key: str) -> Iterator[str]:
+def _count(label: str, field: str, value: Any, limit: int, key: str) -> Iterator[str]:
     number = seconds_of(value) if value is not None else None
     if number is None:
-        yield f"{kind} {name} has no {field}, so the pool is unbounded; set it."
+        yield f"{label} has no {field}, so the pool is unbounded; set it."
     elif number > limit:
         yield (
-            f"{kind} {name} sets {field} to {number:g}, above the maximum of {limit}; lower "
+            f"{label} sets {field} to {number:g}, above the maximum of {limit}; lower "
             f"sandboxkit:profile.pool.{key}."
         )
 
@@ -233,41 +251,67 @@ def _count(kind: str, name: str, field: str, value: Any, limit: int, key: str) -
 def _quota_pods(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     if target_of(props) is None:
         return
-    yield from _count("ResourceQuota", ctx.name, "spec.hard.pods", dig(props, "spec.hard.pods"),
-                      ctx.setting("maxConcurrentSandboxes"), "maxConcurrent")
+    yield from _count(
+        f"ResourceQuota {ctx.name}",
+        "spec.hard.pods",
+        dig(props, "spec.hard.pods"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
 
 
 @BOUNDED_POOLS.on("kubernetes:*:SandboxWarmPool")
 def _warm_pool(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    yield from _count("SandboxWarmPool", ctx.name, "spec.replicas", dig(props, "spec.replicas"),
-                      ctx.setting("maxReadySandboxes"), "ready")
+    yield from _count(
+        f"SandboxWarmPool {ctx.name}",
+        "spec.replicas",
+        dig(props, "spec.replicas"),
+        ctx.setting("maxReadySandboxes"),
+        "ready",
+    )
 
 
 @BOUNDED_POOLS.on("azure-native:app:ContainerAppsSessionPool")
 def _pool_scale(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     scale = dig(props, "scaleConfiguration", {}) or {}
-    yield from _count("Session pool", ctx.name, "maxConcurrentSessions",
-                      scale.get("maxConcurrentSessions"), ctx.setting("maxConcurrentSandboxes"),
-                      "maxConcurrent")
-    yield from _count("Session pool", ctx.name, "readySessionInstances",
-                      scale.get("readySessionInstances", 0), ctx.setting("maxReadySandboxes"),
-                      "ready")
+    yield from _count(
+        f"Session pool {ctx.name}",
+        "maxConcurrentSessions",
+        scale.get("maxConcurrentSessions"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+    yield from _count(
+        f"Session pool {ctx.name}",
+        "readySessionInstances",
+        scale.get("readySessionInstances", 0),
+        ctx.setting("maxReadySandboxes"),
+        "ready",
+    )
 
 
 @BOUNDED_POOLS.on("gcp:cloudrunv2/service:Service")
 def _cloud_run_scale(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    yield from _count("Cloud Run service", ctx.name, "template.scaling.maxInstanceCount",
-                      dig(props, "template.scaling.maxInstanceCount"),
-                      ctx.setting("maxConcurrentSandboxes"), "maxConcurrent")
+    yield from _count(
+        f"Cloud Run service {ctx.name}",
+        "template.scaling.maxInstanceCount",
+        dig(props, "template.scaling.maxInstanceCount"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
 
 
 @BOUNDED_POOLS.on("aws:lambda/function:Function")
 def _launcher_concurrency(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if target_of(props) is None:
+    if launcher_env(props) is None:
         return
-    yield from _count("Launcher function", ctx.name, "reservedConcurrentExecutions",
-                      props.get("reservedConcurrentExecutions"),
-                      ctx.setting("maxConcurrentSandboxes"), "maxConcurrent")
+    yield from _count(
+        f"Launcher function {ctx.name}",
+        "reservedConcurrentExecutions",
+        props.get("reservedConcurrentExecutions"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
 
 
 def _quota_per_namespace(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:

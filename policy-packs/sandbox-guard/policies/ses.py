@@ -7,7 +7,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import Context, ResourceRule, Rule, dig, items, target_of
+from ._common import Context, ResourceRule, Rule, items, launcher_env
 
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 
@@ -125,9 +125,9 @@ SIGNED_WEBHOOKS = ResourceRule(
 
 @SIGNED_WEBHOOKS.on("aws:lambda/function:Function")
 def _webhook_secret(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if target_of(props) is None:
+    variables = launcher_env(props)
+    if variables is None:
         return
-    variables = dig(props, "environment.variables", {}) or {}
     if not _matching(list(variables), ctx.setting("webhookSecretVariables")):
         yield (
             f"Launcher function {ctx.name} is not given a webhook signing secret, so it cannot "
