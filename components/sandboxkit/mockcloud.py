@@ -16,6 +16,8 @@ from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 # A documentation account id (AWS uses 123456789012 in its examples); never a real account.
 MOCK_AWS_ACCOUNT = "123456789012"
 MOCK_AWS_REGION = "us-east-1"
+# The all-zero subscription: never a real one.
+MOCK_AZURE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 
 OutputRule = Callable[[MockResourceArgs, str], dict[str, Any]]
 
@@ -41,11 +43,44 @@ def _kubernetes_metadata(args: MockResourceArgs, resource_id: str) -> dict[str, 
     return {"metadata": metadata}
 
 
+def _azure_name(args: MockResourceArgs) -> str:
+    # azure-native takes a resource's name as "<resource>Name" (workspaceName,
+    # sessionPoolName); a resource group's own name is resourceGroupName.
+    keys = [k for k in args.inputs if k.endswith("Name") and k != "resourceGroupName"]
+    for key in (*keys, "resourceGroupName", "name"):
+        if isinstance(args.inputs.get(key), str):
+            return str(args.inputs[key])
+    return args.name
+
+
 def _azure_id(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
-    return {
-        "id": f"/subscriptions/00000000-0000-0000-0000-000000000000/mock/{args.name}",
-        "name": args.inputs.get("name", args.name),
+    state: dict[str, Any] = {
+        "id": f"/subscriptions/{MOCK_AZURE_SUBSCRIPTION}/mock/{args.name}",
+        "name": _azure_name(args),
     }
+    identity = args.inputs.get("identity")
+    if isinstance(identity, dict) and isinstance(identity.get("userAssignedIdentities"), list):
+        # Inputs list user-assigned identity ids; Azure answers with a map keyed by id.
+        assigned: dict[str, dict[str, Any]] = {
+            key: {} for key in identity["userAssignedIdentities"]
+        }
+        state["identity"] = {**identity, "userAssignedIdentities": assigned}
+    return state
+
+
+def _azure_workspace(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    return {**_azure_id(args, resource_id), "customerId": MOCK_AZURE_SUBSCRIPTION}
+
+
+def _azure_session_pool(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = _azure_name(args)
+    group = args.inputs.get("resourceGroupName", "mock-group")
+    location = args.inputs.get("location", "westeurope")
+    endpoint = (
+        f"https://{location}.dynamicsessions.io/subscriptions/{MOCK_AZURE_SUBSCRIPTION}"
+        f"/resourceGroups/{group}/sessionPools/{name}"
+    )
+    return {**_azure_id(args, resource_id), "poolManagementEndpoint": endpoint}
 
 
 # Type-token prefix -> extra output attributes. The longest matching prefix wins.
@@ -53,6 +88,16 @@ OUTPUT_RULES: dict[str, OutputRule] = {
     "aws:": _aws_arn,
     "kubernetes:": _kubernetes_metadata,
     "azure-native:": _azure_id,
+    "azure-native:operationalinsights:Workspace": _azure_workspace,
+    "azure-native:app:ContainerAppsSessionPool": _azure_session_pool,
+}
+
+# Invoke token -> plausible result, for data-source calls whose result feeds an input.
+CALL_RULES: dict[str, Callable[[MockCallArgs], dict[str, Any]]] = {
+    "azure-native:operationalinsights:getSharedKeys": lambda _: {
+        "primarySharedKey": "mock-primary-shared-key",
+        "secondarySharedKey": "mock-secondary-shared-key",
+    },
 }
 
 
@@ -60,14 +105,18 @@ class CloudMocks(Mocks):
     """Pulumi mocks returning inputs plus plausible provider-computed attributes."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        """Return ``(id, state)``; the id is stable for a given type and name."""
+        """Return ``(id, state)``; the id is stable for a given type and name (a rule's ``id``
+        when it gives one)."""
         resource_id = f"{args.name}-{_short_hash(args.typ + args.name)}"
         state = dict(args.inputs)
         matches = [prefix for prefix in OUTPUT_RULES if args.typ.startswith(prefix)]
         if matches:
             state.update(OUTPUT_RULES[max(matches, key=len)](args, resource_id))
-        return resource_id, state
+        # A rule that knows the provider's id form (Azure resource ids) supplies it.
+        return str(state.get("id", resource_id)), state
 
-    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        """Invokes return their arguments: the kit's components make no data-source calls."""
-        return dict(args.args), None
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """Invokes return their arguments, plus ``CALL_RULES``' result for known tokens."""
+        rule = CALL_RULES.get(args.token)
+        # An empty failure list, not None: Pulumi's mock monitor iterates it.
+        return {**dict(args.args), **(rule(args) if rule else {})}, []

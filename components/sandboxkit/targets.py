@@ -21,6 +21,7 @@ from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
 TARGET_MODULES: dict[str, str] = {
     "kubernetes": "sandboxkit.kubernetes.spec",
+    "azure-sessions": "sandboxkit.azure.spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]

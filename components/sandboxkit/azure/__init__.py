@@ -1,0 +1,1 @@
+"""Target ``azure-sessions``: Azure Container Apps dynamic sessions (Hyper-V sandboxes)."""

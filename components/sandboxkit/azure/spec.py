@@ -1,0 +1,322 @@
+"""Settings, enforcement map and factory of the ``azure-sessions`` target (no SDK import here).
+
+Azure Container Apps dynamic sessions run each session in its own Hyper-V sandbox, allocated
+from a pre-warmed session pool. What the platform leaves to the buyer, and what this target
+does about it:
+
+- Egress is one switch (``sessionNetworkConfiguration.status``: ``EgressEnabled`` or
+  ``EgressDisabled``). ``deny`` is ``EgressDisabled``; a per-host ``allowlist`` cannot be
+  enforced and exits 2 (Microsoft documents no path that sends session egress through the
+  environment's virtual network, so a firewall there would not see it).
+- A session identifier nobody has used yet silently creates a session, and whoever holds an
+  identifier shares that session's files and environment: callers derive identifiers with
+  ``sandboxkit.azure.session_ids``.
+- A managed identity visible to session code hands its tokens to untrusted code: only the
+  ``None`` and ``Init`` lifecycles are accepted, never ``Main`` or ``All``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.targets import (
+    Cap,
+    Deployment,
+    Enforcement,
+    KitContext,
+    TargetSettings,
+    TargetSpec,
+)
+
+TARGET = "azure-sessions"
+
+# The built-in "Azure ContainerApps Session Executor" role: the only role the pool management
+# endpoint accepts Entra tokens for (learn.microsoft.com/azure/container-apps/sessions
+# #authentication). Its role definition id is the same in every tenant.
+SESSION_EXECUTOR_ROLE_ID = "0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0"
+
+SESSIONS_DOC = "learn.microsoft.com/azure/container-apps/session-pool"
+COOLDOWN_SOURCE = (
+    f"{SESSIONS_DOC}: dynamicPoolConfiguration.lifecycleConfiguration.cooldownPeriodInSeconds "
+    "must be between 300 and 3600"
+)
+MAX_SESSIONS_SOURCE = (
+    f"{SESSIONS_DOC}: scaleConfiguration.maxConcurrentSessions (--max-sessions), maximum 600"
+)
+RETENTION_SOURCE = (
+    "learn.microsoft.com/azure/azure-monitor/logs/data-retention-configure: workspace "
+    "retentionInDays for the PerGB2018 tier is 30 to 730 days"
+)
+ALLOCATION_SOURCE = (
+    "learn.microsoft.com/azure/container-apps/containers#allocations: Consumption workload "
+    "profile, vCPU 0.25 to 4 in steps of 0.25 with memory = 2 GiB per vCPU"
+)
+IDENTITY_SOURCE = (
+    "learn.microsoft.com/azure/container-apps/sessions#use-managed-identity: with Main the "
+    "session's code can create Entra tokens for the pool's identity"
+)
+
+COOLDOWN_CAP = Cap("limits.idleTimeoutSeconds", 300, 3600, COOLDOWN_SOURCE)
+
+# Custom container sizes: the Consumption workload profile's vCPU steps, 2 GiB per vCPU.
+CPU_STEP = 0.25
+MAX_CPU = 4.0
+MIB_PER_VCPU = 2048
+
+# Identity lifecycles that keep the pool's identity out of session code's reach.
+SAFE_IDENTITY_LIFECYCLES = ("None", "Init")
+DEFAULT_IDENTITY_LIFECYCLE = "None"
+
+PrincipalType = Literal["ServicePrincipal", "User", "Group"]
+_UUID = Annotated[
+    str,
+    Field(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"),
+]
+# Resource group names: letters, digits, '.', '_', '-', '(' and ')', 1 to 90, not ending in '.'.
+_RESOURCE_GROUP = Annotated[str, Field(pattern=r"^[-\w.()]{0,89}[-\w()]$")]
+_USER_ASSIGNED_IDENTITY = (
+    r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[-\w.()]+/providers/"
+    r"Microsoft\.ManagedIdentity/userAssignedIdentities/[-\w]+$"
+)
+# Default target port for custom container sessions: a common unprivileged HTTP port.
+DEFAULT_TARGET_PORT = 8080
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Executor(_Strict):
+    """One identity allowed to call the pool management endpoint.
+
+    Attributes:
+        principalId: the Entra object id (UUID) of the identity.
+        principalType: ``ServicePrincipal`` (managed identities too), ``User`` or ``Group``.
+    """
+
+    principal_id: _UUID = Field(alias="principalId")
+    principal_type: PrincipalType = Field(alias="principalType")
+
+
+class IdentitySettings(_Strict):
+    """``sandboxkit:azure-sessions.identity``: a user-assigned identity for the pool.
+
+    Attributes:
+        resourceId: ``/subscriptions/.../userAssignedIdentities/<name>``.
+        lifecycle: ``None`` (image pull only; session code cannot reach it) or ``Init``
+            (init phase only). ``Main`` and ``All`` are refused: session code could mint
+            tokens for the identity.
+        registryServer: registry host the identity pulls the custom container image from
+            (e.g. ``example.azurecr.io``); custom containers only.
+    """
+
+    resource_id: Annotated[str, Field(pattern=_USER_ASSIGNED_IDENTITY)] = Field(alias="resourceId")
+    lifecycle: str = DEFAULT_IDENTITY_LIFECYCLE
+    registry_server: str | None = Field(None, alias="registryServer")
+
+    @field_validator("lifecycle")
+    @classmethod
+    def _not_reachable_from_sessions(cls, value: str) -> str:
+        if value not in SAFE_IDENTITY_LIFECYCLES:
+            raise ValueError(
+                "None or Init; Main and All make the identity reachable from session code "
+                f"(source: {IDENTITY_SOURCE})"
+            )
+        return value
+
+
+class AzureSessionsSettings(TargetSettings):
+    """``sandboxkit:azure-sessions`` settings.
+
+    Attributes:
+        subscriptionId: Azure subscription (UUID); required, never the ambient one.
+        location: Azure region, e.g. ``westeurope``; required.
+        resourceGroupName: resource group for every resource; required.
+        createResourceGroup: create it (true) or use an existing one (false); required.
+        containerType: ``PythonLTS`` (Microsoft's code interpreter) or ``CustomContainer``.
+        image: the session image; required with ``CustomContainer``, refused otherwise.
+        targetPort: port the custom container serves HTTP on (``CustomContainer`` only).
+        executors: identities given the Session Executor role on this pool (at least one).
+        identity: optional user-assigned identity; see ``IdentitySettings``.
+    """
+
+    subscription_id: _UUID = Field(alias="subscriptionId")
+    location: Annotated[str, Field(pattern=r"^[a-z0-9]+$")]
+    resource_group_name: _RESOURCE_GROUP = Field(alias="resourceGroupName")
+    create_resource_group: bool = Field(alias="createResourceGroup")
+    container_type: Literal["PythonLTS", "CustomContainer"] = Field(
+        "PythonLTS", alias="containerType"
+    )
+    image: Annotated[str, Field(min_length=1)] | None = None
+    target_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        DEFAULT_TARGET_PORT, alias="targetPort"
+    )
+    # Explicit and non-empty: nobody gains access by default, and a pool nobody may call is a
+    # misconfiguration rather than a locked door.
+    executors: Annotated[tuple[Executor, ...], Field(min_length=1)]
+    identity: IdentitySettings | None = None
+
+    @field_validator("executors", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _image_matches_type(self) -> AzureSessionsSettings:
+        custom = self.container_type == "CustomContainer"
+        if custom and self.image is None:
+            raise FieldError(
+                ".image", None, "an image reference with containerType CustomContainer"
+            )
+        if not custom and self.image is not None:
+            raise FieldError(
+                ".image", self.image, "no image with containerType PythonLTS (Microsoft's image)"
+            )
+        if not custom and self.identity is not None and self.identity.registry_server:
+            raise FieldError(
+                ".identity.registryServer",
+                self.identity.registry_server,
+                "no registry server with containerType PythonLTS",
+            )
+        return self
+
+
+def check_allocation(vcpu: float, memory_mib: int) -> list[Problem]:
+    """Problems with a custom container size, or none.
+
+    Args:
+        vcpu: vCPU per session.
+        memory_mib: MiB per session.
+
+    Returns:
+        Problems naming ``limits.vcpu`` / ``limits.memoryMiB`` for sizes outside the
+        Consumption workload profile's combinations (``ALLOCATION_SOURCE``).
+    """
+    problems = []
+    steps = vcpu / CPU_STEP
+    if not (steps.is_integer() and CPU_STEP <= vcpu <= MAX_CPU):
+        problems.append(
+            Problem(
+                "sandboxkit:profile.limits.vcpu",
+                vcpu,
+                f"a multiple of {CPU_STEP} from {CPU_STEP} to {MAX_CPU:g} for target {TARGET} "
+                f"with CustomContainer (source: {ALLOCATION_SOURCE})",
+            )
+        )
+    elif memory_mib != round(vcpu * MIB_PER_VCPU):
+        problems.append(
+            Problem(
+                "sandboxkit:profile.limits.memoryMiB",
+                memory_mib,
+                f"{round(vcpu * MIB_PER_VCPU)} (2 GiB per vCPU, for {vcpu:g} vCPU) for target "
+                f"{TARGET} with CustomContainer (source: {ALLOCATION_SOURCE})",
+            )
+        )
+    return problems
+
+
+def sessions_enforcement(
+    profile: SandboxProfile, settings: AzureSessionsSettings
+) -> dict[str, Enforcement]:
+    """Where each profile field is enforced on a session pool.
+
+    Raises:
+        ConfigError: ``allowlist`` egress (the pool has only EgressEnabled/EgressDisabled),
+            or a custom container size outside the allowed combinations.
+    """
+    mode = profile.egress.mode
+    if mode == "allowlist":
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.egress.mode",
+                mode,
+                f"deny or open for target {TARGET}: a session pool's egress is one switch "
+                "(sessionNetworkConfiguration.status EgressEnabled or EgressDisabled, source: "
+                f"{SESSIONS_DOC}) and no Microsoft documentation routes session egress through "
+                "the environment's virtual network, so no firewall could enforce host names. "
+                "Use egress deny here, or a target with per-host egress: aws-microvm, "
+                "gcp-cloudrun, kubernetes with fqdnPolicy cilium or gke, or cloudflare",
+            )
+        )
+    custom = settings.container_type == "CustomContainer"
+    if custom:
+        problems = check_allocation(profile.limits.vcpu, profile.limits.memory_mib)
+        if problems:
+            raise ConfigError(*problems)
+    pool = "ContainerAppsSessionPool"
+    container = f"{pool} customContainerTemplate.containers[0].resources"
+    fixed = "PythonLTS sessions have a size Microsoft fixes; use CustomContainer to set it"
+    return {
+        "egress.mode": Enforcement(
+            "platform",
+            f"{pool} sessionNetworkConfiguration.status "
+            + ("EgressDisabled" if mode == "deny" else "EgressEnabled"),
+        ),
+        "limits.vcpu": Enforcement("platform", f"{container}.cpu")
+        if custom
+        else Enforcement("none", fixed),
+        "limits.memoryMiB": Enforcement("platform", f"{container}.memory")
+        if custom
+        else Enforcement("none", fixed),
+        "limits.execTimeoutSeconds": Enforcement(
+            "none", "the pool has no per-request timeout; the caller's HTTP client must apply it"
+        ),
+        "limits.maxLifetimeSeconds": Enforcement(
+            "none",
+            "a Timed pool has no lifetime cap: a session kept busy lives on (OnContainerExit's "
+            "maxAlivePeriodInSeconds caps life but drops the idle cooldown); rotate identifiers "
+            "in the caller",
+        ),
+        "limits.idleTimeoutSeconds": Enforcement(
+            "platform",
+            f"{pool} dynamicPoolConfiguration.lifecycleConfiguration.cooldownPeriodInSeconds "
+            "(lifecycleType Timed)",
+        ),
+        "pool.ready": Enforcement("platform", f"{pool} scaleConfiguration.readySessionInstances")
+        if custom
+        else Enforcement("none", "Microsoft keeps the PythonLTS warm pool; it takes no size"),
+        "pool.maxConcurrent": Enforcement(
+            "platform", f"{pool} scaleConfiguration.maxConcurrentSessions"
+        ),
+        "audit.logRetentionDays": Enforcement(
+            "platform", "operationalinsights Workspace retentionInDays (session console logs)"
+        ),
+    }
+
+
+class AzureSessionsTarget(TargetSpec):
+    """The ``azure-sessions`` target."""
+
+    name: ClassVar[str] = TARGET
+    settings_model: ClassVar[type[TargetSettings]] = AzureSessionsSettings
+    caps: ClassVar[tuple[Cap, ...]] = (
+        COOLDOWN_CAP,
+        Cap("pool.maxConcurrent", None, 600, MAX_SESSIONS_SOURCE),
+        # Below 30 days is refused rather than raised: a stack asking for 7 days may be
+        # honouring a data-minimisation rule, and silently keeping logs longer would break it.
+        Cap("audit.logRetentionDays", 30, 730, RETENTION_SOURCE),
+    )
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        """See ``sessions_enforcement``."""
+        assert isinstance(settings, AzureSessionsSettings)
+        return sessions_enforcement(profile, settings)
+
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        """The ``SessionPoolSandbox`` component in the settings' subscription and location."""
+        from sandboxkit.azure.sessions import SessionPoolSandbox, session_pool_args
+
+        assert isinstance(settings, AzureSessionsSettings)
+        component = SessionPoolSandbox(self.name, session_pool_args(profile, settings, context))
+        return Deployment(component, component.outputs())
+
+
+SPEC = AzureSessionsTarget()
