@@ -72,29 +72,46 @@ def test_prod_is_clean_and_exits_0_in_text(project_dir: Path) -> None:
     )
 
 
-def test_open_egress_in_prod_exits_1_naming_the_policy(project_copy: Path) -> None:
-    edit_stack(
-        project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"})
-    )
+def open_egress(config: dict[str, Any]) -> None:
+    config["sandboxkit:profile"]["egress"] = {"mode": "open"}
+
+
+def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy: Path) -> None:
+    edit_stack(project_copy, "prod", open_egress)
     result = run_cli("check", "--stack", "prod", cwd=project_copy)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == "Stack prod (prod): 1 violation(s), 1 mandatory, 0 advisory"
+    assert lines[0] == "Stack prod (prod): 2 violation(s), 2 mandatory, 0 advisory"
     assert lines[1].endswith("NetworkPolicy::kubernetes-network-policy")
     assert lines[2].startswith("    SBX-NET-001 [critical, mandatory] NetworkPolicy ")
     assert "set sandboxkit:profile.egress.mode to deny or allowlist." in lines[2]
+    assert lines[3].endswith("ContainerAppsSessionPool::azure-sessions-pool")
+    assert lines[4] == (
+        "    SBX-NET-001 [critical, mandatory] Session pool azure-sessions-pool has "
+        "sessionNetworkConfiguration.status EgressEnabled; set it to EgressDisabled "
+        "(sandboxkit:profile.egress.mode deny): the pool cannot filter by host."
+    )
     assert lines[-1] == "  FAILED: mandatory violations"
 
 
 def test_open_egress_in_dev_is_advisory_and_exits_0(project_copy: Path) -> None:
-    def open_egress(config: dict[str, Any]) -> None:
-        config["sandboxkit:profile"]["egress"] = {"mode": "open"}
-
     edit_stack(project_copy, "dev", open_egress)
     result = run_cli("check", "--stack", "dev", "--format", "json", cwd=project_copy)
     assert result.returncode == 0
     violations = json.loads(result.stdout)["violations"]
-    assert [(v["policy"], v["enforcement"]) for v in violations] == [("SBX-NET-001", "advisory")]
+    assert {(v["policy"], v["enforcement"]) for v in violations} == {("SBX-NET-001", "advisory")}
+
+
+def kubernetes_only(config: dict[str, Any]) -> None:
+    for target in config["sandboxkit:targets"]:
+        if target != "kubernetes":
+            del config[f"sandboxkit:{target}"]
+    config["sandboxkit:targets"] = ["kubernetes"]
+
+
+def kubernetes_with_open_egress(config: dict[str, Any]) -> None:
+    kubernetes_only(config)
+    open_egress(config)
 
 
 CONFIG_MUTATIONS = {
@@ -110,7 +127,13 @@ def test_each_mutated_stack_exits_1_naming_its_policy_under_a_strict_config(
     project_copy: Path, case: str
 ) -> None:
     section, value, policy = CONFIG_MUTATIONS[case]
-    edit_stack(project_copy, "prod", lambda c: c["sandboxkit:profile"].update({section: value}))
+
+    def weaken(config: dict[str, Any]) -> None:
+        # Some values are beyond another target's cap, which config validation refuses (exit 2).
+        kubernetes_only(config)
+        config["sandboxkit:profile"][section] = value
+
+    edit_stack(project_copy, "prod", weaken)
     strict = project_copy / "strict.json"
     strict.write_text(json.dumps({"all": "mandatory"}))
     result = run_cli(
@@ -130,9 +153,7 @@ def test_each_mutated_stack_exits_1_naming_its_policy_under_a_strict_config(
 
 
 def test_json_has_the_documented_shape(project_copy: Path) -> None:
-    edit_stack(
-        project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"})
-    )
+    edit_stack(project_copy, "prod", kubernetes_with_open_egress)
     result = run_cli("check", "--stack", "prod", "--format", "json", cwd=project_copy)
     document = json.loads(result.stdout)
     assert set(document) == {"stack", "environment", "violations", "summary"}
@@ -148,9 +169,7 @@ def test_json_has_the_documented_shape(project_copy: Path) -> None:
 
 
 def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared_dir: Path) -> None:
-    edit_stack(
-        project_copy, "prod", lambda c: c["sandboxkit:profile"].update(egress={"mode": "open"})
-    )
+    edit_stack(project_copy, "prod", kubernetes_with_open_egress)
     result = run_cli("check", "--stack", "prod", "--format", "sarif", cwd=project_copy)
     assert result.returncode == 1
     log = json.loads(result.stdout)

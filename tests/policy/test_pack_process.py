@@ -112,12 +112,12 @@ def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
 ) -> None:
     values = stack_values("prod")
     values["profile"]["egress"] = {"mode": "open"}
-    values["profile"]["limits"]["vcpu"] = 16
+    values["profile"]["limits"]["maxLifetimeSeconds"] = 86400
     rendered = render("prod", values)
     over_grpc = gate.check_rendered(stub, rendered, PROJECT)
     in_process = gate.check_rendered(analyzer, rendered, PROJECT)
     assert over_grpc.violations == in_process.violations
     assert {(v.policy, v.enforcement) for v in over_grpc.violations} == {
         ("SBX-NET-001", "mandatory"),
-        ("SBX-RES-001", "advisory"),
+        ("SBX-RES-002", "advisory"),
     }
