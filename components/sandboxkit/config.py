@@ -72,7 +72,11 @@ class ConfigSource:
         secret_keys.update(runtime_config._SECRET_KEYS.get())  # noqa: SLF001 - set by mocks too
         paths = {k.removeprefix(prefix) for k in secret_keys if k.startswith(prefix)}
         if stack_file is not None and stack_file.exists():
-            paths |= read_stack_file(stack_file).secret_paths
+            exact = read_stack_file(stack_file).secret_paths
+            # The engine marks a whole key secret when any value inside it is; where the stack
+            # file says exactly which nested values are, those paths replace the whole key.
+            paths = {p for p in paths if not any(e.startswith((f"{p}.", f"{p}[")) for e in exact)}
+            paths |= exact
         return cls(values=values, secret_paths=frozenset(paths))
 
 

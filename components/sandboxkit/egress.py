@@ -20,6 +20,17 @@ _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 # RFC 1035: a name is at most 253 characters in text form.
 _MAX_NAME = 253
 _EVERYTHING = frozenset({"*", "0.0.0.0/0", "::/0", "0.0.0.0", "::"})
+# Addresses a sandbox must never reach even with egress open: RFC 1918, carrier-grade NAT
+# (RFC 6598, used for some pod and service ranges), link-local (the metadata server), loopback.
+NON_PUBLIC_IPV4 = (
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "127.0.0.0/8",
+)
+NON_PUBLIC_IPV6 = ("fc00::/7", "fe80::/10", "::1/128")
 
 RuleKind = Literal["name", "wildcard", "ip"]
 
@@ -43,6 +54,17 @@ class EgressRule:
     def pattern(self) -> str:
         """The host as written in the profile: ``*.x`` for a wildcard, else the host."""
         return f"*.{self.host}" if self.kind == "wildcard" else self.host
+
+    @property
+    def cidr(self) -> str:
+        """The single-address block of an ``ip`` entry: ``/32`` for IPv4, ``/128`` for IPv6.
+
+        Raises:
+            ValueError: for a ``name`` or ``wildcard`` entry.
+        """
+        if self.kind != "ip":
+            raise ValueError(f"{self} is a {self.kind} entry, not an IP address")
+        return f"{self.host}/{128 if ':' in self.host else 32}"
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if self.kind == "ip" and ":" in self.host else self.pattern

@@ -37,6 +37,56 @@ def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     }
 
 
+def _aws_lambda_arn(kind: str) -> OutputRule:
+    # Lambda MicroVM images and network connectors: arn:aws:lambda:<region>:<account>:<kind>:<name>
+    def rule(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+        name = args.inputs.get("name", resource_id)
+        return {
+            "arn": f"arn:aws:lambda:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{kind}:{name}",
+            "name": name,
+        }
+
+    return rule
+
+
+def _aws_log_group(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name", resource_id)
+    return {
+        "arn": f"arn:aws:logs:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:log-group:{name}",
+        "name": name,
+    }
+
+
+def _aws_network_firewall(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # One endpoint per subnet mapping, as Network Firewall reports in firewallStatuses.
+    attachments = [
+        {"subnetId": m.get("subnetId"), "endpointId": f"vpce-{_short_hash(str(m))}"}
+        for m in args.inputs.get("subnetMappings") or []
+    ]
+    return {
+        **_aws_arn(args, resource_id),
+        "firewallStatuses": [{"syncStates": [{"attachments": [a]} for a in attachments]}],
+    }
+
+
+def _aws_http_api(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    api_id = _short_hash(resource_id)[:10]
+    return {
+        **_aws_arn(args, resource_id),
+        "apiEndpoint": f"https://{api_id}.execute-api.{MOCK_AWS_REGION}.amazonaws.com",
+        "executionArn": f"arn:aws:execute-api:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{api_id}",
+    }
+
+
+def _aws_function(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    outputs = _aws_arn(args, resource_id)
+    outputs["invokeArn"] = (
+        f"arn:aws:apigateway:{MOCK_AWS_REGION}:lambda:path/2015-03-31/functions/"
+        f"{outputs['arn']}/invocations"
+    )
+    return outputs
+
+
 def _kubernetes_metadata(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     metadata = dict(args.inputs.get("metadata") or {})
     metadata.setdefault("name", resource_id)
@@ -88,13 +138,46 @@ def _azure_session_pool(args: MockResourceArgs, resource_id: str) -> dict[str, A
     return {**_azure_id(args, resource_id), "id": pool_id, "poolManagementEndpoint": endpoint}
 
 
+MOCK_GCP_PROJECT = "example-project"
+# A documentation-range address and a placeholder certificate: the cluster is never reached.
+MOCK_GKE_ENDPOINT = "192.0.2.10"
+MOCK_GKE_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm1vY2sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+
+
+def _gcp_service_account(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    project = args.inputs.get("project", MOCK_GCP_PROJECT)
+    account_id = args.inputs.get("accountId", resource_id)
+    return {"email": f"{account_id}@{project}.iam.gserviceaccount.com"}
+
+
+def _gcp_cloud_run_service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name", resource_id)
+    return {"uri": f"https://{name}-{_short_hash(name)}-uc.a.run.app"}
+
+
+def _gke_cluster(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    return {
+        "endpoint": MOCK_GKE_ENDPOINT,
+        "masterAuth": {"clusterCaCertificate": MOCK_GKE_CA},
+    }
+
+
 # Type-token prefix -> extra output attributes. The longest matching prefix wins.
 OUTPUT_RULES: dict[str, OutputRule] = {
     "aws:": _aws_arn,
+    "aws:lambdamicrovms/image:Image": _aws_lambda_arn("microvm-image"),
+    "aws:lambda/coreNetworkConnector:CoreNetworkConnector": _aws_lambda_arn("network-connector"),
+    "aws:cloudwatch/logGroup:LogGroup": _aws_log_group,
+    "aws:networkfirewall/firewall:Firewall": _aws_network_firewall,
+    "aws:apigatewayv2/api:Api": _aws_http_api,
+    "aws:lambda/function:Function": _aws_function,
     "kubernetes:": _kubernetes_metadata,
     "azure-native:": _azure_id,
     "azure-native:operationalinsights:Workspace": _azure_workspace,
     "azure-native:app:ContainerAppsSessionPool": _azure_session_pool,
+    "gcp:serviceaccount/account:Account": _gcp_service_account,
+    "gcp:cloudrunv2/service:Service": _gcp_cloud_run_service,
+    "gcp:container/cluster:Cluster": _gke_cluster,
 }
 
 # Invoke token -> plausible result, for data-source calls whose result feeds an input.

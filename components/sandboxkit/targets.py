@@ -22,6 +22,9 @@ from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 TARGET_MODULES: dict[str, str] = {
     "kubernetes": "sandboxkit.kubernetes.spec",
     "azure-sessions": "sandboxkit.azure.spec",
+    "aws-microvm": "sandboxkit.aws.spec",
+    "gcp-cloudrun": "sandboxkit.gcp.cloudrun_spec",
+    "gcp-gke": "sandboxkit.gcp.gke_spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]

@@ -33,6 +33,6 @@ def test_engine_config_error_exits_2_with_every_problem_and_no_traceback(
         "sandboxkit: invalid stack config",
         "sandboxkit:environment: got 'nope'; expected one of dev, staging, prod",
         "sandboxkit:kubernetes.namespce: got 'x'; expected no such key (did you mean "
-        "'namespace'?); known keys: unenforced, context, image, namespace, createNamespace, "
-        "runtimeClass, fqdnPolicy, entryNamespace, entryPort, runAsUser",
+        "'namespace'?); known keys: unenforced, image, namespace, createNamespace, "
+        "entryNamespace, entryPort, runAsUser, context, runtimeClass, fqdnPolicy",
     ]

@@ -13,24 +13,13 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from sandboxkit.egress import EgressRule
-from sandboxkit.kubernetes.spec import KubernetesSettings
+from sandboxkit.egress import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, EgressRule
+from sandboxkit.kubernetes.spec import RuntimeClassSettings, SandboxObjectSettings
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import KitContext
 
 API_VERSION = "extensions.agents.x-k8s.io/v1beta1"
 SANDBOX_LABEL = "sandboxkit-sandbox"
-# Addresses a sandbox must never reach even with egress open: RFC 1918, carrier-grade NAT
-# (RFC 6598, used for some pod and service ranges), link-local (the metadata server).
-NON_PUBLIC_IPV4 = (
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-    "127.0.0.0/8",
-)
-NON_PUBLIC_IPV6 = ("fc00::/7", "fe80::/10", "::1/128")
 # Writable scratch space: the root filesystem is read-only.
 SCRATCH_SIZE = "1Gi"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -79,12 +68,22 @@ class AgentSandboxArgs(TypedDict, total=False):
     """The kit's labels, set on every object."""
     kubeconfig_context: str
     """If set, a child Provider for this kubeconfig context is used for every object."""
+    tolerations: list[dict[str, str]]
+    """Tolerations of sandbox pods (e.g. a sandbox node pool's taint); none by default."""
+    node_selector: dict[str, str]
+    """Node labels sandbox pods must run on (e.g. a gVisor node pool's); none by default."""
 
 
 def sandbox_args(
-    profile: SandboxProfile, settings: KubernetesSettings, context: KitContext
+    profile: SandboxProfile,
+    settings: SandboxObjectSettings,
+    context: KitContext,
+    *,
+    fqdn_policy: str,
+    runtime_class: RuntimeClassSettings,
 ) -> AgentSandboxArgs:
-    """Map the profile and ``sandboxkit:kubernetes``-shaped settings to component inputs."""
+    """Map the profile, the sandbox-object settings, the FQDN policy flavour and the runtime
+    class to component inputs."""
     return AgentSandboxArgs(
         object_name=f"sandboxkit-{context.stack}",
         namespace=settings.namespace,
@@ -97,10 +96,10 @@ def sandbox_args(
         max_concurrent=profile.pool.max_concurrent,
         egress_mode=profile.egress.mode,
         egress_rules=profile.egress.allow,
-        fqdn_policy=settings.fqdn_policy,
-        runtime_class_name=settings.runtime_class.name,
-        runtime_handler=settings.runtime_class.handler,
-        create_runtime_class=settings.runtime_class.create,
+        fqdn_policy=fqdn_policy,
+        runtime_class_name=runtime_class.name,
+        runtime_handler=runtime_class.handler,
+        create_runtime_class=runtime_class.create,
         entry_namespace=settings.entry_namespace,
         entry_port=settings.entry_port,
         run_as_user=settings.run_as_user,
@@ -111,10 +110,6 @@ def sandbox_args(
 def cpu_quantity(vcpu: float) -> str:
     """A Kubernetes CPU quantity: ``1`` for 1 vCPU, ``500m`` for 0.5 vCPU."""
     return str(int(vcpu)) if float(vcpu).is_integer() else f"{round(vcpu * 1000)}m"
-
-
-def _ip_cidr(rule: EgressRule) -> str:
-    return f"{rule.host}/{128 if ':' in rule.host else 32}"
 
 
 def _port(port: int) -> dict[str, Any]:
@@ -275,6 +270,10 @@ class AgentSandbox(pulumi.ComponentResource):
                     "hostIPC": False,
                     "activeDeadlineSeconds": args["max_lifetime_seconds"],
                     "restartPolicy": "Never",
+                    **({"tolerations": args["tolerations"]} if args.get("tolerations") else {}),
+                    **(
+                        {"nodeSelector": args["node_selector"]} if args.get("node_selector") else {}
+                    ),
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": args["run_as_user"],
@@ -346,7 +345,7 @@ class AgentSandbox(pulumi.ComponentResource):
             egress = [dns]
             for rule in (r for r in args["egress_rules"] if r.kind == "ip"):
                 egress.append(
-                    {"to": [{"ipBlock": {"cidr": _ip_cidr(rule)}}], "ports": [_port(rule.port)]}
+                    {"to": [{"ipBlock": {"cidr": rule.cidr}}], "ports": [_port(rule.port)]}
                 )
         return {
             "podSelector": {"matchLabels": {SANDBOX_LABEL: args["object_name"]}},

@@ -47,31 +47,39 @@ class RuntimeClassSettings(BaseModel):
     create: bool = True
 
 
-class KubernetesSettings(TargetSettings):
-    """``sandboxkit:kubernetes`` settings.
+class SandboxObjectSettings(TargetSettings):
+    """Settings of the agent-sandbox objects, shared by every target that deploys them.
 
     Attributes:
-        context: kubeconfig context of the cluster (required: never the ambient current one).
         image: the sandbox container image, pinned by digest or tag.
         namespace: namespace for the sandbox objects.
         createNamespace: create it (with Pod Security ``restricted``) or use an existing one.
-        runtimeClass: see ``RuntimeClassSettings``.
-        fqdnPolicy: how ``allowlist`` names are enforced: ``cilium`` (CiliumNetworkPolicy
-            ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (allowlist refused).
         entryNamespace: namespace of the sandbox router, the only ingress source.
         entryPort: the sandbox port the router reaches.
         runAsUser: UID of the sandbox process (non-zero).
     """
 
-    context: str
     image: Annotated[str, Field(min_length=1)]
     namespace: _NAME = DEFAULT_NAMESPACE
     create_namespace: bool = Field(True, alias="createNamespace")
-    runtime_class: RuntimeClassSettings = Field(RuntimeClassSettings(), alias="runtimeClass")
-    fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
     entry_namespace: _NAME = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
     entry_port: Annotated[int, Field(ge=1, le=65535)] = Field(DEFAULT_ENTRY_PORT, alias="entryPort")
     run_as_user: Annotated[int, Field(ge=1)] = Field(DEFAULT_RUN_AS_USER, alias="runAsUser")
+
+
+class KubernetesSettings(SandboxObjectSettings):
+    """``sandboxkit:kubernetes`` settings: ``SandboxObjectSettings`` plus the following.
+
+    Attributes:
+        context: kubeconfig context of the cluster (required: never the ambient current one).
+        runtimeClass: see ``RuntimeClassSettings``.
+        fqdnPolicy: how ``allowlist`` names are enforced: ``cilium`` (CiliumNetworkPolicy
+            ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (allowlist refused).
+    """
+
+    context: str
+    runtime_class: RuntimeClassSettings = Field(RuntimeClassSettings(), alias="runtimeClass")
+    fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
 
 
 def kubernetes_enforcement(
@@ -146,7 +154,13 @@ class KubernetesTarget(TargetSpec):
         from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, sandbox_args
 
         assert isinstance(settings, KubernetesSettings)
-        args = sandbox_args(profile, settings, context)
+        args = sandbox_args(
+            profile,
+            settings,
+            context,
+            fqdn_policy=settings.fqdn_policy,
+            runtime_class=settings.runtime_class,
+        )
         args["kubeconfig_context"] = settings.context
         component = AgentSandbox(self.name, args)
         return Deployment(component, component.outputs())

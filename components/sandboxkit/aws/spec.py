@@ -1,0 +1,498 @@
+"""Settings, egress plan, enforcement map and caps of the ``aws-microvm`` target (no SDK import).
+
+The target runs each sandbox as an AWS Lambda MicroVM started by the kit's launcher Lambda for
+one signed webhook. Egress leaves only through the kit's VPC connector, an AWS Network Firewall
+and a NAT gateway, with a Route 53 Resolver DNS Firewall in front of name resolution.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.profile import PROFILE_KEY, SandboxProfile
+from sandboxkit.secrets import SecretValue
+from sandboxkit.targets import (
+    Cap,
+    Deployment,
+    Enforcement,
+    KitContext,
+    TargetSettings,
+    TargetSpec,
+)
+
+TARGET = "aws-microvm"
+SETTINGS_KEY = f"sandboxkit:{TARGET}"
+
+# botocore 1.44.8 `lambda-microvms` service model, RunMicrovm request shapes.
+MAX_DURATION_SECONDS = 28_800  # RunMicrovmRequestMaximumDurationInSecondsInteger: 1 to 28800
+MIN_IDLE_SECONDS = 60  # IdlePolicyMaxIdleDurationSecondsInteger: min 60
+MAX_DURATION_SOURCE = (
+    "lambda-microvms RunMicrovm maximumDurationInSeconds, 1 to 28800 (botocore 1.44.8 shape "
+    "RunMicrovmRequestMaximumDurationInSecondsInteger; pulumi-aws lambdamicrovms.Microvm docs)"
+)
+MIN_IDLE_SOURCE = (
+    "lambda-microvms RunMicrovm idlePolicy.maxIdleDurationSeconds, at least 60 (botocore "
+    "1.44.8 shape IdlePolicyMaxIdleDurationSecondsInteger)"
+)
+# CloudWatch Logs accepts only these retention periods (botocore `logs` shape Days, the
+# PutRetentionPolicy retentionInDays documentation). A request between two is rounded up.
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+LOG_RETENTION_SOURCE = (
+    "CloudWatch Logs PutRetentionPolicy retentionInDays: one of 1, 3, 5, ... 3653 "
+    "(botocore `logs` shape Days); other values round up to the next allowed one"
+)
+
+# HTTPS carries the control plane and nearly every package index; port 80 opens only for an
+# entry that asks for it, where the firewall's HTTP Host rules cover it.
+HTTPS_PORT = 443
+HTTP_PORT = 80
+# Five minutes of clock skew: the common webhook default (the launcher's own default too).
+DEFAULT_REPLAY_WINDOW_SECONDS = 300
+# A leaked worker key is useful until it is replaced; thirty days bounds that without rotation.
+DEFAULT_WORKER_KEY_MAX_AGE_DAYS = 30
+# The MicroVM's HTTPS endpoint stays closed unless the stack asks for token-based ingress.
+DEFAULT_INGRESS: Final = "none"
+# Port-scoped auth tokens name a port; 8080 is the endpoint's default routing port
+# (Lambda MicroVMs developer guide, "Port routing").
+DEFAULT_INGRESS_PORT = 8080
+# AWS-managed Amazon Linux 2023 base image, major version 1 (pulumi-aws Image docs).
+DEFAULT_BASE_IMAGE = "al2023-1"
+
+# Setting names that suggest the platform's session-creating key. That key never goes to AWS:
+# the guest sees only the job-scoped worker key, so a leak from a sandbox cannot mint sessions.
+_SESSION_KEY_NAME = re.compile(
+    r"(session|admin|api|platform|master|root).?(key|token|secret)", re.I
+)
+# Settings that would choose the MicroVM's network path. There is one: the kit's connector;
+# the service default (the AWS-managed INTERNET_EGRESS connector) is never used.
+_NETWORK_PATH_NAME = re.compile(r"(egress|connector)", re.I)
+_REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]+$"
+_BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+_WILDCARD_ACTIONS = re.compile(r"^(\*|[a-z0-9-]+:\*)$")
+
+
+class WorkerArtifact(BaseModel):
+    """``sandboxkit:aws-microvm.workerArtifact``: the worker's code zip in S3.
+
+    Attributes:
+        bucket: S3 bucket name.
+        key: object key of the zip built by ``python -m sandboxkit.aws.worker.build --out DIR``
+            (a deterministic zip with the worker and its Dockerfile), ending ``.zip``.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    bucket: Annotated[str, Field(pattern=_BUCKET)]
+    key: Annotated[str, Field(min_length=5, max_length=1024, pattern=r"^[^*?]+\.zip$")]
+
+    @property
+    def uri(self) -> str:
+        """``s3://bucket/key``."""
+        return f"s3://{self.bucket}/{self.key}"
+
+    @property
+    def object_arn(self) -> str:
+        """The object's ARN (``arn:aws:s3:::bucket/key``)."""
+        return f"arn:aws:s3:::{self.bucket}/{self.key}"
+
+
+class MicrovmSettings(TargetSettings):
+    """``sandboxkit:aws-microvm`` settings.
+
+    Attributes:
+        region: AWS region of every resource (explicit: never the ambient default).
+        controlPlaneUrl: ``https://`` base URL of the agent platform API the worker calls; its
+            host is always allowed (``CONTROL_PLANE_URL`` of the launcher).
+        controlPlaneHosts: further ``host[:port]`` entries the worker must reach (same syntax
+            as ``profile.egress.allow``); allowed with every egress mode, ``deny`` included.
+        workerArtifact: ``{bucket, key}`` of the worker code zip (see ``WorkerArtifact``).
+        baseImageArn: MicroVM base image; default the AWS-managed ``al2023-1`` of ``region``.
+        webhookSecret: HMAC key shared with the platform (Pulumi secret), stored in Secrets
+            Manager and read by the launcher.
+        workerKey: the job-scoped key the worker presents to the platform (Pulumi secret),
+            stored in Secrets Manager, read by the launcher at launch time and handed to one
+            MicroVM in its run-hook payload; never baked into the image. The platform's
+            session-creating key is never placed in AWS: a setting named like it
+            (``sessionKey``, ``adminKey``, ``apiKey`` ...) is refused.
+        workerKeyMaxAgeDays: the longest the worker key may live before it is replaced
+            (days, 1 to 365); tagged on the secret for rotation audits.
+        vpcCidr: IPv4 CIDR of the kit's VPC, RFC 1918, a /16 to /24.
+        availabilityZones: AZ names (1 to 4) for the connector, firewall and NAT subnets.
+        executionRolePolicy: IAM policy document for a MicroVM execution role; none by default
+            (no AWS credentials in the guest). Wildcard actions (``*``, ``svc:*``) and
+            ``NotAction`` are refused; the render warns, because the guest can read the role's
+            credentials.
+        replayWindowSeconds: accepted webhook timestamp skew, seconds (1 to 3600).
+        ingress: ``none`` (no one is granted MicroVM auth tokens) or ``authToken`` (a managed
+            policy lets the platform mint short-lived, port-scoped tokens for the MicroVM's
+            HTTPS endpoint).
+        ingressPort: the one MicroVM port tokens may name (``authToken`` only).
+        launcherConcurrency: reserved concurrency of the launcher (default
+            ``pool.maxConcurrent``).
+        launcherLayers: Lambda layer ARNs for the launcher, e.g. one bundling a boto3 new
+            enough for ``lambda-microvms`` (the managed runtime's may predate it).
+    """
+
+    region: Annotated[str, Field(pattern=_REGION)]
+    control_plane_url: str = Field(alias="controlPlaneUrl")
+    control_plane_hosts: tuple[str, ...] = Field((), alias="controlPlaneHosts")
+    worker_artifact: WorkerArtifact = Field(alias="workerArtifact")
+    base_image_arn: str | None = Field(None, alias="baseImageArn", min_length=20)
+    webhook_secret: SecretValue = Field(alias="webhookSecret", json_schema_extra={"secret": True})
+    worker_key: SecretValue = Field(alias="workerKey", json_schema_extra={"secret": True})
+    worker_key_max_age_days: Annotated[int, Field(ge=1, le=365)] = Field(
+        DEFAULT_WORKER_KEY_MAX_AGE_DAYS, alias="workerKeyMaxAgeDays"
+    )
+    vpc_cidr: str = Field(alias="vpcCidr")
+    availability_zones: tuple[str, ...] = Field(alias="availabilityZones")
+    execution_role_policy: dict[str, Any] | None = Field(None, alias="executionRolePolicy")
+    replay_window_seconds: Annotated[int, Field(ge=1, le=3600)] = Field(
+        DEFAULT_REPLAY_WINDOW_SECONDS, alias="replayWindowSeconds"
+    )
+    ingress: Literal["none", "authToken"] = DEFAULT_INGRESS
+    ingress_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        DEFAULT_INGRESS_PORT, alias="ingressPort"
+    )
+    launcher_concurrency: Annotated[int, Field(ge=1)] | None = Field(
+        None, alias="launcherConcurrency"
+    )
+    launcher_layers: tuple[str, ...] = Field((), alias="launcherLayers")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_session_key(cls, data: object) -> object:
+        if isinstance(data, dict):
+            for key in data:
+                if isinstance(key, str) and _SESSION_KEY_NAME.search(key):
+                    raise FieldError(
+                        f".{key}",
+                        REDACTED,
+                        "no such setting: the platform's session-creating key is never placed "
+                        "in AWS (a sandbox that leaked it could create sessions). Give the "
+                        "job-scoped key as workerKey",
+                    )
+                if isinstance(key, str) and _NETWORK_PATH_NAME.search(key):
+                    raise FieldError(
+                        f".{key}",
+                        data[key],
+                        "no such setting: MicroVM egress leaves only through the kit's VPC "
+                        "connector and firewall (never the INTERNET_EGRESS connector); set what "
+                        "sandboxes reach with sandboxkit:profile.egress",
+                    )
+        return data
+
+    @field_validator("control_plane_hosts", "availability_zones", "launcher_layers", mode="before")
+    @classmethod
+    def _tuple(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("control_plane_url")
+    @classmethod
+    def _https_url(cls, value: str) -> str:
+        control_plane_rule(value)
+        return value
+
+    @field_validator("control_plane_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for index, entry in enumerate(value):
+            try:
+                parse_rule(entry)
+            except ValueError as exc:
+                raise FieldError(f"[{index}]", entry, str(exc)) from None
+        return value
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(value)
+        except ValueError:
+            raise ValueError("an IPv4 CIDR block such as 10.20.0.0/16") from None
+        if not network.is_private or not 16 <= network.prefixlen <= 24:
+            raise ValueError("an RFC 1918 IPv4 block from /16 to /24, e.g. 10.20.0.0/16")
+        return value
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _zones(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not 1 <= len(value) <= 4 or len(set(value)) != len(value):
+            raise ValueError("1 to 4 distinct availability zone names, e.g. [eu-west-1a]")
+        for zone in value:
+            if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]", zone):
+                raise ValueError(f"availability zone names such as eu-west-1a, not {zone!r}")
+        return value
+
+    @field_validator("execution_role_policy")
+    @classmethod
+    def _least_privilege(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        statements = value.get("Statement")
+        if not isinstance(statements, list) or not statements:
+            raise ValueError("an IAM policy document with a non-empty Statement list")
+        for statement in statements:
+            if not isinstance(statement, dict) or "NotAction" in statement:
+                raise ValueError("statements with Action (NotAction grants too much)")
+            actions = statement.get("Action")
+            actions = [actions] if isinstance(actions, str) else actions
+            if not isinstance(actions, list) or not actions:
+                raise ValueError("statements each naming their Action")
+            wide = [a for a in actions if not isinstance(a, str) or _WILDCARD_ACTIONS.match(a)]
+            if wide:
+                raise ValueError(
+                    f"named actions, not {wide}: the guest can read this role's credentials"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _region_consistent(self) -> MicrovmSettings:
+        for zone in self.availability_zones:
+            if not zone.startswith(self.region):
+                raise FieldError(
+                    ".availabilityZones", list(self.availability_zones), f"zones of {self.region}"
+                )
+        return self
+
+    def base_image(self) -> str:
+        """The base image ARN: ``baseImageArn`` or the AWS-managed al2023 image of ``region``."""
+        return self.base_image_arn or (
+            f"arn:aws:lambda:{self.region}:aws:microvm-image:{DEFAULT_BASE_IMAGE}"
+        )
+
+
+def control_plane_rule(url: str) -> EgressRule:
+    """The ``host:port`` rule of an ``https://`` control-plane URL (port 443 unless given).
+
+    Raises:
+        ValueError: for a URL that is not ``https://host[:port][/path]`` or whose host the
+            egress parser refuses.
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ValueError("an https:// URL with a host, e.g. https://api.example.com")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError("an https:// URL without user info, query or fragment")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    try:
+        return parse_rule(f"{host}:{parts.port or HTTPS_PORT}")
+    except ValueError as exc:
+        raise ValueError(f"a URL whose host is allowed: {exc}") from None
+
+
+@dataclass(frozen=True)
+class EgressPlan:
+    """What the network enforces, derived from the profile and the control-plane settings.
+
+    Attributes:
+        mode: ``deny``, ``allowlist`` or ``open``.
+        firewall_domains: Network Firewall domain-list targets, sorted: ``.x`` for ``*.x``,
+            the exact name otherwise (control-plane hosts included in every mode).
+        dns_names: Route 53 Resolver DNS Firewall domains, sorted: ``*.x`` or the exact name.
+        tcp_ports: TCP ports the connector's security group opens to any address (443, and
+            80 where an entry asks for it); with ``open``, every port.
+        ip_rules: IP-literal entries, enforced by a stateful pass rule for exactly IP:port and
+            a security-group rule for that address.
+    """
+
+    mode: str
+    firewall_domains: tuple[str, ...]
+    dns_names: tuple[str, ...]
+    tcp_ports: tuple[int, ...]
+    ip_rules: tuple[EgressRule, ...]
+
+
+def _plan_problem(key: str, rule: EgressRule, why: str) -> Problem:
+    return Problem(key, str(rule), why)
+
+
+def egress_plan(profile: SandboxProfile, settings: MicrovmSettings) -> EgressPlan:
+    """Split the control-plane hosts and ``profile.egress.allow`` into what each layer holds.
+
+    Names go to the firewall's domain list (TLS SNI and HTTP Host) and the DNS Firewall; their
+    ports must be 443 or 80 (the domain list cannot bind a name to another port). IPv4
+    literals go to a stateful 5-tuple pass rule and a security-group rule. IPv6 literals are
+    refused: the VPC is IPv4-only.
+
+    Raises:
+        ConfigError: naming each entry the network cannot enforce exactly.
+    """
+    sources: list[tuple[str, EgressRule]] = [
+        (f"{SETTINGS_KEY}.controlPlaneUrl", control_plane_rule(settings.control_plane_url))
+    ]
+    sources += [
+        (f"{SETTINGS_KEY}.controlPlaneHosts", parse_rule(e)) for e in settings.control_plane_hosts
+    ]
+    sources += [(f"{PROFILE_KEY}.egress.allow", rule) for rule in profile.egress.allow]
+    problems: list[Problem] = []
+    names: set[EgressRule] = set()
+    ips: set[EgressRule] = set()
+    for key, rule in sources:
+        if rule.kind == "ip":
+            if ":" in rule.host:
+                problems.append(
+                    _plan_problem(
+                        key,
+                        rule,
+                        "an IPv4 address or a name: the kit's VPC and its connector are IPv4-only",
+                    )
+                )
+            else:
+                ips.add(rule)
+        elif rule.port not in (HTTPS_PORT, HTTP_PORT):
+            problems.append(
+                _plan_problem(
+                    key,
+                    rule,
+                    f"port 443 or 80 for a name on target {TARGET}: AWS Network Firewall domain "
+                    "lists match TLS SNI and HTTP Host, not ports, so another port cannot be "
+                    "tied to this name. Use the service's HTTPS port, or a public IPv4 address",
+                )
+            )
+        else:
+            names.add(rule)
+    if problems:
+        raise ConfigError(*problems)
+    ports = {HTTPS_PORT} | {rule.port for rule in names}
+    return EgressPlan(
+        mode=profile.egress.mode,
+        firewall_domains=tuple(sorted({_firewall_domain(r) for r in names})),
+        dns_names=tuple(sorted({r.pattern for r in names})),
+        tcp_ports=tuple(sorted(ports)),
+        ip_rules=tuple(sorted(ips)),
+    )
+
+
+def _firewall_domain(rule: EgressRule) -> str:
+    # Network Firewall writes "any name below x" as ".x".
+    return f".{rule.host}" if rule.kind == "wildcard" else rule.host
+
+
+def log_retention(days: int) -> int:
+    """The smallest CloudWatch retention period of at least ``days`` (see ``LOG_RETENTION_DAYS``).
+
+    Raises:
+        ValueError: above 3653 days (the ``audit.logRetentionDays`` cap stops that first).
+    """
+    for allowed in LOG_RETENTION_DAYS:
+        if allowed >= days:
+            return allowed
+    raise ValueError(f"logRetentionDays {days}: at most {LOG_RETENTION_DAYS[-1]}")
+
+
+class MicrovmTarget(TargetSpec):
+    """The ``aws-microvm`` target."""
+
+    name: ClassVar[str] = TARGET
+    settings_model: ClassVar[type[TargetSettings]] = MicrovmSettings
+    caps: ClassVar[tuple[Cap, ...]] = (
+        Cap("limits.maxLifetimeSeconds", None, MAX_DURATION_SECONDS, MAX_DURATION_SOURCE),
+        Cap("limits.idleTimeoutSeconds", MIN_IDLE_SECONDS, None, MIN_IDLE_SOURCE),
+        Cap("audit.logRetentionDays", None, LOG_RETENTION_DAYS[-1], LOG_RETENTION_SOURCE),
+    )
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        """Where each profile field is enforced on Lambda MicroVMs.
+
+        Raises:
+            ConfigError: for allowlist entries the network cannot enforce (see ``egress_plan``).
+        """
+        assert isinstance(settings, MicrovmSettings)
+        plan = egress_plan(profile, settings)
+        walls = (
+            "image egressNetworkConnectors = the kit's VPC connector only; connector security "
+            f"group (TCP {', '.join(map(str, plan.tcp_ports))} and DNS to the VPC resolver); "
+        )
+        egress_where = {
+            "deny": walls + "Network Firewall STRICT_ORDER, aws:drop_established, domain "
+            "allowlist of the control-plane hosts only; DNS Firewall blocks every other name",
+            "allowlist": walls + "Network Firewall STRICT_ORDER, aws:drop_established, domain "
+            "allowlist (TLS_SNI, HTTP_HOST) plus IP pass rules; DNS Firewall allows the "
+            "listed names only",
+            "open": "connector security group allows all TCP; Network Firewall passes all TCP "
+            "(still logs flows); DNS Firewall blocks nothing",
+        }[plan.mode]
+        return {
+            "egress.mode": Enforcement("platform", egress_where),
+            "limits.vcpu": Enforcement(
+                "none",
+                "Lambda MicroVMs take no vCPU setting (lambda-microvms CreateMicrovmImage has "
+                "resources.minimumMemoryInMiB only)",
+            ),
+            "limits.memoryMiB": Enforcement(
+                "none",
+                "CreateMicrovmImage resources.minimumMemoryInMiB is a floor, not a limit, and "
+                "pulumi-aws 7 lambdamicrovms.Image has no argument for it",
+            ),
+            "limits.execTimeoutSeconds": Enforcement(
+                "runtime", "kit worker (EXEC_TIMEOUT_SECONDS via the launcher's run-hook payload)"
+            ),
+            "limits.maxLifetimeSeconds": Enforcement(
+                "platform",
+                "RunMicrovm maximumDurationInSeconds (launcher env MAX_DURATION_SECONDS)",
+            ),
+            "limits.idleTimeoutSeconds": Enforcement(
+                "platform",
+                "RunMicrovm idlePolicy.maxIdleDurationSeconds, autoResumeEnabled false, "
+                "suspendedDurationSeconds 0 (launcher env IDLE_TIMEOUT_SECONDS)",
+            ),
+            "pool.ready": Enforcement(
+                "none", "Lambda MicroVMs start per webhook from a snapshot; there is no warm pool"
+            ),
+            "pool.maxConcurrent": Enforcement(
+                "none",
+                "no per-image cap on running MicroVMs; the launcher's reserved concurrency "
+                "bounds concurrent launches only. Use the account's MicroVM service quota",
+            ),
+            "audit.logRetentionDays": Enforcement(
+                "platform",
+                "CloudWatch log groups retentionInDays (flow, firewall, launcher, API access), "
+                "rounded up to an allowed value",
+            ),
+        }
+
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        """The ``MicrovmSandbox`` component in ``settings.region``."""
+        from sandboxkit.aws.microvm import MicrovmSandbox, microvm_args
+
+        assert isinstance(settings, MicrovmSettings)
+        component = MicrovmSandbox(self.name, microvm_args(profile, settings, context))
+        return Deployment(component, component.outputs())
+
+
+SPEC = MicrovmTarget()

@@ -1,0 +1,886 @@
+// sandboxkit Cloudflare Worker: one hardened container sandbox per (tenant, session).
+//
+// Request path: client -> Worker fetch (bearer auth, validation) -> Durable Object `Sandbox`
+// (named by an HMAC, never by the client's string) -> the DO's own container via `ctx.container`.
+// Container egress path: container -> Cloudflare's outbound interception -> `EgressGateway`
+// (a WorkerEntrypoint of this script) -> `decideEgress` -> `fetch` only when allowed.
+//
+// Bindings (names are the deployment contract; see README.md):
+//   SANDBOX               durable object namespace, class `Sandbox` (SQLite-backed)
+//   AUTH_TOKEN            secret_text, bearer token clients must present
+//   SANDBOX_ID_KEY        secret_text, HMAC key that turns (tenant, session) into a DO name
+//   EGRESS_POLICY         plain_text JSON {"mode": "deny"|"allowlist"|"open", "allow": [...]}
+//   IDLE_TIMEOUT_SECONDS  plain_text integer, container stops after this long without a command
+//   MAX_LIFETIME_SECONDS  plain_text integer, hard cap from the sandbox's first request
+//   EXEC_TIMEOUT_SECONDS  plain_text integer, per-command wall clock limit
+//
+// Single module on purpose: the deployer uploads this file alone as `index.js`, so it must not
+// import sibling files.
+
+import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
+
+// Tenant and session ids: a conservative charset keeps them safe in paths and logs, and it
+// excludes NUL, which separates them in the HMAC message (no two pairs can share a message).
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+// Secrets shorter than this are almost certainly placeholders; refuse to run with them.
+const MIN_SECRET_LENGTH = 32;
+
+// Upper bound for the three *_SECONDS vars: a value past one week is most likely milliseconds
+// passed where seconds were meant, so it is rejected rather than silently honoured.
+const MAX_CONFIG_SECONDS = 7 * 24 * 3600;
+
+// Exec request limits: the command travels in a JSON body; bigger payloads belong in files.
+const MAX_EXEC_BODY_BYTES = 64 * 1024;
+const MAX_ARGV_ITEMS = 256;
+
+// Contract with the sandbox image: an exec agent listens on this port inside the container and
+// answers GET /healthz and POST /exec (see README.md).
+const CONTAINER_AGENT_PORT = 8080;
+// Cold start budget for the container and its agent, bounded again by the lifetime deadline.
+const CONTAINER_START_TIMEOUT_MS = 30_000;
+const AGENT_POLL_INTERVAL_MS = 250;
+// The agent enforces EXEC_TIMEOUT itself; the DO waits this much longer before it gives up on
+// the agent and destroys the container so a runaway process cannot outlive its deadline.
+const EXEC_GRACE_MS = 2_000;
+
+const INTERNAL_ORIGIN = "https://sandbox.internal";
+const HEADER_SANDBOX_ID = "x-sandboxkit-sandbox-id";
+const HEADER_TENANT_HASH = "x-sandboxkit-tenant-hash";
+
+const EGRESS_MODES = new Set(["deny", "allowlist", "open"]);
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+function json(status, body, extraHeaders = {}) {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      ...extraHeaders,
+    },
+  });
+}
+
+function isPlainObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const encoder = new TextEncoder();
+
+function toHex(buffer) {
+  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function hmacSha256(keyString, message) {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(keyString),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  return crypto.subtle.sign("HMAC", key, encoder.encode(message));
+}
+
+async function hmacHex(keyString, message) {
+  return toHex(await hmacSha256(keyString, message));
+}
+
+/**
+ * Derives the Durable Object name for a (tenant, session) pair: HMAC-SHA256 keyed with
+ * SANDBOX_ID_KEY over `tenant + "\u0000" + session`, as 64 lowercase hex characters. Without the
+ * key nobody can compute or guess another tenant's name.
+ */
+export async function deriveSandboxName(idKey, tenant, session) {
+  return hmacHex(idKey, `${tenant}\u0000${session}`);
+}
+
+// Audit-only identifiers. The leading \u0001 keeps these messages apart from sandbox names,
+// whose messages always start with an id character.
+async function tenantHash(idKey, tenant) {
+  return hmacHex(idKey, `\u0001tenant\u0000${tenant}`);
+}
+
+async function commandDigest(idKey, argv) {
+  // Keyed, so a short secret inside a command cannot be recovered by hashing guesses.
+  return hmacHex(idKey, `\u0001command\u0000${JSON.stringify(argv)}`);
+}
+
+/**
+ * Compares two strings in time independent of where they differ: both are HMAC'd under a fresh
+ * random key and the fixed-length digests are compared byte by byte without early exit.
+ */
+async function constantTimeEqual(a, b) {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    crypto.getRandomValues(new Uint8Array(32)),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const [da, db] = await Promise.all([
+    crypto.subtle.sign("HMAC", key, encoder.encode(a)),
+    crypto.subtle.sign("HMAC", key, encoder.encode(b)),
+  ]);
+  const x = new Uint8Array(da);
+  const y = new Uint8Array(db);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function iso(ms) {
+  return new Date(ms).toISOString();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration (fail closed: a missing or malformed value refuses service, never opens it)
+
+function readSecret(env, name) {
+  const value = env[name];
+  if (typeof value !== "string" || value.length < MIN_SECRET_LENGTH) {
+    return { ok: false, error: `${name} secret is missing or shorter than ${MIN_SECRET_LENGTH} characters` };
+  }
+  return { ok: true, value };
+}
+
+function readSeconds(env, name) {
+  const raw = env[name];
+  const text = typeof raw === "number" ? String(raw) : raw;
+  if (typeof text !== "string" || !/^[1-9][0-9]{0,9}$/.test(text)) {
+    return { ok: false, error: `${name} must be a positive whole number of seconds` };
+  }
+  const value = Number(text);
+  if (value > MAX_CONFIG_SECONDS) {
+    return { ok: false, error: `${name} must be at most ${MAX_CONFIG_SECONDS} seconds` };
+  }
+  return { ok: true, value };
+}
+
+/** Settings every sandbox route needs; EGRESS_POLICY is checked separately (exec only). */
+function loadLimits(env) {
+  const idKey = readSecret(env, "SANDBOX_ID_KEY");
+  if (!idKey.ok) return idKey;
+  const out = { ok: true, idKey: idKey.value };
+  for (const [name, field] of [
+    ["IDLE_TIMEOUT_SECONDS", "idleSeconds"],
+    ["MAX_LIFETIME_SECONDS", "maxLifetimeSeconds"],
+    ["EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"],
+  ]) {
+    const parsed = readSeconds(env, name);
+    if (!parsed.ok) return parsed;
+    out[field] = parsed.value;
+  }
+  return out;
+}
+
+function misconfigured(message) {
+  return json(500, { error: "misconfigured", message });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Egress policy
+
+const DNS_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+function isDnsName(host) {
+  if (host.length === 0 || host.length > 253) return false;
+  return host.split(".").every((label) => DNS_LABEL.test(label));
+}
+
+function looksLikeIpLiteral(host) {
+  // WHATWG URL parsing already turns decimal, hex, octal and short IPv4 forms into dotted
+  // decimal and keeps IPv6 bracketed; an all-numeric last label is IPv4-like in any case.
+  if (host.startsWith("[") || host.includes(":")) return true;
+  const last = host.split(".").filter((label) => label !== "").pop() ?? "";
+  return /^(0x[0-9a-f]*|[0-9]+)$/i.test(last);
+}
+
+/**
+ * Validates EGRESS_POLICY (a JSON string or an already parsed object).
+ *
+ * Shape: {"mode": "deny"|"allowlist"|"open", "allow": [{"host": str, "port": int, "wildcard"?: bool}]}.
+ * `allow` is required for "allowlist". Hosts are DNS names (lowercased, one trailing dot
+ * dropped), never IP literals or `*` patterns; `wildcard: true` means subdomains of `host` only
+ * and needs a host of two or more labels.
+ * Unknown keys are errors so that a typo cannot silently change the meaning of a policy.
+ *
+ * @returns {{ok: true, policy: {mode: string, allow: {host: string, port: number, wildcard: boolean}[]}} | {ok: false, error: string}}
+ */
+export function parseEgressPolicy(raw) {
+  if (raw === undefined || raw === null || raw === "") {
+    return { ok: false, error: "EGRESS_POLICY is not set" };
+  }
+  let value = raw;
+  if (typeof raw === "string") {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return { ok: false, error: "EGRESS_POLICY is not valid JSON" };
+    }
+  }
+  if (!isPlainObject(value)) return { ok: false, error: "EGRESS_POLICY must be a JSON object" };
+  for (const key of Object.keys(value)) {
+    if (key !== "mode" && key !== "allow") {
+      return { ok: false, error: `EGRESS_POLICY has unknown key '${key}'` };
+    }
+  }
+  if (!EGRESS_MODES.has(value.mode)) {
+    return { ok: false, error: "EGRESS_POLICY.mode must be one of deny, allowlist, open" };
+  }
+  if (value.allow === undefined && value.mode === "allowlist") {
+    return { ok: false, error: "EGRESS_POLICY.allow is required when mode is allowlist" };
+  }
+  const entries = value.allow ?? [];
+  if (!Array.isArray(entries)) return { ok: false, error: "EGRESS_POLICY.allow must be an array" };
+  const allow = [];
+  for (const [i, entry] of entries.entries()) {
+    const where = `EGRESS_POLICY.allow[${i}]`;
+    if (!isPlainObject(entry)) return { ok: false, error: `${where} must be an object` };
+    for (const key of Object.keys(entry)) {
+      if (key !== "host" && key !== "port" && key !== "wildcard") {
+        return { ok: false, error: `${where} has unknown key '${key}'` };
+      }
+    }
+    if (typeof entry.host !== "string") return { ok: false, error: `${where}.host must be a string` };
+    let host = entry.host.toLowerCase();
+    if (host.endsWith(".")) host = host.slice(0, -1);
+    if (host.includes("*")) {
+      return { ok: false, error: `${where}.host must not contain '*'; set wildcard: true instead` };
+    }
+    if (looksLikeIpLiteral(host)) {
+      return { ok: false, error: `${where}.host must be a DNS name, not an IP address` };
+    }
+    if (!isDnsName(host)) return { ok: false, error: `${where}.host is not a valid DNS name` };
+    if (!Number.isInteger(entry.port) || entry.port < 1 || entry.port > 65535) {
+      return { ok: false, error: `${where}.port must be an integer from 1 to 65535` };
+    }
+    if (entry.wildcard !== undefined && typeof entry.wildcard !== "boolean") {
+      return { ok: false, error: `${where}.wildcard must be a boolean` };
+    }
+    if (entry.wildcard === true && !host.includes(".")) {
+      // `*.com` would open a whole top-level domain; say so instead of allowing it.
+      return { ok: false, error: `${where}.host needs at least two labels when wildcard is true` };
+    }
+    allow.push({ host, port: entry.port, wildcard: entry.wildcard === true });
+  }
+  return { ok: true, policy: { mode: value.mode, allow } };
+}
+
+/**
+ * Parses an outbound URL the way the gateway will forward it. The decision and the forwarded
+ * request both use this one parse, so what is checked is exactly what is fetched.
+ *
+ * One trailing dot is dropped from DNS names (`pypi.org.` is the fully qualified spelling of
+ * `pypi.org`) and the URL is rewritten without it; a second dot or an empty label is invalid.
+ */
+export function parseEgressTarget(input) {
+  let url;
+  try {
+    url = new URL(String(input));
+  } catch {
+    return { ok: false, reason: "URL could not be parsed" };
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return { ok: false, reason: `scheme '${url.protocol}' is not allowed; only http and https are` };
+  }
+  const isIp = looksLikeIpLiteral(url.hostname);
+  let host = url.hostname;
+  if (!isIp && host.endsWith(".")) {
+    host = host.slice(0, -1);
+    url.hostname = host;
+    if (url.hostname !== host) return { ok: false, reason: "URL could not be parsed" };
+  }
+  const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
+  return {
+    ok: true,
+    url,
+    host,
+    port,
+    isIp,
+    hasUserinfo: url.username !== "" || url.password !== "",
+    validName: isIp || isDnsName(host),
+  };
+}
+
+/**
+ * Decides whether the sandbox may reach `url` under `policy` (EGRESS_POLICY as a JSON string
+ * or object). Pure: no I/O, no clock.
+ *
+ * deny      blocks everything.
+ * open      allows every parseable http/https URL.
+ * allowlist allows a URL only when its host and port equal a listed entry (port from the URL,
+ *           else 443 for https and 80 for http; `wildcard: true` entries match subdomains, not
+ *           the apex). IP literals in any spelling, userinfo and malformed names are denied.
+ * An invalid policy denies everything.
+ *
+ * @returns {{allowed: boolean, reason: string}}
+ */
+export function decideEgress(policy, url) {
+  const parsed = parseEgressPolicy(policy);
+  if (!parsed.ok) return { allowed: false, reason: `invalid egress policy: ${parsed.error}` };
+  const { mode, allow } = parsed.policy;
+  if (mode === "deny") return { allowed: false, reason: "egress mode 'deny' blocks all requests" };
+  const target = parseEgressTarget(url);
+  if (!target.ok) return { allowed: false, reason: target.reason };
+  if (mode === "open") return { allowed: true, reason: "egress mode 'open' allows all requests" };
+  if (target.hasUserinfo) {
+    return { allowed: false, reason: "URLs with userinfo (user@host) are not allowed" };
+  }
+  if (target.isIp) return { allowed: false, reason: "IP literal hosts are not allowed" };
+  if (!target.validName) return { allowed: false, reason: "host is not a valid DNS name" };
+  for (const entry of allow) {
+    if (entry.port !== target.port) continue;
+    if (!entry.wildcard && target.host === entry.host) {
+      return { allowed: true, reason: `${target.host}:${target.port} matches ${entry.host}:${entry.port}` };
+    }
+    if (entry.wildcard && target.host.endsWith(`.${entry.host}`)) {
+      return { allowed: true, reason: `${target.host}:${target.port} matches *.${entry.host}:${entry.port}` };
+    }
+  }
+  return { allowed: false, reason: `${target.host}:${target.port} is not in the allowlist` };
+}
+
+// Headers that describe the hop between container and gateway, not the request itself.
+const HOP_HEADERS = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/**
+ * Outbound handler for the container. The Durable Object registers it with
+ * `ctx.container.interceptAllOutboundHttp(ctx.exports.EgressGateway({props}))` and
+ * `ctx.container.interceptOutboundHttps("*", ...)` (Durable Object Container API,
+ * developers.cloudflare.com/containers/api/durable-object-container/ #interceptoutboundhttp, and
+ * "Handle outbound traffic" > "Direct API", developers.cloudflare.com/containers/configuration/outbound-traffic/).
+ * The runtime then calls this `fetch` for every HTTP/HTTPS request the container sends;
+ * `enableInternet: false` blocks every other protocol and port.
+ *
+ * Allowed requests are re-issued to the parsed URL with `redirect: "manual"`, so a redirect goes
+ * back to the container and its next hop is decided again rather than followed here.
+ */
+export class EgressGateway extends WorkerEntrypoint {
+  async fetch(request) {
+    const decision = decideEgress(this.env.EGRESS_POLICY, request.url);
+    const target = parseEgressTarget(request.url);
+    console.log(
+      JSON.stringify({
+        event: "sandbox.egress",
+        sandbox: this.ctx.props?.sandboxId ?? null,
+        allowed: decision.allowed,
+        reason: decision.reason,
+        scheme: target.ok ? target.url.protocol.slice(0, -1) : null,
+        host: target.ok ? target.host.slice(0, 253) : null,
+        port: target.ok ? target.port : null,
+      }),
+    );
+    if (!decision.allowed) {
+      return json(403, { error: "egress_denied", reason: decision.reason });
+    }
+    const headers = new Headers();
+    for (const [name, value] of request.headers) {
+      if (!HOP_HEADERS.has(name)) headers.append(name, value);
+    }
+    const hasBody = request.method !== "GET" && request.method !== "HEAD";
+    return fetch(
+      new Request(target.url.href, {
+        method: request.method,
+        headers,
+        body: hasBody ? request.body : null,
+        redirect: "manual",
+      }),
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker entry: authentication, validation, routing
+
+async function authenticate(request, expected) {
+  const header = request.headers.get("authorization");
+  if (header === null) return "missing bearer token";
+  // RFC 6750 b64token; the scheme name is case-insensitive (RFC 9110 section 11.1).
+  const match = /^bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(header);
+  if (match === null) return "malformed Authorization header; expected 'Bearer <token>'";
+  if (!(await constantTimeEqual(match[1], expected))) return "invalid bearer token";
+  return null;
+}
+
+function unauthorized(message) {
+  return json(401, { error: "unauthorized", message }, { "www-authenticate": 'Bearer realm="sandboxkit"' });
+}
+
+/** Matches /v1/tenants/{tenant}/sessions/{session}[/exec]; null when the path is not a route. */
+function matchRoute(pathname) {
+  const parts = pathname.split("/");
+  if (parts.length < 6 || parts.length > 7) return null;
+  const [empty, version, tenants, tenant, sessions, session, action] = parts;
+  if (empty !== "" || version !== "v1" || tenants !== "tenants" || sessions !== "sessions") return null;
+  if (action === undefined) return { tenant, session, resource: "session", allow: "GET, DELETE" };
+  if (action === "exec") return { tenant, session, resource: "exec", allow: "POST" };
+  return null;
+}
+
+/** Validates an exec body: {"command": ["argv0", ...]}; returns {command} or {error}. */
+function parseExecBody(text) {
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { error: "body must be JSON" };
+  }
+  if (!isPlainObject(body)) return { error: "body must be a JSON object" };
+  for (const key of Object.keys(body)) {
+    if (key !== "command") return { error: `unknown field '${key}'` };
+  }
+  const { command } = body;
+  if (!Array.isArray(command) || command.length === 0 || command.length > MAX_ARGV_ITEMS) {
+    return { error: `command must be an array of 1 to ${MAX_ARGV_ITEMS} strings` };
+  }
+  for (const arg of command) {
+    if (typeof arg !== "string" || arg.includes("\u0000")) {
+      return { error: "command items must be strings without NUL characters" };
+    }
+  }
+  if (command[0].length === 0) return { error: "command[0] must not be empty" };
+  return { command };
+}
+
+async function readBoundedText(request, limit) {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) return null;
+  const text = await request.text();
+  return encoder.encode(text).length > limit ? null : text;
+}
+
+export default {
+  async fetch(request, env) {
+    const token = readSecret(env, "AUTH_TOKEN");
+    if (!token.ok) return misconfigured(token.error);
+    const authError = await authenticate(request, token.value);
+    if (authError !== null) return unauthorized(authError);
+
+    const limits = loadLimits(env);
+    if (!limits.ok) return misconfigured(limits.error);
+    if (env.SANDBOX === undefined) return misconfigured("SANDBOX durable object binding is missing");
+
+    const route = matchRoute(new URL(request.url).pathname);
+    if (route === null) return json(404, { error: "not_found", message: "no such route" });
+    const allowed = route.allow.split(", ");
+    if (!allowed.includes(request.method)) {
+      return json(405, { error: "method_not_allowed", message: `use ${route.allow}` }, { allow: route.allow });
+    }
+    if (!ID_PATTERN.test(route.tenant) || !ID_PATTERN.test(route.session)) {
+      return json(400, {
+        error: "invalid_id",
+        message: "tenant and session must be 1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit",
+      });
+    }
+
+    let op;
+    let body = null;
+    if (route.resource === "exec") {
+      const policy = parseEgressPolicy(env.EGRESS_POLICY);
+      if (!policy.ok) {
+        return misconfigured(`egress policy invalid, all egress denied and exec refused: ${policy.error}`);
+      }
+      const text = await readBoundedText(request, MAX_EXEC_BODY_BYTES);
+      if (text === null) {
+        return json(413, { error: "body_too_large", message: `exec body must be at most ${MAX_EXEC_BODY_BYTES} bytes` });
+      }
+      const parsed = parseExecBody(text);
+      if (parsed.error !== undefined) return json(400, { error: "invalid_body", message: parsed.error });
+      op = "exec";
+      body = JSON.stringify({ command: parsed.command });
+    } else {
+      op = request.method === "GET" ? "status" : "delete";
+    }
+
+    const name = await deriveSandboxName(limits.idKey, route.tenant, route.session);
+    const stub = env.SANDBOX.get(env.SANDBOX.idFromName(name));
+    // A fresh internal request: client headers (the bearer token above all) never reach the DO.
+    return stub.fetch(
+      new Request(`${INTERNAL_ORIGIN}/${op}`, {
+        method: "POST",
+        headers: {
+          [HEADER_SANDBOX_ID]: name,
+          [HEADER_TENANT_HASH]: await tenantHash(limits.idKey, route.tenant),
+          "content-type": "application/json",
+        },
+        body,
+      }),
+    );
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Durable Object: one sandbox, one container
+
+/**
+ * Owns one container. Storage keys: sandboxId, tenantHash, startedAt (ms, first request),
+ * lastActivityAt (ms), endedAt (ms) and endReason ("expired" | "deleted"). Once ended, a sandbox
+ * answers 410 for good: a (tenant, session) pair is single-use.
+ */
+export class Sandbox extends DurableObject {
+  #inflight = 0;
+  #starting = null;
+  #interceptsInstalled = false;
+
+  async fetch(request) {
+    const op = new URL(request.url).pathname.slice(1);
+    const name = request.headers.get(HEADER_SANDBOX_ID) ?? "";
+    // Only this script's Worker calls here; still check that the name really maps to this object.
+    if (!/^[0-9a-f]{64}$/.test(name) || !this.env.SANDBOX.idFromName(name).equals(this.ctx.id)) {
+      return json(403, { error: "forbidden", message: "sandbox id does not match this object" });
+    }
+    if (op !== "status" && op !== "delete" && op !== "exec") {
+      return json(404, { error: "not_found", message: "no such sandbox operation" });
+    }
+    const limits = loadLimits(this.env);
+    if (!limits.ok) return misconfigured(limits.error);
+
+    const received = Date.now();
+    const argv = op === "exec" ? (await request.json()).command : null;
+    const state = await this.#begin(name, request.headers.get(HEADER_TENANT_HASH) ?? "", limits);
+    let current = state;
+    const deadline = state.startedAt + limits.maxLifetimeSeconds * 1000;
+    if (current.endedAt === undefined && received >= deadline) {
+      current = await this.#end("expired", deadline, "request");
+    }
+    if (current.endedAt !== undefined) {
+      if (argv !== null) await this.#auditExec(current, argv, "sandbox_ended", null, received, limits);
+      return this.#endedResponse(current, limits);
+    }
+    if (op === "status") return json(200, this.#status(current, limits));
+    if (op === "delete") {
+      const after = await this.#end("deleted", received, "request");
+      return json(200, { sandboxId: after.sandboxId, deleted: true, deletedAt: iso(after.endedAt) });
+    }
+    return this.#exec(argv, current, limits, deadline, received);
+  }
+
+  /**
+   * Sends one request through the very handler the container's outbound traffic takes (the
+   * `EgressGateway` fetcher built by #egressGateway). Lets the egress path be exercised without a
+   * container; only code holding the SANDBOX namespace binding can call it, and it can reach
+   * nothing the policy does not allow.
+   */
+  async probeEgress(url, init) {
+    const gateway = this.#egressGateway((await this.ctx.storage.get("sandboxId")) ?? null);
+    if (gateway === null) {
+      return json(500, { error: "egress_gateway_unavailable", message: "ctx.exports.EgressGateway is not available" });
+    }
+    // "manual": hand back exactly what the container's client would receive, redirects included.
+    return gateway.fetch(new Request(url, { ...init, redirect: "manual" }));
+  }
+
+  async alarm() {
+    const state = await this.#load();
+    if (state.startedAt === undefined || state.endedAt !== undefined) return;
+    const limits = loadLimits(this.env);
+    if (!limits.ok) {
+      // Cannot tell the deadlines apart from a broken config: stop the container, stay stopped.
+      await this.#destroyContainer(`misconfigured: ${limits.error}`);
+      return;
+    }
+    const now = Date.now();
+    const deadline = state.startedAt + limits.maxLifetimeSeconds * 1000;
+    if (now >= deadline) {
+      await this.#end("expired", deadline, "alarm");
+      return;
+    }
+    const lastActivity = state.lastActivityAt ?? state.startedAt;
+    if (this.#inflight === 0 && now >= lastActivity + limits.idleSeconds * 1000) {
+      // Idle sleep backstop for setInactivityTimeout: the next command starts a fresh container.
+      await this.#destroyContainer("idle timeout");
+    }
+    await this.#scheduleAlarm(state, limits);
+  }
+
+  // --- state
+
+  async #load() {
+    const values = await this.ctx.storage.get([
+      "sandboxId",
+      "tenantHash",
+      "startedAt",
+      "lastActivityAt",
+      "endedAt",
+      "endReason",
+    ]);
+    return Object.fromEntries(values);
+  }
+
+  async #begin(name, tenant, limits) {
+    const state = await this.#load();
+    if (state.startedAt !== undefined) return state;
+    const fresh = { sandboxId: name, tenantHash: tenant, startedAt: Date.now() };
+    await this.ctx.storage.put(fresh);
+    await this.#scheduleAlarm(fresh, limits);
+    return fresh;
+  }
+
+  async #scheduleAlarm(state, limits) {
+    const deadline = state.startedAt + limits.maxLifetimeSeconds * 1000;
+    const idleAt = (state.lastActivityAt ?? state.startedAt) + limits.idleSeconds * 1000;
+    const running = this.ctx.container?.running === true;
+    await this.ctx.storage.setAlarm(running ? Math.min(deadline, idleAt) : deadline);
+  }
+
+  /** Ends the sandbox for good; `trigger` (alarm, request, exec) only feeds the audit line. */
+  async #end(reason, at, trigger) {
+    await this.ctx.storage.put({ endedAt: at, endReason: reason });
+    await this.ctx.storage.deleteAlarm();
+    await this.#destroyContainer(reason === "expired" ? "maximum lifetime reached" : "sandbox deleted");
+    const state = await this.#load();
+    console.log(
+      JSON.stringify({
+        event: "sandbox.ended",
+        sandbox: state.sandboxId,
+        tenant: state.tenantHash,
+        reason,
+        trigger,
+        startedAt: iso(state.startedAt),
+        endedAt: iso(at),
+      }),
+    );
+    return state;
+  }
+
+  #endedResponse(state, limits) {
+    if (state.endedAt === undefined) return null;
+    if (state.endReason === "expired") {
+      return json(410, {
+        error: "sandbox_expired",
+        message: `sandbox reached its maximum lifetime of ${limits.maxLifetimeSeconds} s and was stopped; start a new session`,
+        sandboxId: state.sandboxId,
+        startedAt: iso(state.startedAt),
+        expiredAt: iso(state.endedAt),
+      });
+    }
+    return json(410, {
+      error: "sandbox_deleted",
+      message: "sandbox was deleted; start a new session",
+      sandboxId: state.sandboxId,
+      startedAt: iso(state.startedAt),
+      deletedAt: iso(state.endedAt),
+    });
+  }
+
+  #status(state, limits) {
+    const container = this.ctx.container;
+    return {
+      sandboxId: state.sandboxId,
+      objectId: this.ctx.id.toString(),
+      startedAt: iso(state.startedAt),
+      expiresAt: iso(state.startedAt + limits.maxLifetimeSeconds * 1000),
+      container:
+        container === undefined
+          ? { runtime: "unavailable", running: null }
+          : { runtime: "available", running: container.running },
+    };
+  }
+
+  // --- exec
+
+  async #exec(argv, state, limits, deadline, started) {
+    this.#inflight++;
+    let status = "error";
+    let exitCode = null;
+    try {
+      const policy = parseEgressPolicy(this.env.EGRESS_POLICY);
+      if (!policy.ok) {
+        status = "egress_policy_invalid";
+        return misconfigured(`egress policy invalid, all egress denied and exec refused: ${policy.error}`);
+      }
+      const gateway = this.#egressGateway(state.sandboxId);
+      if (gateway === null) {
+        status = "egress_gateway_unavailable";
+        return json(500, {
+          error: "egress_gateway_unavailable",
+          message:
+            "ctx.exports.EgressGateway is not available (needs compatibility date 2025-11-17 or later); refusing to start a container without egress control",
+        });
+      }
+      const container = this.ctx.container;
+      if (container === undefined) {
+        status = "container_runtime_unavailable";
+        return json(503, {
+          error: "container_runtime_unavailable",
+          message: "container runtime unavailable: this Durable Object has no container attached",
+        });
+      }
+      const startError = await this.#ensureContainer(container, gateway, state.sandboxId, limits, deadline);
+      if (startError !== null) {
+        status = "container_start_failed";
+        return json(503, { error: "container_start_failed", message: startError });
+      }
+      const timeoutMs = Math.min(limits.execTimeoutSeconds * 1000, deadline - Date.now());
+      if (timeoutMs <= 0) {
+        status = "sandbox_ended";
+        return this.#endedResponse(await this.#end("expired", deadline, "exec"), limits);
+      }
+      const result = await this.#runInAgent(container, argv, timeoutMs);
+      if (result.timedOut) {
+        status = "timeout";
+        return json(504, {
+          error: "exec_timeout",
+          message: `command did not finish within ${Math.ceil(timeoutMs / 1000)} s; the container was stopped`,
+        });
+      }
+      if (result.error !== undefined) {
+        status = "agent_error";
+        return json(502, { error: "agent_error", message: result.error });
+      }
+      exitCode = result.exitCode;
+      status = exitCode === 0 ? "ok" : "nonzero_exit";
+      return json(200, {
+        exitCode,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        durationMs: Date.now() - started,
+      });
+    } finally {
+      this.#inflight--;
+      await this.#auditExec(state, argv, status, exitCode, started, limits);
+      const now = Date.now();
+      const after = await this.#load();
+      if (after.endedAt === undefined) {
+        await this.ctx.storage.put("lastActivityAt", now);
+        await this.#scheduleAlarm({ ...after, lastActivityAt: now }, limits);
+      }
+    }
+  }
+
+  /** Writes the one audit line of a command: ids, sizes and a keyed digest, never its text. */
+  async #auditExec(state, argv, status, exitCode, started, limits) {
+    const digest = await commandDigest(limits.idKey, argv);
+    console.log(
+      JSON.stringify({
+        event: "sandbox.exec",
+        sandbox: state.sandboxId,
+        tenant: state.tenantHash,
+        commandArgs: argv.length,
+        commandBytes: encoder.encode(JSON.stringify(argv)).length,
+        commandHmac: digest,
+        status,
+        exitCode,
+        durationMs: Date.now() - started,
+      }),
+    );
+  }
+
+  #egressGateway(sandboxId) {
+    const factory = this.ctx.exports?.EgressGateway;
+    if (typeof factory !== "function") return null;
+    return factory({ props: { sandboxId } });
+  }
+
+  /** Starts the container once, behind the egress gateway; returns an error message or null. */
+  async #ensureContainer(container, gateway, sandboxId, limits, deadline) {
+    if (this.#starting === null) {
+      this.#starting = this.#startContainer(container, gateway, sandboxId, limits, deadline).finally(() => {
+        this.#starting = null;
+      });
+    }
+    return this.#starting;
+  }
+
+  async #startContainer(container, gateway, sandboxId, limits, deadline) {
+    if (!this.#interceptsInstalled || !container.running) {
+      try {
+        // Installed before start so no request can leave before the gateway sees it.
+        await container.interceptAllOutboundHttp(gateway);
+        await container.interceptOutboundHttps("*", gateway);
+        this.#interceptsInstalled = true;
+      } catch (error) {
+        // A running container whose interception is unknown is not kept.
+        await this.#destroyContainer("egress interception failed");
+        return `egress interception could not be installed: ${String(error)}`;
+      }
+    }
+    if (!container.running) {
+      container.start({
+        // Never direct internet: all HTTP(S) goes through EgressGateway, all else is dropped.
+        enableInternet: false,
+        env: { SANDBOXKIT_AGENT_PORT: String(CONTAINER_AGENT_PORT) },
+      });
+      this.ctx.waitUntil(
+        container.monitor().then(
+          () => console.log(JSON.stringify({ event: "sandbox.container_exit", sandbox: sandboxId })),
+          (error) =>
+            console.log(JSON.stringify({ event: "sandbox.container_error", sandbox: sandboxId, error: String(error) })),
+        ),
+      );
+      // Idle sleep in the runtime itself (the Container class calls this sleepAfter); the alarm
+      // in alarm() is the backstop where the method is missing.
+      if (typeof container.setInactivityTimeout === "function") {
+        await container.setInactivityTimeout(limits.idleSeconds * 1000);
+      }
+    }
+    const readyBy = Math.min(Date.now() + CONTAINER_START_TIMEOUT_MS, deadline);
+    while (Date.now() < readyBy) {
+      try {
+        const res = await container.getTcpPort(CONTAINER_AGENT_PORT).fetch("http://container/healthz");
+        if (res.ok) return null;
+      } catch {
+        // Not listening yet.
+      }
+      await sleep(AGENT_POLL_INTERVAL_MS);
+    }
+    await this.#destroyContainer("agent not ready in time");
+    return `container agent did not become ready within ${CONTAINER_START_TIMEOUT_MS / 1000} s`;
+  }
+
+  async #runInAgent(container, argv, timeoutMs) {
+    let timer;
+    const timeout = new Promise((resolve) => {
+      timer = setTimeout(() => resolve({ timedOut: true }), timeoutMs + EXEC_GRACE_MS);
+    });
+    const call = (async () => {
+      const res = await container.getTcpPort(CONTAINER_AGENT_PORT).fetch("http://container/exec", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ argv, timeoutMs }),
+      });
+      const out = await res.json().catch(() => null);
+      if (out?.timedOut === true) return { timedOut: true };
+      if (!res.ok || !Number.isInteger(out?.exitCode) || typeof out.stdout !== "string" || typeof out.stderr !== "string") {
+        return { error: `agent answered ${res.status} without a valid result` };
+      }
+      return { exitCode: out.exitCode, stdout: out.stdout, stderr: out.stderr };
+    })().catch((error) => ({ error: `agent request failed: ${String(error)}` }));
+    try {
+      const result = await Promise.race([call, timeout]);
+      if (result.timedOut) await this.#destroyContainer("exec timeout");
+      return result;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #destroyContainer(reason) {
+    const container = this.ctx.container;
+    this.#interceptsInstalled = false;
+    if (container === undefined || !container.running) return;
+    try {
+      await container.destroy(reason);
+    } catch (error) {
+      console.log(JSON.stringify({ event: "sandbox.destroy_failed", object: this.ctx.id.toString(), error: String(error) }));
+    }
+  }
+}

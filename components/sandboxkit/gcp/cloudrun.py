@@ -1,0 +1,428 @@
+"""``CloudRunSandbox``: a Cloud Run service that launches sandboxes, walled in per host.
+
+See README "Target gcp-cloudrun" and ``sandboxkit.gcp.cloudrun_spec`` for the sources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_gcp as gcp
+
+from sandboxkit.egress import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, EgressRule
+from sandboxkit.gcp.cloudrun_spec import CloudRunSettings, SandboxTemplate, service_sizing
+from sandboxkit.gcp.common import audit_log_bucket, cloud_nat
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.targets import KitContext
+
+# Project roles of the launcher's service account, each for one thing the launcher does:
+LAUNCHER_ROLES = (
+    # Write its audit record of each sandbox run (caller, command, exit code) through the
+    # Cloud Logging API; container stdout needs no role.
+    "roles/logging.logWriter",
+)
+# A launcher reaches sandboxes through the `sandbox` CLI in its own container: no Cloud Run,
+# storage or secret roles. Pulling the image from the same project's Artifact Registry is done
+# by the Cloud Run service agent, not this account.
+
+# The sandbox feature is Preview: the launcher flag needs launch stage BETA and sandbox
+# templates ALPHA (pulumi-gcp cloudrunv2.Service examples "Cloudrunv2 Service Sandbox" and
+# "Cloudrunv2 Service Sandbox Templates").
+LAUNCH_STAGE = "BETA"
+TEMPLATES_LAUNCH_STAGE = "ALPHA"
+INGRESS = {
+    "internal": "INGRESS_TRAFFIC_INTERNAL_ONLY",
+    "internal-and-cloud-load-balancing": "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER",
+}
+# Firewall policy rule priorities: lower numbers win. Every allow sits below ALLOW_LAST, the
+# catch-all deny far above it, so no allow can ever be shadowed by, or outrank, the deny.
+DENY_NON_PUBLIC_PRIORITY = 900
+ALLOW_FIRST_PRIORITY = 1000
+DENY_ALL_PRIORITY = 65000
+_OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$")
+
+
+class CloudRunSandboxArgs(TypedDict, total=False):
+    """Inputs of ``CloudRunSandbox``; ``cloudrun_args`` builds them from a profile and settings."""
+
+    project: str
+    """Project id of every child."""
+    region: str
+    """Region of the service, subnet, router and log bucket."""
+    object_name: str
+    """Prefix of cloud resource names: a lower-case letter, then letters, digits, hyphens
+    (at most 22, so ``<object_name>-run`` fits a service account id)."""
+    image: str
+    """Launcher image."""
+    port: int
+    """Launcher HTTP port."""
+    instance_vcpu: int
+    """vCPU of one instance (the launcher container's CPU limit)."""
+    instance_memory_mib: int
+    """MiB of one instance (the launcher container's memory limit)."""
+    slots: int
+    """Sandboxes per instance: the request concurrency."""
+    min_instances: int
+    """Instances kept warm."""
+    max_instances: int
+    """Instances at most."""
+    request_timeout_seconds: int
+    """Request timeout, seconds (at most 3600)."""
+    templates: tuple[SandboxTemplate, ...]
+    """Sandbox templates; any makes the launch stage ALPHA."""
+    ingress: str
+    """``internal`` or ``internal-and-cloud-load-balancing``."""
+    invokers: tuple[str, ...]
+    """Principals granted ``roles/run.invoker``; never ``allUsers`` or ``allAuthenticatedUsers``."""
+    subnet_cidr: str
+    """Private range of the Direct VPC egress subnet."""
+    egress_mode: str
+    """``deny``, ``allowlist`` or ``open``."""
+    egress_rules: tuple[EgressRule, ...]
+    """Allowlist entries: exact names and IP addresses (no wildcards)."""
+    log_retention_days: int
+    """Days the audit log bucket keeps logs."""
+    labels: dict[str, str]
+    """The kit's labels, set on every child that takes labels."""
+
+
+def cloudrun_args(
+    profile: SandboxProfile, settings: CloudRunSettings, context: KitContext
+) -> CloudRunSandboxArgs:
+    """Map the profile and ``sandboxkit:gcp-cloudrun`` settings to component inputs.
+
+    Raises:
+        ConfigError: see ``service_sizing``.
+    """
+    sizing = service_sizing(profile, settings)
+    return CloudRunSandboxArgs(
+        project=settings.project,
+        region=settings.region,
+        object_name=f"sbx-{context.stack}",
+        image=settings.image,
+        port=settings.port,
+        instance_vcpu=settings.instance.vcpu,
+        instance_memory_mib=settings.instance.memory_mib,
+        slots=sizing.slots,
+        min_instances=sizing.min_instances,
+        max_instances=sizing.max_instances,
+        request_timeout_seconds=profile.limits.exec_timeout_seconds,
+        templates=settings.templates,
+        ingress=settings.ingress,
+        invokers=settings.invokers,
+        subnet_cidr=settings.subnet_cidr,
+        egress_mode=profile.egress.mode,
+        egress_rules=profile.egress.allow,
+        log_retention_days=profile.audit.log_retention_days,
+        labels=context.labels(),
+    )
+
+
+def _ports(port: int | None) -> list[dict[str, Any]]:
+    if port is None:
+        return [{"ip_protocol": "all"}]
+    return [{"ip_protocol": "tcp", "ports": [str(port)]}]
+
+
+def _template(template: SandboxTemplate) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": template.name, "image": template.image}
+    if template.command:
+        spec["commands"] = list(template.command)
+    if template.args:
+        spec["args"] = list(template.args)
+    if template.working_dir is not None:
+        spec["working_dir"] = template.working_dir
+    return spec
+
+
+class CloudRunSandbox(pulumi.ComponentResource):
+    """A sandbox-launcher Cloud Run service, its identity, its egress network and its logs.
+
+    Children (``<name>`` is the component name):
+        ``<name>-service-account``, ``<name>-role-<role>`` per ``LAUNCHER_ROLES``,
+        ``<name>-network``, ``<name>-subnet``, ``<name>-router`` and ``<name>-nat`` (egress
+        ``allowlist`` or ``open`` only), ``<name>-firewall-policy``,
+        ``<name>-firewall-association``, the rules ``<name>-deny-all-ipv4`` and
+        ``<name>-deny-all-ipv6`` plus ``<name>-allow-fqdn-<port>``, ``<name>-allow-ipv4-<port>``,
+        ``<name>-allow-ipv6-<port>`` (allowlist) or ``<name>-deny-non-public-ipv4/6`` and
+        ``<name>-allow-public-ipv4/6`` (open), ``<name>-service``, ``<name>-invoker-<n>`` per
+        invoker, ``<name>-log-bucket`` and ``<name>-log-sink``.
+
+    Raises:
+        ValueError: an object name that cannot prefix GCP names, slots or instance counts out
+            of range, a wildcard allowlist entry, or a public invoker.
+    """
+
+    service_uri: pulumi.Output[str]
+    service_account_email: pulumi.Output[str]
+    network_name: pulumi.Output[str]
+    firewall_policy_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: CloudRunSandboxArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("sandboxkit:index:CloudRunSandbox", name, None, opts)
+        object_name = args["object_name"]
+        if not _OBJECT_NAME.match(object_name):
+            raise ValueError(f"object_name {object_name!r}: a lower-case name of 22 or fewer")
+        if not args["slots"] >= 1 or not args["max_instances"] >= 1:
+            raise ValueError("slots and max_instances: at least 1")
+        if not 0 <= args["min_instances"] <= args["max_instances"]:
+            raise ValueError(f"min_instances {args['min_instances']}: from 0 to max_instances")
+        if any(rule.kind == "wildcard" for rule in args["egress_rules"]):
+            raise ValueError("egress_rules: exact names only (Cloud NGFW FQDN objects)")
+        if any(
+            p.split(":")[0] not in ("user", "group", "serviceAccount") for p in args["invokers"]
+        ):
+            raise ValueError("invokers: user:, group: or serviceAccount: principals only")
+
+        self._args = args
+        project, region = args["project"], args["region"]
+        labels = dict(args["labels"])
+        child = pulumi.ResourceOptions(parent=self)
+
+        account = gcp.serviceaccount.Account(
+            f"{name}-service-account",
+            project=project,
+            account_id=f"{object_name}-run",
+            display_name="sandboxkit Cloud Run sandbox launcher",
+            description="Runs the sandbox launcher; holds only LAUNCHER_ROLES.",
+            opts=child,
+        )
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        grants = [
+            gcp.projects.IAMMember(
+                f"{name}-role-{role.removeprefix('roles/').replace('.', '-')}",
+                project=project,
+                role=role,
+                member=member,
+                opts=child,
+            )
+            for role in LAUNCHER_ROLES
+        ]
+
+        network = gcp.compute.Network(
+            f"{name}-network",
+            project=project,
+            name=f"{object_name}-run",
+            description="sandboxkit: Direct VPC egress of the sandbox launcher, and nothing else",
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            # The kit's policy decides before any VPC firewall rule someone adds later.
+            network_firewall_policy_enforcement_order="BEFORE_CLASSIC_FIREWALL",
+            # With egress deny there is no route out at all, whatever the firewall says.
+            delete_default_routes_on_create=args["egress_mode"] == "deny",
+            opts=child,
+        )
+        subnet = gcp.compute.Subnetwork(
+            f"{name}-subnet",
+            project=project,
+            region=region,
+            name=f"{object_name}-run",
+            network=network.id,
+            ip_cidr_range=args["subnet_cidr"],
+            private_ip_google_access=False,
+            log_config={
+                "aggregation_interval": "INTERVAL_5_SEC",
+                "flow_sampling": 1.0,
+                "metadata": "INCLUDE_ALL_METADATA",
+            },
+            opts=child,
+        )
+        if args["egress_mode"] != "deny":
+            cloud_nat(
+                name,
+                project=project,
+                region=region,
+                network=network.id,
+                subnetwork=subnet.id,
+                object_name=f"{object_name}-run",
+                opts=child,
+            )
+
+        policy = gcp.compute.NetworkFirewallPolicy(
+            f"{name}-firewall-policy",
+            project=project,
+            name=f"{object_name}-run-egress",
+            description="sandboxkit: sandbox egress; deny all but the profile's allowlist",
+            opts=child,
+        )
+        association = gcp.compute.NetworkFirewallPolicyAssociation(
+            f"{name}-firewall-association",
+            project=project,
+            name=f"{object_name}-run-egress",
+            attachment_target=network.id,
+            firewall_policy=policy.name,
+            opts=child,
+        )
+        rules = self._egress_rules(name, project, policy.name, child)
+
+        template: Any = {
+            "service_account": account.email,
+            "execution_environment": "EXECUTION_ENVIRONMENT_GEN2",
+            "max_instance_request_concurrency": args["slots"],
+            "timeout": f"{args['request_timeout_seconds']}s",
+            "scaling": {
+                "min_instance_count": args["min_instances"],
+                "max_instance_count": args["max_instances"],
+            },
+            "vpc_access": {
+                "network_interfaces": [{"network": network.id, "subnetwork": subnet.id}],
+                "egress": "ALL_TRAFFIC",
+            },
+            "labels": labels,
+            "containers": [
+                {
+                    "image": args["image"],
+                    "sandbox_launcher": True,
+                    "ports": {"container_port": args["port"]},
+                    "resources": {
+                        "limits": {
+                            "cpu": str(args["instance_vcpu"]),
+                            "memory": f"{args['instance_memory_mib']}Mi",
+                        }
+                    },
+                }
+            ],
+        }
+        if args["templates"]:
+            template["sandboxes"] = {"templates": [_template(t) for t in args["templates"]]}
+        service = gcp.cloudrunv2.Service(
+            f"{name}-service",
+            project=project,
+            location=region,
+            name=f"{object_name}-launcher",
+            description="sandboxkit sandbox launcher",
+            launch_stage=TEMPLATES_LAUNCH_STAGE if args["templates"] else LAUNCH_STAGE,
+            ingress=INGRESS[args["ingress"]],
+            invoker_iam_disabled=False,
+            labels=labels,
+            template=template,
+            # Egress walls and the account's roles exist before the first sandbox can start.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[association, *rules, *grants]),
+        )
+        for index, principal in enumerate(args["invokers"]):
+            gcp.cloudrunv2.ServiceIamMember(
+                f"{name}-invoker-{index}",
+                project=project,
+                location=region,
+                name=service.name,
+                role="roles/run.invoker",
+                member=principal,
+                opts=child,
+            )
+
+        service_name = f"{object_name}-launcher"
+        subnet_name = f"{object_name}-run"
+        audit_log_bucket(
+            name,
+            project=project,
+            region=region,
+            bucket_id=f"{object_name}-run-audit",
+            retention_days=args["log_retention_days"],
+            log_filter=(
+                f'(resource.type="cloud_run_revision" AND '
+                f'resource.labels.service_name="{service_name}") OR '
+                f'(resource.type="gce_subnetwork" AND '
+                f'resource.labels.subnetwork_name="{subnet_name}") OR '
+                f'(resource.type="nat_gateway" AND '
+                f'resource.labels.gateway_name="{object_name}-run-nat")'
+            ),
+            opts=child,
+        )
+
+        self.service_uri = service.uri
+        self.service_account_email = account.email
+        self.network_name = network.name
+        self.firewall_policy_name = policy.name
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, pulumi.Output[str]]:
+        """Stack outputs: serviceUri, serviceAccountEmail, networkName, firewallPolicyName."""
+        return {
+            "serviceUri": self.service_uri,
+            "serviceAccountEmail": self.service_account_email,
+            "networkName": self.network_name,
+            "firewallPolicyName": self.firewall_policy_name,
+        }
+
+    def _egress_rules(
+        self,
+        name: str,
+        project: str,
+        policy: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> list[gcp.compute.NetworkFirewallPolicyRule]:
+        """Allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up), then the
+        catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
+
+        DNS needs no rule: Cloud Run resolves names through the metadata server, which
+        firewall rules never block (https://cloud.google.com/firewall/docs/firewalls
+        "Always allowed traffic"), and which is also the resolver FQDN objects are programmed
+        from.
+        """
+        specs: list[tuple[str, str, int, Any]] = []
+        mode = self._args["egress_mode"]
+        if mode == "allowlist":
+            by_port: dict[tuple[str, int], list[str]] = defaultdict(list)
+            for rule in self._args["egress_rules"]:
+                if rule.kind == "name":
+                    by_port[("fqdn", rule.port)].append(rule.host)
+                else:
+                    family = "ipv6" if ":" in rule.host else "ipv4"
+                    by_port[(family, rule.port)].append(rule.cidr)
+            for priority, ((kind, port), hosts) in enumerate(
+                sorted(by_port.items()), start=ALLOW_FIRST_PRIORITY
+            ):
+                field = "dest_fqdns" if kind == "fqdn" else "dest_ip_ranges"
+                match = {field: sorted(hosts), "layer4_configs": _ports(port)}
+                specs.append((f"allow-{kind}-{port}", "allow", priority, match))
+        elif mode == "open":
+            for family, non_public, everything in (
+                ("ipv4", NON_PUBLIC_IPV4, "0.0.0.0/0"),
+                ("ipv6", NON_PUBLIC_IPV6, "::/0"),
+            ):
+                specs.append(
+                    (
+                        f"deny-non-public-{family}",
+                        "deny",
+                        DENY_NON_PUBLIC_PRIORITY + (family == "ipv6"),
+                        {"dest_ip_ranges": list(non_public), "layer4_configs": _ports(None)},
+                    )
+                )
+                specs.append(
+                    (
+                        f"allow-public-{family}",
+                        "allow",
+                        ALLOW_FIRST_PRIORITY + (family == "ipv6"),
+                        {"dest_ip_ranges": [everything], "layer4_configs": _ports(None)},
+                    )
+                )
+        for family, everything in (("ipv4", "0.0.0.0/0"), ("ipv6", "::/0")):
+            specs.append(
+                (
+                    f"deny-all-{family}",
+                    "deny",
+                    DENY_ALL_PRIORITY + (family == "ipv6"),
+                    {"dest_ip_ranges": [everything], "layer4_configs": _ports(None)},
+                )
+            )
+        return [
+            gcp.compute.NetworkFirewallPolicyRule(
+                f"{name}-{rule_name}",
+                project=project,
+                firewall_policy=policy,
+                rule_name=rule_name,
+                description=f"sandboxkit: {action} egress ({rule_name})",
+                direction="EGRESS",
+                action=action,
+                priority=priority,
+                match=match,
+                enable_logging=True,
+                opts=opts,
+            )
+            for rule_name, action, priority, match in specs
+        ]

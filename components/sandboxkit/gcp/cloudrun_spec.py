@@ -1,0 +1,382 @@
+"""Settings, sizing, enforcement map and factory of ``gcp-cloudrun`` (no SDK import here).
+
+Cloud Run sandboxes (Preview): a container flagged ``sandboxLauncher`` gets the ``sandbox``
+CLI, which starts gVisor sandboxes inside the same instance. Sandboxes start with no network
+(``--allow-egress`` turns it on per run) and share the instance's CPU and memory with the
+launcher. Sources: https://cloud.google.com/run/docs/configuring/services/sandboxes and
+https://cloud.google.com/run/docs/reference/sandbox-cli.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Annotated, ClassVar, Final, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.gcp.spec import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.targets import Cap, Deployment, Enforcement, KitContext, TargetSettings, TargetSpec
+
+TARGET = "gcp-cloudrun"
+
+# The largest Cloud Run instance: 8 vCPU and 32 GiB
+# (https://cloud.google.com/run/docs/configuring/services/cpu "Maximum amount of vCPU",
+# https://cloud.google.com/run/docs/configuring/services/memory-limits "Maximum amount of memory").
+MAX_INSTANCE_VCPU = 8
+MAX_INSTANCE_MEMORY_MIB = 32768
+# Memory each whole-vCPU size admits, MiB (same pages, "vCPU and memory table"). Sandboxes need
+# the second generation environment, which takes no fractional vCPU and at least 512 MiB.
+INSTANCE_MEMORY_RANGE_MIB: dict[int, tuple[int, int]] = {
+    1: (512, 4096),
+    2: (512, 8192),
+    4: (2048, 16384),
+    6: (4096, 24576),
+    8: (4096, 32768),
+}
+# Cloud Run admits at most 1000 concurrent requests per instance
+# (https://cloud.google.com/run/docs/about-concurrency).
+MAX_REQUEST_CONCURRENCY = 1000
+# Default instance: the largest, so the only sizing error left is a sandbox that cannot fit
+# beside the launcher on any instance; a smaller instance is an explicit cost choice.
+DEFAULT_INSTANCE_VCPU: Final = 8
+DEFAULT_INSTANCE_MEMORY_MIB = 32768
+# What the launcher process keeps for itself: one vCPU and 1 GiB serve its HTTP handler and
+# the sandbox CLI's supervisor.
+DEFAULT_LAUNCHER_VCPU = 1.0
+DEFAULT_LAUNCHER_MEMORY_MIB = 1024
+# Direct VPC egress needs a /26 or larger subnet (https://cloud.google.com/run/docs/configuring/
+# vpc-direct-vpc "IP address allocation"); a /24 leaves room to scale out.
+DEFAULT_SUBNET_CIDR = "10.8.0.0/24"
+MIN_SUBNET_PREFIX = 26
+DEFAULT_PORT = 8080
+# The Cloud Run request timeout is at most 60 minutes
+# (https://cloud.google.com/run/docs/configuring/request-timeout).
+MAX_REQUEST_TIMEOUT_SECONDS = 3600
+
+_PRINCIPAL = re.compile(r"^(user|group|serviceAccount):[^@\s:]+@[a-z0-9.-]+\.[a-z]+$")
+_DNS_LABEL = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")]
+
+
+def _named_principal(value: str) -> str:
+    if not _PRINCIPAL.match(value):
+        raise ValueError(
+            "a named principal such as serviceAccount:agent@example-project.iam.gserviceaccount"
+            ".com (user:, group: or serviceAccount:); allUsers, allAuthenticatedUsers and "
+            "domain: would open the launcher to the public or a whole domain"
+        )
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+
+class InstanceSize(_Strict):
+    """``instance``: vCPU and MiB of one Cloud Run instance (the launcher container's limits).
+
+    Raises (as a config error on the key): a vCPU other than 1, 2, 4, 6 or 8, or memory outside
+    the range that vCPU admits (``INSTANCE_MEMORY_RANGE_MIB``).
+    """
+
+    vcpu: Literal[1, 2, 4, 6, 8] = DEFAULT_INSTANCE_VCPU
+    memory_mib: Annotated[int, Field(gt=0)] = Field(DEFAULT_INSTANCE_MEMORY_MIB, alias="memoryMiB")
+
+    @model_validator(mode="after")
+    def _memory_fits_vcpu(self) -> InstanceSize:
+        low, high = INSTANCE_MEMORY_RANGE_MIB[self.vcpu]
+        if not low <= self.memory_mib <= high:
+            raise FieldError(
+                ".memoryMiB",
+                self.memory_mib,
+                f"from {low} to {high} MiB with {self.vcpu} vCPU (Cloud Run vCPU and memory "
+                "table, https://cloud.google.com/run/docs/configuring/services/cpu)",
+            )
+        return self
+
+
+class LauncherReserve(_Strict):
+    """``launcher``: vCPU and MiB kept for the launcher process; sandboxes get the rest."""
+
+    vcpu: Annotated[float, Field(gt=0)] = DEFAULT_LAUNCHER_VCPU
+    memory_mib: Annotated[int, Field(gt=0)] = Field(DEFAULT_LAUNCHER_MEMORY_MIB, alias="memoryMiB")
+
+
+class SandboxTemplate(_Strict):
+    """One entry of ``templates``: a named sandbox the ``sandbox`` CLI can launch.
+
+    No environment variables: the kit never lets configuration inject values into a sandbox.
+    """
+
+    name: _DNS_LABEL
+    image: Annotated[str, Field(min_length=1)]
+    command: Annotated[tuple[str, ...], Field(strict=False)] = ()
+    args: Annotated[tuple[str, ...], Field(strict=False)] = ()
+    working_dir: str | None = Field(None, alias="workingDir")
+
+
+class CloudRunSettings(GcpSettings):
+    """``sandboxkit:gcp-cloudrun`` settings.
+
+    Attributes:
+        image: the launcher image (runs the agent-facing service and calls ``sandbox``).
+        port: the launcher's HTTP port.
+        instance: see ``InstanceSize``; defaults to the largest instance.
+        launcher: see ``LauncherReserve``.
+        ingress: ``internal`` or ``internal-and-cloud-load-balancing``; never all traffic.
+        invokers: principals granted ``roles/run.invoker`` (``user:``, ``group:``,
+            ``serviceAccount:``); ``allUsers``, ``allAuthenticatedUsers`` and ``domain:`` are
+            refused.
+        subnetCidr: private range of the subnet Direct VPC egress takes addresses from.
+        templates: sandbox templates (needs launch stage ``ALPHA``).
+    """
+
+    image: Annotated[str, Field(min_length=1)]
+    port: Annotated[int, Field(ge=1, le=65535)] = DEFAULT_PORT
+    instance: InstanceSize = InstanceSize()
+    launcher: LauncherReserve = LauncherReserve()
+    ingress: Literal["internal", "internal-and-cloud-load-balancing"] = "internal"
+    # Lists from YAML become tuples (strict mode takes tuples only); items stay strict.
+    invokers: Annotated[
+        tuple[Annotated[str, Field(strict=True), AfterValidator(_named_principal)], ...],
+        Field(strict=False),
+    ] = ()
+    subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
+    templates: Annotated[tuple[SandboxTemplate, ...], Field(strict=False)] = ()
+
+    @model_validator(mode="after")
+    def _subnet_large_enough(self) -> CloudRunSettings:
+        prefix = int(self.subnet_cidr.split("/")[1])
+        if prefix > MIN_SUBNET_PREFIX:
+            raise FieldError(
+                ".subnetCidr",
+                self.subnet_cidr,
+                f"a /{MIN_SUBNET_PREFIX} or larger range (Direct VPC egress minimum)",
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class Size:
+    """vCPU and MiB of an instance, a launcher reserve or one sandbox."""
+
+    vcpu: float
+    memory_mib: int
+
+
+@dataclass(frozen=True)
+class InstanceSizing:
+    """How the service scales so sandboxes never take the launcher's share.
+
+    Attributes:
+        slots: sandboxes one instance holds; also its request concurrency.
+        min_instances: warm instances, ``ceil(ready / slots)``.
+        max_instances: instances at most, ``ceil(maxConcurrent / slots)``.
+    """
+
+    slots: int
+    min_instances: int
+    max_instances: int
+
+
+def sandbox_slots(instance: Size, launcher: Size, sandbox: Size) -> int:
+    """Sandboxes that fit in one instance beside the launcher's reserve.
+
+    ``floor(min((instance vCPU - launcher vCPU) / sandbox vCPU,
+    (instance MiB - launcher MiB) / sandbox MiB))``, computed on exact decimals (so 0.6 / 0.2
+    is 3, not 2.999...), capped at Cloud Run's 1000 requests per instance, and 0 when not even
+    one sandbox fits.
+    """
+    spare_cpu = Fraction(str(instance.vcpu)) - Fraction(str(launcher.vcpu))
+    spare_memory = Fraction(instance.memory_mib - launcher.memory_mib)
+    fit = min(spare_cpu / Fraction(str(sandbox.vcpu)), spare_memory / sandbox.memory_mib)
+    return max(0, min(MAX_REQUEST_CONCURRENCY, math.floor(fit)))
+
+
+def size_instances(
+    instance: Size, launcher: Size, sandbox: Size, *, ready: int, max_concurrent: int
+) -> InstanceSizing:
+    """Slots per instance, and the instance counts that hold ``ready`` and ``maxConcurrent``.
+
+    Each request to the launcher runs one sandbox, so request concurrency = slots bounds the
+    sandboxes per instance; ``max_instances * slots`` is the smallest multiple of ``slots`` at
+    or above ``maxConcurrent`` (it exceeds it by less than one instance's worth).
+
+    Raises:
+        ValueError: when not one sandbox fits beside the launcher in ``instance``.
+    """
+    slots = sandbox_slots(instance, launcher, sandbox)
+    if slots == 0:
+        raise ValueError("one sandbox plus the launcher reserve exceeds the instance")
+    return InstanceSizing(
+        slots=slots,
+        min_instances=math.ceil(ready / slots),
+        max_instances=math.ceil(max_concurrent / slots),
+    )
+
+
+def _sizing_problem(profile: SandboxProfile, settings: CloudRunSettings) -> Problem:
+    largest = Size(MAX_INSTANCE_VCPU, MAX_INSTANCE_MEMORY_MIB)
+    launcher = Size(settings.launcher.vcpu, settings.launcher.memory_mib)
+    limits = profile.limits
+    for key, needed, reserve, ceiling in (
+        ("vcpu", limits.vcpu, launcher.vcpu, largest.vcpu),
+        ("memoryMiB", limits.memory_mib, launcher.memory_mib, largest.memory_mib),
+    ):
+        if needed + reserve > ceiling:
+            return Problem(
+                f"sandboxkit:profile.limits.{key}",
+                needed,
+                f"at most {ceiling - reserve:g} for target {TARGET}: one sandbox plus the "
+                f"launcher reserve ({reserve:g}) must fit the largest Cloud Run instance "
+                f"({ceiling:g}; https://cloud.google.com/run/docs/configuring/services/cpu)",
+            )
+    instance = settings.instance
+    return Problem(
+        f"sandboxkit:{TARGET}.instance",
+        {"vcpu": instance.vcpu, "memoryMiB": instance.memory_mib},
+        f"an instance that holds one sandbox ({limits.vcpu:g} vCPU, {limits.memory_mib} MiB) "
+        f"plus the launcher reserve ({launcher.vcpu:g} vCPU, {launcher.memory_mib} MiB); "
+        f"the default is the largest, {largest.vcpu} vCPU and {largest.memory_mib} MiB",
+    )
+
+
+def service_sizing(profile: SandboxProfile, settings: CloudRunSettings) -> InstanceSizing:
+    """``size_instances`` for this profile and settings.
+
+    Raises:
+        ConfigError: naming ``sandboxkit:profile.limits.vcpu`` / ``.memoryMiB`` when one sandbox
+            plus the launcher exceeds the largest Cloud Run instance, else naming
+            ``sandboxkit:gcp-cloudrun.instance`` when it exceeds the configured one.
+    """
+    try:
+        return size_instances(
+            Size(settings.instance.vcpu, settings.instance.memory_mib),
+            Size(settings.launcher.vcpu, settings.launcher.memory_mib),
+            Size(profile.limits.vcpu, profile.limits.memory_mib),
+            ready=profile.pool.ready,
+            max_concurrent=profile.pool.max_concurrent,
+        )
+    except ValueError:
+        raise ConfigError(_sizing_problem(profile, settings)) from None
+
+
+def check_egress(profile: SandboxProfile) -> None:
+    """Refuse allowlist entries Cloud NGFW FQDN objects cannot express.
+
+    Raises:
+        ConfigError: one problem per wildcard entry, naming ``sandboxkit:profile.egress.allow``.
+    """
+    wildcards = [rule for rule in profile.egress.allow if rule.kind == "wildcard"]
+    if wildcards:
+        raise ConfigError(
+            *(
+                Problem(
+                    "sandboxkit:profile.egress.allow",
+                    str(rule),
+                    f"exact names only for target {TARGET}: Cloud NGFW FQDN objects match "
+                    "exact names, not wildcards "
+                    "(https://cloud.google.com/firewall/docs/fqdn-objects-overview). List each "
+                    f"name under {rule.host} sandboxes need, or put Secure Web Proxy (which "
+                    "matches wildcard hosts) in front of the VPC yourself",
+                )
+                for rule in wildcards
+            )
+        )
+
+
+class CloudRunTarget(TargetSpec):
+    """The ``gcp-cloudrun`` target."""
+
+    name: ClassVar[str] = TARGET
+    settings_model: ClassVar[type[TargetSettings]] = CloudRunSettings
+    caps: ClassVar[tuple[Cap, ...]] = (
+        Cap(
+            "limits.execTimeoutSeconds",
+            1,
+            MAX_REQUEST_TIMEOUT_SECONDS,
+            "Cloud Run request timeout, at most 60 minutes "
+            "(https://cloud.google.com/run/docs/configuring/request-timeout)",
+        ),
+        LOG_RETENTION_CAP,
+    )
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        """Where each field is enforced on Cloud Run.
+
+        Raises:
+            ConfigError: a wildcard allowlist entry, or a sandbox too large (``service_sizing``).
+        """
+        assert isinstance(settings, CloudRunSettings)
+        check_egress(profile)
+        sizing = service_sizing(profile, settings)
+        egress_where = {
+            "deny": "network firewall policy on the Direct VPC egress network (ALL_TRAFFIC): "
+            "deny all egress; no Cloud NAT. Sandboxes start without network either",
+            "allowlist": "network firewall policy on the Direct VPC egress network "
+            "(ALL_TRAFFIC): allow exact FQDN objects (destFqdns) and /32 or /128 IP ranges "
+            "per port, deny everything else; applies even to sandboxes run with --allow-egress",
+            "open": "network firewall policy: deny private, link-local and metadata ranges, "
+            "allow public addresses through Cloud NAT",
+        }[profile.egress.mode]
+        shared = (
+            f"instance limit {settings.instance.vcpu} vCPU / {settings.instance.memory_mib} MiB "
+            f"with maxInstanceRequestConcurrency {sizing.slots}: the instance minus the "
+            "launcher reserve holds that many sandboxes of this size. A bound on the sandboxes "
+            "together, not each: the sandbox CLI has no per-sandbox CPU or memory limit"
+        )
+        return {
+            "egress.mode": Enforcement("platform", egress_where),
+            "limits.vcpu": Enforcement(
+                "platform", f"template.containers[0].resources.limits.cpu, {shared}"
+            ),
+            "limits.memoryMiB": Enforcement(
+                "platform", f"template.containers[0].resources.limits.memory, {shared}"
+            ),
+            "limits.execTimeoutSeconds": Enforcement(
+                "none",
+                "Cloud Run has no per-command timeout: template.timeout (set to this value) "
+                "ends the HTTP request, not the sandbox command; the launcher must time it out",
+            ),
+            "limits.maxLifetimeSeconds": Enforcement(
+                "none",
+                "the sandbox CLI has no lifetime limit and Cloud Run stops instances on its own "
+                "schedule; the launcher must delete sandboxes it started",
+            ),
+            "limits.idleTimeoutSeconds": Enforcement(
+                "none", "the sandbox CLI has no idle shutdown; the launcher must apply it"
+            ),
+            "pool.ready": Enforcement(
+                "platform",
+                f"template.scaling.minInstanceCount = ceil(ready / {sizing.slots}) warm "
+                "instances (sandboxes themselves start on demand)",
+            ),
+            "pool.maxConcurrent": Enforcement(
+                "platform",
+                f"template.scaling.maxInstanceCount = ceil(maxConcurrent / {sizing.slots}) "
+                f"times maxInstanceRequestConcurrency {sizing.slots}",
+            ),
+            "audit.logRetentionDays": Enforcement(
+                "platform",
+                "log bucket retentionDays, with a sink for the service's and the network's logs",
+            ),
+        }
+
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        """The ``CloudRunSandbox`` component."""
+        from sandboxkit.gcp.cloudrun import CloudRunSandbox, cloudrun_args
+
+        assert isinstance(settings, CloudRunSettings)
+        component = CloudRunSandbox(self.name, cloudrun_args(profile, settings, context))
+        return Deployment(component, component.outputs())
+
+
+SPEC = CloudRunTarget()

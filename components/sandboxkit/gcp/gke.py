@@ -1,0 +1,391 @@
+"""``GkeAgentSandbox``: a private GKE cluster (or an existing one) with a gVisor node pool and
+the Agent Sandbox add-on, and the kit's ``AgentSandbox`` objects on it.
+
+See README "Target gcp-gke" and ``sandboxkit.gcp.gke_spec`` for the sources.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from sandboxkit.gcp.common import audit_log_bucket, cloud_nat
+from sandboxkit.gcp.gke_spec import GkeSettings
+from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, AgentSandboxArgs, sandbox_args
+from sandboxkit.kubernetes.spec import RuntimeClassSettings
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.targets import KitContext
+
+# Project roles of the node service account. roles/container.defaultNodeServiceAccount is GKE's
+# least-privilege node role: write logs and metrics, read monitoring and resource metadata
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts#default-gke-service-agent).
+# Pulling a private Artifact Registry image needs roles/artifactregistry.reader, granted by the
+# caller on that repository only, never here on the whole project.
+NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
+# Node access is governed by IAM (NODE_ROLES), so the scope is the broad one GKE recommends.
+NODE_OAUTH_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+# GKE creates both for gVisor node pools: the RuntimeClass "gvisor" and this node label/taint
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/sandbox-pods). The kit references them.
+GVISOR_RUNTIME_CLASS = RuntimeClassSettings(name="gvisor", handler="runsc", create=False)
+GVISOR_NODE_LABEL = {"sandbox.gke.io/runtime": "gvisor"}
+GVISOR_TOLERATION = {
+    "key": "sandbox.gke.io/runtime",
+    "operator": "Equal",
+    "value": "gvisor",
+    "effect": "NoSchedule",
+}
+PODS_RANGE = "pods"
+SERVICES_RANGE = "services"
+_OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$")
+
+
+class GkeAgentSandboxArgs(TypedDict, total=False):
+    """Inputs of ``GkeAgentSandbox``; ``gke_args`` builds them from a profile and settings."""
+
+    project: str
+    """Project id of every cloud child."""
+    region: str
+    """Region of the (regional) cluster, subnet, router and log bucket."""
+    object_name: str
+    """Prefix of cloud resource names (at most 24; ``<object_name>-nodes`` is an account id)."""
+    existing_cluster: str | None
+    """Add the node pool to this cluster instead of creating network and cluster."""
+    private_endpoint: bool
+    """The control plane has no public endpoint."""
+    master_authorized_networks: tuple[str, ...]
+    """CIDR blocks allowed to reach the control plane."""
+    master_cidr: str
+    """The control plane's private /28."""
+    subnet_cidr: str
+    """Nodes' private range."""
+    pods_cidr: str
+    """Pods' private secondary range."""
+    services_cidr: str
+    """Services' private secondary range."""
+    min_master_version: str
+    """Lowest GKE version of the cluster."""
+    machine_type: str
+    """Machine type of gVisor nodes."""
+    min_nodes: int
+    """Autoscaling minimum of the gVisor pool, per zone."""
+    max_nodes: int
+    """Autoscaling maximum of the gVisor pool, per zone."""
+    log_retention_days: int
+    """Days the audit log bucket keeps the sandbox namespace's container logs."""
+    labels: dict[str, str]
+    """The kit's labels."""
+    sandbox: AgentSandboxArgs
+    """The ``AgentSandbox`` inputs (gVisor runtime class, GKE FQDN policy, toleration)."""
+
+
+def gke_args(
+    profile: SandboxProfile, settings: GkeSettings, context: KitContext
+) -> GkeAgentSandboxArgs:
+    """Map the profile and ``sandboxkit:gcp-gke`` settings to component inputs."""
+    sandbox = sandbox_args(
+        profile, settings, context, fqdn_policy="gke", runtime_class=GVISOR_RUNTIME_CLASS
+    )
+    sandbox["tolerations"] = [dict(GVISOR_TOLERATION)]
+    sandbox["node_selector"] = dict(GVISOR_NODE_LABEL)
+    return GkeAgentSandboxArgs(
+        project=settings.project,
+        region=settings.region,
+        object_name=f"sbx-{context.stack}",
+        existing_cluster=settings.existing_cluster,
+        private_endpoint=settings.private_endpoint,
+        master_authorized_networks=settings.master_authorized_networks,
+        master_cidr=settings.master_cidr,
+        subnet_cidr=settings.subnet_cidr,
+        pods_cidr=settings.pods_cidr,
+        services_cidr=settings.services_cidr,
+        min_master_version=settings.min_master_version,
+        machine_type=settings.machine_type,
+        min_nodes=settings.min_nodes,
+        max_nodes=settings.max_nodes,
+        log_retention_days=profile.audit.log_retention_days,
+        labels=context.labels(),
+        sandbox=sandbox,
+    )
+
+
+def kubeconfig(cluster_name: str, endpoint: str | None, ca_certificate: str | None) -> str:
+    """A kubeconfig for one cluster that authenticates with ``gke-gcloud-auth-plugin``."""
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin",
+            "provideClusterInfo": True,
+            "interactiveMode": "Never",
+        }
+    }
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": cluster_name,
+                    "cluster": {
+                        "server": f"https://{endpoint or ''}",
+                        "certificate-authority-data": ca_certificate or "",
+                    },
+                }
+            ],
+            "users": [{"name": cluster_name, "user": user}],
+            "contexts": [
+                {"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}
+            ],
+            "current-context": cluster_name,
+        }
+    )
+
+
+class GkeAgentSandbox(pulumi.ComponentResource):
+    """A private GKE cluster with the Agent Sandbox add-on, a gVisor node pool, and the kit's
+    agent-sandbox objects on it.
+
+    Children (``<name>`` is the component name):
+        ``<name>-node-service-account``, ``<name>-role-<role>`` per ``NODE_ROLES``; unless
+        ``existing_cluster``: ``<name>-network``, ``<name>-subnet``, ``<name>-router``,
+        ``<name>-nat``, ``<name>-cluster``; then ``<name>-gvisor-pool``,
+        ``<name>-k8s-provider``, ``<name>-agent-sandbox`` (an ``AgentSandbox`` and its
+        children), ``<name>-log-bucket`` and ``<name>-log-sink``.
+
+    Raises:
+        ValueError: an object name that cannot prefix GCP names, ``min_nodes`` above
+            ``max_nodes``, or sandbox args without the gVisor toleration and node selector.
+    """
+
+    cluster_name: pulumi.Output[str]
+    node_pool_name: pulumi.Output[str]
+    node_service_account_email: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: GkeAgentSandboxArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("sandboxkit:index:GkeAgentSandbox", name, None, opts)
+        object_name = args["object_name"]
+        if not _OBJECT_NAME.match(object_name):
+            raise ValueError(f"object_name {object_name!r}: a lower-case name of 24 or fewer")
+        if not 0 <= args["min_nodes"] <= args["max_nodes"]:
+            raise ValueError(f"min_nodes {args['min_nodes']}: from 0 to max_nodes")
+        sandbox = args["sandbox"]
+        if (
+            GVISOR_TOLERATION not in sandbox.get("tolerations", [])
+            or sandbox.get("node_selector") != GVISOR_NODE_LABEL
+        ):
+            raise ValueError("sandbox: needs the gVisor toleration and node selector")
+
+        project, region = args["project"], args["region"]
+        labels = dict(args["labels"])
+        child = pulumi.ResourceOptions(parent=self)
+
+        account = gcp.serviceaccount.Account(
+            f"{name}-node-service-account",
+            project=project,
+            account_id=f"{object_name}-nodes",
+            display_name="sandboxkit gVisor sandbox nodes",
+            description="Runs GKE sandbox nodes; holds only NODE_ROLES.",
+            opts=child,
+        )
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        grants = [
+            gcp.projects.IAMMember(
+                f"{name}-role-{role.removeprefix('roles/').replace('.', '-')}",
+                project=project,
+                role=role,
+                member=member,
+                opts=child,
+            )
+            for role in NODE_ROLES
+        ]
+        node_config: Any = {
+            "service_account": account.email,
+            "oauth_scopes": list(NODE_OAUTH_SCOPES),
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "shielded_instance_config": {
+                "enable_secure_boot": True,
+                "enable_integrity_monitoring": True,
+            },
+            "metadata": {"disable-legacy-endpoints": "true"},
+            "resource_labels": labels,
+        }
+
+        existing = args.get("existing_cluster")
+        endpoint: pulumi.Output[Any]
+        ca_certificate: pulumi.Output[Any]
+        if existing:
+            cluster_name: pulumi.Input[str] = existing
+            found = gcp.container.get_cluster_output(
+                name=existing,
+                location=region,
+                project=project,
+                opts=pulumi.InvokeOptions(parent=self),
+            )
+            endpoint = found.endpoint
+            ca_certificate = found.master_auths.apply(
+                lambda auths: auths[0].cluster_ca_certificate if auths else None
+            )
+            pool_depends: list[pulumi.Resource] = list(grants)
+        else:
+            cluster = self._cluster(name, args, node_config, grants, child)
+            cluster_name = cluster.name
+            endpoint = cluster.endpoint
+            ca_certificate = cluster.master_auth.cluster_ca_certificate
+            pool_depends = [cluster, *grants]
+
+        pool = gcp.container.NodePool(
+            f"{name}-gvisor-pool",
+            project=project,
+            location=region,
+            cluster=cluster_name,
+            name=f"{object_name}-gvisor",
+            autoscaling={"min_node_count": args["min_nodes"], "max_node_count": args["max_nodes"]},
+            management={"auto_repair": True, "auto_upgrade": True},
+            node_config={
+                **node_config,
+                "machine_type": args["machine_type"],
+                "image_type": "COS_CONTAINERD",
+                "sandbox_config": {"type": "GVISOR"},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=pool_depends),
+        )
+
+        config_text: pulumi.Output[str] = pulumi.Output.all(
+            cluster_name, endpoint, ca_certificate
+        ).apply(lambda values: kubeconfig(values[0], values[1], values[2]))
+        secret_config: pulumi.Output[str] = pulumi.Output.secret(config_text)
+        provider = k8s.Provider(f"{name}-k8s-provider", kubeconfig=secret_config, opts=child)
+        agent_sandbox = AgentSandbox(
+            f"{name}-agent-sandbox",
+            sandbox,
+            opts=pulumi.ResourceOptions(parent=self, providers=[provider], depends_on=[pool]),
+        )
+
+        audit_log_bucket(
+            name,
+            project=project,
+            region=region,
+            bucket_id=f"{object_name}-gke-audit",
+            retention_days=args["log_retention_days"],
+            log_filter=pulumi.Output.from_input(cluster_name).apply(
+                lambda cluster: (
+                    f'resource.type="k8s_container" AND '
+                    f'resource.labels.cluster_name="{cluster}" AND '
+                    f'resource.labels.namespace_name="{sandbox["namespace"]}"'
+                )
+            ),
+            opts=child,
+        )
+
+        self._sandbox = agent_sandbox
+        self.cluster_name = pulumi.Output.from_input(cluster_name)
+        self.node_pool_name = pool.name
+        self.node_service_account_email = account.email
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, pulumi.Output[str]]:
+        """Stack outputs: clusterName, nodePoolName, nodeServiceAccountEmail and the
+        ``AgentSandbox`` outputs (namespace, sandboxTemplateName, warmPoolName,
+        networkPolicyName)."""
+        return {
+            "clusterName": self.cluster_name,
+            "nodePoolName": self.node_pool_name,
+            "nodeServiceAccountEmail": self.node_service_account_email,
+            **self._sandbox.outputs(),
+        }
+
+    def _cluster(
+        self,
+        name: str,
+        args: GkeAgentSandboxArgs,
+        node_config: Any,
+        grants: list[gcp.projects.IAMMember],
+        child: pulumi.ResourceOptions,
+    ) -> gcp.container.Cluster:
+        project, region, object_name = args["project"], args["region"], args["object_name"]
+        network = gcp.compute.Network(
+            f"{name}-network",
+            project=project,
+            name=f"{object_name}-gke",
+            description="sandboxkit: GKE Agent Sandbox cluster network",
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            opts=child,
+        )
+        subnet = gcp.compute.Subnetwork(
+            f"{name}-subnet",
+            project=project,
+            region=region,
+            name=f"{object_name}-gke",
+            network=network.id,
+            ip_cidr_range=args["subnet_cidr"],
+            secondary_ip_ranges=[
+                {"range_name": PODS_RANGE, "ip_cidr_range": args["pods_cidr"]},
+                {"range_name": SERVICES_RANGE, "ip_cidr_range": args["services_cidr"]},
+            ],
+            # Private nodes reach Google APIs (logging, Artifact Registry) without NAT.
+            private_ip_google_access=True,
+            log_config={
+                "aggregation_interval": "INTERVAL_5_SEC",
+                "flow_sampling": 1.0,
+                "metadata": "INCLUDE_ALL_METADATA",
+            },
+            opts=child,
+        )
+        # Private nodes pull images from outside registries through NAT; what sandbox pods
+        # may reach is the NetworkPolicy's decision.
+        cloud_nat(
+            name,
+            project=project,
+            region=region,
+            network=network.id,
+            subnetwork=subnet.id,
+            object_name=f"{object_name}-gke",
+            opts=child,
+        )
+        return gcp.container.Cluster(
+            f"{name}-cluster",
+            project=project,
+            location=region,
+            name=object_name,
+            description="sandboxkit: GKE Agent Sandbox",
+            network=network.id,
+            subnetwork=subnet.id,
+            min_master_version=args["min_master_version"],
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            deletion_protection=True,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy={
+                "cluster_secondary_range_name": PODS_RANGE,
+                "services_secondary_range_name": SERVICES_RANGE,
+            },
+            datapath_provider="ADVANCED_DATAPATH",
+            enable_fqdn_network_policy=True,
+            private_cluster_config={
+                "enable_private_nodes": True,
+                "enable_private_endpoint": args["private_endpoint"],
+                "master_ipv4_cidr_block": args["master_cidr"],
+            },
+            master_authorized_networks_config={
+                "cidr_blocks": [
+                    {"cidr_block": cidr, "display_name": f"sandboxkit-{index}"}
+                    for index, cidr in enumerate(args["master_authorized_networks"])
+                ],
+                "gcp_public_cidrs_access_enabled": False,
+            },
+            workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
+            enable_shielded_nodes=True,
+            enable_legacy_abac=False,
+            addons_config={"agent_sandbox_config": {"enabled": True}},
+            # The default pool lives only until removal, but never with the default account.
+            node_config=node_config,
+            resource_labels=dict(args["labels"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=grants),
+        )

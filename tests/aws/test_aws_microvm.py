@@ -1,0 +1,526 @@
+"""The ``aws-microvm`` target: its exact children and hardened inputs under recording mocks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.runtime import rpc
+
+from sandboxkit.aws.microvm import LAUNCHER_DIR, MicrovmSandbox, microvm_args
+from sandboxkit.aws.spec import MicrovmSettings
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
+from sandboxkit.targets import KitContext
+from sandboxkit.testing import named, of_type, one
+
+T = "aws-microvm"
+SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerKey"})
+SETTINGS: dict[str, Any] = {
+    "region": "eu-west-1",
+    "controlPlaneUrl": "https://agents.example.com/api",
+    "workerArtifact": {"bucket": "example-artifacts", "key": "worker/worker.zip"},
+    "webhookSecret": "webhook-hmac",
+    "workerKey": "worker-key",
+    "vpcCidr": "10.40.0.0/20",
+    "availabilityZones": ["eu-west-1a", "eu-west-1b"],
+}
+DEV_EGRESS = {"mode": "allowlist", "allow": ["pypi.org:443", "*.pythonhosted.org:443"]}
+ACCOUNT_REGION = "us-east-1:123456789012"  # what the offline mocks put in ARNs
+
+
+def source(profile: dict[str, Any] | None = None, **settings: Any) -> ConfigSource:
+    """A one-target stack config; secrets marked secure unless a test says otherwise."""
+    return ConfigSource(
+        values={
+            "environment": "dev",
+            "targets": [T],
+            "profile": profile or {},
+            T: {**SETTINGS, **settings},
+        },
+        secret_paths=SECRETS,
+    )
+
+
+def build(
+    engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any
+) -> list[RenderedResource]:
+    spec = load_stack(source(profile, **settings), "test")
+    settings_model = spec.settings[T]
+    assert isinstance(settings_model, MicrovmSettings)
+    args = microvm_args(spec.profile, settings_model, KitContext("test", "dev", T))
+    engine.run(lambda: MicrovmSandbox(T, args))
+    return engine.resources
+
+
+def policy_of(resources: list[RenderedResource], name: str) -> dict[str, Any]:
+    document = named(resources, name).inputs["policy"]
+    return json.loads(document)
+
+
+def firewall_domains(resources: list[RenderedResource]) -> list[str]:
+    group = named(resources, f"{T}-fw-domains").inputs["ruleGroup"]
+    source_list = group["rulesSource"]["rulesSourceList"]
+    assert source_list["generatedRulesType"] == "ALLOWLIST"
+    assert source_list["targetTypes"] == ["TLS_SNI", "HTTP_HOST"]
+    assert group["statefulRuleOptions"] == {"ruleOrder": "STRICT_ORDER"}
+    return list(source_list["targets"])
+
+
+def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True) -> set[str]:
+    names = {
+        "provider",
+        "vpc",
+        "igw",
+        "connector-sg",
+        "connector-role",
+        "connector-policy",
+        "connector",
+        "fw-domains",
+        "fw-policy",
+        "fw",
+        "fw-alert-logs",
+        "fw-flow-logs",
+        "fw-logging",
+        "dns-allowed",
+        "dns-all",
+        "dns-rules",
+        "dns-allow",
+        "dns-association",
+        "dns-config",
+        "flow-logs",
+        "flow-log-role",
+        "flow-log-policy",
+        "flow-log",
+        "build-role",
+        "build-policy",
+        "image",
+        "webhook-secret",
+        "webhook-secret-value",
+        "worker-key",
+        "worker-key-value",
+        "launcher-logs",
+        "launcher-role",
+        "launcher-policy",
+        "launcher",
+        "api",
+        "api-integration",
+        "api-route",
+        "api-logs",
+        "api-stage",
+        "api-permission",
+    }
+    if ip_rules:
+        names.add("fw-ip-rules")
+    if block:
+        names.add("dns-block")
+    for index in range(zones):
+        for tier in ("private", "firewall", "public"):
+            names |= {f"{tier}-{index}", f"{tier}-{index}-rt", f"{tier}-{index}-rta"}
+        names |= {
+            f"nat-eip-{index}",
+            f"nat-{index}",
+            f"private-{index}-default",
+            f"firewall-{index}-default",
+            f"public-{index}-default",
+            f"public-{index}-return",
+        }
+    return {f"{T}-{n}" for n in names}
+
+
+def test_children_are_exactly_the_walled_stack(engine: Recorder) -> None:
+    resources = build(engine, {"egress": DEV_EGRESS})
+    component = one(resources, "sandboxkit:index:MicrovmSandbox")
+    children = [r for r in resources if r is not component]
+    assert {r.name for r in children} == expected_children(2)
+    assert len(children) == len(expected_children(2))
+    assert all(r.parent == component.urn for r in children)
+    provider = named(resources, f"{T}-provider")
+    assert provider.type == "pulumi:providers:aws"
+    assert provider.inputs["region"] == "eu-west-1"
+
+
+def test_every_taggable_child_carries_the_kit_tags(engine: Recorder) -> None:
+    resources = build(engine)
+    labels = KitContext("test", "dev", T).labels()
+    untaggable = {
+        "pulumi:providers:aws",
+        "sandboxkit:index:MicrovmSandbox",
+        "aws:lambda/coreNetworkConnector:CoreNetworkConnector",  # the SDK takes no tags
+        "aws:ec2/routeTableAssociation:RouteTableAssociation",
+        "aws:ec2/route:Route",
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:networkfirewall/loggingConfiguration:LoggingConfiguration",
+        "aws:route53/resolverFirewallRule:ResolverFirewallRule",
+        "aws:route53/resolverFirewallConfig:ResolverFirewallConfig",
+        "aws:secretsmanager/secretVersion:SecretVersion",
+        "aws:apigatewayv2/integration:Integration",
+        "aws:apigatewayv2/route:Route",
+        "aws:lambda/permission:Permission",
+    }
+    for resource in resources:
+        if resource.type not in untaggable:
+            assert labels.items() <= resource.inputs["tags"].items(), resource.name
+
+
+def test_image_egresses_only_through_the_kits_connector(engine: Recorder) -> None:
+    resources = build(engine)
+    image = named(resources, f"{T}-image").inputs
+    connector = f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-connector"
+    assert len(image["egressNetworkConnectors"]) == 1
+    assert image["egressNetworkConnectors"][0].startswith(connector)
+    assert "INTERNET_EGRESS" not in json.dumps(image)
+    assert image["codeArtifact"] == {"uri": "s3://example-artifacts/worker/worker.zip"}
+    assert image["baseImageArn"] == "arn:aws:lambda:eu-west-1:aws:microvm-image:al2023-1"
+    assert "environmentVariables" not in image  # the worker key is never baked in
+    assert policy_of(resources, f"{T}-build-policy")["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": "arn:aws:s3:::example-artifacts/worker/worker.zip",
+        }
+    ]
+
+
+def test_connector_uses_private_subnets_and_its_own_security_group(engine: Recorder) -> None:
+    resources = build(engine)
+    config = named(resources, f"{T}-connector").inputs["configuration"]["vpcEgressConfiguration"]
+    private = [named(resources, f"{T}-private-{i}") for i in range(2)]
+    assert [s.inputs["cidrBlock"] for s in private] == ["10.40.0.0/24", "10.40.1.0/24"]
+    assert [s.split("-")[-2] for s in config["subnetIds"]] == ["0", "1"]
+    assert all(s.startswith(f"{T}-private-") for s in config["subnetIds"])
+    assert config["securityGroupIds"][0].startswith(f"{T}-connector-sg-")
+    assert config["associatedComputeResourceTypes"] == ["MicroVm"]
+    trust = json.loads(named(resources, f"{T}-connector-role").inputs["assumeRolePolicy"])
+    assert trust["Statement"][0]["Principal"] == {
+        "Service": "network-connectors.lambda.amazonaws.com"
+    }
+
+
+def test_firewall_policy_is_strict_order_and_drops_established(engine: Recorder) -> None:
+    resources = build(engine)
+    policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
+    assert policy["statefulEngineOptions"] == {"ruleOrder": "STRICT_ORDER"}
+    assert policy["statefulDefaultActions"] == ["aws:drop_established", "aws:alert_established"]
+    assert policy["statelessDefaultActions"] == ["aws:forward_to_sfe"]
+    assert policy["statelessFragmentDefaultActions"] == ["aws:forward_to_sfe"]
+    assert [r["priority"] for r in policy["statefulRuleGroupReferences"]] == [200]
+
+
+def test_allowlist_holds_exactly_control_plane_and_profile_names(engine: Recorder) -> None:
+    resources = build(engine, {"egress": DEV_EGRESS})
+    assert firewall_domains(resources) == [".pythonhosted.org", "agents.example.com", "pypi.org"]
+    dns = named(resources, f"{T}-dns-allowed").inputs["domains"]
+    assert dns == ["*.pythonhosted.org", "agents.example.com", "pypi.org"]
+
+
+def test_deny_allows_only_the_control_plane(engine: Recorder) -> None:
+    resources = build(engine, controlPlaneHosts=["telemetry.example.com"])
+    assert firewall_domains(resources) == ["agents.example.com", "telemetry.example.com"]
+    assert of_type(resources, "aws:networkfirewall/ruleGroup:RuleGroup") == [
+        named(resources, f"{T}-fw-domains")
+    ]
+
+
+def test_dns_firewall_allows_listed_names_then_blocks_all_fail_closed(engine: Recorder) -> None:
+    resources = build(engine)
+    allow = named(resources, f"{T}-dns-allow").inputs
+    block = named(resources, f"{T}-dns-block").inputs
+    assert (allow["action"], allow["priority"]) == ("ALLOW", 100)
+    assert allow["firewallDomainListId"].startswith(f"{T}-dns-allowed-")
+    assert (block["action"], block["priority"], block["blockResponse"]) == (
+        "BLOCK",
+        200,
+        "NXDOMAIN",
+    )
+    assert block["firewallDomainListId"].startswith(f"{T}-dns-all-")
+    assert named(resources, f"{T}-dns-all").inputs["domains"] == ["*"]
+    vpc_id = named(resources, f"{T}-dns-association").inputs["vpcId"]
+    assert vpc_id.startswith(f"{T}-vpc-")
+    config = named(resources, f"{T}-dns-config").inputs
+    assert config == {"resourceId": vpc_id, "firewallFailOpen": "DISABLED"}
+
+
+def test_security_group_opens_https_and_resolver_dns_only(engine: Recorder) -> None:
+    resources = build(engine)
+    group = named(resources, f"{T}-connector-sg").inputs
+    assert group["ingress"] == []
+    assert group["egress"] == [
+        {"protocol": "udp", "fromPort": 53, "toPort": 53, "cidrBlocks": ["10.40.0.2/32"]},
+        {"protocol": "tcp", "fromPort": 53, "toPort": 53, "cidrBlocks": ["10.40.0.2/32"]},
+        {"protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["0.0.0.0/0"]},
+    ]
+
+
+def test_ip_entries_get_a_pass_rule_and_their_own_port(engine: Recorder) -> None:
+    egress = {"mode": "allowlist", "allow": ["93.184.216.34:8443", "example.org:80"]}
+    resources = build(engine, {"egress": egress})
+    assert {r.name for r in resources} - {"aws-microvm"} == expected_children(2, ip_rules=True)
+    assert named(resources, f"{T}-connector-sg").inputs["egress"][2:] == [
+        {"protocol": "tcp", "fromPort": 80, "toPort": 80, "cidrBlocks": ["0.0.0.0/0"]},
+        {"protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["0.0.0.0/0"]},
+        {"protocol": "tcp", "fromPort": 8443, "toPort": 8443, "cidrBlocks": ["93.184.216.34/32"]},
+    ]
+    group = named(resources, f"{T}-fw-ip-rules").inputs["ruleGroup"]
+    assert group["rulesSource"]["rulesString"] == (
+        'pass tcp $HOME_NET any -> 93.184.216.34 8443 (msg:"sandboxkit allow 93.184.216.34:8443"; '
+        "flow:to_server; sid:1000001; rev:1;)"
+    )
+    policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
+    assert [r["priority"] for r in policy["statefulRuleGroupReferences"]] == [100, 200]
+    assert firewall_domains(resources) == ["agents.example.com", "example.org"]
+
+
+def test_open_passes_all_tcp_and_blocks_no_names(engine: Recorder) -> None:
+    resources = build(engine, {"egress": {"mode": "open"}})
+    assert {r.name for r in resources} - {"aws-microvm"} == expected_children(
+        2, ip_rules=True, block=False
+    )
+    rules = named(resources, f"{T}-fw-ip-rules").inputs["ruleGroup"]["rulesSource"]
+    assert rules["rulesString"].startswith("pass tcp $HOME_NET any -> $EXTERNAL_NET any ")
+    assert named(resources, f"{T}-connector-sg").inputs["egress"][-1] == {
+        "protocol": "tcp",
+        "fromPort": 0,
+        "toPort": 65535,
+        "cidrBlocks": ["0.0.0.0/0"],
+    }
+    policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
+    assert policy["statefulDefaultActions"] == ["aws:drop_established", "aws:alert_established"]
+
+
+def test_routes_send_both_directions_through_the_firewall(engine: Recorder) -> None:
+    resources = build(engine)
+    for index, private_cidr in enumerate(["10.40.0.0/24", "10.40.1.0/24"]):
+        out = named(resources, f"{T}-private-{index}-default").inputs
+        back = named(resources, f"{T}-public-{index}-return").inputs
+        assert out["destinationCidrBlock"] == "0.0.0.0/0"
+        assert out["vpcEndpointId"].startswith("vpce-")
+        assert back == {
+            **back,
+            "destinationCidrBlock": private_cidr,
+            "vpcEndpointId": out["vpcEndpointId"],
+        }
+        assert out["routeTableId"].startswith(f"{T}-private-{index}-rt-")
+        assert back["routeTableId"].startswith(f"{T}-public-{index}-rt-")
+        onward = named(resources, f"{T}-firewall-{index}-default").inputs
+        assert onward["natGatewayId"].startswith(f"{T}-nat-{index}-")
+        internet = named(resources, f"{T}-public-{index}-default").inputs
+        assert internet["gatewayId"].startswith(f"{T}-igw-")
+    endpoints = {
+        named(resources, f"{T}-private-{i}-default").inputs["vpcEndpointId"] for i in range(2)
+    }
+    assert len(endpoints) == 2  # each zone uses its own firewall endpoint
+
+
+def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> None:
+    resources = build(engine)
+    statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
+    assert [(s["Sid"], s["Action"]) for s in statements] == [
+        ("RunKitImage", "lambda:RunMicrovm"),
+        ("PassKitConnector", "lambda:PassNetworkConnector"),
+        ("ReadLaunchSecrets", "secretsmanager:GetSecretValue"),
+        ("WriteOwnLogs", ["logs:CreateLogStream", "logs:PutLogEvents"]),
+    ]
+    image, connector, secrets, logs = (s["Resource"] for s in statements)
+    assert image.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:microvm-image:{T}-image-")
+    assert connector.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-conn")
+    assert [s.split("/")[-1].rsplit("-", 1)[0] for s in secrets] == [
+        f"{T}-webhook-secret",
+        f"{T}-worker-key",
+    ]
+    assert logs == f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/sandboxkit/test/{T}/launcher-logs:*"
+    assert all(s["Effect"] == "Allow" and "*" not in str(s["Action"]) for s in statements)
+
+
+def test_execution_role_is_passed_only_when_configured_and_warned(engine: Recorder) -> None:
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::example-data/*"}
+        ],
+    }
+    resources = build(engine, executionRolePolicy=document)
+    statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
+    assert statements[-1]["Sid"] == "PassExecutionRole"
+    assert statements[-1]["Action"] == "iam:PassRole"
+    assert statements[-1]["Resource"].startswith(f"arn:aws:iam:{ACCOUNT_REGION}:role/{T}-exec")
+    assert policy_of(resources, f"{T}-execution-policy") == document
+    variables = named(resources, f"{T}-launcher").inputs["environment"]["variables"]
+    assert variables["EXECUTION_ROLE_ARN"] == statements[-1]["Resource"]
+    assert any("can read its credentials" in w for w in engine.warnings)
+
+
+def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None:
+    resources = build(
+        engine,
+        {
+            "limits": {
+                "maxLifetimeSeconds": 7200,
+                "idleTimeoutSeconds": 120,
+                "execTimeoutSeconds": 90,
+            }
+        },
+        replayWindowSeconds=120,
+    )
+    variables = named(resources, f"{T}-launcher").inputs["environment"]["variables"]
+    assert set(variables) == {
+        "IMAGE_ARN",
+        "CONNECTOR_ARN",
+        "WEBHOOK_SECRET_ARN",
+        "WORKER_KEY_SECRET_ARN",
+        "MAX_DURATION_SECONDS",
+        "IDLE_TIMEOUT_SECONDS",
+        "EXEC_TIMEOUT_SECONDS",
+        "REPLAY_WINDOW_SECONDS",
+        "CONTROL_PLANE_URL",
+    }
+    assert (
+        variables["MAX_DURATION_SECONDS"],
+        variables["IDLE_TIMEOUT_SECONDS"],
+        variables["EXEC_TIMEOUT_SECONDS"],
+        variables["REPLAY_WINDOW_SECONDS"],
+    ) == ("7200", "120", "90", "120")
+    assert variables["CONTROL_PLANE_URL"] == "https://agents.example.com/api"
+    assert (
+        variables["IMAGE_ARN"]
+        == policy_of(resources, f"{T}-launcher-policy")["Statement"][0]["Resource"]
+    )
+
+
+def test_launcher_code_concurrency_and_logs(engine: Recorder) -> None:
+    resources = build(
+        engine,
+        {"pool": {"ready": 0, "maxConcurrent": 7}, "audit": {"logRetentionDays": 45}},
+        unenforced=["pool.ready", "pool.maxConcurrent"],
+    )
+    function = named(resources, f"{T}-launcher").inputs
+    assert function["code"] == {
+        rpc._special_sig_key: rpc._special_archive_sig,
+        "path": str(LAUNCHER_DIR),
+    }
+    assert function["handler"] == "handler.handler"
+    assert function["reservedConcurrentExecutions"] == 7
+    assert function["loggingConfig"]["logGroup"] == f"/sandboxkit/test/{T}/launcher-logs"
+    groups = of_type(resources, "aws:cloudwatch/logGroup:LogGroup")
+    assert {g.inputs["retentionInDays"] for g in groups} == {60}  # 45 rounds up to 60
+    stage = named(resources, f"{T}-api-stage").inputs
+    assert stage["defaultRouteSettings"]["throttlingBurstLimit"] == 7
+    assert named(resources, f"{T}-api-route").inputs["routeKey"] == "POST /launch"
+    permission = named(resources, f"{T}-api-permission").inputs
+    assert permission["principal"] == "apigateway.amazonaws.com"
+    assert permission["sourceArn"].endswith("/*/POST/launch")
+
+
+def test_launcher_concurrency_setting_overrides_the_pool(engine: Recorder) -> None:
+    resources = build(engine, launcherConcurrency=3)
+    assert named(resources, f"{T}-launcher").inputs["reservedConcurrentExecutions"] == 3
+
+
+def test_secrets_stay_secret_and_the_worker_key_is_tagged(engine: Recorder) -> None:
+    resources = build(engine, workerKeyMaxAgeDays=14)
+    for part in ("webhook-secret", "worker-key"):
+        assert is_secret_value(named(resources, f"{T}-{part}-value").inputs["secretString"])
+    assert named(resources, f"{T}-worker-key").inputs["tags"]["sandboxkit-max-age-days"] == "14"
+
+
+def test_auth_token_ingress_adds_only_a_token_policy(engine: Recorder) -> None:
+    resources = build(engine, ingress="authToken", ingressPort=9000)
+    policy = named(resources, f"{T}-ingress-policy")
+    assert json.loads(policy.inputs["policy"])["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Action": "lambda:CreateMicrovmAuthToken",
+            "Resource": "arn:aws:lambda:eu-west-1:123456789012:microvm:*",
+        }
+    ]
+    assert policy.inputs["tags"]["sandboxkit-ingress-port"] == "9000"
+
+
+def test_prod_stack_renders_the_target(project_dir: Path) -> None:
+    rendered = render_stack(project_dir, "prod")
+    mine = [r for r in rendered.resources if rendered.target_of(r) == T]
+    assert named(mine, f"{T}-image").type == "aws:lambdamicrovms/image:Image"
+    assert firewall_domains(mine) == ["agents.example.com"]
+    assert set(rendered.outputs[T]) == {
+        "webhookUrl",
+        "launcherFunctionName",
+        "imageArn",
+        "connectorArn",
+        "firewallArn",
+        "logGroupNames",
+    }
+    assert rendered.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("profile", "settings", "key"),
+    [
+        (
+            {"limits": {"maxLifetimeSeconds": 28_801}},
+            {},
+            "sandboxkit:profile.limits.maxLifetimeSeconds",
+        ),
+        (
+            {"limits": {"idleTimeoutSeconds": 59}},
+            {},
+            "sandboxkit:profile.limits.idleTimeoutSeconds",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["example.org:8443"]}},
+            {},
+            "sandboxkit:profile.egress.allow",
+        ),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["[2001:4860::8888]:443"]}},
+            {},
+            "sandboxkit:profile.egress.allow",
+        ),
+        ({}, {"controlPlaneHosts": ["grpc.example.com:8443"]}, f"sandboxkit:{T}.controlPlaneHosts"),
+        ({}, {"controlPlaneUrl": "http://agents.example.com"}, f"sandboxkit:{T}.controlPlaneUrl"),
+        ({}, {"sessionKey": "sk-live"}, f"sandboxkit:{T}.sessionKey"),
+        ({}, {"apiKey": "sk-live"}, f"sandboxkit:{T}.apiKey"),
+        (
+            {},
+            {"egressNetworkConnectors": ["INTERNET_EGRESS"]},
+            f"sandboxkit:{T}.egressNetworkConnectors",
+        ),
+        (
+            {},
+            {
+                "executionRolePolicy": {
+                    "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]
+                }
+            },
+            f"sandboxkit:{T}.executionRolePolicy",
+        ),
+        ({}, {"vpcCidr": "8.8.0.0/16"}, f"sandboxkit:{T}.vpcCidr"),
+        ({}, {"availabilityZones": ["us-east-1a"]}, f"sandboxkit:{T}.availabilityZones"),
+    ],
+)
+def test_bad_config_exits_2_naming_the_key(
+    profile: dict[str, Any], settings: dict[str, Any], key: str
+) -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile, **settings), "test")
+    assert caught.value.keys == (key,)
+
+
+def test_plaintext_secret_is_refused_without_showing_it() -> None:
+    from sandboxkit.errors import ConfigError
+
+    plain = ConfigSource(values=source().values, secret_paths=frozenset({f"{T}.workerKey"}))
+    with pytest.raises(ConfigError) as caught:
+        load_stack(plain, "test")
+    assert caught.value.keys == (f"sandboxkit:{T}.webhookSecret",)
+    assert "webhook-hmac" not in str(caught.value)
+
+
+def test_lifetime_cap_names_its_source() -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"at most 28800 for target aws-microvm .*botocore"):
+        load_stack(source({"limits": {"maxLifetimeSeconds": 30_000}}), "test")

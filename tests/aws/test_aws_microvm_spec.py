@@ -1,0 +1,148 @@
+"""The ``aws-microvm`` spec: egress plan, retention rounding, layout, enforcement map, caps."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandboxkit.aws.microvm import resolver_address, subnet_layout, suricata_rules
+from sandboxkit.aws.spec import (
+    LOG_RETENTION_DAYS,
+    SPEC,
+    MicrovmSettings,
+    control_plane_rule,
+    egress_plan,
+    log_retention,
+)
+from sandboxkit.egress import parse_rule
+from sandboxkit.errors import ConfigError
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.secrets import SecretValue
+from sandboxkit.targets import TARGET_MODULES
+
+
+def settings(**overrides: object) -> MicrovmSettings:
+    return MicrovmSettings.model_validate(
+        {
+            "region": "eu-west-1",
+            "controlPlaneUrl": "https://agents.example.com",
+            "workerArtifact": {"bucket": "example-artifacts", "key": "w.zip"},
+            "webhookSecret": SecretValue("a"),
+            "workerKey": SecretValue("b"),
+            "vpcCidr": "10.0.0.0/16",
+            "availabilityZones": ["eu-west-1a"],
+            **overrides,
+        }
+    )
+
+
+def profile(mode: str = "deny", allow: tuple[str, ...] = ()) -> SandboxProfile:
+    return SandboxProfile.model_validate({"egress": {"mode": mode, "allow": list(allow)}})
+
+
+def test_registered_under_its_public_name() -> None:
+    assert TARGET_MODULES["aws-microvm"] == "sandboxkit.aws.spec"
+    assert SPEC.name == "aws-microvm"
+
+
+def test_plan_for_deny_holds_only_the_control_plane() -> None:
+    plan = egress_plan(profile(), settings(controlPlaneHosts=["*.cdn.example.com"]))
+    assert plan.firewall_domains == (".cdn.example.com", "agents.example.com")
+    assert plan.dns_names == ("*.cdn.example.com", "agents.example.com")
+    assert plan.tcp_ports == (443,)
+    assert plan.ip_rules == ()
+
+
+def test_plan_splits_names_ports_and_ips() -> None:
+    allow = ("pypi.org", "*.pythonhosted.org", "mirror.example.org:80", "93.184.216.34:8443")
+    plan = egress_plan(profile("allowlist", allow), settings())
+    assert plan.firewall_domains == (
+        ".pythonhosted.org",
+        "agents.example.com",
+        "mirror.example.org",
+        "pypi.org",
+    )
+    assert plan.tcp_ports == (80, 443)
+    assert plan.ip_rules == (parse_rule("93.184.216.34:8443"),)
+
+
+def test_plan_refuses_each_unenforceable_entry_by_value() -> None:
+    bad = profile("allowlist", ("example.org:8443", "[2001:4860::8888]", "pypi.org"))
+    with pytest.raises(ConfigError) as caught:
+        egress_plan(bad, settings())
+    assert [(p.key, p.value) for p in caught.value.problems] == [
+        ("sandboxkit:profile.egress.allow", "[2001:4860::8888]:443"),
+        ("sandboxkit:profile.egress.allow", "example.org:8443"),
+    ]
+    assert "TLS SNI and HTTP Host" in caught.value.problems[1].expected
+
+
+def test_control_plane_url_gives_host_and_port() -> None:
+    assert str(control_plane_rule("https://api.example.com:443/v1")) == "api.example.com:443"
+    with pytest.raises(ValueError, match="https://"):
+        control_plane_rule("https://user:pw@api.example.com")
+
+
+@pytest.mark.parametrize(
+    ("days", "kept"), [(1, 1), (2, 3), (30, 30), (31, 60), (366, 400), (3653, 3653)]
+)
+def test_log_retention_rounds_up_to_an_allowed_value(days: int, kept: int) -> None:
+    assert log_retention(days) == kept
+    assert kept in LOG_RETENTION_DAYS
+
+
+def test_log_retention_refuses_beyond_the_longest() -> None:
+    with pytest.raises(ValueError, match="at most 3653"):
+        log_retention(3654)
+
+
+def test_subnet_layout_and_resolver() -> None:
+    assert subnet_layout("10.40.0.0/20", 2) == {
+        "private": ["10.40.0.0/24", "10.40.1.0/24"],
+        "firewall": ["10.40.2.0/24", "10.40.3.0/24"],
+        "public": ["10.40.4.0/24", "10.40.5.0/24"],
+    }
+    assert resolver_address("10.40.0.0/20") == "10.40.0.2"
+
+
+def test_no_pass_rules_without_ip_entries() -> None:
+    assert suricata_rules(egress_plan(profile(), settings())) == ""
+
+
+def test_enforcement_map_says_where_each_field_is_enforced() -> None:
+    kinds = {k: e.kind for k, e in SPEC.enforcement(profile(), settings()).items()}
+    assert kinds == {
+        "egress.mode": "platform",
+        "limits.vcpu": "none",
+        "limits.memoryMiB": "none",
+        "limits.execTimeoutSeconds": "runtime",
+        "limits.maxLifetimeSeconds": "platform",
+        "limits.idleTimeoutSeconds": "platform",
+        "pool.ready": "none",
+        "pool.maxConcurrent": "none",
+        "audit.logRetentionDays": "platform",
+    }
+
+
+def test_caps_carry_their_sources() -> None:
+    caps = {c.field: c for c in SPEC.caps}
+    assert (
+        caps["limits.maxLifetimeSeconds"].maximum,
+        caps["limits.idleTimeoutSeconds"].minimum,
+        caps["audit.logRetentionDays"].maximum,
+    ) == (28_800, 60, 3653)
+    assert (
+        "RunMicrovmRequestMaximumDurationInSecondsInteger"
+        in caps["limits.maxLifetimeSeconds"].source
+    )
+    assert "IdlePolicyMaxIdleDurationSecondsInteger" in caps["limits.idleTimeoutSeconds"].source
+    assert "Days" in caps["audit.logRetentionDays"].source
+
+
+def test_base_image_defaults_to_the_regions_managed_image() -> None:
+    assert settings().base_image() == "arn:aws:lambda:eu-west-1:aws:microvm-image:al2023-1"
+    own = "arn:aws:lambda:eu-west-1:123456789012:microvm-image:base"
+    assert settings(baseImageArn=own).base_image() == own
+
+
+def test_secret_settings_are_declared() -> None:
+    assert MicrovmSettings.secret_keys() == {"webhookSecret", "workerKey"}

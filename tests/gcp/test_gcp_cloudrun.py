@@ -1,0 +1,231 @@
+"""gcp-cloudrun: exact children, hardened inputs, and the egress firewall rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.gcp.cloudrun import (
+    ALLOW_FIRST_PRIORITY,
+    DENY_ALL_PRIORITY,
+    LAUNCHER_ROLES,
+    CloudRunSandbox,
+    cloudrun_args,
+)
+from sandboxkit.gcp.cloudrun_spec import CloudRunSettings
+from sandboxkit.render import Recorder, render_stack
+from sandboxkit.targets import KitContext
+from sandboxkit.testing import named, of_type, one
+
+SERVICE = "gcp:cloudrunv2/service:Service"
+RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+SETTINGS = {
+    "project": "example-project",
+    "region": "us-central1",
+    "image": "us-docker.pkg.dev/example-project/agents/launcher:1",
+    "invokers": ["serviceAccount:agent@example-project.iam.gserviceaccount.com"],
+}
+ALLOWLIST = [
+    "pypi.org",
+    "files.pythonhosted.org",
+    "api.example.com:8443",
+    "93.184.216.34",
+    "[2606:4700:4700::1111]:443",
+]
+
+
+def build(engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any) -> list[Any]:
+    values: dict[str, Any] = {
+        "environment": "prod",
+        "targets": ["gcp-cloudrun"],
+        "gcp-cloudrun": {**SETTINGS, **settings},
+    }
+    if profile is not None:
+        values["profile"] = profile
+    spec = load_stack(ConfigSource(values=values), "test")
+    target_settings = spec.settings["gcp-cloudrun"]
+    assert isinstance(target_settings, CloudRunSettings)
+    context = KitContext(stack="test", environment="prod", target="gcp-cloudrun")
+    args = cloudrun_args(spec.profile, target_settings, context)
+    engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
+    return engine.resources
+
+
+def allowlist(engine: Recorder) -> list[Any]:
+    return build(engine, {"egress": {"mode": "allowlist", "allow": ALLOWLIST}})
+
+
+def test_children_are_exactly_the_documented_set_with_egress_deny(engine: Recorder) -> None:
+    resources = build(engine)
+    assert sorted((r.type, r.name) for r in resources) == sorted(
+        [
+            ("sandboxkit:index:CloudRunSandbox", "gcp-cloudrun"),
+            ("gcp:serviceaccount/account:Account", "gcp-cloudrun-service-account"),
+            ("gcp:projects/iAMMember:IAMMember", "gcp-cloudrun-role-logging-logWriter"),
+            ("gcp:compute/network:Network", "gcp-cloudrun-network"),
+            ("gcp:compute/subnetwork:Subnetwork", "gcp-cloudrun-subnet"),
+            (
+                "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy",
+                "gcp-cloudrun-firewall-policy",
+            ),
+            (
+                "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation",
+                "gcp-cloudrun-firewall-association",
+            ),
+            (RULE, "gcp-cloudrun-deny-all-ipv4"),
+            (RULE, "gcp-cloudrun-deny-all-ipv6"),
+            (SERVICE, "gcp-cloudrun-service"),
+            ("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "gcp-cloudrun-invoker-0"),
+            ("gcp:logging/projectBucketConfig:ProjectBucketConfig", "gcp-cloudrun-log-bucket"),
+            ("gcp:logging/projectSink:ProjectSink", "gcp-cloudrun-log-sink"),
+        ]
+    )
+    component = named(resources, "gcp-cloudrun")
+    assert all(r.parent == component.urn for r in resources if r is not component)
+    assert all(r.inputs["project"] == "example-project" for r in resources if r.custom)
+
+
+def test_the_service_is_a_gen2_sandbox_launcher_reachable_only_internally(
+    engine: Recorder,
+) -> None:
+    service = one(build(engine), SERVICE).inputs
+    assert service["launchStage"] == "BETA"
+    assert service["ingress"] == "INGRESS_TRAFFIC_INTERNAL_ONLY"
+    assert service["invokerIamDisabled"] is False
+    assert service["location"] == "us-central1"
+    template = service["template"]
+    assert template["executionEnvironment"] == "EXECUTION_ENVIRONMENT_GEN2"
+    (container,) = template["containers"]
+    assert container["sandboxLauncher"] is True
+    assert container["resources"]["limits"] == {"cpu": "8", "memory": "32768Mi"}
+    assert template["serviceAccount"] == "sbx-test-run@example-project.iam.gserviceaccount.com"
+    assert template["vpcAccess"]["egress"] == "ALL_TRAFFIC"
+    assert "sandboxes" not in template
+
+
+def test_sizing_reaches_concurrency_scaling_and_timeout(engine: Recorder) -> None:
+    # Defaults: 8 vCPU / 32768 MiB instance, 1 vCPU / 1024 MiB reserve, 1 vCPU / 2048 MiB
+    # sandboxes: 7 slots; ready 2 -> 1 warm instance; 50 concurrent -> 8 instances.
+    template = one(build(engine), SERVICE).inputs["template"]
+    assert template["maxInstanceRequestConcurrency"] == 7
+    assert template["scaling"] == {"minInstanceCount": 1, "maxInstanceCount": 8}
+    assert template["timeout"] == "300s"
+
+
+def test_templates_need_launch_stage_alpha_and_carry_no_environment(engine: Recorder) -> None:
+    templates = [{"name": "python", "image": "example.com/python:3.12", "command": ["python3"]}]
+    service = one(build(engine, templates=templates), SERVICE).inputs
+    assert service["launchStage"] == "ALPHA"
+    assert service["template"]["sandboxes"] == {
+        "templates": [
+            {"name": "python", "image": "example.com/python:3.12", "commands": ["python3"]}
+        ]
+    }
+
+
+def test_no_public_invoker_and_only_the_listed_roles(engine: Recorder) -> None:
+    resources = build(engine)
+    members = [
+        r.inputs["member"]
+        for r in of_type(resources, "gcp:cloudrunv2/serviceIamMember:ServiceIamMember")
+    ]
+    assert members == ["serviceAccount:agent@example-project.iam.gserviceaccount.com"]
+    for resource in resources:
+        assert "allUsers" not in str(resource.inputs)
+        assert "allAuthenticatedUsers" not in str(resource.inputs)
+    roles = [r.inputs["role"] for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")]
+    assert roles == list(LAUNCHER_ROLES) == ["roles/logging.logWriter"]
+
+
+def test_deny_has_no_route_out_and_no_nat(engine: Recorder) -> None:
+    resources = build(engine)
+    network = one(resources, "gcp:compute/network:Network").inputs
+    assert network["deleteDefaultRoutesOnCreate"] is True
+    assert network["networkFirewallPolicyEnforcementOrder"] == "BEFORE_CLASSIC_FIREWALL"
+    assert network["autoCreateSubnetworks"] is False
+    assert not of_type(resources, "gcp:compute/routerNat:RouterNat")
+    rules = {r.inputs["ruleName"]: r.inputs for r in of_type(resources, RULE)}
+    assert set(rules) == {"deny-all-ipv4", "deny-all-ipv6"}
+    assert rules["deny-all-ipv4"]["match"]["destIpRanges"] == ["0.0.0.0/0"]
+    assert rules["deny-all-ipv6"]["match"]["destIpRanges"] == ["::/0"]
+    for rule in rules.values():
+        assert rule["action"] == "deny"
+        assert rule["direction"] == "EGRESS"
+        assert rule["enableLogging"] is True
+        assert rule["match"]["layer4Configs"] == [{"ipProtocol": "all"}]
+
+
+def test_allowlist_allows_exactly_the_profile_per_port(engine: Recorder) -> None:
+    resources = allowlist(engine)
+    rules = {r.inputs["ruleName"]: r.inputs for r in of_type(resources, RULE)}
+    allows = {name: rule for name, rule in rules.items() if rule["action"] == "allow"}
+    assert {name: rule["match"] for name, rule in allows.items()} == {
+        "allow-fqdn-443": {
+            "destFqdns": ["files.pythonhosted.org", "pypi.org"],
+            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
+        },
+        "allow-fqdn-8443": {
+            "destFqdns": ["api.example.com"],
+            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["8443"]}],
+        },
+        "allow-ipv4-443": {
+            "destIpRanges": ["93.184.216.34/32"],
+            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
+        },
+        "allow-ipv6-443": {
+            "destIpRanges": ["2606:4700:4700::1111/128"],
+            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
+        },
+    }
+    denies = [rule for rule in rules.values() if rule["action"] == "deny"]
+    assert {d["ruleName"] for d in denies} == {"deny-all-ipv4", "deny-all-ipv6"}
+    assert min(d["priority"] for d in denies) > max(a["priority"] for a in allows.values())
+    assert min(a["priority"] for a in allows.values()) == ALLOW_FIRST_PRIORITY
+    assert min(d["priority"] for d in denies) == DENY_ALL_PRIORITY
+    assert all(rule["enableLogging"] is True for rule in rules.values())
+    assert len({rule["priority"] for rule in rules.values()}) == len(rules)
+
+
+def test_allowlist_and_open_route_through_logged_nat(engine: Recorder) -> None:
+    resources = allowlist(engine)
+    network = one(resources, "gcp:compute/network:Network").inputs
+    assert network["deleteDefaultRoutesOnCreate"] is False
+    nat = one(resources, "gcp:compute/routerNat:RouterNat").inputs
+    assert nat["logConfig"] == {"enable": True, "filter": "ALL"}
+    assert nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS"
+
+
+def test_open_denies_non_public_ranges_before_allowing_the_rest(engine: Recorder) -> None:
+    resources = build(engine, {"egress": {"mode": "open"}})
+    rules = {r.inputs["ruleName"]: r.inputs for r in of_type(resources, RULE)}
+    assert rules["deny-non-public-ipv4"]["priority"] < rules["allow-public-ipv4"]["priority"]
+    assert "169.254.0.0/16" in rules["deny-non-public-ipv4"]["match"]["destIpRanges"]
+    assert rules["allow-public-ipv4"]["priority"] < rules["deny-all-ipv4"]["priority"]
+
+
+def test_flow_logs_and_log_retention(engine: Recorder) -> None:
+    resources = build(engine, {"audit": {"logRetentionDays": 90}})
+    subnet = one(resources, "gcp:compute/subnetwork:Subnetwork").inputs
+    assert subnet["logConfig"]["flowSampling"] == 1
+    assert subnet["privateIpGoogleAccess"] is False
+    bucket = one(resources, "gcp:logging/projectBucketConfig:ProjectBucketConfig").inputs
+    assert bucket["retentionDays"] == 90
+    assert bucket["location"] == "us-central1"
+    sink = one(resources, "gcp:logging/projectSink:ProjectSink").inputs
+    assert sink["destination"] == (
+        "logging.googleapis.com/projects/example-project/locations/us-central1/buckets/"
+        f"{bucket['bucketId']}"
+    )
+    assert 'resource.labels.service_name="sbx-test-launcher"' in sink["filter"]
+
+
+def test_prod_stack_exports_the_documented_outputs(project_dir: Path) -> None:
+    rendered = render_stack(project_dir, "prod")
+    assert rendered.outputs["gcp-cloudrun"] == {
+        "serviceUri": rendered.outputs["gcp-cloudrun"]["serviceUri"],
+        "serviceAccountEmail": "sbx-prod-run@example-sandboxkit-prod.iam.gserviceaccount.com",
+        "networkName": "sbx-prod-run",
+        "firewallPolicyName": "sbx-prod-run-egress",
+    }
+    assert rendered.outputs["gcp-cloudrun"]["serviceUri"].startswith("https://sbx-prod-launcher-")

@@ -1,0 +1,159 @@
+"""gcp-cloudrun and gcp-gke settings: the exact exit-2 errors, each naming its key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sandboxkit.config import ConfigSource, StackSpec, load_stack
+from sandboxkit.errors import ConfigError
+
+CLOUDRUN = {"project": "example-project", "region": "us-central1", "image": "example.com/l:1"}
+GKE = {"project": "example-project", "region": "us-central1", "image": "example.com/s:1"}
+
+
+def load(target: str, settings: dict[str, Any], profile: dict[str, Any] | None = None) -> StackSpec:
+    values = {"environment": "prod", "targets": [target], target: settings}
+    if profile is not None:
+        values["profile"] = profile
+    return load_stack(ConfigSource(values=values), "test")
+
+
+def problems(
+    target: str, settings: dict[str, Any], profile: dict[str, Any] | None = None
+) -> dict[str, str]:
+    with pytest.raises(ConfigError) as caught:
+        load(target, settings, profile)
+    return {p.key: p.expected for p in caught.value.problems}
+
+
+@pytest.mark.parametrize("target,base", [("gcp-cloudrun", CLOUDRUN), ("gcp-gke", GKE)])
+@pytest.mark.parametrize("key", ["project", "region"])
+def test_project_and_region_are_required(target: str, base: dict[str, str], key: str) -> None:
+    settings = {k: v for k, v in base.items() if k != key}
+    assert problems(target, settings) == {
+        f"sandboxkit:{target}.{key}": "a value (this key is required)"
+    }
+
+
+def test_a_wildcard_entry_exits_2_naming_the_entry_and_secure_web_proxy() -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org"]}}
+    with pytest.raises(ConfigError) as caught:
+        load("gcp-cloudrun", CLOUDRUN, profile)
+    (problem,) = caught.value.problems
+    assert problem.key == "sandboxkit:profile.egress.allow"
+    assert problem.value == "*.pythonhosted.org:443"
+    assert "Secure Web Proxy" in problem.expected
+    assert "exact names only for target gcp-cloudrun" in problem.expected
+
+
+def test_the_gke_target_takes_wildcards_through_its_fqdn_policy() -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": ["*.pythonhosted.org"]}}
+    spec = load("gcp-gke", GKE, profile)
+    assert spec.enforcement["gcp-gke"]["egress.mode"].where.endswith("gke FQDN policy")
+
+
+def test_a_sandbox_larger_than_the_largest_instance_names_the_profile_key() -> None:
+    found = problems("gcp-cloudrun", CLOUDRUN, {"limits": {"vcpu": 7.5}})
+    assert list(found) == ["sandboxkit:profile.limits.vcpu"]
+    assert found["sandboxkit:profile.limits.vcpu"].startswith(
+        "at most 7 for target gcp-cloudrun: one sandbox plus the launcher reserve (1)"
+    )
+    memory = problems("gcp-cloudrun", CLOUDRUN, {"limits": {"memoryMiB": 31745}})
+    assert list(memory) == ["sandboxkit:profile.limits.memoryMiB"]
+    assert memory["sandboxkit:profile.limits.memoryMiB"].startswith("at most 31744 ")
+
+
+def test_the_largest_sandbox_that_fits_is_accepted() -> None:
+    spec = load("gcp-cloudrun", CLOUDRUN, {"limits": {"vcpu": 7, "memoryMiB": 31744}})
+    assert (
+        "maxInstanceRequestConcurrency 1" in spec.enforcement["gcp-cloudrun"]["limits.vcpu"].where
+    )
+
+
+def test_a_sandbox_larger_than_the_configured_instance_names_the_instance() -> None:
+    settings = {**CLOUDRUN, "instance": {"vcpu": 2, "memoryMiB": 4096}}
+    found = problems("gcp-cloudrun", settings, {"limits": {"vcpu": 1, "memoryMiB": 3584}})
+    assert list(found) == ["sandboxkit:gcp-cloudrun.instance"]
+    assert (
+        "the default is the largest, 8 vCPU and 32768 MiB"
+        in found["sandboxkit:gcp-cloudrun.instance"]
+    )
+
+
+@pytest.mark.parametrize(
+    "instance,key",
+    [
+        ({"vcpu": 3, "memoryMiB": 4096}, "sandboxkit:gcp-cloudrun.instance.vcpu"),
+        ({"vcpu": 8, "memoryMiB": 2048}, "sandboxkit:gcp-cloudrun.instance.memoryMiB"),
+        ({"vcpu": 2, "memoryMiB": 16384}, "sandboxkit:gcp-cloudrun.instance.memoryMiB"),
+    ],
+)
+def test_instance_sizes_follow_the_cloud_run_table(instance: dict[str, int], key: str) -> None:
+    assert list(problems("gcp-cloudrun", {**CLOUDRUN, "instance": instance})) == [key]
+
+
+@pytest.mark.parametrize(
+    "principal", ["allUsers", "allAuthenticatedUsers", "domain:example.com", "user:someone"]
+)
+def test_invokers_must_be_named_principals(principal: str) -> None:
+    found = problems("gcp-cloudrun", {**CLOUDRUN, "invokers": [principal]})
+    assert list(found) == ["sandboxkit:gcp-cloudrun.invokers[0]"]
+    assert "allUsers, allAuthenticatedUsers and domain: would open" in next(iter(found.values()))
+
+
+def test_ingress_is_never_all_traffic() -> None:
+    found = problems("gcp-cloudrun", {**CLOUDRUN, "ingress": "all"})
+    assert list(found) == ["sandboxkit:gcp-cloudrun.ingress"]
+
+
+@pytest.mark.parametrize("cidr", ["10.8.0.0/27", "8.8.8.0/24", "10.8.0.1/24", "nonsense"])
+def test_the_egress_subnet_is_private_and_at_least_a_slash_26(cidr: str) -> None:
+    found = problems("gcp-cloudrun", {**CLOUDRUN, "subnetCidr": cidr})
+    assert list(found) == ["sandboxkit:gcp-cloudrun.subnetCidr"]
+
+
+def test_exec_timeout_is_capped_by_the_request_timeout() -> None:
+    found = problems(
+        "gcp-cloudrun",
+        CLOUDRUN,
+        {"limits": {"execTimeoutSeconds": 3601, "maxLifetimeSeconds": 7200}},
+    )
+    assert "sandboxkit:profile.limits.execTimeoutSeconds" in found
+    assert found["sandboxkit:profile.limits.execTimeoutSeconds"].startswith(
+        "from 1 to 3600 for target gcp-cloudrun"
+    )
+
+
+def test_cloud_run_lifetime_is_not_enforced_and_must_be_acknowledged() -> None:
+    found = problems("gcp-cloudrun", CLOUDRUN, {"limits": {"maxLifetimeSeconds": 1800}})
+    assert list(found) == ["sandboxkit:profile.limits.maxLifetimeSeconds"]
+    spec = load(
+        "gcp-cloudrun",
+        {**CLOUDRUN, "unenforced": ["limits.maxLifetimeSeconds"]},
+        {"limits": {"maxLifetimeSeconds": 1800}},
+    )
+    assert spec.enforcement["gcp-cloudrun"]["limits.maxLifetimeSeconds"].kind == "none"
+
+
+def test_log_retention_is_capped_at_3650_days() -> None:
+    for target, base in (("gcp-cloudrun", CLOUDRUN), ("gcp-gke", GKE)):
+        found = problems(target, base, {"audit": {"logRetentionDays": 3651}})
+        assert list(found) == ["sandboxkit:profile.audit.logRetentionDays"]
+
+
+def test_gke_master_authorized_networks_are_cidrs() -> None:
+    found = problems("gcp-gke", {**GKE, "masterAuthorizedNetworks": ["10.0.0.0/24", "office"]})
+    assert list(found) == ["sandboxkit:gcp-gke.masterAuthorizedNetworks[1]"]
+
+
+def test_gke_enforcement_reuses_the_kubernetes_map_with_its_log_bucket() -> None:
+    from sandboxkit.kubernetes.spec import kubernetes_enforcement
+
+    spec = load("gcp-gke", GKE)
+    expected = kubernetes_enforcement(spec.profile, "gke", "gcp-gke")
+    got = dict(spec.enforcement["gcp-gke"])
+    assert got.pop("audit.logRetentionDays").kind == "platform"
+    expected.pop("audit.logRetentionDays")
+    assert got == expected

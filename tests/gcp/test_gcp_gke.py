@@ -1,0 +1,180 @@
+"""gcp-gke: exact children, the hardened cluster and gVisor pool, the sandbox objects on it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.gcp.gke import (
+    GVISOR_NODE_LABEL,
+    GVISOR_TOLERATION,
+    NODE_ROLES,
+    GkeAgentSandbox,
+    gke_args,
+)
+from sandboxkit.gcp.gke_spec import GkeSettings
+from sandboxkit.render import Recorder, is_secret_value
+from sandboxkit.targets import KitContext
+from sandboxkit.testing import named, of_type, one
+
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+TEMPLATE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
+SETTINGS = {
+    "project": "example-project",
+    "region": "us-central1",
+    "image": "example.com/sandbox:1",
+    "masterAuthorizedNetworks": ["10.0.0.0/24"],
+}
+
+
+def build(engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any) -> list[Any]:
+    values: dict[str, Any] = {
+        "environment": "prod",
+        "targets": ["gcp-gke"],
+        "gcp-gke": {**SETTINGS, **settings},
+    }
+    if profile is not None:
+        values["profile"] = profile
+    spec = load_stack(ConfigSource(values=values), "test")
+    target_settings = spec.settings["gcp-gke"]
+    assert isinstance(target_settings, GkeSettings)
+    context = KitContext(stack="test", environment="prod", target="gcp-gke")
+    args = gke_args(spec.profile, target_settings, context)
+    engine.run(lambda: GkeAgentSandbox("gcp-gke", args))
+    return engine.resources
+
+
+SANDBOX_CHILDREN = [
+    ("sandboxkit:index:AgentSandbox", "gcp-gke-agent-sandbox"),
+    ("kubernetes:core/v1:Namespace", "gcp-gke-agent-sandbox-namespace"),
+    (TEMPLATE, "gcp-gke-agent-sandbox-template"),
+    ("kubernetes:networking.k8s.io/v1:NetworkPolicy", "gcp-gke-agent-sandbox-network-policy"),
+    ("kubernetes:core/v1:ResourceQuota", "gcp-gke-agent-sandbox-quota"),
+    (
+        "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool",
+        "gcp-gke-agent-sandbox-warm-pool",
+    ),
+]
+
+
+def test_children_are_exactly_the_documented_set(engine: Recorder) -> None:
+    resources = build(engine)
+    assert sorted((r.type, r.name) for r in resources) == sorted(
+        [
+            ("sandboxkit:index:GkeAgentSandbox", "gcp-gke"),
+            ("gcp:serviceaccount/account:Account", "gcp-gke-node-service-account"),
+            (
+                "gcp:projects/iAMMember:IAMMember",
+                "gcp-gke-role-container-defaultNodeServiceAccount",
+            ),
+            ("gcp:compute/network:Network", "gcp-gke-network"),
+            ("gcp:compute/subnetwork:Subnetwork", "gcp-gke-subnet"),
+            ("gcp:compute/router:Router", "gcp-gke-router"),
+            ("gcp:compute/routerNat:RouterNat", "gcp-gke-nat"),
+            (CLUSTER, "gcp-gke-cluster"),
+            (POOL, "gcp-gke-gvisor-pool"),
+            ("pulumi:providers:kubernetes", "gcp-gke-k8s-provider"),
+            ("gcp:logging/projectBucketConfig:ProjectBucketConfig", "gcp-gke-log-bucket"),
+            ("gcp:logging/projectSink:ProjectSink", "gcp-gke-log-sink"),
+            *SANDBOX_CHILDREN,
+        ]
+    )
+    component = named(resources, "gcp-gke")
+    sandbox = named(resources, "gcp-gke-agent-sandbox")
+    for resource in resources:
+        if resource.type.startswith("kubernetes:"):
+            assert resource.parent == sandbox.urn
+        elif resource is not component:
+            assert resource.parent == component.urn
+
+
+def test_the_cluster_is_private_hardened_and_runs_agent_sandbox(engine: Recorder) -> None:
+    cluster = one(build(engine), CLUSTER).inputs
+    assert cluster["privateClusterConfig"] == {
+        "enablePrivateNodes": True,
+        "enablePrivateEndpoint": True,
+        "masterIpv4CidrBlock": "172.16.0.16/28",
+    }
+    assert cluster["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [{"cidrBlock": "10.0.0.0/24", "displayName": "sandboxkit-0"}],
+        "gcpPublicCidrsAccessEnabled": False,
+    }
+    assert cluster["workloadIdentityConfig"] == {"workloadPool": "example-project.svc.id.goog"}
+    assert cluster["enableShieldedNodes"] is True
+    assert cluster["enableLegacyAbac"] is False
+    assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert cluster["enableFqdnNetworkPolicy"] is True
+    assert cluster["addonsConfig"] == {"agentSandboxConfig": {"enabled": True}}
+    assert cluster["removeDefaultNodePool"] is True
+    assert cluster["deletionProtection"] is True
+    assert cluster["location"] == "us-central1"
+    assert cluster["minMasterVersion"] == "1.36.3-gke.1767000"
+    assert cluster["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+
+
+def test_the_gvisor_pool_is_shielded_with_the_metadata_server_and_a_minimal_account(
+    engine: Recorder,
+) -> None:
+    resources = build(engine)
+    pool = one(resources, POOL).inputs
+    node = pool["nodeConfig"]
+    assert node["sandboxConfig"] == {"type": "GVISOR"}
+    assert node["imageType"] == "COS_CONTAINERD"
+    assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert node["shieldedInstanceConfig"] == {
+        "enableSecureBoot": True,
+        "enableIntegrityMonitoring": True,
+    }
+    assert node["metadata"] == {"disable-legacy-endpoints": "true"}
+    assert node["serviceAccount"] == "sbx-test-nodes@example-project.iam.gserviceaccount.com"
+    assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
+    assert pool["autoscaling"] == {"minNodeCount": 1, "maxNodeCount": 10}
+    roles = [r.inputs["role"] for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")]
+    assert roles == list(NODE_ROLES) == ["roles/container.defaultNodeServiceAccount"]
+
+
+def test_sandboxes_run_on_the_gvisor_pool_with_its_toleration(engine: Recorder) -> None:
+    resources = build(engine)
+    pod = one(resources, TEMPLATE).inputs["spec"]["podTemplate"]["spec"]
+    assert pod["runtimeClassName"] == "gvisor"
+    assert pod["tolerations"] == [GVISOR_TOLERATION]
+    assert pod["nodeSelector"] == GVISOR_NODE_LABEL == {"sandbox.gke.io/runtime": "gvisor"}
+    # GKE supplies the gvisor RuntimeClass: the kit references it and creates none.
+    assert not of_type(resources, "kubernetes:node.k8s.io/v1:RuntimeClass")
+
+
+def test_the_kubeconfig_is_a_secret_built_from_the_cluster(engine: Recorder) -> None:
+    provider = named(build(engine), "gcp-gke-k8s-provider").inputs
+    assert is_secret_value(provider["kubeconfig"])
+    config = json.loads(provider["kubeconfig"]["value"])
+    assert config["clusters"][0]["cluster"]["server"] == "https://192.0.2.10"
+    assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+
+
+def test_allowlist_uses_the_gke_fqdn_policy(engine: Recorder) -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org"]}}
+    resources = build(engine, profile)
+    policy = named(resources, "gcp-gke-agent-sandbox-fqdn-policy")
+    assert policy.type == "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
+    (egress,) = policy.inputs["spec"]["egress"]
+    assert egress["matches"] == [{"name": "pypi.org"}, {"pattern": "*.pythonhosted.org"}]
+
+
+def test_an_existing_cluster_gets_only_the_node_pool(engine: Recorder) -> None:
+    resources = build(engine, existingCluster="agents")
+    types = {r.type for r in resources}
+    assert CLUSTER not in types
+    assert "gcp:compute/network:Network" not in types
+    assert one(resources, POOL).inputs["cluster"] == "agents"
+    sink = one(resources, "gcp:logging/projectSink:ProjectSink").inputs
+    assert 'resource.labels.cluster_name="agents"' in sink["filter"]
+
+
+def test_log_retention_reaches_the_bucket(engine: Recorder) -> None:
+    resources = build(engine, {"audit": {"logRetentionDays": 400}})
+    bucket = one(resources, "gcp:logging/projectBucketConfig:ProjectBucketConfig").inputs
+    assert bucket["retentionDays"] == 400
+    sink = one(resources, "gcp:logging/projectSink:ProjectSink").inputs
+    assert 'resource.labels.namespace_name="agent-sandboxes"' in sink["filter"]
