@@ -1,4 +1,5 @@
-"""``sandboxkit`` command line: ``preview`` (offline render) and ``check`` (the policy gate)."""
+"""``sandboxkit`` command line: ``preview`` (offline render), ``check`` (the policy gate) and
+``cloudflare-config`` (the wrangler config for the cloudflare target's containers)."""
 
 from __future__ import annotations
 
@@ -182,6 +183,27 @@ def check(
     else:
         sys.stdout.write(gate.format_text(results))
     raise typer.Exit(gate.exit_code(results))
+
+
+@app.command("cloudflare-config")
+def cloudflare_config(
+    stack: StackOption,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Where to write the wrangler config (.jsonc).")
+    ],
+    project_dir: ProjectOption = None,
+) -> None:
+    """Write STACK's wrangler config for the cloudflare container application (not deployed)."""
+    from sandboxkit.cloudflare.wrangler import stack_wrangler_config
+
+    try:
+        document = stack_wrangler_config(project_dir or find_project_dir(), stack, out)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    out.write_text(json.dumps(document, indent=2) + "\n")
+    sys.stdout.write(
+        f"wrote {out}; apply it with: npx wrangler deploy --config {out} (Node >= 22)\n"
+    )
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ TARGET_MODULES: dict[str, str] = {
     "aws-microvm": "sandboxkit.aws.spec",
     "gcp-cloudrun": "sandboxkit.gcp.cloudrun_spec",
     "gcp-gke": "sandboxkit.gcp.gke_spec",
+    "cloudflare": "sandboxkit.cloudflare.spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]

@@ -1,0 +1,295 @@
+"""Settings, enforcement map and factory of the ``cloudflare`` target (no SDK import here).
+
+The target is a Worker (``components/sandboxkit/cloudflare/worker/src/index.js``) that routes
+each sandbox to a Durable Object of class ``Sandbox``, which owns one container. Pulumi
+creates the Worker script, its bindings and its ``workers.dev`` switch; pulumi-cloudflare 6
+has no resource for a Containers application (image, instance type, instance count), so that
+part is a generated wrangler config (``sandboxkit cloudflare-config``, see ``wrangler.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+from pydantic import Field, field_validator
+
+from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.secrets import SecretValue
+from sandboxkit.targets import (
+    Cap,
+    Deployment,
+    Enforcement,
+    KitContext,
+    TargetSettings,
+    TargetSpec,
+)
+
+# The binding names and class the Worker reads (its header comment is the contract).
+DURABLE_OBJECT_CLASS = "Sandbox"
+DURABLE_OBJECT_BINDING = "SANDBOX"
+AUTH_TOKEN_BINDING = "AUTH_TOKEN"
+SANDBOX_ID_KEY_BINDING = "SANDBOX_ID_KEY"
+EGRESS_POLICY_BINDING = "EGRESS_POLICY"
+IDLE_TIMEOUT_BINDING = "IDLE_TIMEOUT_SECONDS"
+MAX_LIFETIME_BINDING = "MAX_LIFETIME_SECONDS"
+EXEC_TIMEOUT_BINDING = "EXEC_TIMEOUT_SECONDS"
+MAIN_MODULE = "index.js"
+# The Worker module ships inside the package (package-data "*.js") and is uploaded as is.
+WORKER_MODULE = Path(__file__).resolve().parent / "worker" / "src" / MAIN_MODULE
+# One migration creates the SQLite-backed namespace; the tag stays fixed so re-deploys of the
+# same class are no-ops for Cloudflare's migration check.
+MIGRATION_TAG = "v1"
+# The Worker's egress gateway is reached through ctx.exports, which compatibility dates from
+# 2025-11-17 on enable; the default is the date the Worker's miniflare tests run with.
+MIN_COMPATIBILITY_DATE = "2025-11-17"
+DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
+# Every request and every log line is kept: the Worker's logs are the sandboxes' audit trail.
+HEAD_SAMPLING_RATE = 1
+# The Worker rejects any *_SECONDS binding above one week (MAX_CONFIG_SECONDS in index.js).
+WORKER_MAX_SECONDS = 7 * 24 * 3600
+
+_LIMITS_SOURCE = "developers.cloudflare.com/containers/platform/limits/ (Instance Types)"
+_LOGS_SOURCE = "developers.cloudflare.com/containers/faq/ (How do Container logs work?)"
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """A named Cloudflare Containers instance type.
+
+    Attributes:
+        name: the ``instance_type`` value in wrangler config.
+        vcpu: vCPU.
+        memory_mib: memory, MiB.
+        disk_mb: disk, MB (GB x 1000, as Cloudflare states it).
+    """
+
+    name: str
+    vcpu: float
+    memory_mib: int
+    disk_mb: int
+
+
+# Smallest first. Source: developers.cloudflare.com/containers/platform/limits/ (Instance Types).
+INSTANCE_TYPES: tuple[InstanceType, ...] = (
+    InstanceType("lite", 1 / 16, 256, 2000),
+    InstanceType("basic", 1 / 4, 1024, 4000),
+    InstanceType("standard-1", 1 / 2, 4096, 8000),
+    InstanceType("standard-2", 1, 6144, 12000),
+    InstanceType("standard-3", 2, 8192, 16000),
+    InstanceType("standard-4", 4, 12288, 20000),
+)
+
+
+def smallest_instance_type(vcpu: float, memory_mib: int) -> InstanceType | None:
+    """The smallest named instance type with at least ``vcpu`` vCPU and ``memory_mib`` MiB.
+
+    Named types only: a custom type needs at least 1 vCPU and 3 GiB per vCPU (same source),
+    which the kit's default profile (1 vCPU, 2048 MiB) does not meet. ``None`` beyond
+    ``standard-4`` (4 vCPU, 12288 MiB), which the target's caps refuse.
+    """
+    return next((i for i in INSTANCE_TYPES if i.vcpu >= vcpu and i.memory_mib >= memory_mib), None)
+
+
+def instance_type_for(vcpu: float, memory_mib: int) -> InstanceType:
+    """Like ``smallest_instance_type``, for code that must have one.
+
+    Raises:
+        ConfigError: when the profile exceeds ``standard-4`` (the loader reports the same
+            through the target's caps first).
+    """
+    instance = smallest_instance_type(vcpu, memory_mib)
+    if instance is None:
+        largest = INSTANCE_TYPES[-1]
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.limits",
+                {"vcpu": vcpu, "memoryMiB": memory_mib},
+                f"at most {largest.vcpu:g} vCPU and {largest.memory_mib} MiB for target "
+                f"cloudflare (largest instance type {largest.name}; source: {_LIMITS_SOURCE})",
+            )
+        )
+    return instance
+
+
+class CloudflareSettings(TargetSettings):
+    """``sandboxkit:cloudflare`` settings.
+
+    Attributes:
+        accountId: Cloudflare account id (32 hex characters; required, never ambient).
+        image: the sandbox container image (Cloudflare registry, Docker Hub or ECR reference).
+        authToken: bearer token clients present (Pulumi secret; the Worker refuses fewer than
+            32 characters).
+        sandboxIdKey: HMAC key naming sandboxes (Pulumi secret; at least 32 characters).
+        scriptName: the Worker script name; default ``sandboxkit-<stack>``.
+        workersDev: expose the Worker on ``<script>.<subdomain>.workers.dev``; default false
+            (reach it through a route or custom domain you own).
+        compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD``, at least
+            2025-11-17 (the Worker's egress gateway needs ``ctx.exports``).
+    """
+
+    account_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] = Field(alias="accountId")
+    image: Annotated[str, Field(min_length=1)]
+    auth_token: SecretValue = Field(alias="authToken", json_schema_extra={"secret": True})
+    sandbox_id_key: SecretValue = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
+    script_name: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] | None = (
+        Field(None, alias="scriptName")
+    )
+    workers_dev: bool = Field(False, alias="workersDev")
+    compatibility_date: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] = Field(
+        DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate"
+    )
+
+    @field_validator("compatibility_date")
+    @classmethod
+    def _exports_available(cls, value: str) -> str:
+        if value < MIN_COMPATIBILITY_DATE:
+            raise ValueError(
+                f"{MIN_COMPATIBILITY_DATE} or later: the Worker's egress gateway needs "
+                "ctx.exports, and without it the Worker refuses to start containers"
+            )
+        return value
+
+
+def script_name(settings: CloudflareSettings, stack: str) -> str:
+    """The Worker script name: ``scriptName`` or ``sandboxkit-<stack>``."""
+    return settings.script_name or f"sandboxkit-{stack}"
+
+
+def egress_policy(profile: SandboxProfile) -> str:
+    """The ``EGRESS_POLICY`` binding text the Worker parses.
+
+    Shape: ``{"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}``;
+    a wildcard entry carries the parent name (``pythonhosted.org`` for ``*.pythonhosted.org``)
+    and ``wildcard: true``. Compact JSON, entries in the profile's sorted order.
+
+    Raises:
+        ConfigError: for an IP entry (the Worker denies IP literals in allowlist mode).
+    """
+    _refuse_ip_entries(profile)
+    allow = [
+        {"host": rule.host, "port": rule.port, "wildcard": rule.kind == "wildcard"}
+        for rule in profile.egress.allow
+    ]
+    return json.dumps({"mode": profile.egress.mode, "allow": allow}, separators=(",", ":"))
+
+
+def worker_vars(profile: SandboxProfile) -> dict[str, str]:
+    """The Worker's plain-text bindings, name -> text (seconds as decimal text)."""
+    limits = profile.limits
+    return {
+        EGRESS_POLICY_BINDING: egress_policy(profile),
+        IDLE_TIMEOUT_BINDING: str(limits.idle_timeout_seconds),
+        MAX_LIFETIME_BINDING: str(limits.max_lifetime_seconds),
+        EXEC_TIMEOUT_BINDING: str(limits.exec_timeout_seconds),
+    }
+
+
+def _refuse_ip_entries(profile: SandboxProfile) -> None:
+    ips = [str(rule) for rule in profile.egress.allow if rule.kind == "ip"]
+    if ips:
+        raise ConfigError(
+            *(
+                Problem(
+                    "sandboxkit:profile.egress.allow",
+                    entry,
+                    "DNS names only for target cloudflare: its Worker's egress gateway denies IP "
+                    f"literal hosts in allowlist mode, so {entry} could never be reached. List "
+                    "the host name the sandbox connects to instead",
+                )
+                for entry in ips
+            )
+        )
+
+
+def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
+    """The enforcement map of the Worker, its Durable Object and the generated wrangler config.
+
+    Raises:
+        ConfigError: an allowlist with IP entries (see ``egress_policy``).
+    """
+    _refuse_ip_entries(profile)
+    instance = smallest_instance_type(profile.limits.vcpu, profile.limits.memory_mib)
+    container = "generated wrangler config containers[0]"
+    chosen = (
+        f"{instance.name} ({instance.vcpu:g} vCPU, {instance.memory_mib} MiB: the smallest "
+        "named type covering the profile)"
+        if instance
+        else "(none fits: beyond the largest type)"
+    )
+    rounded = f"{container}.instance_type {chosen}, applied by wrangler deploy"
+    gateway = (
+        "Worker EgressGateway: the Durable Object starts the container with enableInternet "
+        "false and routes its HTTP/HTTPS through the gateway, which applies EGRESS_POLICY"
+    )
+    return {
+        "egress.mode": Enforcement("runtime", f"{gateway} (mode {profile.egress.mode})"),
+        "limits.vcpu": Enforcement("platform", rounded),
+        "limits.memoryMiB": Enforcement("platform", rounded),
+        "limits.execTimeoutSeconds": Enforcement(
+            "runtime",
+            f"Durable Object Sandbox: {EXEC_TIMEOUT_BINDING} per command; past it the "
+            "container is destroyed",
+        ),
+        "limits.maxLifetimeSeconds": Enforcement(
+            "runtime",
+            f"Durable Object Sandbox: alarm at first request + {MAX_LIFETIME_BINDING}, then "
+            "the container is destroyed and the sandbox refuses further commands",
+        ),
+        "limits.idleTimeoutSeconds": Enforcement(
+            "runtime",
+            f"Durable Object Sandbox: container setInactivityTimeout (sleepAfter) with "
+            f"{IDLE_TIMEOUT_BINDING}, and an alarm as backstop",
+        ),
+        "pool.ready": Enforcement(
+            "none",
+            "Cloudflare Containers have no warm pool: each Durable Object starts its container "
+            "on its first command (cold start)",
+        ),
+        "pool.maxConcurrent": Enforcement("platform", f"{container}.max_instances"),
+        "audit.logRetentionDays": Enforcement(
+            "none",
+            "Workers Logs retention is fixed by Cloudflare: 7 days on Workers Paid, 3 on Free "
+            f"(source: {_LOGS_SOURCE}); keep longer with a Logpush job (Enterprise)",
+        ),
+    }
+
+
+class CloudflareTarget(TargetSpec):
+    """The ``cloudflare`` target."""
+
+    name: ClassVar[str] = "cloudflare"
+    settings_model: ClassVar[type[TargetSettings]] = CloudflareSettings
+    caps: ClassVar[tuple[Cap, ...]] = (
+        Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),
+        Cap("limits.memoryMiB", None, INSTANCE_TYPES[-1].memory_mib, _LIMITS_SOURCE),
+        Cap(
+            "limits.maxLifetimeSeconds",
+            None,
+            WORKER_MAX_SECONDS,
+            "the sandboxkit Worker refuses *_SECONDS bindings above one week "
+            "(MAX_CONFIG_SECONDS in components/sandboxkit/cloudflare/worker/src/index.js)",
+        ),
+    )
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: TargetSettings
+    ) -> dict[str, Enforcement]:
+        """See ``cloudflare_enforcement``."""
+        return cloudflare_enforcement(profile)
+
+    def build(
+        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
+    ) -> Deployment:
+        """The ``WorkerSandbox`` component in account ``accountId``."""
+        from sandboxkit.cloudflare.workers import WorkerSandbox, worker_sandbox_args
+
+        assert isinstance(settings, CloudflareSettings)
+        component = WorkerSandbox(self.name, worker_sandbox_args(profile, settings, context))
+        return Deployment(component, component.outputs())
+
+
+SPEC = CloudflareTarget()

@@ -1,0 +1,171 @@
+"""``WorkerSandbox``: the sandboxkit Worker script with its Durable Object, secrets and limits.
+
+Prerequisites: a Workers Paid account (Containers need it). The container application itself
+(image, instance type, max instances) is not a pulumi-cloudflare 6 resource: apply the config
+``sandboxkit cloudflare-config`` writes with ``npx wrangler deploy --config FILE``. See README
+"Target cloudflare".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_cloudflare as cloudflare
+
+from sandboxkit.cloudflare.spec import (
+    AUTH_TOKEN_BINDING,
+    DURABLE_OBJECT_BINDING,
+    DURABLE_OBJECT_CLASS,
+    HEAD_SAMPLING_RATE,
+    MAIN_MODULE,
+    MIGRATION_TAG,
+    SANDBOX_ID_KEY_BINDING,
+    WORKER_MODULE,
+    CloudflareSettings,
+    instance_type_for,
+    script_name,
+    worker_vars,
+)
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.secrets import SecretValue
+from sandboxkit.targets import KitContext
+
+CONTAINER_CONFIG_STATUS = (
+    "generated, not deployed by Pulumi: write it with `sandboxkit cloudflare-config --stack "
+    "<stack> --out wrangler.jsonc` and apply it with `npx wrangler deploy --config wrangler.jsonc`"
+)
+
+
+class WorkerSandboxArgs(TypedDict, total=False):
+    """Inputs of ``WorkerSandbox``; ``worker_sandbox_args`` builds them from a profile."""
+
+    account_id: str
+    """Cloudflare account id (32 hex characters)."""
+    script_name: str
+    """Worker script name (lower-case letters, digits, hyphens; at most 63)."""
+    worker_module_path: str
+    """Path of the Worker's ES module, read at deploy time and uploaded as ``index.js``."""
+    compatibility_date: str
+    """Workers runtime compatibility date, ``YYYY-MM-DD``."""
+    auth_token: SecretValue
+    """Bearer token clients present; bound as secret_text ``AUTH_TOKEN``."""
+    sandbox_id_key: SecretValue
+    """HMAC key naming sandboxes; bound as secret_text ``SANDBOX_ID_KEY``."""
+    plain_vars: dict[str, str]
+    """Plain-text bindings, name -> text (``EGRESS_POLICY`` and the three ``*_SECONDS``)."""
+    workers_dev: bool
+    """Expose the Worker on workers.dev (false: only routes or custom domains reach it)."""
+    instance_type: str
+    """Container instance type of the generated wrangler config (reported, not deployed)."""
+
+
+def worker_sandbox_args(
+    profile: SandboxProfile, settings: CloudflareSettings, context: KitContext
+) -> WorkerSandboxArgs:
+    """Map the profile and ``sandboxkit:cloudflare`` settings to component inputs."""
+    return WorkerSandboxArgs(
+        account_id=settings.account_id,
+        script_name=script_name(settings, context.stack),
+        worker_module_path=str(WORKER_MODULE),
+        compatibility_date=settings.compatibility_date,
+        auth_token=settings.auth_token,
+        sandbox_id_key=settings.sandbox_id_key,
+        plain_vars=worker_vars(profile),
+        workers_dev=settings.workers_dev,
+        instance_type=instance_type_for(profile.limits.vcpu, profile.limits.memory_mib).name,
+    )
+
+
+class WorkerSandbox(pulumi.ComponentResource):
+    """The Worker script (Durable Object ``Sandbox`` with its SQLite migration, secrets,
+    limits, observability) and its workers.dev switch.
+
+    Children (``<name>`` is the component name): ``<name>-script`` (WorkersScript),
+    ``<name>-subdomain`` (WorkersScriptSubdomain, workers.dev and preview URLs).
+
+    Raises:
+        ValueError: for a plain-text binding that collides with a fixed binding name.
+        FileNotFoundError: when ``worker_module_path`` does not exist.
+    """
+
+    script_name: pulumi.Output[str]
+    workers_dev_enabled: pulumi.Output[bool]
+    instance_type: pulumi.Output[str]
+    container_config: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: WorkerSandboxArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("sandboxkit:index:WorkerSandbox", name, None, opts)
+        fixed = {DURABLE_OBJECT_BINDING, AUTH_TOKEN_BINDING, SANDBOX_ID_KEY_BINDING}
+        clashes = sorted(fixed & set(args["plain_vars"]))
+        if clashes:
+            raise ValueError(f"plain_vars {clashes}: names other than {sorted(fixed)}")
+        content = Path(args["worker_module_path"]).read_text(encoding="utf-8")
+        child = pulumi.ResourceOptions(parent=self)
+
+        binding = cloudflare.WorkersScriptBindingArgsDict
+        bindings = [
+            binding(
+                name=DURABLE_OBJECT_BINDING,
+                type="durable_object_namespace",
+                class_name=DURABLE_OBJECT_CLASS,
+            ),
+            binding(name=AUTH_TOKEN_BINDING, type="secret_text", text=args["auth_token"].output()),
+            binding(
+                name=SANDBOX_ID_KEY_BINDING,
+                type="secret_text",
+                text=args["sandbox_id_key"].output(),
+            ),
+            *(
+                binding(name=key, type="plain_text", text=value)
+                for key, value in args["plain_vars"].items()
+            ),
+        ]
+        script = cloudflare.WorkersScript(
+            f"{name}-script",
+            account_id=args["account_id"],
+            script_name=args["script_name"],
+            content=content,
+            main_module=MAIN_MODULE,
+            compatibility_date=args["compatibility_date"],
+            bindings=bindings,
+            migrations=cloudflare.WorkersScriptMigrationsArgsDict(
+                new_tag=MIGRATION_TAG, new_sqlite_classes=[DURABLE_OBJECT_CLASS]
+            ),
+            observability=cloudflare.WorkersScriptObservabilityArgsDict(
+                enabled=True,
+                head_sampling_rate=HEAD_SAMPLING_RATE,
+                logs=cloudflare.WorkersScriptObservabilityLogsArgsDict(
+                    enabled=True,
+                    invocation_logs=True,
+                    persist=True,
+                    head_sampling_rate=HEAD_SAMPLING_RATE,
+                ),
+            ),
+            opts=child,
+        )
+        subdomain = cloudflare.WorkersScriptSubdomain(
+            f"{name}-subdomain",
+            account_id=args["account_id"],
+            script_name=script.script_name,
+            enabled=args["workers_dev"],
+            previews_enabled=False,
+            opts=child,
+        )
+        self.script_name = script.script_name
+        self.workers_dev_enabled = subdomain.enabled
+        self.instance_type = pulumi.Output.from_input(args["instance_type"])
+        self.container_config = pulumi.Output.from_input(CONTAINER_CONFIG_STATUS)
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, pulumi.Output[Any]]:
+        """Stack outputs: scriptName, workersDevEnabled, instanceType, containerConfig."""
+        return {
+            "scriptName": self.script_name,
+            "workersDevEnabled": self.workers_dev_enabled,
+            "instanceType": self.instance_type,
+            "containerConfig": self.container_config,
+        }

@@ -1,0 +1,571 @@
+"""The cloudflare target: WorkerSandbox children and inputs, the wrangler config, the errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+from typer.testing import CliRunner
+
+from sandboxkit import cli
+from sandboxkit.cloudflare import spec as cf_spec
+from sandboxkit.cloudflare import workers
+from sandboxkit.cloudflare.spec import (
+    SPEC,
+    CloudflareSettings,
+    cloudflare_enforcement,
+    egress_policy,
+    instance_type_for,
+)
+from sandboxkit.cloudflare.workers import WorkerSandbox, worker_sandbox_args
+from sandboxkit.cloudflare.wrangler import wrangler_config
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.errors import ConfigError
+from sandboxkit.profile import SandboxProfile
+from sandboxkit.render import Recorder, is_secret_value, render_stack
+from sandboxkit.secrets import SecretValue
+from sandboxkit.targets import KitContext
+from sandboxkit.testing import named, one
+
+SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
+ACCOUNT = "0" * 32
+IMAGE = "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1"
+AUTH_TOKEN = "auth-token-test-value-7f3a9c1e5b2d4f6a8c0e"
+ID_KEY = "id-key-test-value-1b3d5f7a9c2e4a6c8e0b"
+ALLOWLIST = ["pypi.org", "*.pythonhosted.org", "api.example.com:8443"]
+ALLOWLIST_POLICY = (
+    '{"mode":"allowlist","allow":['
+    '{"host":"api.example.com","port":8443,"wildcard":false},'
+    '{"host":"pypi.org","port":443,"wildcard":false},'
+    '{"host":"pythonhosted.org","port":443,"wildcard":true}]}'
+)
+WORKER_TEXT = "// stand-in Worker module for tests\nexport default {};\n"
+
+
+@pytest.fixture
+def worker_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The Worker module: the real one once the Worker branch has merged, else a stand-in."""
+    if workers.WORKER_MODULE.is_file():
+        return workers.WORKER_MODULE
+    path = tmp_path / "index.js"
+    path.write_text(WORKER_TEXT)
+    monkeypatch.setattr(workers, "WORKER_MODULE", path)
+    return path
+
+
+def settings(**overrides: Any) -> CloudflareSettings:
+    values: dict[str, Any] = {
+        "accountId": ACCOUNT,
+        "image": IMAGE,
+        "authToken": SecretValue(AUTH_TOKEN),
+        "sandboxIdKey": SecretValue(ID_KEY),
+        **overrides,
+    }
+    return CloudflareSettings.model_validate(values)
+
+
+def profile(**sections: Any) -> SandboxProfile:
+    return SandboxProfile.model_validate(sections)
+
+
+def build(
+    engine: Recorder, worker_module: Path, prof: SandboxProfile | None = None, **overrides: Any
+) -> WorkerSandbox:
+    args = worker_sandbox_args(
+        prof or profile(), settings(**overrides), KitContext("test", "dev", "cloudflare")
+    )
+    args["worker_module_path"] = str(worker_module)
+    component: WorkerSandbox = engine.run(lambda: WorkerSandbox("cloudflare", args))
+    return component
+
+
+def script_inputs(engine: Recorder) -> dict[str, Any]:
+    return dict(one(engine.resources, SCRIPT).inputs)
+
+
+def binding(engine: Recorder, name: str) -> dict[str, Any]:
+    found = [b for b in script_inputs(engine)["bindings"] if b["name"] == name]
+    assert len(found) == 1
+    return dict(found[0])
+
+
+def plain_strings(value: Any) -> Iterator[str]:
+    """Every string in a wire-form value outside secret wrappers."""
+    if is_secret_value(value):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from plain_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from plain_strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+# --- the component -------------------------------------------------------------------------
+
+
+def test_children_are_exactly_the_script_and_its_subdomain(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module)
+    component = named(engine.resources, "cloudflare")
+    assert component.type == "sandboxkit:index:WorkerSandbox"
+    assert {(r.type, r.name, r.parent) for r in engine.resources if r is not component} == {
+        (SCRIPT, "cloudflare-script", component.urn),
+        (SUBDOMAIN, "cloudflare-subdomain", component.urn),
+    }
+
+
+def test_script_uploads_the_worker_module_with_the_pinned_runtime(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module, compatibilityDate="2026-01-15", scriptName="agents")
+    inputs = script_inputs(engine)
+    assert inputs["content"] == worker_module.read_text()
+    assert inputs["mainModule"] == "index.js"
+    assert inputs["compatibilityDate"] == "2026-01-15"
+    assert inputs["scriptName"] == "agents"
+    assert inputs["accountId"] == ACCOUNT
+
+
+def test_default_script_name_follows_the_stack(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module)
+    assert script_inputs(engine)["scriptName"] == "sandboxkit-test"
+
+
+def test_bindings_are_exactly_the_workers_contract(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module)
+    assert [(b["name"], b["type"]) for b in script_inputs(engine)["bindings"]] == [
+        ("SANDBOX", "durable_object_namespace"),
+        ("AUTH_TOKEN", "secret_text"),
+        ("SANDBOX_ID_KEY", "secret_text"),
+        ("EGRESS_POLICY", "plain_text"),
+        ("IDLE_TIMEOUT_SECONDS", "plain_text"),
+        ("MAX_LIFETIME_SECONDS", "plain_text"),
+        ("EXEC_TIMEOUT_SECONDS", "plain_text"),
+    ]
+    assert binding(engine, "SANDBOX") == {
+        "name": "SANDBOX",
+        "type": "durable_object_namespace",
+        "className": "Sandbox",
+    }
+
+
+def test_limits_are_bound_as_decimal_seconds(engine: Recorder, worker_module: Path) -> None:
+    limits = {"execTimeoutSeconds": 45, "maxLifetimeSeconds": 7200, "idleTimeoutSeconds": 120}
+    build(engine, worker_module, profile(limits=limits))
+    assert binding(engine, "IDLE_TIMEOUT_SECONDS")["text"] == "120"
+    assert binding(engine, "MAX_LIFETIME_SECONDS")["text"] == "7200"
+    assert binding(engine, "EXEC_TIMEOUT_SECONDS")["text"] == "45"
+
+
+def test_durable_object_class_is_created_sqlite_backed(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module)
+    assert script_inputs(engine)["migrations"] == {
+        "newTag": "v1",
+        "newSqliteClasses": ["Sandbox"],
+    }
+
+
+def test_secret_bindings_are_pulumi_secrets(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module)
+    for name, value in (("AUTH_TOKEN", AUTH_TOKEN), ("SANDBOX_ID_KEY", ID_KEY)):
+        text = binding(engine, name)["text"]
+        assert is_secret_value(text)
+        assert text["value"] == value
+
+
+def test_no_secret_appears_in_plain_text_in_any_recorded_input(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module)
+    for resource in engine.resources:
+        for text in plain_strings(dict(resource.inputs)):
+            assert AUTH_TOKEN not in text and ID_KEY not in text, resource.name
+        shown = json.dumps(resource.display())
+        assert AUTH_TOKEN not in shown and ID_KEY not in shown
+
+
+def test_observability_keeps_every_request_and_log(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module)
+    assert script_inputs(engine)["observability"] == {
+        "enabled": True,
+        "headSamplingRate": 1,
+        "logs": {"enabled": True, "invocationLogs": True, "persist": True, "headSamplingRate": 1},
+    }
+
+
+def test_workers_dev_and_preview_urls_are_off_by_default(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module)
+    subdomain = dict(one(engine.resources, SUBDOMAIN).inputs)
+    assert subdomain == {
+        "accountId": ACCOUNT,
+        "scriptName": "sandboxkit-test",
+        "enabled": False,
+        "previewsEnabled": False,
+    }
+
+
+def test_workers_dev_only_when_asked(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module, workersDev=True)
+    subdomain = dict(one(engine.resources, SUBDOMAIN).inputs)
+    assert subdomain["enabled"] is True
+    assert subdomain["previewsEnabled"] is False
+
+
+def test_egress_policy_binding_for_deny(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module)
+    assert binding(engine, "EGRESS_POLICY")["text"] == '{"mode":"deny","allow":[]}'
+
+
+def test_egress_policy_binding_for_an_allowlist(engine: Recorder, worker_module: Path) -> None:
+    build(engine, worker_module, profile(egress={"mode": "allowlist", "allow": ALLOWLIST}))
+    assert binding(engine, "EGRESS_POLICY")["text"] == ALLOWLIST_POLICY
+
+
+def test_outputs_say_the_container_is_not_deployed_by_pulumi(
+    engine: Recorder, worker_module: Path
+) -> None:
+    args = worker_sandbox_args(profile(), settings(), KitContext("test", "dev", "cloudflare"))
+    args["worker_module_path"] = str(worker_module)
+    engine.run(lambda: pulumi.export("cf", WorkerSandbox("cloudflare", args).outputs()))
+    assert engine.outputs["cf"] == {
+        "scriptName": "sandboxkit-test",
+        "workersDevEnabled": False,
+        "instanceType": "standard-2",
+        "containerConfig": workers.CONTAINER_CONFIG_STATUS,
+    }
+    assert workers.CONTAINER_CONFIG_STATUS.startswith("generated, not deployed by Pulumi")
+
+
+def test_a_plain_var_cannot_shadow_a_fixed_binding(engine: Recorder, worker_module: Path) -> None:
+    args = worker_sandbox_args(profile(), settings(), KitContext("test", "dev", "cloudflare"))
+    args["worker_module_path"] = str(worker_module)
+    args["plain_vars"] = {**args["plain_vars"], "AUTH_TOKEN": "oops"}
+    with pytest.raises(ValueError, match=r"plain_vars \['AUTH_TOKEN'\]"):
+        engine.run(lambda: WorkerSandbox("cloudflare", args))
+
+
+# --- pure mappings ---------------------------------------------------------------------------
+
+
+def test_egress_policy_for_open() -> None:
+    assert egress_policy(profile(egress={"mode": "open"})) == '{"mode":"open","allow":[]}'
+
+
+@pytest.mark.parametrize(
+    ("vcpu", "memory", "expected"),
+    [
+        (0.0625, 256, "lite"),
+        (0.25, 256, "basic"),
+        (0.25, 1024, "basic"),
+        (0.5, 1025, "standard-1"),
+        (1, 2048, "standard-2"),
+        (0.5, 4097, "standard-2"),
+        (1.5, 1024, "standard-3"),
+        (2, 8193, "standard-4"),
+        (4, 12288, "standard-4"),
+    ],
+)
+def test_instance_type_is_the_smallest_covering_both_limits(
+    vcpu: float, memory: int, expected: str
+) -> None:
+    assert instance_type_for(vcpu, memory).name == expected
+
+
+def test_instance_type_beyond_the_largest_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        instance_type_for(4, 12289)
+    assert caught.value.keys == ("sandboxkit:profile.limits",)
+    assert "containers/platform/limits" in str(caught.value)
+
+
+def test_wrangler_config_is_exact() -> None:
+    prof = profile(
+        egress={"mode": "allowlist", "allow": ALLOWLIST},
+        limits={"vcpu": 0.5, "memoryMiB": 4096, "execTimeoutSeconds": 60},
+        pool={"ready": 0, "maxConcurrent": 12},
+    )
+    config = wrangler_config(prof, settings(), "prod", "../worker/src/index.js")
+    assert config == {
+        "name": "sandboxkit-prod",
+        "account_id": ACCOUNT,
+        "main": "../worker/src/index.js",
+        "compatibility_date": "2026-07-01",
+        "workers_dev": False,
+        "preview_urls": False,
+        "observability": {
+            "enabled": True,
+            "head_sampling_rate": 1,
+            "logs": {"enabled": True, "invocation_logs": True, "head_sampling_rate": 1},
+        },
+        "durable_objects": {"bindings": [{"name": "SANDBOX", "class_name": "Sandbox"}]},
+        "migrations": [{"tag": "v1", "new_sqlite_classes": ["Sandbox"]}],
+        "containers": [
+            {
+                "class_name": "Sandbox",
+                "image": IMAGE,
+                "instance_type": "standard-1",
+                "max_instances": 12,
+            }
+        ],
+        "vars": {
+            "EGRESS_POLICY": ALLOWLIST_POLICY,
+            "IDLE_TIMEOUT_SECONDS": "600",
+            "MAX_LIFETIME_SECONDS": "3600",
+            "EXEC_TIMEOUT_SECONDS": "60",
+        },
+    }
+
+
+def test_wrangler_config_matches_the_pulumi_script(engine: Recorder, worker_module: Path) -> None:
+    prof = profile(egress={"mode": "allowlist", "allow": ALLOWLIST})
+    build(engine, worker_module, prof)
+    inputs = script_inputs(engine)
+    config = wrangler_config(prof, settings(), "test", "index.js")
+    assert config["name"] == inputs["scriptName"]
+    assert config["compatibility_date"] == inputs["compatibilityDate"]
+    assert config["migrations"] == [
+        {"tag": inputs["migrations"]["newTag"], "new_sqlite_classes": ["Sandbox"]}
+    ]
+    plain = {b["name"]: b["text"] for b in inputs["bindings"] if b["type"] == "plain_text"}
+    assert config["vars"] == plain
+    assert config["durable_objects"]["bindings"] == [
+        {"name": b["name"], "class_name": b["className"]}
+        for b in inputs["bindings"]
+        if b["type"] == "durable_object_namespace"
+    ]
+
+
+def test_enforcement_map() -> None:
+    entries = cloudflare_enforcement(profile())
+    assert {field: entry.kind for field, entry in entries.items()} == {
+        "egress.mode": "runtime",
+        "limits.vcpu": "platform",
+        "limits.memoryMiB": "platform",
+        "limits.execTimeoutSeconds": "runtime",
+        "limits.maxLifetimeSeconds": "runtime",
+        "limits.idleTimeoutSeconds": "runtime",
+        "pool.ready": "none",
+        "pool.maxConcurrent": "platform",
+        "audit.logRetentionDays": "none",
+    }
+    assert "instance_type standard-2" in entries["limits.vcpu"].where
+    assert "generated wrangler config" in entries["limits.memoryMiB"].where
+    assert entries["pool.maxConcurrent"].where.endswith("containers[0].max_instances")
+    assert "no warm pool" in entries["pool.ready"].where
+    assert "7 days on Workers Paid" in entries["audit.logRetentionDays"].where
+    assert "EGRESS_POLICY" in entries["egress.mode"].where
+
+
+# --- stack validation (exit-2 errors) --------------------------------------------------------
+
+
+def source(prof: dict[str, Any] | None = None, **cloudflare: Any) -> ConfigSource:
+    values = {
+        "environment": "dev",
+        "targets": ["cloudflare"],
+        "profile": prof or {},
+        "cloudflare": {
+            "accountId": ACCOUNT,
+            "image": IMAGE,
+            "authToken": AUTH_TOKEN,
+            "sandboxIdKey": ID_KEY,
+            **cloudflare,
+        },
+    }
+    secret = frozenset({"cloudflare.authToken", "cloudflare.sandboxIdKey"})
+    return ConfigSource(values=values, secret_paths=secret)
+
+
+def test_a_valid_stack_loads_with_secret_settings() -> None:
+    spec = load_stack(source(), "dev")
+    loaded = spec.settings["cloudflare"]
+    assert isinstance(loaded, CloudflareSettings)
+    assert loaded.auth_token == SecretValue(AUTH_TOKEN)
+    assert loaded.workers_dev is False
+
+
+def test_an_ip_allowlist_entry_is_refused_by_name() -> None:
+    prof = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "1.1.1.1:8443"]}}
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(prof), "dev")
+    assert caught.value.keys == ("sandboxkit:profile.egress.allow",)
+    assert caught.value.problems[0].value == "1.1.1.1:8443"
+    assert "DNS names only for target cloudflare" in str(caught.value)
+
+
+def test_a_plaintext_secret_is_refused() -> None:
+    plain = ConfigSource(
+        values=source().values, secret_paths=frozenset({"cloudflare.sandboxIdKey"})
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_stack(plain, "dev")
+    assert caught.value.keys == ("sandboxkit:cloudflare.authToken",)
+    assert AUTH_TOKEN not in str(caught.value)
+
+
+def test_a_profile_beyond_the_largest_instance_is_refused_with_its_source() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source({"limits": {"vcpu": 8, "memoryMiB": 16384}}), "dev")
+    assert caught.value.keys == (
+        "sandboxkit:profile.limits.vcpu",
+        "sandboxkit:profile.limits.memoryMiB",
+    )
+    assert "at most 4 for target cloudflare" in str(caught.value)
+    assert "at most 12288 for target cloudflare" in str(caught.value)
+    assert "developers.cloudflare.com/containers/platform/limits/" in str(caught.value)
+
+
+def test_a_lifetime_beyond_the_workers_bound_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source({"limits": {"maxLifetimeSeconds": 604801}}), "dev")
+    assert caught.value.keys == ("sandboxkit:profile.limits.maxLifetimeSeconds",)
+    assert "MAX_CONFIG_SECONDS" in str(caught.value)
+
+
+def test_a_compatibility_date_without_ctx_exports_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(compatibilityDate="2025-11-16"), "dev")
+    assert caught.value.keys == ("sandboxkit:cloudflare.compatibilityDate",)
+    assert "2025-11-17 or later" in str(caught.value)
+
+
+def test_an_explicit_warm_pool_needs_acknowledging() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source({"pool": {"ready": 2}}), "dev")
+    assert caught.value.keys == ("sandboxkit:profile.pool.ready",)
+    spec = load_stack(source({"pool": {"ready": 2}}, unenforced=["pool.ready"]), "dev")
+    assert spec.enforcement["cloudflare"]["pool.ready"].kind == "none"
+
+
+def test_the_account_id_is_required() -> None:
+    values = dict(source().values)
+    values["cloudflare"] = {k: v for k, v in values["cloudflare"].items() if k != "accountId"}
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(values=values, secret_paths=source().secret_paths), "dev")
+    assert caught.value.keys == ("sandboxkit:cloudflare.accountId",)
+
+
+def test_caps_carry_their_sources() -> None:
+    assert {(c.field, c.maximum) for c in SPEC.caps} == {
+        ("limits.vcpu", 4),
+        ("limits.memoryMiB", 12288),
+        ("limits.maxLifetimeSeconds", 604800),
+    }
+    assert all(c.source for c in SPEC.caps)
+
+
+# --- the CLI and the prod stack --------------------------------------------------------------
+
+STACK_FILE = """\
+config:
+  sandboxkit:environment: dev
+  sandboxkit:targets: [cloudflare]
+  sandboxkit:profile:
+{profile}
+  sandboxkit:cloudflare:
+    accountId: "{account}"
+    image: {image}
+    authToken:{auth_token}
+    sandboxIdKey:
+      secure: v1:BBBBBBBBBBBBBBBB:cXV1eGNvcmdlZ3JhdWx0Zm9vYmFyYmF6
+"""
+
+
+SECURE_TOKEN = "\n      secure: v1:AAAAAAAAAAAAAAAA:Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0"
+
+
+def project(tmp_path: Path, profile_yaml: str, auth_token: str = SECURE_TOKEN) -> Path:
+    (tmp_path / "Pulumi.yaml").write_text("name: sandboxkit\nstackConfigDir: stacks\n")
+    (tmp_path / "stacks").mkdir()
+    text = STACK_FILE.format(
+        profile=profile_yaml, account=ACCOUNT, image=IMAGE, auth_token=auth_token
+    )
+    (tmp_path / "stacks" / "Pulumi.t.yaml").write_text(text)
+    return tmp_path
+
+
+DENY_PROFILE = "    egress: {mode: deny}\n    pool: {maxConcurrent: 7}"
+
+
+def run_cli(root: Path, out: Path) -> Any:
+    arguments = ["cloudflare-config", "--stack", "t", "--out", str(out), "--project-dir", str(root)]
+    return CliRunner().invoke(cli.app, arguments)
+
+
+def test_cli_writes_the_wrangler_config(tmp_path: Path) -> None:
+    root = project(tmp_path, DENY_PROFILE)
+    out = root / "deploy" / "wrangler.jsonc"
+    out.parent.mkdir()
+    result = run_cli(root, out)
+    assert result.exit_code == 0, result.output
+    assert f"npx wrangler deploy --config {out}" in result.output
+    written = json.loads(out.read_text())
+    assert (out.parent / written["main"]).resolve() == cf_spec.WORKER_MODULE
+    assert written["containers"] == [
+        {"class_name": "Sandbox", "image": IMAGE, "instance_type": "standard-2", "max_instances": 7}
+    ]
+    assert written["vars"]["EGRESS_POLICY"] == '{"mode":"deny","allow":[]}'
+    assert "v1:" not in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("profile_yaml", "auth_token", "key"),
+    [
+        (
+            "    egress: {mode: allowlist, allow: ['1.1.1.1']}",
+            SECURE_TOKEN,
+            "sandboxkit:profile.egress.allow: got '1.1.1.1:443'; expected DNS names only",
+        ),
+        (DENY_PROFILE, f" {AUTH_TOKEN}", "sandboxkit:cloudflare.authToken: got '[secret]'"),
+        ("    limits: {vcpu: 6}", SECURE_TOKEN, "sandboxkit:profile.limits.vcpu: got 6.0"),
+    ],
+    ids=["ip-entry", "plaintext-secret", "too-large-instance"],
+)
+def test_cli_exits_2_naming_the_key(
+    tmp_path: Path, profile_yaml: str, auth_token: str, key: str
+) -> None:
+    root = project(tmp_path, profile_yaml, auth_token)
+    out = root / "wrangler.jsonc"
+    result = run_cli(root, out)
+    assert result.exit_code == 2
+    assert key in result.output
+    assert "Traceback" not in result.output
+    assert AUTH_TOKEN not in result.output
+    assert not out.exists()
+
+
+def test_cli_refuses_a_toml_out_file(tmp_path: Path) -> None:
+    root = project(tmp_path, DENY_PROFILE)
+    result = run_cli(root, root / "wrangler.toml")
+    assert result.exit_code == 2
+    assert "--out" in result.output
+
+
+def test_prod_stack_renders_the_cloudflare_target(project_dir: Path, worker_module: Path) -> None:
+    rendered = render_stack(project_dir, "prod")
+    mine = {(r.type, r.name) for r in rendered.resources if rendered.target_of(r) == "cloudflare"}
+    assert mine == {
+        ("sandboxkit:index:WorkerSandbox", "cloudflare"),
+        (SCRIPT, "cloudflare-script"),
+        (SUBDOMAIN, "cloudflare-subdomain"),
+    }
+    script = one(rendered.resources, SCRIPT)
+    texts = {b["name"]: b["text"] for b in script.inputs["bindings"] if "text" in b}
+    assert is_secret_value(texts["AUTH_TOKEN"]) and is_secret_value(texts["SANDBOX_ID_KEY"])
+    assert texts["EGRESS_POLICY"] == '{"mode":"deny","allow":[]}'
+    assert dict(one(rendered.resources, SUBDOMAIN).inputs)["enabled"] is False
+    assert rendered.outputs["cloudflare"]["containerConfig"].startswith("generated, not deployed")
