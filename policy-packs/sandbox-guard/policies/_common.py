@@ -304,3 +304,15 @@ def launcher_env(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if isinstance(variables, Mapping) and all(k in variables for k in LAUNCHER_MARKERS):
         return variables
     return None
+
+
+WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+
+
+def plain_bindings(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A Worker's ``plain_text`` bindings as name -> text (the kit's runtime settings)."""
+    return {
+        str(b.get("name")): b.get("text")
+        for b in items(props.get("bindings"))
+        if isinstance(b, Mapping) and b.get("type") == "plain_text"
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from sandboxkit.egress import parse_rule
 
 from ._common import (
     EVERYWHERE,
+    WORKERS_SCRIPT,
     Context,
     ResourceRule,
     Rule,
@@ -18,12 +20,27 @@ from ._common import (
     dig,
     items,
     non_public_overlap,
+    plain_bindings,
     target_of,
 )
 
 # The label the kit's pods carry and its NetworkPolicy selects (kubernetes target).
 SANDBOX_POD_LABEL = "sandboxkit-sandbox"
 INTERNET_EGRESS = "INTERNET_EGRESS"
+# The Worker binding the kit's egress gateway reads (sandboxkit.cloudflare.spec):
+# {"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}.
+EGRESS_POLICY_BINDING = "EGRESS_POLICY"
+
+
+def worker_egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The parsed ``EGRESS_POLICY`` binding of a Worker, or ``None`` if absent or unreadable."""
+    text = plain_bindings(props).get(EGRESS_POLICY_BINDING)
+    try:
+        policy = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return policy if isinstance(policy, Mapping) else None
+
 
 EGRESS_CLOSED = ResourceRule(
     Rule(
@@ -191,6 +208,22 @@ def _session_pool_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str
         )
 
 
+@EGRESS_CLOSED.on(WORKERS_SCRIPT)
+def _worker_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    policy = worker_egress_policy(props)
+    if policy is None:
+        yield (
+            f"Worker {ctx.name} has no readable {EGRESS_POLICY_BINDING} binding, and Cloudflare "
+            "containers reach the internet by default; deploy the kit's Worker with its egress "
+            "policy binding."
+        )
+    elif policy.get("mode") not in ("deny", "allowlist"):
+        yield (
+            f"Worker {ctx.name} lets its containers egress with mode {policy.get('mode')}; set "
+            "sandboxkit:profile.egress.mode to deny or allowlist."
+        )
+
+
 ALLOWLIST_SPECIFIC = ResourceRule(
     Rule(
         id="SBX-NET-002",
@@ -284,6 +317,17 @@ def _gcp_rule_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
         yield from _cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
 
 
+@ALLOWLIST_SPECIFIC.on(WORKERS_SCRIPT)
+def _worker_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    policy = worker_egress_policy(props) or {}
+    entries = [
+        f"{'*.' if e.get('wildcard') else ''}{e.get('host')}:{e.get('port', 443)}"
+        for e in items(policy.get("allow"))
+        if isinstance(e, Mapping)
+    ]
+    yield from _entries_problems("Worker egress policy", ctx.name, entries)
+
+
 DEFAULT_DENY = ResourceRule(
     Rule(
         id="SBX-NET-003",
@@ -372,10 +416,12 @@ def _stack_egress_controls(resources: Sequence[Any], ctx: Context) -> Iterator[t
     for template in of(":SandboxTemplate"):
         namespace = dig(template.props, "metadata.namespace")
         pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
+        # Same target (cluster) and namespace: two targets may use the same namespace name.
         covering = [
             p
             for p in policies
             if dig(p.props, "metadata.namespace") == namespace
+            and target_of(p.props) == target_of(template.props)
             and "Egress" in items(dig(p.props, "spec.policyTypes"))
             and all(
                 pod_labels.get(k) == v

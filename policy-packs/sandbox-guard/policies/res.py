@@ -10,6 +10,7 @@ from pulumi_policy import Severity
 
 from ._common import (
     SANDBOX_POD_KINDS,
+    WORKERS_SCRIPT,
     Context,
     ResourceRule,
     Rule,
@@ -19,6 +20,7 @@ from ._common import (
     items,
     kit_cap,
     launcher_env,
+    plain_bindings,
     sandbox_pod_spec,
     target_of,
 )
@@ -181,9 +183,10 @@ def _pod_deadline(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
 
 @TIME_LIMITS.on("gcp:cloudrunv2/service:Service")
 def _cloud_run_timeout(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    # The request timeout bounds each sandbox run the launcher serves (gcp-cloudrun's map).
     timeout = dig(props, "template.timeout")
     label = f"Cloud Run service {ctx.name}"
-    yield from _bounded(ctx, label, "template.timeout", timeout, "maxLifetimeSeconds")
+    yield from _bounded(ctx, label, "template.timeout", timeout, "execTimeoutSeconds")
 
 
 @TIME_LIMITS.on("azure-native:app:ContainerAppsSessionPool")
@@ -209,6 +212,19 @@ def _launcher_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
         ("EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"),
     ):
         yield from _bounded(ctx, label, variable, variables.get(variable), key)
+
+
+@TIME_LIMITS.on(WORKERS_SCRIPT)
+def _worker_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    # The kit's Worker reads its limits from these bindings (sandboxkit.cloudflare.spec).
+    bindings = plain_bindings(props)
+    label = f"Worker {ctx.name}"
+    for binding, key in (
+        ("MAX_LIFETIME_SECONDS", "maxLifetimeSeconds"),
+        ("IDLE_TIMEOUT_SECONDS", "idleTimeoutSeconds"),
+        ("EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"),
+    ):
+        yield from _bounded(ctx, label, f"binding {binding}", bindings.get(binding), key)
 
 
 BOUNDED_POOLS = ResourceRule(
@@ -315,15 +331,16 @@ def _launcher_concurrency(props: Mapping[str, Any], ctx: Context) -> Iterator[st
 
 
 def _quota_per_namespace(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:
+    # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
     quotas = {
-        dig(r.props, "metadata.namespace")
+        (target_of(r.props), dig(r.props, "metadata.namespace"))
         for r in resources
         if r.resource_type == "kubernetes:core/v1:ResourceQuota" and dig(r.props, "spec.hard.pods")
     }
     for r in resources:
         if r.resource_type.endswith(":SandboxTemplate"):
             namespace = dig(r.props, "metadata.namespace")
-            if namespace not in quotas:
+            if (target_of(r.props), namespace) not in quotas:
                 yield (
                     f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
                     "ResourceQuota bounding its pods; keep the kit's quota alongside it.",

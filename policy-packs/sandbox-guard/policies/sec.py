@@ -16,12 +16,14 @@ from pulumi_policy import Severity
 
 from ._common import (
     SANDBOX_POD_KINDS,
+    WORKERS_SCRIPT,
     Context,
     ResourceRule,
     Rule,
     containers_of,
     dig,
     items,
+    plain_bindings,
     sandbox_pod_spec,
     walk_strings,
 )
@@ -114,14 +116,9 @@ def _image_env(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     yield from _inline("MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx)
 
 
-@PLAINTEXT_ENV.on("cloudflare:index/workersScript:WorkersScript")
+@PLAINTEXT_ENV.on(WORKERS_SCRIPT)
 def _plain_bindings(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    pairs = [
-        (str(b.get("name")), b.get("text"))
-        for b in items(props.get("bindings"))
-        if isinstance(b, Mapping) and b.get("type") == "plain_text"
-    ]
-    yield from _inline("Worker", ctx.name, pairs, ctx)
+    yield from _inline("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
 
 
 CREDENTIAL_SHAPES = {

@@ -7,9 +7,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import Context, ResourceRule, Rule, items, launcher_env
-
-WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule, items, launcher_env
 
 
 def _bindings(props: Mapping[str, Any], kind: str) -> list[str]:
