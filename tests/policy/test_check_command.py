@@ -81,12 +81,20 @@ def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy
     result = run_cli("check", "--stack", "prod", cwd=project_copy)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == "Stack prod (prod): 2 violation(s), 2 mandatory, 0 advisory"
-    assert lines[1].endswith("NetworkPolicy::kubernetes-network-policy")
-    assert lines[2].startswith("    SBX-NET-001 [critical, mandatory] NetworkPolicy ")
-    assert "set sandboxkit:profile.egress.mode to deny or allowlist." in lines[2]
-    assert lines[3].endswith("ContainerAppsSessionPool::azure-sessions-pool")
-    assert lines[4] == (
+    assert lines[0] == "Stack prod (prod): 7 violation(s), 7 mandatory, 0 advisory"
+    resources = {line.rsplit("::", 1)[-1] for line in lines[1:-1:2]}
+    assert resources == {
+        "kubernetes-network-policy",
+        "aws-microvm-connector-sg",
+        "gcp-cloudrun-allow-public-ipv4",
+        "gcp-cloudrun-allow-public-ipv6",
+        "gcp-gke-agent-sandbox-network-policy",
+        "azure-sessions-pool",
+        "cloudflare-script",
+    }
+    assert all(line.startswith("    SBX-NET-001 [critical, mandatory] ") for line in lines[2:-1:2])
+    pool = lines.index(next(line for line in lines if line.endswith("::azure-sessions-pool")))
+    assert lines[pool + 1] == (
         "    SBX-NET-001 [critical, mandatory] Session pool azure-sessions-pool has "
         "sessionNetworkConfiguration.status EgressEnabled; set it to EgressDisabled "
         "(sandboxkit:profile.egress.mode deny): the pool cannot filter by host."

@@ -1,8 +1,9 @@
-"""Policies over the cloud targets whose components are not on main yet, from validation args.
+"""Policy unit cases from validation args, as CrossGuard packs test: one field per case.
 
-One happy-path factory per resource type (built from the provider SDK's real input names, in
-the wire form the engine sends); each case changes one field and must raise exactly one policy.
-When a target lands, its rows move to the mutation table over rendered output.
+One happy-path factory per resource type (the provider SDK's real input names, in the wire form
+the engine sends), including types the kit does not create but a stack might (security group
+egress rules, policy attachments, role bindings). The rendered-output counterpart of every
+hardened default the components set is the mutation table (test_mutations.py).
 """
 
 from __future__ import annotations
@@ -193,7 +194,10 @@ HAPPY: dict[str, dict[str, Any]] = {
             {"type": "durable_object_namespace", "name": "SANDBOX", "className": "Sandbox"},
             {"type": "secret_text", "name": "AUTH_TOKEN", "text": "sandboxkit-offline"},
             {"type": "secret_text", "name": "SESSION_KEY", "text": "sandboxkit-offline"},
-            {"type": "plain_text", "name": "EGRESS_MODE", "text": "deny"},
+            {"type": "plain_text", "name": "EGRESS_POLICY", "text": '{"mode":"deny","allow":[]}'},
+            {"type": "plain_text", "name": "IDLE_TIMEOUT_SECONDS", "text": "600"},
+            {"type": "plain_text", "name": "MAX_LIFETIME_SECONDS", "text": "3600"},
+            {"type": "plain_text", "name": "EXEC_TIMEOUT_SECONDS", "text": "300"},
         ],
         "observability": {"enabled": True},
     },
@@ -209,6 +213,13 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         for step in steps[:-1]:
             node = node[step]
         node[steps[-1]] = value
+
+    return mutate
+
+
+def _append(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(props: dict[str, Any]) -> None:
+        props[path].append(value)
 
     return mutate
 
@@ -379,11 +390,16 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         _set("environmentVariables.WORKER_KEY", "k"),
         "sec-001",
     ),
-    ("worker-plain-secret", WORKER, _set("bindings.3.name", "API_KEY"), "sec-001"),
+    (
+        "worker-plain-secret",
+        WORKER,
+        _append("bindings", {"type": "plain_text", "name": "API_KEY", "text": "k"}),
+        "sec-001",
+    ),
     (
         "worker-credential-in-plain-binding",
         WORKER,
-        _set("bindings.3.text", "ghp_" + "a" * 36),
+        _append("bindings", {"type": "plain_text", "name": "MIRROR", "text": "ghp_" + "a" * 36}),
         "sec-002",
     ),
     (

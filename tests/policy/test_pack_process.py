@@ -112,8 +112,9 @@ def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
 ) -> None:
     values = stack_values("prod")
     values["profile"]["egress"] = {"mode": "open"}
-    values["profile"]["limits"]["maxLifetimeSeconds"] = 86400
-    rendered = render("prod", values)
+    rendered = testing.with_input(
+        render("prod", values), "gcp-cloudrun-service", ("template", "timeout"), "7200s"
+    )
     over_grpc = gate.check_rendered(stub, rendered, PROJECT)
     in_process = gate.check_rendered(analyzer, rendered, PROJECT)
     assert over_grpc.violations == in_process.violations
