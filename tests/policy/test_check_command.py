@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +15,43 @@ import jsonschema
 import pytest
 import yaml
 from google.protobuf import empty_pb2
+from typer.testing import CliRunner
 
 from sandboxkit import gate
+from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path) -> Ran:
+    """``sandboxkit ARGS`` in this process (fast); ``cwd`` is passed as ``--project-dir``."""
+    result = CliRunner().invoke(app, [*args, "--project-dir", str(cwd)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
-    return subprocess.run(
-        [sys.executable, "-m", "sandboxkit", *args],
-        cwd=cwd,
+    result = subprocess.run(
+        [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod"],
+        cwd=project_dir,
         env=env,
         capture_output=True,
         text=True,
         timeout=180,
         check=False,
     )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n  passed\n"
 
 
 @pytest.fixture
@@ -202,7 +222,7 @@ def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared
     assert location["logicalLocations"][0]["fullyQualifiedName"] == finding_urn(result)
 
 
-def finding_urn(result: subprocess.CompletedProcess[str]) -> str:
+def finding_urn(result: Ran) -> str:
     return json.loads(result.stdout)["runs"][0]["results"][0]["locations"][0]["logicalLocations"][
         0
     ]["fullyQualifiedName"]

@@ -134,7 +134,7 @@ def _pool_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
 TIME_LIMITS = ResourceRule(
     Rule(
         id="SBX-RES-002",
-        title="Every sandbox has a lifetime within the target's cap",
+        title="Every sandbox has lifetime and timeout limits within caps",
         severity=Severity.HIGH,
         description="Checks that every sandbox has a hard lifetime (and, where the platform "
         "has one, an idle or request timeout) no longer than the organisation's maximum and "
