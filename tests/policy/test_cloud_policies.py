@@ -37,6 +37,13 @@ def tags(target: str) -> dict[str, str]:
     return {"managed-by": "sandboxkit", "sandboxkit-target": target}
 
 
+def _recorder(found: set[str], name: str) -> Callable[[str, str | None], None]:
+    def report(_message: str, _urn: str | None = None) -> None:
+        found.add(name)
+
+    return report
+
+
 def fired(resource_type: str, props: dict[str, Any], name: str = "r") -> set[str]:
     """Names of the resource policies that report ``props``."""
     found: set[str] = set()
@@ -44,7 +51,7 @@ def fired(resource_type: str, props: dict[str, Any], name: str = "r") -> set[str
         if not isinstance(policy, ResourceValidationPolicy):
             continue
         args = ResourceValidationArgs(resource_type, props, f"urn::{name}", name, OPTIONS, None)
-        policy.validate(args, lambda _message, _urn=None, p=policy: found.add(p.name))
+        policy.validate(args, _recorder(found, policy.name))
     return found
 
 
@@ -57,9 +64,7 @@ def fired_on_stack(resources: list[tuple[str, dict[str, Any]]]) -> set[str]:
     found: set[str] = set()
     for policy in POLICIES:
         if isinstance(policy, StackValidationPolicy):
-            policy.validate(
-                StackValidationArgs(stack), lambda _m, _u=None, p=policy: found.add(p.name)
-            )
+            policy.validate(StackValidationArgs(stack), _recorder(found, policy.name))
     return found
 
 

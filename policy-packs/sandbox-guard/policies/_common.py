@@ -75,7 +75,9 @@ class Rule:
 
     def schema(self) -> PolicyConfigSchema | None:
         """The config schema the CLI validates ``--policy-pack-config`` against."""
-        return PolicyConfigSchema(properties=dict(self.properties)) if self.properties else None
+        if not self.properties:
+            return None
+        return PolicyConfigSchema(properties={k: dict(v) for k, v in self.properties.items()})
 
     def common(self) -> dict[str, Any]:
         """Keyword arguments shared by resource and stack policies."""
