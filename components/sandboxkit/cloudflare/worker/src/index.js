@@ -460,11 +460,31 @@ function parseExecBody(text) {
   return { command };
 }
 
+/** Reads at most `limit` bytes of the body; null when it is longer (chunked bodies included). */
 async function readBoundedText(request, limit) {
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) return null;
-  const text = await request.text();
-  return encoder.encode(text).length > limit ? null : text;
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 export default {
@@ -554,7 +574,13 @@ export class Sandbox extends DurableObject {
     if (!limits.ok) return misconfigured(limits.error);
 
     const received = Date.now();
-    const argv = op === "exec" ? (await request.json()).command : null;
+    let argv = null;
+    if (op === "exec") {
+      // The Worker validated it already; the object does not rely on its caller for that.
+      const parsed = parseExecBody(await request.text());
+      if (parsed.error !== undefined) return json(400, { error: "invalid_body", message: parsed.error });
+      argv = parsed.command;
+    }
     const state = await this.#begin(name, request.headers.get(HEADER_TENANT_HASH) ?? "", limits);
     let current = state;
     const deadline = state.startedAt + limits.maxLifetimeSeconds * 1000;

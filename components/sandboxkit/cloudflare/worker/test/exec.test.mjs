@@ -97,13 +97,36 @@ describe("exec", () => {
     });
   }
 
-  test("a body over 64 KiB is 413", async () => {
-    const response = await post(worker, { command: ["echo", "x".repeat(64 * 1024)] });
-    assert.equal(response.status, 413);
-    assert.deepEqual(await response.json(), {
+  test("a body over 64 KiB is 413, with or without Content-Length", async () => {
+    const tooLarge = {
       error: "body_too_large",
       message: "exec body must be at most 65536 bytes",
+    };
+    const response = await post(worker, { command: ["echo", "x".repeat(64 * 1024)] });
+    assert.equal(response.status, 413);
+    assert.deepEqual(await response.json(), tooLarge);
+
+    // Chunked: no Content-Length to refuse up front, so the stream itself is cut off.
+    const chunk = new TextEncoder().encode("x".repeat(16 * 1024));
+    let sent = 0;
+    const body = new ReadableStream({
+      pull(controller) {
+        if (sent++ < 8) controller.enqueue(chunk);
+        else controller.close();
+      },
     });
+    const chunked = await worker.request(EXEC_PATH, { method: "POST", headers: bearer(), body, duplex: "half" });
+    assert.equal(chunked.status, 413);
+    assert.deepEqual(await chunked.json(), tooLarge);
+
+    // Exactly at the limit is still read (and then judged on its content).
+    const atLimit = JSON.stringify({ command: ["echo", ""] });
+    const padded = atLimit.replace('""', `"${"y".repeat(64 * 1024 - atLimit.length)}"`);
+    assert.equal(Buffer.byteLength(padded), 64 * 1024);
+    const before = events(worker.stdout, "sandbox.exec").length;
+    assert.equal((await post(worker, padded)).status, 503);
+    // Only the accepted body reached the object and was audited.
+    assert.equal((await waitForEvents(worker.stdout, "sandbox.exec", before + 1)).length, before + 1);
   });
 });
 

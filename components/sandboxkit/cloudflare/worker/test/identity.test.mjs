@@ -143,6 +143,21 @@ describe("routes", () => {
     }
   });
 
+  test("the object validates an exec body itself", async () => {
+    const namespace = await worker.sandboxNamespace();
+    const name = expectedSandboxName(SANDBOX_ID_KEY, "acme", "direct-body");
+    const response = await namespace.get(namespace.idFromName(name)).fetch("https://sandbox.internal/exec", {
+      method: "POST",
+      headers: { "x-sandboxkit-sandbox-id": name },
+      body: JSON.stringify({ command: "rm -rf /" }),
+    });
+    assert.equal(response.status, 400);
+    assert.deepEqual(await response.json(), {
+      error: "invalid_body",
+      message: "command must be an array of 1 to 256 strings",
+    });
+  });
+
   test("DELETE ends the sandbox; the pair then answers 410 for status and exec", async () => {
     const path = "/v1/tenants/acme/sessions/to-delete";
     const started = await status(worker, "acme", "to-delete");
