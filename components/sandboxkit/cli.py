@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from sandboxkit import gate
 from sandboxkit.checkov_bridge.baseline import BaselineError
 from sandboxkit.checkov_bridge.mapping import UnmappedTypeError
 from sandboxkit.checkov_bridge.runner import (
@@ -232,6 +234,58 @@ def _project_dir() -> Path:
         return find_project_dir()
     except ConfigError as exc:
         raise fail_config(exc) from None
+
+
+class CheckFormat(StrEnum):
+    """Output formats of ``sandboxkit check``."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
+
+
+@app.command()
+def check(
+    stack: Annotated[
+        str | None, typer.Option("--stack", "-s", help="Stack name (stacks/Pulumi.<stack>.yaml).")
+    ] = None,
+    all_stacks: Annotated[
+        bool, typer.Option("--all-stacks", help="Check every stack file in the project.")
+    ] = False,
+    output: Annotated[
+        CheckFormat, typer.Option("--format", help="text, json or sarif (SARIF 2.1.0).")
+    ] = CheckFormat.TEXT,
+    pack_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy-pack-config",
+            help="Pack config file (default: the pack's config/<environment>.json).",
+        ),
+    ] = None,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Apply the sandbox-guard policy pack to STACK offline; exit 1 on a mandatory violation."""
+    try:
+        root = project_dir or find_project_dir()
+        if all_stacks == (stack is not None):
+            raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
+        names = list_stacks(root) if all_stacks else [stack]
+        results = [
+            gate.run_check(name, root, pack_config=pack_config)
+            for name in names
+            if name is not None
+        ]
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    if output is CheckFormat.JSON:
+        documents = [gate.format_json(r) for r in results]
+        document = documents[0] if stack is not None else {"stacks": documents}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif output is CheckFormat.SARIF:
+        sys.stdout.write(json.dumps(gate.format_sarif(results), indent=2) + "\n")
+    else:
+        sys.stdout.write(gate.format_text(results))
+    raise typer.Exit(gate.exit_code(results))
 
 
 @app.command("cloudflare-config")

@@ -130,7 +130,12 @@ def _azure_session_pool(args: MockResourceArgs, resource_id: str) -> dict[str, A
         f"https://{location}.dynamicsessions.io/subscriptions/{MOCK_AZURE_SUBSCRIPTION}"
         f"/resourceGroups/{group}/sessionPools/{name}"
     )
-    return {**_azure_id(args, resource_id), "poolManagementEndpoint": endpoint}
+    # The ARM id policies read (e.g. an executor role scoped to this pool, not wider).
+    pool_id = (
+        f"/subscriptions/{MOCK_AZURE_SUBSCRIPTION}/resourceGroups/{group}"
+        f"/providers/Microsoft.App/sessionPools/{name}"
+    )
+    return {**_azure_id(args, resource_id), "id": pool_id, "poolManagementEndpoint": endpoint}
 
 
 MOCK_GCP_PROJECT = "example-project"

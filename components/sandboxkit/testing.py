@@ -9,9 +9,15 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
-from sandboxkit.render import RenderedResource
+from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.project import stack_file
+from sandboxkit.render import RenderedResource, RenderedStack, render_source
 
 
 def of_type(resources: Iterable[RenderedResource], type_token: str) -> list[RenderedResource]:
@@ -31,3 +37,47 @@ def named(resources: Iterable[RenderedResource], name: str) -> RenderedResource:
     found = [r for r in resources if r.name == name]
     assert len(found) == 1, f"expected one resource named {name}, found {len(found)}"
     return found[0]
+
+
+# Pass as ``value`` to ``with_input`` to remove the key instead of setting it.
+REMOVE = object()
+
+
+def with_input(
+    rendered: RenderedStack, name: str, path: Sequence[str | int], value: Any
+) -> RenderedStack:
+    """A copy of ``rendered`` with one input of resource ``name`` set (or ``REMOVE``d).
+
+    ``path`` walks the wire-form inputs: keys for mappings, indexes for lists, e.g.
+    ``("spec", "podTemplate", "spec", "containers", 0, "securityContext", "privileged")``.
+    Missing mappings along the path are created.
+    """
+    target = named(rendered.resources, name)
+    inputs = copy.deepcopy(dict(target.inputs))
+    node: Any = inputs
+    for step in path[:-1]:
+        node = node.setdefault(step, {}) if isinstance(step, str) else node[step]
+    if value is REMOVE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    changed = replace(target, inputs=inputs)
+    return replace(
+        rendered, resources=tuple(changed if r is target else r for r in rendered.resources)
+    )
+
+
+def without(rendered: RenderedStack, name: str) -> RenderedStack:
+    """A copy of ``rendered`` without resource ``name``."""
+    target = named(rendered.resources, name)
+    return replace(rendered, resources=tuple(r for r in rendered.resources if r is not target))
+
+
+def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
+    """An editable copy of a stack file's ``sandboxkit:*`` values (``secure:`` left unknown)."""
+    return copy.deepcopy(dict(read_stack_file(stack_file(project_dir, stack)).values))
+
+
+def render_values(project_dir: Path, stack: str, values: dict[str, Any]) -> RenderedStack:
+    """Render config values offline as stack ``stack`` (e.g. a weakened copy of its file)."""
+    return render_source(project_dir, stack, ConfigSource(values=values))

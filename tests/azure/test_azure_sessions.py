@@ -172,7 +172,10 @@ def test_executor_role_is_scoped_to_this_pool(engine: Recorder) -> None:
     )
     assert SESSION_EXECUTOR_ROLE_ID == "0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0"
     assignments = [named(engine.resources, f"azure-sessions-executor-{n}") for n in (0, 1)]
-    pool_id = f"/subscriptions/{SUBSCRIPTION}/mock/{pool.name}"
+    pool_id = (
+        f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{pool.inputs['resourceGroupName']}"
+        f"/providers/Microsoft.App/sessionPools/{pool.inputs['sessionPoolName']}"
+    )
     assert [
         (a.inputs["principalId"], a.inputs["principalType"], a.inputs["scope"]) for a in assignments
     ] == [(EXECUTOR, "ServicePrincipal", pool_id), (group["principalId"], "Group", pool_id)]

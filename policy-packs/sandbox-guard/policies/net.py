@@ -1,0 +1,485 @@
+"""NET: where sandbox code may connect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import Severity
+
+from sandboxkit.egress import parse_rule
+
+from ._common import (
+    EVERYWHERE,
+    WORKERS_SCRIPT,
+    Context,
+    ResourceRule,
+    Rule,
+    StackRule,
+    dig,
+    items,
+    non_public_overlap,
+    plain_bindings,
+    target_of,
+)
+
+# The label the kit's pods carry and its NetworkPolicy selects (kubernetes target).
+SANDBOX_POD_LABEL = "sandboxkit-sandbox"
+INTERNET_EGRESS = "INTERNET_EGRESS"
+# The Worker binding the kit's egress gateway reads (sandboxkit.cloudflare.spec):
+# {"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}.
+EGRESS_POLICY_BINDING = "EGRESS_POLICY"
+
+
+def worker_egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The parsed ``EGRESS_POLICY`` binding of a Worker, or ``None`` if absent or unreadable."""
+    text = plain_bindings(props).get(EGRESS_POLICY_BINDING)
+    try:
+        policy = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return policy if isinstance(policy, Mapping) else None
+
+
+EGRESS_CLOSED = ResourceRule(
+    Rule(
+        id="SBX-NET-001",
+        title="Sandbox egress is not open to the internet",
+        severity=Severity.CRITICAL,
+        description="Prohibits sandbox egress paths that reach the whole internet: open network "
+        "policies, MicroVM images on INTERNET_EGRESS, wide security groups, Cloud Run egress "
+        "outside the VPC firewall, session pools with egress enabled.",
+        remediation="Set sandboxkit:profile.egress.mode to deny, or to allowlist with the hosts "
+        "sandboxes need, and keep the kit's egress controls in place.",
+        properties={
+            "allowedPorts": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "default": [443, 80, 53],
+                "description": "TCP/UDP ports a sandbox connector's security group may open "
+                "to any address (the firewall behind it filters by name).",
+            }
+        },
+    )
+)
+
+
+@EGRESS_CLOSED.on("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+def _network_policy_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    selector = dig(props, "spec.podSelector.matchLabels", {}) or {}
+    if SANDBOX_POD_LABEL not in selector and selector:
+        return
+    spec = dig(props, "spec", {})
+    if "Egress" not in items(spec.get("policyTypes")):
+        yield (
+            f"NetworkPolicy {ctx.name} selects sandbox pods but does not restrict egress; "
+            "add Egress to spec.policyTypes."
+        )
+    for index, rule in enumerate(items(spec.get("egress"))):
+        peers = items(dig(rule, "to"))
+        if not peers:
+            yield (
+                f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
+                "destination; list the destinations or use egress mode deny."
+            )
+        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
+        if wide:
+            yield (
+                f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
+                "open); set sandboxkit:profile.egress.mode to deny or allowlist."
+            )
+
+
+@EGRESS_CLOSED.on("kubernetes:*:SandboxTemplate")
+def _template_managed_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    management = dig(props, "spec.networkPolicyManagement", "Managed")
+    if management != "Unmanaged":
+        yield (
+            f"SandboxTemplate {ctx.name} has networkPolicyManagement {management}: the "
+            "controller's managed policy admits the public internet and policies add up; set it "
+            "to Unmanaged so the kit's NetworkPolicy alone decides."
+        )
+
+
+@EGRESS_CLOSED.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
+def _cilium_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    for rule in items(dig(props, "spec.egress")):
+        entities = {str(e) for e in items(dig(rule, "toEntities"))}
+        cidrs = {str(c) for c in items(dig(rule, "toCIDR"))}
+        if entities & {"world", "all"} or cidrs & set(EVERYWHERE):
+            yield (
+                f"CiliumNetworkPolicy {ctx.name} admits egress to the whole internet; "
+                "allow only toFQDNs entries from the profile's allowlist."
+            )
+
+
+@EGRESS_CLOSED.on("aws:lambdamicrovms/image:Image")
+def _microvm_connectors(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    connectors = items(props.get("egressNetworkConnectors"))
+    if not connectors:
+        yield (
+            f"MicroVM image {ctx.name} sets no egressNetworkConnectors, so MicroVMs get the "
+            f"default {INTERNET_EGRESS}; set them to the kit's CoreNetworkConnector only."
+        )
+    elif INTERNET_EGRESS in connectors:
+        yield (
+            f"MicroVM image {ctx.name} lists {INTERNET_EGRESS} in egressNetworkConnectors; "
+            "remove it and keep only the kit's CoreNetworkConnector."
+        )
+
+
+def _ports_open(rule: Mapping[str, Any], allowed: Sequence[int], protocol_key: str) -> bool:
+    protocol = str(rule.get(protocol_key, "")).lower()
+    if protocol in ("-1", "all"):
+        return True
+    low, high = rule.get("fromPort"), rule.get("toPort")
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return True
+    return any(port not in allowed for port in range(int(low), int(high) + 1))
+
+
+def _sg_egress_open(
+    rule: Mapping[str, Any], ctx: Context, protocol_key: str, cidr_keys: Sequence[str]
+) -> Iterator[str]:
+    cidrs = [c for key in cidr_keys for c in (rule.get(key), *items(rule.get(key)))]
+    wide = [c for c in cidrs if c in EVERYWHERE]
+    allowed = list(ctx.setting("allowedPorts"))
+    if wide and _ports_open(rule, allowed, protocol_key):
+        ports = ", ".join(map(str, allowed))
+        yield (
+            f"Security group rule of {ctx.name} opens {wide[0]} beyond ports {ports}; limit "
+            "egress to those ports so the Network Firewall allowlist decides every connection."
+        )
+
+
+@EGRESS_CLOSED.on("aws:ec2/securityGroup:SecurityGroup")
+def _security_group_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if target_of(props) is None:
+        return
+    for rule in items(props.get("egress")):
+        yield from _sg_egress_open(rule, ctx, "protocol", ("cidrBlocks", "ipv6CidrBlocks"))
+
+
+@EGRESS_CLOSED.on("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+def _egress_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if target_of(props) is None:
+        return
+    yield from _sg_egress_open(props, ctx, "ipProtocol", ("cidrIpv4", "cidrIpv6"))
+
+
+@EGRESS_CLOSED.on("gcp:cloudrunv2/service:Service")
+def _cloud_run_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    egress = dig(props, "template.vpcAccess.egress")
+    if dig(props, "template.vpcAccess") is None:
+        yield (
+            f"Cloud Run service {ctx.name} has no VPC access, so sandboxes launched with "
+            "network on egress straight to the internet; set template.vpcAccess with Direct "
+            "VPC egress ALL_TRAFFIC into the kit's VPC."
+        )
+    elif egress != "ALL_TRAFFIC":
+        yield (
+            f"Cloud Run service {ctx.name} routes only private ranges through the VPC "
+            f"(vpcAccess.egress {egress}); set it to ALL_TRAFFIC so the VPC firewall policy "
+            "sees every connection."
+        )
+
+
+@EGRESS_CLOSED.on("gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+def _gcp_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if props.get("direction") != "EGRESS" or props.get("action") != "allow":
+        return
+    wide = [c for c in items(dig(props, "match.destIpRanges")) if c in EVERYWHERE]
+    if wide:
+        yield (
+            f"Firewall policy rule {ctx.name} allows egress to {wide[0]}; allow only the "
+            "allowlisted FQDNs and let the deny-all rule take the rest."
+        )
+
+
+@EGRESS_CLOSED.on("azure-native:app:ContainerAppsSessionPool")
+def _session_pool_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    status = dig(props, "sessionNetworkConfiguration.status")
+    if status != "EgressDisabled":
+        yield (
+            f"Session pool {ctx.name} has sessionNetworkConfiguration.status {status}; set it "
+            "to EgressDisabled (sandboxkit:profile.egress.mode deny): the pool cannot filter "
+            "by host."
+        )
+
+
+@EGRESS_CLOSED.on(WORKERS_SCRIPT)
+def _worker_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    policy = worker_egress_policy(props)
+    if policy is None:
+        yield (
+            f"Worker {ctx.name} has no readable {EGRESS_POLICY_BINDING} binding, and Cloudflare "
+            "containers reach the internet by default; deploy the kit's Worker with its egress "
+            "policy binding."
+        )
+    elif policy.get("mode") not in ("deny", "allowlist"):
+        yield (
+            f"Worker {ctx.name} lets its containers egress with mode {policy.get('mode')}; set "
+            "sandboxkit:profile.egress.mode to deny or allowlist."
+        )
+
+
+ALLOWLIST_SPECIFIC = ResourceRule(
+    Rule(
+        id="SBX-NET-002",
+        title="Allowlist entries are specific public hosts",
+        severity=Severity.HIGH,
+        description="Prohibits allowlist entries that cover everything, a whole top-level "
+        "domain, or a private, loopback, link-local or metadata address.",
+        remediation="List each public host sandboxes need as host[:port] in "
+        "sandboxkit:profile.egress.allow; never a wildcard over everything or an internal "
+        "address.",
+    )
+)
+
+
+def _entry_problem(entry: str) -> str | None:
+    try:
+        parse_rule(entry)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[str]:
+    for entry in entries:
+        problem = _entry_problem(entry)
+        if problem:
+            yield (
+                f"{kind} {name} allows '{entry}': {problem}. Replace it with the exact "
+                "public hosts sandboxes need."
+            )
+
+
+def _cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> Iterator[str]:
+    if cidr in EVERYWHERE:
+        return  # SBX-NET-001 judges destinations that mean everything.
+    reached = non_public_overlap(cidr, excepted)
+    if reached:
+        yield (
+            f"{kind} {name} allows {cidr}, which reaches non-public range(s) "
+            f"{', '.join(reached)}; allow only public host addresses."
+        )
+
+
+@ALLOWLIST_SPECIFIC.on("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+def _np_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    for rule in items(dig(props, "spec.egress")):
+        for peer in items(dig(rule, "to")):
+            cidr = dig(peer, "ipBlock.cidr")
+            if isinstance(cidr, str):
+                excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
+                yield from _cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
+
+
+@ALLOWLIST_SPECIFIC.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
+def _cilium_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    entries = [
+        str(fqdn.get("matchName") or fqdn.get("matchPattern"))
+        for rule in items(dig(props, "spec.egress"))
+        for fqdn in items(dig(rule, "toFQDNs"))
+    ]
+    yield from _entries_problems("CiliumNetworkPolicy", ctx.name, entries)
+
+
+@ALLOWLIST_SPECIFIC.on("kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy")
+def _gke_fqdn_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    entries = [
+        str(match.get("name") or match.get("pattern"))
+        for rule in items(dig(props, "spec.egress"))
+        for match in items(dig(rule, "matches"))
+    ]
+    yield from _entries_problems("FQDNNetworkPolicy", ctx.name, entries)
+
+
+@ALLOWLIST_SPECIFIC.on("aws:networkfirewall/ruleGroup:RuleGroup")
+def _aws_rule_group_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    source = dig(props, "ruleGroup.rulesSource.rulesSourceList")
+    if not isinstance(source, Mapping) or source.get("generatedRulesType") != "ALLOWLIST":
+        return
+    # Network Firewall writes a subdomain wildcard as a leading dot (".example.com").
+    entries = [f"*{t}" if str(t).startswith(".") else str(t) for t in items(source.get("targets"))]
+    yield from _entries_problems("Network Firewall rule group", ctx.name, entries)
+
+
+@ALLOWLIST_SPECIFIC.on("gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+def _gcp_rule_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if props.get("direction") != "EGRESS" or props.get("action") != "allow":
+        return
+    fqdns = [str(f) for f in items(dig(props, "match.destFqdns"))]
+    yield from _entries_problems("Firewall policy rule", ctx.name, fqdns)
+    for cidr in items(dig(props, "match.destIpRanges")):
+        yield from _cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
+
+
+@ALLOWLIST_SPECIFIC.on(WORKERS_SCRIPT)
+def _worker_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    policy = worker_egress_policy(props) or {}
+    entries = [
+        f"{'*.' if e.get('wildcard') else ''}{e.get('host')}:{e.get('port', 443)}"
+        for e in items(policy.get("allow"))
+        if isinstance(e, Mapping)
+    ]
+    yield from _entries_problems("Worker egress policy", ctx.name, entries)
+
+
+DEFAULT_DENY = ResourceRule(
+    Rule(
+        id="SBX-NET-003",
+        title="Egress firewalls deny by default",
+        severity=Severity.HIGH,
+        description="Checks that egress firewalls drop what no rule allows: Network Firewall "
+        "policies in strict order with aws:drop_established and stateless traffic forwarded to "
+        "the stateful engine, domain lists as allowlists, GKE clusters with Dataplane V2 so "
+        "network policies are enforced.",
+        remediation="Keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
+        "aws:forward_to_sfe, ALLOWLIST domain rule groups, and ADVANCED_DATAPATH on GKE.",
+    )
+)
+
+
+@DEFAULT_DENY.on("aws:networkfirewall/firewallPolicy:FirewallPolicy")
+def _firewall_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    policy = dig(props, "firewallPolicy", {})
+    order = dig(policy, "statefulEngineOptions.ruleOrder", "DEFAULT_ACTION_ORDER")
+    if order != "STRICT_ORDER":
+        yield (
+            f"Firewall policy {ctx.name} uses rule order {order}; set "
+            "statefulEngineOptions.ruleOrder to STRICT_ORDER so the default action applies."
+        )
+    defaults = [str(a) for a in items(policy.get("statefulDefaultActions"))]
+    if "aws:drop_established" not in defaults:
+        yield (
+            f"Firewall policy {ctx.name} has statefulDefaultActions {defaults}; include "
+            "aws:drop_established so traffic no allowlist rule passes is dropped (and the TLS "
+            "handshake still reaches the SNI match)."
+        )
+    stateless = [str(a) for a in items(policy.get("statelessDefaultActions"))]
+    if "aws:pass" in stateless:
+        yield (
+            f"Firewall policy {ctx.name} passes stateless traffic by default, bypassing the "
+            "stateful allowlist; set statelessDefaultActions to aws:forward_to_sfe."
+        )
+
+
+@DEFAULT_DENY.on("aws:networkfirewall/ruleGroup:RuleGroup")
+def _rule_group_kind(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    kind = dig(props, "ruleGroup.rulesSource.rulesSourceList.generatedRulesType")
+    if kind is not None and kind != "ALLOWLIST":
+        yield (
+            f"Network Firewall rule group {ctx.name} is a {kind} domain list, which lets every "
+            "other name through; make it an ALLOWLIST."
+        )
+
+
+@DEFAULT_DENY.on("gcp:container/cluster:Cluster")
+def _gke_datapath(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if props.get("datapathProvider") != "ADVANCED_DATAPATH":
+        yield (
+            f"GKE cluster {ctx.name} does not use Dataplane V2, so sandbox network and FQDN "
+            "policies are not enforced; set datapathProvider to ADVANCED_DATAPATH."
+        )
+
+
+DNS_FAIL_CLOSED = ResourceRule(
+    Rule(
+        id="SBX-NET-004",
+        title="DNS firewall fails closed",
+        severity=Severity.HIGH,
+        description="Checks that the Route 53 Resolver DNS Firewall in front of sandboxes "
+        "blocks queries when it cannot evaluate them (firewallFailOpen DISABLED).",
+        remediation="Set firewallFailOpen to DISABLED on the VPC's ResolverFirewallConfig.",
+    )
+)
+
+
+@DNS_FAIL_CLOSED.on("aws:route53/resolverFirewallConfig:ResolverFirewallConfig")
+def _dns_fail_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    value = props.get("firewallFailOpen", "ENABLED")
+    if value != "DISABLED":
+        yield (
+            f"DNS firewall config {ctx.name} has firewallFailOpen {value}, so names resolve "
+            "unfiltered whenever the firewall is impaired; set it to DISABLED."
+        )
+
+
+def _stack_egress_controls(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:
+    def of(suffix: str) -> list[Any]:
+        return [r for r in resources if r.resource_type.endswith(suffix)]
+
+    policies = of(":NetworkPolicy")
+    for template in of(":SandboxTemplate"):
+        namespace = dig(template.props, "metadata.namespace")
+        pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
+        # Same target (cluster) and namespace: two targets may use the same namespace name.
+        covering = [
+            p
+            for p in policies
+            if dig(p.props, "metadata.namespace") == namespace
+            and target_of(p.props) == target_of(template.props)
+            and "Egress" in items(dig(p.props, "spec.policyTypes"))
+            and all(
+                pod_labels.get(k) == v
+                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
+            )
+        ]
+        if not covering:
+            yield (
+                f"SandboxTemplate {template.name} has no NetworkPolicy restricting egress of its "
+                "pods in its namespace; keep the kit's NetworkPolicy alongside it.",
+                template.urn,
+            )
+    connectors = of("lambda/coreNetworkConnector:CoreNetworkConnector")
+    for image in of("lambdamicrovms/image:Image"):
+        if not connectors or not of(":FirewallPolicy") or not of(":ResolverFirewallConfig"):
+            yield (
+                f"MicroVM image {image.name} has no CoreNetworkConnector, Network Firewall "
+                "policy and DNS firewall in the stack to hold its egress; deploy them with the "
+                "image (the aws-microvm target does).",
+                image.urn,
+            )
+    rules = of("compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+    egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
+    deny_all = [
+        r
+        for r in egress_rules
+        if r.props.get("action") == "deny"
+        and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
+    ]
+    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
+    for service in of("cloudrunv2/service:Service"):
+        if not deny_all:
+            yield (
+                f"Cloud Run service {service.name} has no deny-all egress rule in a network "
+                "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
+                service.urn,
+            )
+        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
+            yield (
+                f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
+                "before an allow rule; give it a larger priority number than every allow rule.",
+                service.urn,
+            )
+
+
+EGRESS_ATTACHED = StackRule(
+    Rule(
+        id="SBX-NET-005",
+        title="Every sandbox runtime has an egress control attached",
+        severity=Severity.CRITICAL,
+        description="Checks that every sandbox runtime in the stack has its egress control "
+        "deployed with it: a NetworkPolicy selecting each SandboxTemplate's pods, the connector, "
+        "Network Firewall and DNS firewall for MicroVM images, a deny-all egress rule ordered "
+        "after the allow rules for Cloud Run.",
+        remediation="Deploy sandboxes through the kit's target components, which create the "
+        "egress controls with the runtime.",
+    ),
+    _stack_egress_controls,
+)
+
+RULES = [EGRESS_CLOSED, ALLOWLIST_SPECIFIC, DEFAULT_DENY, DNS_FAIL_CLOSED, EGRESS_ATTACHED]

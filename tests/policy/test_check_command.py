@@ -1,0 +1,287 @@
+"""``sandboxkit check``: exit codes, the three formats, per-environment levels, bad config."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from google.protobuf import empty_pb2
+from typer.testing import CliRunner
+
+from sandboxkit import gate
+from sandboxkit.cli import app
+from sandboxkit.errors import ConfigError
+
+COMPONENTS = Path(__file__).resolve().parents[2] / "components"
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path) -> Ran:
+    """``sandboxkit ARGS`` in this process (fast); ``cwd`` is passed as ``--project-dir``."""
+    result = CliRunner().invoke(app, [*args, "--project-dir", str(cwd)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
+    result = subprocess.run(
+        [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod"],
+        cwd=project_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n  passed\n"
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path, project_dir: Path) -> Path:
+    """Pulumi.yaml, stacks/ and the pack copied to a scratch project to weaken."""
+    shutil.copy(project_dir / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copytree(project_dir / "stacks", tmp_path / "stacks")
+    shutil.copytree(
+        project_dir / "policy-packs",
+        tmp_path / "policy-packs",
+        ignore=shutil.ignore_patterns("venv", "__pycache__"),
+    )
+    return tmp_path
+
+
+def edit_stack(project: Path, stack: str, edit: Any) -> None:
+    path = project / "stacks" / f"Pulumi.{stack}.yaml"
+    document = yaml.safe_load(path.read_text())
+    edit(document["config"])
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_shipped_stacks_pass_with_no_mandatory_violation(project_dir: Path, stack: str) -> None:
+    result = run_cli("check", "--stack", stack, "--format", "json", cwd=project_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert document["stack"] == stack
+    assert document["summary"]["mandatory"] == 0
+    assert all(v["enforcement"] != "mandatory" for v in document["violations"])
+
+
+def test_prod_is_clean_and_exits_0_in_text(project_dir: Path) -> None:
+    result = run_cli("check", "--stack", "prod", cwd=project_dir)
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[0] == (
+        "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory"
+    )
+
+
+def open_egress(config: dict[str, Any]) -> None:
+    config["sandboxkit:profile"]["egress"] = {"mode": "open"}
+
+
+def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy: Path) -> None:
+    edit_stack(project_copy, "prod", open_egress)
+    result = run_cli("check", "--stack", "prod", cwd=project_copy)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Stack prod (prod): 7 violation(s), 7 mandatory, 0 advisory"
+    resources = {line.rsplit("::", 1)[-1] for line in lines[1:-1:2]}
+    assert resources == {
+        "kubernetes-network-policy",
+        "aws-microvm-connector-sg",
+        "gcp-cloudrun-allow-public-ipv4",
+        "gcp-cloudrun-allow-public-ipv6",
+        "gcp-gke-agent-sandbox-network-policy",
+        "azure-sessions-pool",
+        "cloudflare-script",
+    }
+    assert all(line.startswith("    SBX-NET-001 [critical, mandatory] ") for line in lines[2:-1:2])
+    pool = lines.index(next(line for line in lines if line.endswith("::azure-sessions-pool")))
+    assert lines[pool + 1] == (
+        "    SBX-NET-001 [critical, mandatory] Session pool azure-sessions-pool has "
+        "sessionNetworkConfiguration.status EgressEnabled; set it to EgressDisabled "
+        "(sandboxkit:profile.egress.mode deny): the pool cannot filter by host."
+    )
+    assert lines[-1] == "  FAILED: mandatory violations"
+
+
+def test_open_egress_in_dev_is_advisory_and_exits_0(project_copy: Path) -> None:
+    edit_stack(project_copy, "dev", open_egress)
+    result = run_cli("check", "--stack", "dev", "--format", "json", cwd=project_copy)
+    assert result.returncode == 0
+    violations = json.loads(result.stdout)["violations"]
+    assert {(v["policy"], v["enforcement"]) for v in violations} == {("SBX-NET-001", "advisory")}
+
+
+def kubernetes_only(config: dict[str, Any]) -> None:
+    for target in config["sandboxkit:targets"]:
+        if target != "kubernetes":
+            del config[f"sandboxkit:{target}"]
+    config["sandboxkit:targets"] = ["kubernetes"]
+
+
+def kubernetes_with_open_egress(config: dict[str, Any]) -> None:
+    kubernetes_only(config)
+    open_egress(config)
+
+
+CONFIG_MUTATIONS = {
+    "egress-open": ("egress", {"mode": "open"}, "SBX-NET-001"),
+    "vcpu-above-max": ("limits", {"vcpu": 16}, "SBX-RES-001"),
+    "lifetime-above-max": ("limits", {"maxLifetimeSeconds": 86400}, "SBX-RES-002"),
+    "pool-above-max": ("pool", {"ready": 2, "maxConcurrent": 2000}, "SBX-RES-003"),
+}
+
+
+@pytest.mark.parametrize("case", CONFIG_MUTATIONS, ids=list(CONFIG_MUTATIONS))
+def test_each_mutated_stack_exits_1_naming_its_policy_under_a_strict_config(
+    project_copy: Path, case: str
+) -> None:
+    section, value, policy = CONFIG_MUTATIONS[case]
+
+    def weaken(config: dict[str, Any]) -> None:
+        # Some values are beyond another target's cap, which config validation refuses (exit 2).
+        kubernetes_only(config)
+        config["sandboxkit:profile"][section] = value
+
+    edit_stack(project_copy, "prod", weaken)
+    strict = project_copy / "strict.json"
+    strict.write_text(json.dumps({"all": "mandatory"}))
+    result = run_cli(
+        "check",
+        "--stack",
+        "prod",
+        "--format",
+        "json",
+        "--policy-pack-config",
+        str(strict),
+        cwd=project_copy,
+    )
+    assert result.returncode == 1
+    violations = json.loads(result.stdout)["violations"]
+    assert {v["policy"] for v in violations} == {policy}
+    assert {v["enforcement"] for v in violations} == {"mandatory"}
+
+
+def test_json_has_the_documented_shape(project_copy: Path) -> None:
+    edit_stack(project_copy, "prod", kubernetes_with_open_egress)
+    result = run_cli("check", "--stack", "prod", "--format", "json", cwd=project_copy)
+    document = json.loads(result.stdout)
+    assert set(document) == {"stack", "environment", "violations", "summary"}
+    assert document["summary"] == {"total": 1, "mandatory": 1, "advisory": 0}
+    (violation,) = document["violations"]
+    assert set(violation) == {"policy", "severity", "enforcement", "urn", "message", "source"}
+    assert violation["policy"] == "SBX-NET-001"
+    assert violation["severity"] == "critical"
+    assert violation["source"] == "crossguard"
+    assert violation["urn"].endswith(
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy::kubernetes-network-policy"
+    )
+
+
+def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared_dir: Path) -> None:
+    edit_stack(project_copy, "prod", kubernetes_with_open_egress)
+    result = run_cli("check", "--stack", "prod", "--format", "sarif", cwd=project_copy)
+    assert result.returncode == 1
+    log = json.loads(result.stdout)
+    schema = json.loads((shared_dir / "reference/sarif/sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(log, schema)
+    (run,) = log["runs"]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert len(rules) == 28
+    rule = rules["SBX-NET-001"]
+    assert rule["help"]["text"].startswith("Set sandboxkit:profile.egress.mode to deny")
+    assert rule["properties"]["security-severity"] == "9.5"
+    assert rule["fullDescription"]["text"].startswith("Prohibits ")
+    (finding,) = run["results"]
+    assert finding["ruleId"] == "SBX-NET-001"
+    assert run["tool"]["driver"]["rules"][finding["ruleIndex"]]["id"] == "SBX-NET-001"
+    assert finding["level"] == "error"
+    location = finding["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "stacks/Pulumi.prod.yaml"
+    line = location["physicalLocation"]["region"]["startLine"]
+    stack_lines = (project_copy / "stacks/Pulumi.prod.yaml").read_text().splitlines()
+    assert stack_lines[line - 1].strip().startswith("egress:")
+    assert location["logicalLocations"][0]["fullyQualifiedName"] == finding_urn(result)
+
+
+def finding_urn(result: Ran) -> str:
+    return json.loads(result.stdout)["runs"][0]["results"][0]["locations"][0]["logicalLocations"][
+        0
+    ]["fullyQualifiedName"]
+
+
+def test_sarif_of_clean_stacks_validates(project_dir: Path, shared_dir: Path) -> None:
+    result = run_cli("check", "--all-stacks", "--format", "sarif", cwd=project_dir)
+    assert result.returncode == 0
+    log = json.loads(result.stdout)
+    schema = json.loads((shared_dir / "reference/sarif/sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(log, schema)
+    assert log["runs"][0]["results"] == []
+
+
+def test_all_stacks_checks_each_stack_file(project_dir: Path) -> None:
+    result = run_cli("check", "--all-stacks", "--format", "json", cwd=project_dir)
+    assert result.returncode == 0
+    assert [d["stack"] for d in json.loads(result.stdout)["stacks"]] == ["dev", "prod", "staging"]
+
+
+def test_bad_stack_config_exits_2_without_traceback(project_copy: Path) -> None:
+    edit_stack(project_copy, "prod", lambda c: c["sandboxkit:profile"]["limits"].update(vcpu=-1))
+    result = run_cli("check", "--stack", "prod", cwd=project_copy)
+    assert result.returncode == 2
+    assert "sandboxkit:profile.limits.vcpu" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_pack_config_exits_2_naming_the_policy(project_copy: Path) -> None:
+    bad = project_copy / "bad.json"
+    bad.write_text(
+        json.dumps({"sbx-log-001": {"minimumRetentionDays": "thirty"}, "sbx-nope": "mandatory"})
+    )
+    result = run_cli("check", "--stack", "prod", "--policy-pack-config", str(bad), cwd=project_copy)
+    assert result.returncode == 2
+    assert "sbx-log-001" in result.stderr and "'thirty' is not of type 'integer'" in result.stderr
+    assert "sbx-nope" in result.stderr and "a policy of the pack or 'all'" in result.stderr
+
+
+def test_stack_and_all_stacks_together_exit_2(project_dir: Path) -> None:
+    result = run_cli("check", "--stack", "prod", "--all-stacks", cwd=project_dir)
+    assert result.returncode == 2
+    assert "--stack/--all-stacks" in result.stderr
+
+
+def test_pack_config_reconciles_like_the_cli(project_dir: Path) -> None:
+    analyzer = gate.InProcessAnalyzer(gate.pack_dir(project_dir))
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    config = gate.policy_config(
+        info,
+        {
+            "all": "mandatory",
+            "sbx-log-001": {"enforcementLevel": "advisory", "minimumRetentionDays": 90},
+        },
+        "test.json",
+    )
+    assert config["sbx-log-001"] == ("advisory", {"minimumRetentionDays": 90})
+    assert config["sbx-res-001"] == ("mandatory", {"maxVcpu": 8, "maxMemoryMiB": 32768})
+    assert config["sbx-net-005"] == ("mandatory", {})
+    with pytest.raises(ConfigError) as caught:
+        gate.policy_config(info, {"all": "strict"}, "test.json")
+    assert caught.value.keys == ("test.json: all",)

@@ -1,0 +1,506 @@
+"""Policy unit cases from validation args, as CrossGuard packs test: one field per case.
+
+One happy-path factory per resource type (the provider SDK's real input names, in the wire form
+the engine sends), including types the kit does not create but a stack might (security group
+egress rules, policy attachments, role bindings). The rendered-output counterpart of every
+hardened default the components set is the mutation table (test_mutations.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from sandboxkit import gate
+
+PROJECT = Path(__file__).resolve().parents[2]
+POLICIES = gate.load_policies(gate.pack_dir(PROJECT)).ALL_POLICIES
+OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+CONNECTOR = "arn:aws:lambda:us-east-1:123456789012:network-connector/sandboxkit-prod"
+
+
+def tags(target: str) -> dict[str, str]:
+    return {"managed-by": "sandboxkit", "sandboxkit-target": target}
+
+
+def _recorder(found: set[str], name: str) -> Callable[[str, str | None], None]:
+    def report(_message: str, _urn: str | None = None) -> None:
+        found.add(name)
+
+    return report
+
+
+def fired(resource_type: str, props: dict[str, Any], name: str = "r") -> set[str]:
+    """Names of the resource policies that report ``props``."""
+    found: set[str] = set()
+    for policy in POLICIES:
+        if not isinstance(policy, ResourceValidationPolicy):
+            continue
+        args = ResourceValidationArgs(resource_type, props, f"urn::{name}", name, OPTIONS, None)
+        policy.validate(args, _recorder(found, policy.name))
+    return found
+
+
+def fired_on_stack(resources: list[tuple[str, dict[str, Any]]]) -> set[str]:
+    """Names of the stack policies that report a stack of ``(type, props)``."""
+    stack = [
+        PolicyResource(t, p, f"urn::{t}::{i}", f"r{i}", OPTIONS, None, None, [], {})
+        for i, (t, p) in enumerate(resources)
+    ]
+    found: set[str] = set()
+    for policy in POLICIES:
+        if isinstance(policy, StackValidationPolicy):
+            policy.validate(StackValidationArgs(stack), _recorder(found, policy.name))
+    return found
+
+
+def launcher_env(**overrides: str) -> dict[str, str]:
+    return {
+        "IMAGE_ARN": "arn:aws:lambda:us-east-1:123456789012:microvm-image/worker",
+        "CONNECTOR_ARN": CONNECTOR,
+        "WEBHOOK_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook",
+        "WORKER_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:worker",
+        "MAX_DURATION_SECONDS": "3600",
+        "IDLE_TIMEOUT_SECONDS": "600",
+        "EXEC_TIMEOUT_SECONDS": "300",
+        "CONTROL_PLANE_URL": "https://api.example.com",
+        **overrides,
+    }
+
+
+def policy_document(*actions: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": list(actions), "Resource": CONNECTOR}],
+        }
+    )
+
+
+HAPPY: dict[str, dict[str, Any]] = {
+    "aws:lambdamicrovms/image:Image": {
+        "egressNetworkConnectors": [CONNECTOR],
+        "environmentVariables": {"CONTROL_PLANE_URL": "https://api.example.com"},
+        "tags": tags("aws-microvm"),
+    },
+    "aws:ec2/securityGroup:SecurityGroup": {
+        "egress": [
+            {"protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["0.0.0.0/0"]},
+            {"protocol": "udp", "fromPort": 53, "toPort": 53, "cidrBlocks": ["10.0.0.2/32"]},
+        ],
+        "tags": tags("aws-microvm"),
+    },
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": {
+        "ipProtocol": "tcp",
+        "fromPort": 443,
+        "toPort": 443,
+        "cidrIpv4": "0.0.0.0/0",
+        "tags": tags("aws-microvm"),
+    },
+    "aws:networkfirewall/firewallPolicy:FirewallPolicy": {
+        "firewallPolicy": {
+            "statefulEngineOptions": {"ruleOrder": "STRICT_ORDER"},
+            "statefulDefaultActions": ["aws:drop_established", "aws:alert_established"],
+            "statelessDefaultActions": ["aws:forward_to_sfe"],
+            "statelessFragmentDefaultActions": ["aws:forward_to_sfe"],
+        },
+        "tags": tags("aws-microvm"),
+    },
+    "aws:networkfirewall/ruleGroup:RuleGroup": {
+        "type": "STATEFUL",
+        "capacity": 100,
+        "ruleGroup": {
+            "rulesSource": {
+                "rulesSourceList": {
+                    "generatedRulesType": "ALLOWLIST",
+                    "targetTypes": ["TLS_SNI", "HTTP_HOST"],
+                    "targets": ["api.example.com", ".pythonhosted.org"],
+                }
+            }
+        },
+    },
+    "aws:route53/resolverFirewallConfig:ResolverFirewallConfig": {
+        "firewallFailOpen": "DISABLED",
+        "resourceId": "vpc-0123456789abcdef0",
+    },
+    "aws:iam/rolePolicy:RolePolicy": {"policy": policy_document("lambda:RunMicrovm")},
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": {
+        "policyArn": "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+    },
+    "aws:lambda/function:Function": {
+        "environment": {"variables": launcher_env()},
+        "reservedConcurrentExecutions": 50,
+        "tags": tags("aws-microvm"),
+    },
+    "aws:cloudwatch/logGroup:LogGroup": {"retentionInDays": 30},
+    "gcp:cloudrunv2/service:Service": {
+        "ingress": "INGRESS_TRAFFIC_INTERNAL_ONLY",
+        "invokerIamDisabled": False,
+        "template": {
+            "executionEnvironment": "EXECUTION_ENVIRONMENT_GEN2",
+            "timeout": "3600s",
+            "scaling": {"maxInstanceCount": 10},
+            "vpcAccess": {"egress": "ALL_TRAFFIC", "networkInterfaces": [{"network": "n"}]},
+            "containers": [
+                {
+                    "name": "launcher",
+                    "sandboxLauncher": True,
+                    "resources": {"limits": {"cpu": "4", "memory": "8Gi"}},
+                    "envs": [{"name": "LOG_LEVEL", "value": "info"}],
+                }
+            ],
+        },
+        "labels": tags("gcp-cloudrun"),
+    },
+    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember": {
+        "role": "roles/run.invoker",
+        "member": "serviceAccount:caller@example-project.iam.gserviceaccount.com",
+    },
+    "gcp:projects/iAMMember:IAMMember": {
+        "role": "roles/logging.logWriter",
+        "member": "serviceAccount:sandbox@example-project.iam.gserviceaccount.com",
+    },
+    "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule": {
+        "direction": "EGRESS",
+        "action": "allow",
+        "priority": 1000,
+        "match": {
+            "destFqdns": ["pypi.org"],
+            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
+        },
+    },
+    "gcp:container/cluster:Cluster": {
+        "datapathProvider": "ADVANCED_DATAPATH",
+        "enableFqdnNetworkPolicy": True,
+        "privateClusterConfig": {"enablePrivateNodes": True},
+    },
+    "gcp:container/nodePool:NodePool": {
+        "nodeConfig": {
+            "sandboxConfig": {"type": "GVISOR"},
+            "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+        }
+    },
+    "cloudflare:index/workersScript:WorkersScript": {
+        "bindings": [
+            {"type": "durable_object_namespace", "name": "SANDBOX", "className": "Sandbox"},
+            {"type": "secret_text", "name": "AUTH_TOKEN", "text": "sandboxkit-offline"},
+            {"type": "secret_text", "name": "SESSION_KEY", "text": "sandboxkit-offline"},
+            {"type": "plain_text", "name": "EGRESS_POLICY", "text": '{"mode":"deny","allow":[]}'},
+            {"type": "plain_text", "name": "IDLE_TIMEOUT_SECONDS", "text": "600"},
+            {"type": "plain_text", "name": "MAX_LIFETIME_SECONDS", "text": "3600"},
+            {"type": "plain_text", "name": "EXEC_TIMEOUT_SECONDS", "text": "300"},
+        ],
+        "observability": {"enabled": True},
+    },
+    "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain": {"enabled": False},
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef": {"name": "sandbox-reader"}},
+}
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(props: dict[str, Any]) -> None:
+        node: Any = props
+        steps = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for step in steps[:-1]:
+            node = node[step]
+        node[steps[-1]] = value
+
+    return mutate
+
+
+def _append(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(props: dict[str, Any]) -> None:
+        props[path].append(value)
+
+    return mutate
+
+
+def _drop(path: str) -> Callable[[dict[str, Any]], None]:
+    def mutate(props: dict[str, Any]) -> None:
+        node: Any = props
+        steps = path.split(".")
+        for step in steps[:-1]:
+            node = node[step]
+        del node[steps[-1]]
+
+    return mutate
+
+
+IMAGE = "aws:lambdamicrovms/image:Image"
+SG = "aws:ec2/securityGroup:SecurityGroup"
+FUNCTION = "aws:lambda/function:Function"
+RUN = "gcp:cloudrunv2/service:Service"
+RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+WORKER = "cloudflare:index/workersScript:WorkersScript"
+ENV = "environment.variables"
+
+CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
+    (
+        "image-internet-egress",
+        IMAGE,
+        _set("egressNetworkConnectors", ["INTERNET_EGRESS"]),
+        "net-001",
+    ),
+    ("image-default-connectors", IMAGE, _drop("egressNetworkConnectors"), "net-001"),
+    ("sg-all-protocols", SG, _set("egress.0.protocol", "-1"), "net-001"),
+    ("sg-wide-port-range", SG, _set("egress.0.toPort", 65535), "net-001"),
+    (
+        "sg-rule-all-ports",
+        "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+        _set("ipProtocol", "-1"),
+        "net-001",
+    ),
+    ("run-no-vpc", RUN, _drop("template.vpcAccess"), "net-001"),
+    (
+        "run-private-ranges-only",
+        RUN,
+        _set("template.vpcAccess.egress", "PRIVATE_RANGES_ONLY"),
+        "net-001",
+    ),
+    ("fw-rule-allows-everything", RULE, _set("match.destIpRanges", ["0.0.0.0/0"]), "net-001"),
+    ("fw-rule-wildcard-fqdn", RULE, _set("match.destFqdns", ["*.com"]), "net-002"),
+    ("fw-rule-private-range", RULE, _set("match.destIpRanges", ["10.0.0.0/8"]), "net-002"),
+    (
+        "domain-list-everything",
+        "aws:networkfirewall/ruleGroup:RuleGroup",
+        _set("ruleGroup.rulesSource.rulesSourceList.targets", ["*"]),
+        "net-002",
+    ),
+    (
+        "domain-list-denylist",
+        "aws:networkfirewall/ruleGroup:RuleGroup",
+        _set("ruleGroup.rulesSource.rulesSourceList.generatedRulesType", "DENYLIST"),
+        "net-003",
+    ),
+    (
+        "firewall-default-order",
+        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
+        _set("firewallPolicy.statefulEngineOptions.ruleOrder", "DEFAULT_ACTION_ORDER"),
+        "net-003",
+    ),
+    (
+        "firewall-no-default-drop",
+        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
+        _set("firewallPolicy.statefulDefaultActions", ["aws:alert_established"]),
+        "net-003",
+    ),
+    (
+        "firewall-stateless-pass",
+        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
+        _set("firewallPolicy.statelessDefaultActions", ["aws:pass"]),
+        "net-003",
+    ),
+    ("gke-legacy-datapath", "gcp:container/cluster:Cluster", _drop("datapathProvider"), "net-003"),
+    (
+        "dns-firewall-fails-open",
+        "aws:route53/resolverFirewallConfig:ResolverFirewallConfig",
+        _set("firewallFailOpen", "ENABLED"),
+        "net-004",
+    ),
+    (
+        "role-policy-wildcard",
+        "aws:iam/rolePolicy:RolePolicy",
+        _set("policy", policy_document("lambda:*")),
+        "iam-001",
+    ),
+    (
+        "admin-policy-attached",
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        _set("policyArn", "arn:aws:iam::aws:policy/AdministratorAccess"),
+        "iam-001",
+    ),
+    (
+        "gcp-editor-role",
+        "gcp:projects/iAMMember:IAMMember",
+        _set("role", "roles/editor"),
+        "iam-001",
+    ),
+    (
+        "k8s-cluster-admin",
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+        _set("roleRef.name", "cluster-admin"),
+        "iam-001",
+    ),
+    (
+        "launcher-execution-role",
+        FUNCTION,
+        _set(f"{ENV}.EXECUTION_ROLE_ARN", "arn:aws:iam::123456789012:role/guest"),
+        "iam-002",
+    ),
+    (
+        "launcher-may-pass-role",
+        "aws:iam/rolePolicy:RolePolicy",
+        _set("policy", policy_document("lambda:RunMicrovm", "iam:PassRole")),
+        "iam-002",
+    ),
+    (
+        "gke-node-metadata-exposed",
+        "gcp:container/nodePool:NodePool",
+        _set("nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"),
+        "iam-002",
+    ),
+    ("run-invoker-check-off", RUN, _set("invokerIamDisabled", True), "iam-003"),
+    (
+        "run-public-invoker",
+        "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+        _set("member", "allUsers"),
+        "iam-003",
+    ),
+    ("worker-client-chosen-ids", WORKER, _set("bindings.2.name", "BUILD_LABEL"), "ses-001"),
+    ("worker-unauthenticated", WORKER, _set("bindings.1.name", "GREETING"), "ses-002"),
+    (
+        "worker-on-workers-dev",
+        "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain",
+        _set("enabled", True),
+        "ses-002",
+    ),
+    ("launcher-unsigned-webhooks", FUNCTION, _drop(f"{ENV}.WEBHOOK_SECRET_ARN"), "ses-003"),
+    ("run-no-limits", RUN, _set("template.containers.0.resources", {}), "res-001"),
+    ("run-too-big", RUN, _set("template.containers.0.resources.limits.cpu", "16"), "res-001"),
+    ("run-no-timeout", RUN, _drop("template.timeout"), "res-002"),
+    (
+        "launcher-lifetime-above-cap",
+        FUNCTION,
+        _set(f"{ENV}.MAX_DURATION_SECONDS", "86400"),
+        "res-002",
+    ),
+    ("launcher-no-exec-timeout", FUNCTION, _drop(f"{ENV}.EXEC_TIMEOUT_SECONDS"), "res-002"),
+    ("run-unbounded", RUN, _drop("template.scaling"), "res-003"),
+    ("launcher-unbounded", FUNCTION, _drop("reservedConcurrentExecutions"), "res-003"),
+    (
+        "log-group-short",
+        "aws:cloudwatch/logGroup:LogGroup",
+        _set("retentionInDays", 7),
+        "log-001",
+    ),
+    ("run-secret-env", RUN, _set("template.containers.0.envs.0.name", "API_TOKEN"), "sec-001"),
+    ("launcher-secret-env", FUNCTION, _set(f"{ENV}.GITHUB_TOKEN", "abc"), "sec-001"),
+    (
+        "image-secret-env",
+        IMAGE,
+        _set("environmentVariables.WORKER_KEY", "k"),
+        "sec-001",
+    ),
+    (
+        "worker-plain-secret",
+        WORKER,
+        _append("bindings", {"type": "plain_text", "name": "API_KEY", "text": "k"}),
+        "sec-001",
+    ),
+    (
+        "worker-credential-in-plain-binding",
+        WORKER,
+        _append("bindings", {"type": "plain_text", "name": "MIRROR", "text": "ghp_" + "a" * 36}),
+        "sec-002",
+    ),
+    (
+        "gke-no-gvisor",
+        "gcp:container/nodePool:NodePool",
+        _set("nodeConfig.sandboxConfig", {}),
+        "k8s-004",
+    ),
+]
+
+
+@pytest.mark.parametrize("resource_type", sorted(HAPPY))
+def test_happy_path_is_silent(resource_type: str) -> None:
+    assert fired(resource_type, copy.deepcopy(HAPPY[resource_type])) == set()
+
+
+@pytest.mark.parametrize(
+    ("resource_type", "mutate", "policy"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_one_weakened_field_raises_exactly_its_policy(
+    resource_type: str, mutate: Callable[[dict[str, Any]], None], policy: str
+) -> None:
+    props = copy.deepcopy(HAPPY[resource_type])
+    mutate(props)
+    assert fired(resource_type, props) == {f"sbx-{policy}"}
+
+
+def test_a_secret_binding_may_hold_a_credential() -> None:
+    props = copy.deepcopy(HAPPY[WORKER])
+    props["bindings"][1]["text"] = "ghp_" + "a" * 36
+    assert fired(WORKER, props) == set()
+
+
+def _aws_stack() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (IMAGE, HAPPY[IMAGE]),
+        ("aws:lambda/coreNetworkConnector:CoreNetworkConnector", {"name": "c"}),
+        ("aws:networkfirewall/firewallPolicy:FirewallPolicy", {}),
+        ("aws:networkfirewall/firewall:Firewall", {}),
+        (
+            "aws:networkfirewall/loggingConfiguration:LoggingConfiguration",
+            {
+                "loggingConfiguration": {
+                    "logDestinationConfigs": [{"logType": "FLOW"}, {"logType": "ALERT"}]
+                }
+            },
+        ),
+        ("aws:route53/resolverFirewallConfig:ResolverFirewallConfig", {}),
+    ]
+
+
+def _gcp_stack(deny_priority: int) -> list[tuple[str, dict[str, Any]]]:
+    deny = {
+        "direction": "EGRESS",
+        "action": "deny",
+        "priority": deny_priority,
+        "match": {"destIpRanges": ["0.0.0.0/0"]},
+    }
+    return [(RUN, HAPPY[RUN]), (RULE, HAPPY[RULE]), (RULE, deny)]
+
+
+def test_stack_policies_are_silent_on_complete_cloud_stacks() -> None:
+    complete = [*_aws_stack(), *_gcp_stack(65000), (WORKER, HAPPY[WORKER])]
+    assert fired_on_stack(complete) == set()
+
+
+@pytest.mark.parametrize(
+    ("stack", "policy"),
+    [
+        pytest.param(
+            [r for r in _aws_stack() if "Connector" not in r[0]],
+            "net-005",
+            id="image-without-connector",
+        ),
+        pytest.param(
+            [r for r in _aws_stack() if "resolver" not in r[0]],
+            "net-005",
+            id="image-without-dns-firewall",
+        ),
+        pytest.param(_gcp_stack(100), "net-005", id="run-deny-before-allow"),
+        pytest.param(_gcp_stack(65000)[:2], "net-005", id="run-without-deny-all"),
+        pytest.param(
+            [r for r in _aws_stack() if "logging" not in r[0]],
+            "log-002",
+            id="firewall-without-logs",
+        ),
+        pytest.param(
+            [(WORKER, {**HAPPY[WORKER], "observability": {"enabled": False}})],
+            "log-002",
+            id="worker-without-observability",
+        ),
+    ],
+)
+def test_stack_policy_fires_on_a_missing_control(
+    stack: list[tuple[str, dict[str, Any]]], policy: str
+) -> None:
+    assert fired_on_stack(stack) == {f"sbx-{policy}"}

@@ -1,0 +1,791 @@
+"""The mutation table: each hardened default the components set, weakened, and the policy that
+catches it.
+
+A row weakens a shipped stack either through its config (what a user could write) or, when no
+config can weaken it, through one rendered input. The unmutated stack must be silent for the
+policy; the mutated one must raise exactly the expected policies and nothing else new.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandboxkit import gate, testing
+from sandboxkit.render import RenderedStack
+from sandboxkit.testing import REMOVE, named, with_input, without
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> gate.InProcessAnalyzer:
+    """The pack's analyzer servicer in this process (every check reconfigures it)."""
+    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+
+
+def stack_values(stack: str) -> dict[str, Any]:
+    return testing.stack_values(PROJECT, stack)
+
+
+def render(stack: str, values: dict[str, Any]) -> RenderedStack:
+    return testing.render_values(PROJECT, stack, values)
+
+
+ConfigMutation = Callable[[dict[str, Any]], None]
+InputMutation = Callable[[RenderedStack], RenderedStack]
+
+TEMPLATE = "kubernetes-template"
+POD = ("spec", "podTemplate", "spec")
+CONTAINER = (*POD, "containers", 0)
+SECURITY = (*CONTAINER, "securityContext")
+
+
+def _profile(section: str, key: str, value: Any) -> ConfigMutation:
+    def mutate(values: dict[str, Any]) -> None:
+        values.setdefault("profile", {}).setdefault(section, {})[key] = value
+
+    return mutate
+
+
+def _open_egress(values: dict[str, Any]) -> None:
+    values["profile"]["egress"] = {"mode": "open"}
+
+
+def _big_pool(values: dict[str, Any]) -> None:
+    values["profile"]["pool"] = {"ready": 150, "maxConcurrent": 500}
+
+
+def _host_runtime(values: dict[str, Any]) -> None:
+    values["kubernetes"]["runtimeClass"] = {"name": "runc", "create": False}
+
+
+def _set(name: str, path: tuple[str | int, ...], value: Any) -> InputMutation:
+    return lambda rendered: with_input(rendered, name, path, value)
+
+
+def _edit(name: str, change: Callable[[dict[str, Any]], None]) -> InputMutation:
+    """Change resource ``name``'s inputs in place on a copy (for edits ``_set`` cannot say)."""
+
+    def mutate(rendered: RenderedStack) -> RenderedStack:
+        inputs = copy.deepcopy(dict(named(rendered.resources, name).inputs))
+        change(inputs)
+        for key, value in inputs.items():
+            rendered = with_input(rendered, name, (key,), value)
+        return rendered
+
+    return mutate
+
+
+def _policy_action(action: str) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        document = json.loads(inputs["policy"])
+        document["Statement"][0]["Action"] = action
+        inputs["policy"] = json.dumps(document)
+
+    return change
+
+
+def _binding(binding: str, field: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        for entry in inputs["bindings"]:
+            if entry["name"] == binding:
+                if value is REMOVE:
+                    inputs["bindings"].remove(entry)
+                else:
+                    entry[field] = value
+                return
+        raise AssertionError(f"no binding {binding}")
+
+    return change
+
+
+def _add_binding(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    return lambda inputs: inputs["bindings"].append(entry)
+
+
+def _drop(name: str) -> InputMutation:
+    return lambda rendered: without(rendered, name)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One hardened default: where it lives, how it is weakened, what must catch it.
+
+    ``expected`` holds (policy id, resource name) pairs; ``targets`` narrows the stack to some
+    of its targets (when a value beyond one target's cap is refused by config validation).
+    """
+
+    id: str
+    stack: str
+    expected: frozenset[tuple[str, str]]
+    config: ConfigMutation | None = None
+    inputs: InputMutation | None = None
+    targets: tuple[str, ...] = ()
+
+
+def _caught(*pairs: tuple[str, str]) -> frozenset[tuple[str, str]]:
+    return frozenset(pairs)
+
+
+KUBERNETES_ONLY = ("kubernetes",)
+POOL = "azure-sessions-pool"
+SESSION = ("customContainerTemplate", "containers", 0)
+COOLDOWN = ("dynamicPoolConfiguration", "lifecycleConfiguration")
+EXECUTOR = "azure-sessions-executor-0"
+ZERO_GUID = "00000000-0000-0000-0000-000000000000"
+ROLE_DEFINITIONS = f"/subscriptions/{ZERO_GUID}/providers/Microsoft.Authorization/roleDefinitions"
+OWNER_ROLE = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
+IMAGE = "aws-microvm-image"
+LAUNCHER = "aws-microvm-launcher"
+LAUNCHER_ENV = ("environment", "variables")
+FIREWALL_POLICY = "aws-microvm-fw-policy"
+DOMAINS = ("ruleGroup", "rulesSource", "rulesSourceList")
+RUN = "gcp-cloudrun-service"
+RUN_CONTAINER = ("template", "containers", 0)
+GVISOR_POOL = "gcp-gke-gvisor-pool"
+WORKER = "cloudflare-script"
+METADATA_POLICY = '{"mode":"allowlist","allow":[{"host":"169.254.169.254","port":80}]}'
+
+
+ROWS = [
+    # Config a user could write.
+    Row(
+        "egress-open",
+        "prod",
+        _caught(
+            ("SBX-NET-001", "kubernetes-network-policy"),
+            ("SBX-NET-001", "gcp-gke-agent-sandbox-network-policy"),
+            ("SBX-NET-001", POOL),
+            ("SBX-NET-001", WORKER),
+            ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv4"),
+            ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv6"),
+            ("SBX-NET-001", "aws-microvm-connector-sg"),
+        ),
+        config=_open_egress,
+    ),
+    Row(
+        "vcpu-above-max",
+        "prod",
+        _caught(("SBX-RES-001", TEMPLATE)),
+        config=_profile("limits", "vcpu", 16),
+        targets=KUBERNETES_ONLY,
+    ),
+    Row(
+        "memory-above-max",
+        "prod",
+        _caught(("SBX-RES-001", TEMPLATE)),
+        config=_profile("limits", "memoryMiB", 65536),
+        targets=KUBERNETES_ONLY,
+    ),
+    Row(
+        "lifetime-above-max",
+        "prod",
+        _caught(("SBX-RES-002", TEMPLATE)),
+        config=_profile("limits", "maxLifetimeSeconds", 86400),
+        targets=KUBERNETES_ONLY,
+    ),
+    Row(
+        "concurrency-above-max",
+        "prod",
+        _caught(("SBX-RES-003", "kubernetes-quota")),
+        config=_profile("pool", "maxConcurrent", 2000),
+        targets=KUBERNETES_ONLY,
+    ),
+    Row(
+        "warm-pool-above-max",
+        "prod",
+        _caught(
+            ("SBX-RES-003", "kubernetes-warm-pool"),
+            ("SBX-RES-003", "gcp-gke-agent-sandbox-warm-pool"),
+            ("SBX-RES-003", POOL),
+        ),
+        config=_big_pool,
+    ),
+    Row("host-kernel-runtime", "prod", _caught(("SBX-K8S-004", TEMPLATE)), config=_host_runtime),
+    # Rendered inputs no config can weaken.
+    Row(
+        "network-policy-managed",
+        "prod",
+        _caught(("SBX-NET-001", TEMPLATE)),
+        inputs=_set(TEMPLATE, ("spec", "networkPolicyManagement"), "Managed"),
+    ),
+    Row(
+        "network-policy-ingress-only",
+        "prod",
+        _caught(("SBX-NET-001", "kubernetes-network-policy"), ("SBX-NET-005", TEMPLATE)),
+        inputs=_set("kubernetes-network-policy", ("spec", "policyTypes"), ["Ingress"]),
+    ),
+    Row(
+        "network-policy-admits-all",
+        "prod",
+        _caught(("SBX-NET-001", "kubernetes-network-policy")),
+        inputs=_set("kubernetes-network-policy", ("spec", "egress"), [{"ports": []}]),
+    ),
+    Row(
+        "network-policy-removed",
+        "prod",
+        _caught(("SBX-NET-005", TEMPLATE)),
+        inputs=_drop("kubernetes-network-policy"),
+    ),
+    Row(
+        "allow-private-range",
+        "prod",
+        _caught(("SBX-NET-002", "kubernetes-network-policy")),
+        inputs=_set(
+            "kubernetes-network-policy",
+            ("spec", "egress"),
+            [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}],
+        ),
+    ),
+    Row(
+        "allow-metadata-address",
+        "prod",
+        _caught(("SBX-NET-002", "kubernetes-network-policy")),
+        inputs=_set(
+            "kubernetes-network-policy",
+            ("spec", "egress"),
+            [{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}],
+        ),
+    ),
+    Row(
+        "fqdn-wildcard-everything",
+        "dev",
+        _caught(("SBX-NET-002", "kubernetes-fqdn-policy")),
+        inputs=_set(
+            "kubernetes-fqdn-policy", ("spec", "egress", 1, "toFQDNs", 0), {"matchPattern": "*"}
+        ),
+    ),
+    Row(
+        "fqdn-world-entity",
+        "dev",
+        _caught(("SBX-NET-001", "kubernetes-fqdn-policy")),
+        inputs=_set("kubernetes-fqdn-policy", ("spec", "egress", 1, "toEntities"), ["world"]),
+    ),
+    Row(
+        "service-account-token",
+        "prod",
+        _caught(("SBX-IAM-002", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*POD, "automountServiceAccountToken"), True),
+    ),
+    Row(
+        "writable-root",
+        "prod",
+        _caught(("SBX-K8S-001", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*SECURITY, "readOnlyRootFilesystem"), False),
+    ),
+    Row(
+        "capabilities-kept",
+        "prod",
+        _caught(("SBX-K8S-002", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*SECURITY, "capabilities"), {"drop": []}),
+    ),
+    Row(
+        "capability-added",
+        "prod",
+        _caught(("SBX-K8S-002", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*SECURITY, "capabilities"), {"drop": ["ALL"], "add": ["NET_RAW"]}),
+    ),
+    Row(
+        "root-user",
+        "prod",
+        _caught(("SBX-K8S-003", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*SECURITY, "runAsNonRoot"), False),
+    ),
+    Row(
+        "privilege-escalation",
+        "prod",
+        _caught(("SBX-K8S-003", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*SECURITY, "allowPrivilegeEscalation"), True),
+    ),
+    Row(
+        "privileged",
+        "prod",
+        _caught(("SBX-K8S-003", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*SECURITY, "privileged"), True),
+    ),
+    Row(
+        "no-runtime-class",
+        "prod",
+        _caught(("SBX-K8S-004", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*POD, "runtimeClassName"), REMOVE),
+    ),
+    Row(
+        "host-network",
+        "prod",
+        _caught(("SBX-K8S-005", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*POD, "hostNetwork"), True),
+    ),
+    Row(
+        "host-path-volume",
+        "prod",
+        _caught(("SBX-K8S-005", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*POD, "volumes", 0), {"name": "scratch", "hostPath": {"path": "/"}}),
+    ),
+    Row(
+        "seccomp-unconfined",
+        "prod",
+        _caught(("SBX-K8S-006", TEMPLATE)),
+        inputs=lambda r: with_input(
+            with_input(r, TEMPLATE, (*POD, "securityContext", "seccompProfile"), REMOVE),
+            TEMPLATE,
+            (*SECURITY, "seccompProfile", "type"),
+            "Unconfined",
+        ),
+    ),
+    Row(
+        "namespace-not-restricted",
+        "prod",
+        _caught(("SBX-K8S-007", "kubernetes-namespace")),
+        inputs=_set(
+            "kubernetes-namespace",
+            ("metadata", "labels", "pod-security.kubernetes.io/enforce"),
+            "privileged",
+        ),
+    ),
+    Row(
+        "claims-inject-env",
+        "prod",
+        _caught(("SBX-K8S-008", TEMPLATE)),
+        inputs=_set(TEMPLATE, ("spec", "envVarsInjectionPolicy"), "Allowed"),
+    ),
+    Row(
+        "claims-inject-volumes",
+        "prod",
+        _caught(("SBX-K8S-008", TEMPLATE)),
+        inputs=_set(TEMPLATE, ("spec", "volumeClaimTemplatesPolicy"), "Allowed"),
+    ),
+    Row(
+        "no-cpu-memory-limits",
+        "prod",
+        _caught(("SBX-RES-001", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*CONTAINER, "resources"), {}),
+    ),
+    Row(
+        "no-deadline",
+        "prod",
+        _caught(("SBX-RES-002", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*POD, "activeDeadlineSeconds"), REMOVE),
+    ),
+    Row(
+        "quota-removed",
+        "prod",
+        _caught(("SBX-RES-004", TEMPLATE)),
+        inputs=_drop("kubernetes-quota"),
+    ),
+    Row(
+        "secret-in-env",
+        "prod",
+        _caught(("SBX-SEC-001", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*CONTAINER, "env"), [{"name": "API_TOKEN", "value": "t0ken"}]),
+    ),
+    Row(
+        "credential-in-input",
+        "prod",
+        _caught(("SBX-SEC-002", TEMPLATE)),
+        inputs=_set(
+            TEMPLATE, (*CONTAINER, "env"), [{"name": "MIRROR", "value": "AKIAABCDEFGHIJKLMNOP"}]
+        ),
+    ),
+    # azure-sessions: rendered inputs (config beyond the target's caps exits 2 instead).
+    Row(
+        "session-egress-enabled",
+        "prod",
+        _caught(("SBX-NET-001", POOL)),
+        inputs=_set(POOL, ("sessionNetworkConfiguration", "status"), "EgressEnabled"),
+    ),
+    Row(
+        "session-identity-in-reach",
+        "prod",
+        _caught(("SBX-IAM-002", POOL)),
+        inputs=_set(POOL, ("managedIdentitySettings", 0, "lifecycle"), "Main"),
+    ),
+    Row(
+        "executor-owner-role",
+        "prod",
+        _caught(("SBX-IAM-001", EXECUTOR)),
+        inputs=_set(EXECUTOR, ("roleDefinitionId",), f"{ROLE_DEFINITIONS}/{OWNER_ROLE}"),
+    ),
+    Row(
+        "executor-scope-wider-than-pool",
+        "prod",
+        _caught(("SBX-IAM-004", EXECUTOR)),
+        inputs=_set(EXECUTOR, ("scope",), f"/subscriptions/{ZERO_GUID}/resourceGroups/rg"),
+    ),
+    Row(
+        "session-no-size-limits",
+        "prod",
+        _caught(("SBX-RES-001", POOL)),
+        inputs=_set(POOL, (*SESSION, "resources"), {}),
+    ),
+    Row(
+        "session-cooldown-above-cap",
+        "prod",
+        _caught(("SBX-RES-002", POOL)),
+        inputs=_set(POOL, (*COOLDOWN, "cooldownPeriodInSeconds"), 7200),
+    ),
+    Row(
+        "session-pool-unbounded",
+        "prod",
+        _caught(("SBX-RES-003", POOL)),
+        inputs=_set(POOL, ("scaleConfiguration", "maxConcurrentSessions"), REMOVE),
+    ),
+    Row(
+        "workspace-retention-short",
+        "prod",
+        _caught(("SBX-LOG-001", "azure-sessions-logs")),
+        inputs=_set("azure-sessions-logs", ("retentionInDays",), 7),
+    ),
+    Row(
+        "workspace-removed",
+        "prod",
+        _caught(("SBX-LOG-002", POOL)),
+        inputs=_drop("azure-sessions-logs"),
+    ),
+    Row(
+        "session-secret-in-env",
+        "prod",
+        _caught(("SBX-SEC-001", POOL)),
+        inputs=_set(POOL, (*SESSION, "env"), [{"name": "DB_PASSWORD", "value": "hunter2"}]),
+    ),
+    # aws-microvm: rendered inputs (its caps refuse the config that would weaken them).
+    Row(
+        "image-internet-egress",
+        "prod",
+        _caught(("SBX-NET-001", IMAGE)),
+        inputs=_set(IMAGE, ("egressNetworkConnectors",), ["INTERNET_EGRESS"]),
+    ),
+    Row(
+        "image-default-connectors",
+        "prod",
+        _caught(("SBX-NET-001", IMAGE)),
+        inputs=_set(IMAGE, ("egressNetworkConnectors",), REMOVE),
+    ),
+    Row(
+        "connector-sg-all-ports",
+        "prod",
+        _caught(("SBX-NET-001", "aws-microvm-connector-sg")),
+        inputs=_set("aws-microvm-connector-sg", ("egress", 2, "protocol"), "-1"),
+    ),
+    Row(
+        "connector-removed",
+        "prod",
+        _caught(("SBX-NET-005", IMAGE)),
+        inputs=_drop("aws-microvm-connector"),
+    ),
+    Row(
+        "domain-list-everything",
+        "prod",
+        _caught(("SBX-NET-002", "aws-microvm-fw-domains")),
+        inputs=_set("aws-microvm-fw-domains", (*DOMAINS, "targets"), ["*"]),
+    ),
+    Row(
+        "domain-list-denylist",
+        "prod",
+        _caught(("SBX-NET-003", "aws-microvm-fw-domains")),
+        inputs=_set("aws-microvm-fw-domains", (*DOMAINS, "generatedRulesType"), "DENYLIST"),
+    ),
+    Row(
+        "firewall-default-action-order",
+        "prod",
+        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        inputs=_set(
+            FIREWALL_POLICY,
+            ("firewallPolicy", "statefulEngineOptions", "ruleOrder"),
+            "DEFAULT_ACTION_ORDER",
+        ),
+    ),
+    Row(
+        "firewall-no-default-drop",
+        "prod",
+        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        inputs=_set(
+            FIREWALL_POLICY, ("firewallPolicy", "statefulDefaultActions"), ["aws:alert_established"]
+        ),
+    ),
+    Row(
+        "dns-firewall-fails-open",
+        "prod",
+        _caught(("SBX-NET-004", "aws-microvm-dns-config")),
+        inputs=_set("aws-microvm-dns-config", ("firewallFailOpen",), "ENABLED"),
+    ),
+    Row(
+        "launcher-wildcard-action",
+        "prod",
+        _caught(("SBX-IAM-001", "aws-microvm-launcher-policy")),
+        inputs=_edit("aws-microvm-launcher-policy", _policy_action("lambda:*")),
+    ),
+    Row(
+        "launcher-execution-role",
+        "prod",
+        _caught(("SBX-IAM-002", LAUNCHER)),
+        inputs=_set(LAUNCHER, (*LAUNCHER_ENV, "EXECUTION_ROLE_ARN"), "arn:aws:iam::1:role/x"),
+    ),
+    Row(
+        "launcher-unsigned-webhooks",
+        "prod",
+        _caught(("SBX-SES-003", LAUNCHER)),
+        inputs=_set(LAUNCHER, (*LAUNCHER_ENV, "WEBHOOK_SECRET_ARN"), REMOVE),
+    ),
+    Row(
+        "launcher-lifetime-above-cap",
+        "prod",
+        _caught(("SBX-RES-002", LAUNCHER)),
+        inputs=_set(LAUNCHER, (*LAUNCHER_ENV, "MAX_DURATION_SECONDS"), "86400"),
+    ),
+    Row(
+        "launcher-unbounded",
+        "prod",
+        _caught(("SBX-RES-003", LAUNCHER)),
+        inputs=_set(LAUNCHER, ("reservedConcurrentExecutions",), REMOVE),
+    ),
+    Row(
+        "log-group-short",
+        "prod",
+        _caught(("SBX-LOG-001", "aws-microvm-fw-alert-logs")),
+        inputs=_set("aws-microvm-fw-alert-logs", ("retentionInDays",), 7),
+    ),
+    Row(
+        "firewall-logs-removed",
+        "prod",
+        _caught(("SBX-LOG-002", "aws-microvm-fw")),
+        inputs=_drop("aws-microvm-fw-logging"),
+    ),
+    Row(
+        "launcher-secret-in-env",
+        "prod",
+        _caught(("SBX-SEC-001", LAUNCHER)),
+        inputs=_set(LAUNCHER, (*LAUNCHER_ENV, "PLATFORM_API_TOKEN"), "t0ken"),
+    ),
+    # gcp-cloudrun and gcp-gke.
+    Row(
+        "run-private-ranges-only",
+        "prod",
+        _caught(("SBX-NET-001", RUN)),
+        inputs=_set(RUN, ("template", "vpcAccess", "egress"), "PRIVATE_RANGES_ONLY"),
+    ),
+    Row(
+        "run-without-vpc",
+        "prod",
+        _caught(("SBX-NET-001", RUN)),
+        inputs=_set(RUN, ("template", "vpcAccess"), REMOVE),
+    ),
+    Row(
+        "deny-all-becomes-allow",
+        "prod",
+        _caught(("SBX-NET-001", "gcp-cloudrun-deny-all-ipv4")),
+        inputs=_set("gcp-cloudrun-deny-all-ipv4", ("action",), "allow"),
+    ),
+    Row(
+        "deny-all-removed",
+        "prod",
+        _caught(("SBX-NET-005", RUN)),
+        inputs=lambda r: without(
+            without(r, "gcp-cloudrun-deny-all-ipv4"), "gcp-cloudrun-deny-all-ipv6"
+        ),
+    ),
+    Row(
+        "gke-legacy-datapath",
+        "prod",
+        _caught(("SBX-NET-003", "gcp-gke-cluster")),
+        inputs=_set("gcp-gke-cluster", ("datapathProvider",), REMOVE),
+    ),
+    Row(
+        "gcp-editor-role",
+        "prod",
+        _caught(("SBX-IAM-001", "gcp-cloudrun-role-logging-logWriter")),
+        inputs=_set("gcp-cloudrun-role-logging-logWriter", ("role",), "roles/editor"),
+    ),
+    Row(
+        "gke-node-metadata-exposed",
+        "prod",
+        _caught(("SBX-IAM-002", GVISOR_POOL)),
+        inputs=_set(GVISOR_POOL, ("nodeConfig", "workloadMetadataConfig", "mode"), "GCE_METADATA"),
+    ),
+    Row(
+        "run-invoker-check-off",
+        "prod",
+        _caught(("SBX-IAM-003", RUN)),
+        inputs=_set(RUN, ("invokerIamDisabled",), True),
+    ),
+    Row(
+        "run-public-invoker",
+        "prod",
+        _caught(("SBX-IAM-003", "gcp-cloudrun-invoker-0")),
+        inputs=_set("gcp-cloudrun-invoker-0", ("member",), "allUsers"),
+    ),
+    Row(
+        "run-no-size-limits",
+        "prod",
+        _caught(("SBX-RES-001", RUN)),
+        inputs=_set(RUN, (*RUN_CONTAINER, "resources"), {}),
+    ),
+    Row(
+        "run-timeout-above-cap",
+        "prod",
+        _caught(("SBX-RES-002", RUN)),
+        inputs=_set(RUN, ("template", "timeout"), "7200s"),
+    ),
+    Row(
+        "run-unbounded",
+        "prod",
+        _caught(("SBX-RES-003", RUN)),
+        inputs=_set(RUN, ("template", "scaling", "maxInstanceCount"), REMOVE),
+    ),
+    Row(
+        "log-bucket-short",
+        "prod",
+        _caught(("SBX-LOG-001", "gcp-cloudrun-log-bucket")),
+        inputs=_set("gcp-cloudrun-log-bucket", ("retentionDays",), 7),
+    ),
+    Row(
+        "run-secret-in-env",
+        "prod",
+        _caught(("SBX-SEC-001", RUN)),
+        inputs=_set(RUN, (*RUN_CONTAINER, "envs"), [{"name": "DB_PASSWORD", "value": "pw"}]),
+    ),
+    Row(
+        "gke-without-gvisor",
+        "prod",
+        _caught(("SBX-K8S-004", GVISOR_POOL)),
+        inputs=_set(GVISOR_POOL, ("nodeConfig", "sandboxConfig"), {}),
+    ),
+    # cloudflare.
+    Row(
+        "worker-egress-open",
+        "prod",
+        _caught(("SBX-NET-001", WORKER)),
+        inputs=_edit(WORKER, _binding("EGRESS_POLICY", "text", '{"mode":"open","allow":[]}')),
+    ),
+    Row(
+        "worker-without-egress-policy",
+        "prod",
+        _caught(("SBX-NET-001", WORKER)),
+        inputs=_edit(WORKER, _binding("EGRESS_POLICY", "text", REMOVE)),
+    ),
+    Row(
+        "worker-allows-metadata",
+        "prod",
+        _caught(("SBX-NET-002", WORKER)),
+        inputs=_edit(WORKER, _binding("EGRESS_POLICY", "text", METADATA_POLICY)),
+    ),
+    Row(
+        "worker-raw-session-ids",
+        "prod",
+        _caught(("SBX-SES-001", WORKER)),
+        inputs=_edit(WORKER, _binding("SANDBOX_ID_KEY", "name", "BUILD_LABEL")),
+    ),
+    Row(
+        "worker-unauthenticated",
+        "prod",
+        _caught(("SBX-SES-002", WORKER)),
+        inputs=_edit(WORKER, _binding("AUTH_TOKEN", "name", "GREETING")),
+    ),
+    Row(
+        "worker-on-workers-dev",
+        "prod",
+        _caught(("SBX-SES-002", "cloudflare-subdomain")),
+        inputs=_set("cloudflare-subdomain", ("enabled",), True),
+    ),
+    Row(
+        "worker-no-lifetime",
+        "prod",
+        _caught(("SBX-RES-002", WORKER)),
+        inputs=_edit(WORKER, _binding("MAX_LIFETIME_SECONDS", "text", REMOVE)),
+    ),
+    Row(
+        "worker-observability-off",
+        "prod",
+        _caught(("SBX-LOG-002", WORKER)),
+        inputs=_set(WORKER, ("observability", "enabled"), False),
+    ),
+    Row(
+        "worker-plain-secret",
+        "prod",
+        _caught(("SBX-SEC-001", WORKER)),
+        inputs=_edit(WORKER, _add_binding({"type": "plain_text", "name": "API_KEY", "text": "k"})),
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_weakened_default_is_caught_by_exactly_its_policy(
+    row: Row, analyzer: gate.InProcessAnalyzer
+) -> None:
+    rendered, baseline = _baseline(analyzer, row.stack, row.targets)
+    if row.config is not None:
+        values = _values(row.stack, row.targets)
+        row.config(values)
+        rendered = render(row.stack, values)
+    if row.inputs is not None:
+        rendered = row.inputs(rendered)
+    mutated = gate.check_rendered(analyzer, rendered, PROJECT)
+    before = {(v.policy, v.urn) for v in baseline.violations}
+    new = [v for v in mutated.violations if (v.policy, v.urn) not in before]
+    assert {(v.policy, v.urn.rsplit("::", 1)[-1]) for v in new} == row.expected
+    assert not {v.policy for v in baseline.violations} & {p for p, _ in row.expected}
+    for violation in new:
+        assert violation.enforcement == _level(row.stack, violation.policy)
+    assert mutated.failed == any(v.mandatory for v in new)
+
+
+def _values(stack: str, targets: tuple[str, ...]) -> dict[str, Any]:
+    values = stack_values(stack)
+    if targets:
+        dropped = set(values["targets"]) - set(targets)
+        values = {k: v for k, v in values.items() if k not in dropped}
+        values["targets"] = list(targets)
+    return values
+
+
+_BASELINES: dict[tuple[str, tuple[str, ...]], tuple[RenderedStack, gate.CheckResult]] = {}
+
+
+def _baseline(
+    analyzer: gate.InProcessAnalyzer, stack: str, targets: tuple[str, ...]
+) -> tuple[RenderedStack, gate.CheckResult]:
+    # The render is deterministic: rows that only edit inputs share one unmutated render.
+    key = (stack, targets)
+    if key not in _BASELINES:
+        rendered = render(stack, _values(stack, targets))
+        _BASELINES[key] = (rendered, gate.check_rendered(analyzer, rendered, PROJECT))
+    return _BASELINES[key]
+
+
+def _level(stack: str, policy: str) -> str:
+    # The shipped per-environment default: NET and SEC mandatory in prod, all else advisory.
+    strict = stack == "prod" and policy.split("-")[1] in ("NET", "SEC")
+    return "mandatory" if strict else "advisory"
+
+
+def test_every_policy_has_a_row() -> None:
+    caught = {policy for row in ROWS for policy, _ in row.expected}
+    assert caught == {
+        "SBX-NET-001",
+        "SBX-NET-002",
+        "SBX-NET-005",
+        "SBX-IAM-001",
+        "SBX-IAM-002",
+        "SBX-IAM-003",
+        "SBX-IAM-004",
+        "SBX-SES-001",
+        "SBX-SES-002",
+        "SBX-SES-003",
+        "SBX-NET-003",
+        "SBX-NET-004",
+        "SBX-RES-001",
+        "SBX-RES-002",
+        "SBX-RES-003",
+        "SBX-RES-004",
+        "SBX-LOG-001",
+        "SBX-LOG-002",
+        "SBX-SEC-001",
+        "SBX-SEC-002",
+        *(f"SBX-K8S-00{n}" for n in range(1, 9)),
+    }

@@ -1,0 +1,59 @@
+"""The pack's own environment: what the Pulumi CLI builds from requirements.txt, built here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from google.protobuf import empty_pb2
+
+from sandboxkit import gate
+
+# The venv that runs the tests has a venv module; the new one sees none of its packages.
+BASE_PYTHON = sys.executable
+
+
+@pytest.mark.slow
+def test_requirements_build_an_isolated_env_that_serves_the_pack(
+    tmp_path: Path, project_dir: Path
+) -> None:
+    pack = gate.pack_dir(project_dir)
+    venv = tmp_path / "venv"
+    subprocess.run([BASE_PYTHON, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    isolated = subprocess.run(
+        [str(python), "-c", "import sys; print(sys.prefix != sys.base_prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert isolated.stdout.strip() == "True"
+    # As the CLI does: pip in the pack folder, so '../..' is this repository.
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "-r", "requirements.txt"],
+        cwd=pack,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr
+    imported = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import policies, sandboxkit; print(len(policies.ALL_POLICIES), sandboxkit.__file__)",
+        ],
+        cwd=pack,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    count, location = imported.stdout.split()
+    assert int(count) == 28
+    assert location.startswith(str(venv))
+    with gate.pack_process(pack, python=str(python)) as stub:
+        info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+    assert len(info.policies) == 28

@@ -1,0 +1,124 @@
+"""The pack as the Pulumi CLI runs it: a subprocess answering the analyzer protocol over gRPC."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime import proto
+
+from sandboxkit import gate, testing
+from sandboxkit.render import RenderedStack
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> gate.InProcessAnalyzer:
+    """The pack's analyzer servicer in this process (every check reconfigures it)."""
+    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+
+
+def stack_values(stack: str) -> dict[str, Any]:
+    return testing.stack_values(PROJECT, stack)
+
+
+def render(stack: str, values: dict[str, Any]) -> RenderedStack:
+    return testing.render_values(PROJECT, stack, values)
+
+
+COMPONENTS = Path(__file__).resolve().parents[2] / "components"
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[Any]:
+    # This worktree's kit first, as the pack's own venv would have it installed.
+    env = {"PYTHONPATH": os.pathsep.join([str(COMPONENTS), os.environ.get("PYTHONPATH", "")])}
+    with gate.pack_process(gate.pack_dir(PROJECT), stack="prod", env=env) as analyzer:
+        yield analyzer
+
+
+def test_get_analyzer_info_lists_every_policy(stub: Any, analyzer: gate.InProcessAnalyzer) -> None:
+    info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == "sandbox-guard"
+    assert info.version == analyzer.GetAnalyzerInfo(empty_pb2.Empty()).version
+    assert info.supportsConfig
+    names = [p.name for p in info.policies]
+    assert names == [p.name for p in analyzer.GetAnalyzerInfo(empty_pb2.Empty()).policies]
+    assert len(names) == 28
+    net_001 = next(p for p in info.policies if p.name == "sbx-net-001")
+    assert net_001.severity == proto.POLICY_SEVERITY_CRITICAL
+    assert net_001.enforcementLevel == proto.ADVISORY
+    assert net_001.remediation_steps.startswith("Set sandboxkit:profile.egress.mode")
+    assert net_001.policy_type == proto.PolicyType.POLICY_TYPE_RESOURCE
+    net_005 = next(p for p in info.policies if p.name == "sbx-net-005")
+    assert net_005.policy_type == proto.PolicyType.POLICY_TYPE_STACK
+
+
+def _props(values: dict[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(values)
+    return struct
+
+
+def test_analyze_of_a_bad_resource_returns_the_expected_diagnostics(stub: Any) -> None:
+    request = proto.ConfigureAnalyzerRequest()
+    request.policyConfig["sbx-net-001"].CopyFrom(
+        proto.PolicyConfig(enforcementLevel=proto.MANDATORY, properties=_props({}))
+    )
+    stub.Configure(request)
+    response = stub.Analyze(
+        proto.AnalyzeRequest(
+            type="aws:lambdamicrovms/image:Image",
+            name="worker",
+            urn="urn:pulumi:prod::sandboxkit::aws:lambdamicrovms/image:Image::worker",
+            properties=_props({"egressNetworkConnectors": ["INTERNET_EGRESS"]}),
+        )
+    )
+    found = [(d.policyName, d.enforcementLevel, d.severity) for d in response.diagnostics]
+    assert found == [("sbx-net-001", proto.MANDATORY, proto.POLICY_SEVERITY_CRITICAL)]
+    assert response.diagnostics[0].message.endswith(
+        "MicroVM image worker lists INTERNET_EGRESS in egressNetworkConnectors; remove it and "
+        "keep only the kit's CoreNetworkConnector."
+    )
+
+
+def test_a_secret_input_arrives_wrapped_and_is_still_judged(stub: Any) -> None:
+    # The engine marks secrets with a signature; pulumi-policy unwraps them for Analyze.
+    secret = gate_secret("AKIAABCDEFGHIJKLMNOP")
+    response = stub.Analyze(
+        proto.AnalyzeRequest(
+            type="aws:lambda/function:Function",
+            name="launcher",
+            urn="urn:pulumi:prod::sandboxkit::aws:lambda/function:Function::launcher",
+            properties=_props({"environment": {"variables": {"MIRROR": secret}}}),
+        )
+    )
+    assert [d.policyName for d in response.diagnostics] == ["sbx-sec-002"]
+
+
+def gate_secret(value: str) -> dict[str, Any]:
+    from sandboxkit.render import secret_wrap
+
+    return secret_wrap(value)
+
+
+def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
+    stub: Any, analyzer: gate.InProcessAnalyzer
+) -> None:
+    values = stack_values("prod")
+    values["profile"]["egress"] = {"mode": "open"}
+    rendered = testing.with_input(
+        render("prod", values), "gcp-cloudrun-service", ("template", "timeout"), "7200s"
+    )
+    over_grpc = gate.check_rendered(stub, rendered, PROJECT)
+    in_process = gate.check_rendered(analyzer, rendered, PROJECT)
+    assert over_grpc.violations == in_process.violations
+    assert {(v.policy, v.enforcement) for v in over_grpc.violations} == {
+        ("SBX-NET-001", "mandatory"),
+        ("SBX-RES-002", "advisory"),
+    }
