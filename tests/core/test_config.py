@@ -349,3 +349,23 @@ def test_a_misspelt_secret_key_never_echoes_its_value() -> None:
         load_stack(source(targets=["fake"], fake={"tokne": "hunter2"}, fak={"token": "x2"}), "test")
     assert "hunter2" not in str(caught.value) and "x2" not in str(caught.value)
     assert [p.key for p in caught.value.problems] == ["sandboxkit:fak", "sandboxkit:fake.tokne"]
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        ({"limits": {"vcpu": "2"}}, "a valid number"),
+        ({"limits": {"vcpu": 0}}, "greater than 0"),
+        ({"limits": None}, "a mapping"),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["pypi.org/simple"]}},
+            "a specific public host[:port] entry: write host[:port] only, without a scheme, path "
+            "or user name",
+        ),
+    ],
+)
+def test_expected_text_is_the_kits_phrasing(profile: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile=profile), "test")
+    [problem] = caught.value.problems
+    assert problem.expected == expected
