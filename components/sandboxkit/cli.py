@@ -65,6 +65,18 @@ def fail_config(exc: ConfigError) -> typer.Exit:
     return typer.Exit(EXIT_CONFIG)
 
 
+# checkov could not give a verdict: exit 2 naming why (never a silent skip).
+CHECKOV_ERRORS = (CheckovMissingError, CheckovFailedError, BaselineError, UnmappedTypeError)
+
+
+def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
+    """Print why checkov gave no verdict to stderr and return the exit-2 signal."""
+    Console(stderr=True, soft_wrap=True, highlight=False).print(
+        f"[bold red]error:[/] {exc}{hint}", markup=True
+    )
+    return typer.Exit(EXIT_CONFIG)
+
+
 def load(stack: str, project_dir: Path | None) -> RenderedStack:
     """Render ``stack`` offline; raises ``typer.Exit(2)`` on bad config."""
     try:
@@ -216,11 +228,8 @@ def checkov(
     rendered = [load(name, root) for name in names]
     try:
         report = scan_rendered(root, rendered, include_project_files=project_files)
-    except (CheckovMissingError, CheckovFailedError, BaselineError, UnmappedTypeError) as exc:
-        Console(stderr=True, soft_wrap=True, highlight=False).print(
-            f"[bold red]error:[/] {exc}", markup=True
-        )
-        raise typer.Exit(EXIT_CONFIG) from None
+    except CHECKOV_ERRORS as exc:
+        raise fail_checkov(exc) from None
     if as_json:
         sys.stdout.write(json.dumps(checkov_document(report, names), indent=2) + "\n")
     else:
@@ -246,11 +255,16 @@ class CheckFormat(StrEnum):
 
 @app.command()
 def check(
+    *,
     stack: Annotated[
         str | None, typer.Option("--stack", "-s", help="Stack name (stacks/Pulumi.<stack>.yaml).")
     ] = None,
     all_stacks: Annotated[
-        bool, typer.Option("--all-stacks", help="Check every stack file in the project.")
+        bool,
+        typer.Option(
+            "--all-stacks",
+            help="Check every stack file, and (once) the kit's Dockerfiles and workflows.",
+        ),
     ] = False,
     output: Annotated[
         CheckFormat, typer.Option("--format", help="text, json or sarif (SARIF 2.1.0).")
@@ -262,24 +276,44 @@ def check(
             help="Pack config file (default: the pack's config/<environment>.json).",
         ),
     ] = None,
+    no_checkov: Annotated[
+        bool,
+        typer.Option("--no-checkov", help="Skip checkov (CrossGuard only); the output says so."),
+    ] = False,
     project_dir: ProjectOption = None,
 ) -> None:
-    """Apply the sandbox-guard policy pack to STACK offline; exit 1 on a mandatory violation."""
+    """Apply the sandbox-guard pack and checkov to STACK offline; exit 1 on a mandatory finding.
+
+    checkov failures the baseline does not accept take their level from
+    policy-packs/checkov/levels.json (mandatory in prod). Exit 2 on bad config, or when checkov
+    is missing or fails (it is never skipped silently: pass --no-checkov to skip it).
+    """
     try:
         root = project_dir or find_project_dir()
         if all_stacks == (stack is not None):
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
         names = list_stacks(root) if all_stacks else [stack]
-        results = [
-            gate.run_check(name, root, pack_config=pack_config)
-            for name in names
-            if name is not None
-        ]
+        rendered = [render_stack(root, name) for name in names if name is not None]
+        results = gate.check_stacks(
+            rendered,
+            root,
+            pack_config=pack_config,
+            checkov=not no_checkov,
+            project_files=all_stacks,
+        )
     except ConfigError as exc:
         raise fail_config(exc) from None
+    except CHECKOV_ERRORS as exc:
+        raise fail_checkov(exc, "; or pass --no-checkov to skip checkov explicitly") from None
     if output is CheckFormat.JSON:
         documents = [gate.format_json(r) for r in results]
-        document = documents[0] if stack is not None else {"stacks": documents}
+        if stack is not None:
+            document: dict[str, Any] = documents[0]
+        else:
+            # A stack's environment is dev, staging or prod: never the project scope.
+            project = [d for d in documents if d["environment"] == gate.PROJECT_SCOPE]
+            stacks = [d for d in documents if d["environment"] != gate.PROJECT_SCOPE]
+            document = {"stacks": stacks, **({"project": project[0]} if project else {})}
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif output is CheckFormat.SARIF:
         sys.stdout.write(json.dumps(gate.format_sarif(results), indent=2) + "\n")

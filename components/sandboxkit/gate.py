@@ -5,8 +5,15 @@ then makes the calls the Pulumi CLI makes to a policy pack: ``GetAnalyzerInfo``,
 (schema defaults, then the per-environment file ``config/<environment>.json``), ``Analyze`` for
 every resource and ``AnalyzeStack`` once. The pack answers either in-process (its servicer, the
 default: fast) or as a real subprocess over gRPC (``pack_process``); the rules live only in the
-pack. Results are source-agnostic ``Violation``s so other scanners (checkov) can join them
-before formatting with ``format_text``, ``format_json`` or ``format_sarif``.
+pack. Results are source-agnostic ``Violation``s so other scanners join them before formatting
+with ``format_text``, ``format_json`` or ``format_sarif``.
+
+``check_stacks`` is the whole gate ``sandboxkit check`` runs: CrossGuard per stack, then checkov
+once over every stack's exports (``checkov_bridge``), merged per stack with ``source: checkov``.
+A checkov failure the baseline does not accept takes its level from
+``policy-packs/checkov/levels.json`` (per environment, like the pack config; ``project`` for the
+kit's own Dockerfiles and workflows, which are scanned only when asked: ``--all-stacks``).
+Baseline-accepted failures are kept apart (``CheckResult.accepted``) with their reason.
 """
 
 from __future__ import annotations
@@ -30,13 +37,23 @@ from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from sandboxkit.config import NAMESPACE
+from sandboxkit.checkov_bridge.baseline import BASELINE_PATH
+from sandboxkit.checkov_bridge.runner import CheckovFinding, CheckovReport, scan_rendered
+from sandboxkit.config import ENVIRONMENTS, NAMESPACE
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack, render_stack
 
 PACK_DIR = Path("policy-packs") / "sandbox-guard"
 SOURCE_CROSSGUARD = "crossguard"
+SOURCE_CHECKOV = "checkov"
+# Levels of checkov failures the baseline does not accept, per environment (and "project").
+# A file of its own rather than a key in the pack config: `pulumi preview --policy-pack-config`
+# reads the pack config too, and the gate refuses names that are not the pack's policies there.
+CHECKOV_LEVELS = Path("policy-packs") / "checkov" / "levels.json"
+CHECKOV_LEVEL_NAMES = ("advisory", "mandatory")
+# The scope of the kit's own files (Dockerfiles, workflows) in reports and in levels.json.
+PROJECT_SCOPE = "project"
 ENFORCEMENT_NAMES = {
     proto.ADVISORY: "advisory",
     proto.MANDATORY: "mandatory",
@@ -107,7 +124,9 @@ class Violation:
         urn: the resource's URN (the stack's for stack-wide findings).
         message: the violation sentence, which says the fix.
         source: ``crossguard`` or ``checkov``.
-        line: 1-based line of the stack file where it is fixed, when known.
+        line: 1-based line of ``file`` (else the stack file) where it is fixed, when known.
+        file: the project file to change when it is not the stack file (a Dockerfile).
+        reason: why the baseline accepts it (accepted findings only).
     """
 
     policy: str
@@ -117,6 +136,8 @@ class Violation:
     message: str
     source: str
     line: int | None = None
+    file: str | None = None
+    reason: str | None = None
 
     @property
     def mandatory(self) -> bool:
@@ -137,14 +158,18 @@ class Violation:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The gate's verdict on one stack.
+    """The gate's verdict on one stack (or on the kit's own files: ``PROJECT_SCOPE``).
 
     Attributes:
-        stack: stack name.
-        environment: ``dev``, ``staging`` or ``prod``.
+        stack: stack name, or ``project`` for the kit's Dockerfiles and workflows.
+        environment: ``dev``, ``staging`` or ``prod`` (``project`` for the kit's files).
         stack_file: path of the stack file relative to the project (SARIF artifact).
         violations: findings in report order.
         rules: rule id -> ``RuleInfo`` for every rule that ran.
+        accepted: findings the checkov baseline accepts (each with its ``reason``); they never
+            fail the gate.
+        checkov: checkov's counts (``passed``, ``failed``, ``accepted``), or ``None`` when
+            checkov did not run (``--no-checkov``).
     """
 
     stack: str
@@ -152,15 +177,21 @@ class CheckResult:
     stack_file: str
     violations: tuple[Violation, ...]
     rules: Mapping[str, RuleInfo] = field(default_factory=dict)
+    accepted: tuple[Violation, ...] = ()
+    checkov: Mapping[str, int] | None = None
 
     def with_findings(
-        self, violations: Iterable[Violation], rules: Iterable[RuleInfo]
+        self,
+        violations: Iterable[Violation],
+        rules: Iterable[RuleInfo],
+        accepted: Iterable[Violation] = (),
     ) -> CheckResult:
         """This result plus findings from another source (e.g. checkov)."""
         return replace(
             self,
             violations=(*self.violations, *violations),
             rules={**self.rules, **{r.id: r for r in rules}},
+            accepted=(*self.accepted, *accepted),
         )
 
     @property
@@ -169,12 +200,13 @@ class CheckResult:
         return any(v.mandatory for v in self.violations)
 
     def summary(self) -> dict[str, int]:
-        """Counts: total, mandatory, advisory."""
+        """Counts: total, mandatory, advisory violations; accepted findings."""
         mandatory = sum(v.mandatory for v in self.violations)
         return {
             "total": len(self.violations),
             "mandatory": mandatory,
             "advisory": len(self.violations) - mandatory,
+            "accepted": len(self.accepted),
         }
 
 
@@ -528,18 +560,197 @@ def run_check(
     return check_rendered(analyzer, rendered, project_dir, pack_config)
 
 
+def checkov_levels(project_dir: Path) -> dict[str, str]:
+    """Levels of checkov failures the baseline does not accept (``levels.json``).
+
+    Returns:
+        ``{"dev": ..., "staging": ..., "prod": ..., "project": ...}``, each ``advisory`` or
+        ``mandatory``.
+
+    Raises:
+        ConfigError: a missing or unreadable file, a missing scope or an unknown level.
+    """
+    path = project_dir / CHECKOV_LEVELS
+    origin = CHECKOV_LEVELS.as_posix()
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            Problem(origin, "unreadable", f"a JSON object of checkov levels ({exc})")
+        ) from None
+    if not isinstance(document, dict):
+        raise ConfigError(Problem(origin, document, "a JSON object of checkov levels"))
+    scopes = (*ENVIRONMENTS, PROJECT_SCOPE)
+    problems = [
+        Problem(f"{origin}: {scope}", document.get(scope), " or ".join(CHECKOV_LEVEL_NAMES))
+        for scope in scopes
+        if document.get(scope) not in CHECKOV_LEVEL_NAMES
+    ]
+    problems += [
+        Problem(f"{origin}: {key}", document[key], f"one of {', '.join(scopes)}")
+        for key in document
+        if key not in scopes
+    ]
+    if problems:
+        raise ConfigError(*problems)
+    return {scope: document[scope] for scope in scopes}
+
+
+def checkov_rule(finding: CheckovFinding) -> RuleInfo:
+    """``RuleInfo`` for a checkov check (checkov gives no severity or description offline)."""
+    remediation = (
+        f"Change the resource so that it passes: {finding.name.rstrip('.')}; where the finding "
+        f"follows from a deliberate choice, accept it in {BASELINE_PATH.as_posix()} with the "
+        "reason instead."
+    )
+    if finding.guideline:
+        remediation += f" Guideline: {finding.guideline}"
+    return RuleInfo(
+        id=finding.policy,
+        title=finding.name,
+        description=f"{finding.name} (checkov {finding.framework or 'check'} {finding.policy}).",
+        remediation=remediation,
+        severity=finding.severity,
+        tags=tuple(t for t in (SOURCE_CHECKOV, finding.framework) if t),
+        source=SOURCE_CHECKOV,
+    )
+
+
+def _checkov_violation(finding: CheckovFinding, level: str, line: int | None) -> Violation:
+    return Violation(
+        **finding.violation(level),
+        line=line,
+        file=finding.file if finding.type is None else None,
+        reason=finding.accepted.reason if finding.accepted is not None else None,
+    )
+
+
+def with_checkov(
+    result: CheckResult,
+    findings: Sequence[CheckovFinding],
+    level: str,
+    lines: Mapping[str, int] | None = None,
+) -> CheckResult:
+    """``result`` plus checkov's verdicts on it: failures as violations at ``level``.
+
+    Args:
+        result: the CrossGuard result of the stack (or an empty project result).
+        findings: checkov's verdicts on the stack's resources (or the project's files).
+        level: ``mandatory`` or ``advisory``, for failures the baseline does not accept.
+        lines: URN -> the stack-file line of the resource's target settings; project files
+            carry checkov's own line.
+    """
+    failed = [f for f in findings if not f.passed]
+    violations: list[Violation] = []
+    accepted: list[Violation] = []
+    for finding in failed:
+        line = finding.line if finding.type is None else (lines or {}).get(finding.urn)
+        violation = _checkov_violation(finding, level, line)
+        (violations if finding.accepted is None else accepted).append(violation)
+    counts = {
+        "passed": sum(f.passed for f in findings),
+        "failed": len(violations),
+        "accepted": len(accepted),
+    }
+    merged = result.with_findings(violations, [checkov_rule(f) for f in failed], accepted)
+    return replace(merged, checkov=counts)
+
+
+def target_lines(rendered: RenderedStack, stack_text: str) -> dict[str, int]:
+    """URN -> the line of ``sandboxkit:<target>`` in the stack file (where a target is fixed)."""
+    lines = {}
+    for resource in rendered.resources:
+        target = rendered.target_of(resource)
+        if target is not None:
+            lines[resource.urn] = find_line(stack_text, (f"{NAMESPACE}:{target}",))
+    return lines
+
+
+def project_result(report: CheckovReport, level: str) -> CheckResult:
+    """checkov's verdicts on the kit's own Dockerfiles and workflows, as one result."""
+    empty = CheckResult(
+        stack=PROJECT_SCOPE, environment=PROJECT_SCOPE, stack_file="", violations=()
+    )
+    return with_checkov(empty, report.for_project_files(), level)
+
+
+def check_stacks(
+    rendered: Sequence[RenderedStack],
+    project_dir: Path,
+    *,
+    pack_config: Path | None = None,
+    checkov: bool = True,
+    project_files: bool = False,
+    analyzer: Analyzer | None = None,
+) -> list[CheckResult]:
+    """The whole gate on rendered stacks: CrossGuard per stack, then checkov once for all.
+
+    Args:
+        rendered: the stacks (``render_stack``, or a weakened copy in tests).
+        project_dir: folder with Pulumi.yaml (pack, baseline, levels, Dockerfiles).
+        pack_config: a pack config file instead of each environment's.
+        checkov: run checkov (``False``: CrossGuard only, and the results say checkov did
+            not run).
+        project_files: also scan the kit's Dockerfiles and workflows, reported once as a
+            last result with ``stack == "project"`` (``sandboxkit check --all-stacks``).
+        analyzer: the pack to ask; by default its servicer in this process.
+
+    Raises:
+        ConfigError: bad pack config or checkov levels (the CLI exits 2).
+        CheckovMissingError, CheckovFailedError, BaselineError, UnmappedTypeError: checkov
+            cannot give a verdict (the CLI exits 2; it never skips silently).
+    """
+    analyzer = analyzer or InProcessAnalyzer(pack_dir(project_dir))
+    results = [check_rendered(analyzer, r, project_dir, pack_config) for r in rendered]
+    if not checkov:
+        return results
+    levels = checkov_levels(project_dir)
+    report = scan_rendered(project_dir, rendered, include_project_files=project_files)
+    merged = []
+    for stack, result in zip(rendered, results, strict=True):
+        path = stack_file(project_dir, stack.stack)
+        text = path.read_text() if path.is_file() else ""
+        merged.append(
+            with_checkov(
+                result,
+                report.for_stack(stack.stack),
+                levels[result.environment],
+                target_lines(stack, text),
+            )
+        )
+    if project_files:
+        merged.append(project_result(report, levels[PROJECT_SCOPE]))
+    return merged
+
+
 def exit_code(results: Iterable[CheckResult]) -> int:
     """0 when no mandatory finding, 1 when any."""
     return 1 if any(r.failed for r in results) else 0
 
 
+def _heading(result: CheckResult) -> str:
+    if result.stack == PROJECT_SCOPE:
+        return "Project files (Dockerfiles, GitHub workflows)"
+    return f"Stack {result.stack} ({result.environment})"
+
+
+def _checkov_line(result: CheckResult) -> str:
+    if result.checkov is None:
+        return "  checkov: skipped (--no-checkov)"
+    counts = result.checkov
+    return (
+        f"  checkov: {counts['passed']} passed, {counts['failed']} failed, "
+        f"{counts['accepted']} accepted by the baseline (reasons: --format json)"
+    )
+
+
 def format_text(results: Sequence[CheckResult]) -> str:
-    """Findings grouped by stack and resource: id, severity, enforcement, message."""
+    """Findings grouped by stack and resource: id, severity, enforcement, source, message."""
     out: list[str] = []
     for result in results:
         counts = result.summary()
         out.append(
-            f"Stack {result.stack} ({result.environment}): {counts['total']} violation(s), "
+            f"{_heading(result)}: {counts['total']} violation(s), "
             f"{counts['mandatory']} mandatory, {counts['advisory']} advisory"
         )
         by_urn: dict[str, list[Violation]] = {}
@@ -548,17 +759,25 @@ def format_text(results: Sequence[CheckResult]) -> str:
         for urn, found in by_urn.items():
             out.append(f"  {urn}")
             for v in found:
-                out.append(f"    {v.policy} [{v.severity}, {v.enforcement}] {v.message}")
+                level = f"{v.severity}, {v.enforcement}, {v.source}"
+                out.append(f"    {v.policy} [{level}] {v.message}")
+        out.append(_checkov_line(result))
         out.append("  FAILED: mandatory violations" if result.failed else "  passed")
     return "\n".join(out) + "\n"
 
 
 def format_json(result: CheckResult) -> dict[str, Any]:
-    """``{"stack", "environment", "violations": [...], "summary"}``."""
+    """``{"stack", "environment", "violations", "accepted", "checkov", "summary"}``.
+
+    ``accepted`` lists the checkov findings the baseline accepts, each with its ``reason``;
+    ``checkov`` is checkov's counts, or ``"skipped"`` when it did not run.
+    """
     return {
         "stack": result.stack,
         "environment": result.environment,
         "violations": [v.document() for v in result.violations],
+        "accepted": [{**v.document(), "reason": v.reason} for v in result.accepted],
+        "checkov": dict(result.checkov) if result.checkov is not None else "skipped",
         "summary": result.summary(),
     }
 
@@ -580,9 +799,14 @@ def _sarif_rule(rule: RuleInfo) -> dict[str, Any]:
 
 
 def format_sarif(results: Sequence[CheckResult]) -> dict[str, Any]:
-    """A SARIF 2.1.0 log: one run per source, rules with metadata, stack-file locations."""
+    """A SARIF 2.1.0 log: one run per source (the ``sandbox-guard`` pack, ``checkov`` when it
+    ran), rules with metadata, locations in the stack file (or the project file to change)."""
     runs = []
-    sources = sorted({v.source for r in results for v in r.violations} | {SOURCE_CROSSGUARD})
+    # A source that ran gets its run even without results: code scanning closes fixed alerts.
+    ran = {SOURCE_CROSSGUARD}
+    if any(r.checkov is not None for r in results):
+        ran.add(SOURCE_CHECKOV)
+    sources = sorted({v.source for r in results for v in r.violations} | ran)
     for source in sources:
         rules = {
             rid: rule for r in results for rid, rule in r.rules.items() if rule.source == source
@@ -601,7 +825,7 @@ def format_sarif(results: Sequence[CheckResult]) -> dict[str, Any]:
                             {
                                 "physicalLocation": {
                                     "artifactLocation": {
-                                        "uri": result.stack_file,
+                                        "uri": v.file or result.stack_file,
                                         "uriBaseId": "%SRCROOT%",
                                     },
                                     "region": {"startLine": v.line or 1},

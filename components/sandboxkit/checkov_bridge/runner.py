@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,9 @@ class CheckovFinding:
         file: the scanned file (export file or project file, relative).
         resource: the id checkov reports, e.g. ``aws_lambda_function.fn`` or ``jobs(test)``.
         accepted: the baseline entry that accepts a failure, if any.
+        framework: the checkov framework that ran the check (``kubernetes``, ``dockerfile``).
+        line: 1-based first line in ``file`` for project files (export lines mean nothing).
+        guideline: checkov's link for the check, when it reports one (offline, usually none).
     """
 
     policy: str
@@ -77,6 +80,9 @@ class CheckovFinding:
     file: str
     resource: str
     accepted: Accepted | None = None
+    framework: str = ""
+    line: int | None = None
+    guideline: str | None = None
 
     @property
     def severity(self) -> str:
@@ -92,12 +98,17 @@ class CheckovFinding:
             text += f" Accepted by the baseline: {self.accepted.reason}"
         return text
 
-    def violation(self) -> dict[str, str]:
-        """``{"policy", "severity", "enforcement", "urn", "message", "source"}``."""
+    def violation(self, enforcement: str = "mandatory") -> dict[str, str]:
+        """``{"policy", "severity", "enforcement", "urn", "message", "source"}``.
+
+        Args:
+            enforcement: the level of a failure the baseline does not accept (the gate passes
+                the environment's level); an accepted one is always ``advisory``.
+        """
         return {
             "policy": self.policy,
             "severity": self.severity,
-            "enforcement": "advisory" if self.accepted is not None else "mandatory",
+            "enforcement": "advisory" if self.accepted is not None else enforcement,
             "urn": self.urn,
             "message": self.message,
             "source": SOURCE,
@@ -130,6 +141,10 @@ class CheckovReport:
         """Verdicts on resources of ``stack``."""
         prefix = f"urn:pulumi:{stack}::"
         return [f for f in self.findings if f.urn.startswith(prefix)]
+
+    def for_project_files(self) -> list[CheckovFinding]:
+        """Verdicts on the kit's own files (Dockerfiles, workflows: ``file:`` URNs)."""
+        return [f for f in self.findings if f.type is None]
 
     def coverage(self) -> dict[str, dict[str, Any]]:
         """Per exported Pulumi type: resources, and which checks evaluated them.
@@ -260,7 +275,14 @@ def scan(
             for status in ("passed_checks", "failed_checks"):
                 for result in results.get(status, []):
                     report.findings.append(
-                        _finding(result, status == "passed_checks", owners, root, project_dir)
+                        _finding(
+                            result,
+                            status == "passed_checks",
+                            framework_report.get("check_type", ""),
+                            owners=owners,
+                            root=root,
+                            project_dir=project_dir,
+                        )
                     )
     report.findings = [_apply_baseline(f, accepted) for f in report.findings]
     return report
@@ -269,12 +291,15 @@ def scan(
 def _finding(
     result: dict[str, Any],
     passed: bool,
+    framework: str,
+    *,
     owners: dict[tuple[str, str], tuple[str, str]],
     root: Path,
     project_dir: Path,
 ) -> CheckovFinding:
     path = Path(result["file_abs_path"]).resolve()
     owner = owners.get((str(path), result["resource"]))
+    line: int | None = None
     if owner is not None:
         urn, type_token = owner
         file = str(path.relative_to(root.resolve()))
@@ -290,6 +315,7 @@ def _finding(
         except ValueError:
             file = str(path)
         urn = f"file:{file}"
+        line = (result.get("file_line_range") or [None])[0]
     return CheckovFinding(
         policy=result["check_id"],
         name=result["check_name"],
@@ -298,6 +324,9 @@ def _finding(
         type=type_token,
         file=file,
         resource=result["resource"],
+        framework=framework,
+        line=line,
+        guideline=result.get("guideline"),
     )
 
 
@@ -306,7 +335,7 @@ def _apply_baseline(finding: CheckovFinding, baseline: Sequence[Accepted]) -> Ch
         return finding
     for entry in baseline:
         if entry.matches(finding.policy, finding.type, finding.urn, finding.file, finding.resource):
-            return CheckovFinding(**{**vars(finding), "accepted": entry})
+            return replace(finding, accepted=entry)
     return finding
 
 
