@@ -1,4 +1,8 @@
-"""``sandboxkit check``: exit codes, the three formats, per-environment levels, bad config."""
+"""``sandboxkit check``: exit codes, the three formats, per-environment levels, bad config.
+
+CrossGuard only (``--no-checkov``): checkov's part of the gate is in
+tests/checkov/test_checkov_gate.py, which keeps its slow checkov runs few.
+"""
 
 from __future__ import annotations
 
@@ -32,8 +36,8 @@ class Ran:
 
 
 def run_cli(*args: str, cwd: Path) -> Ran:
-    """``sandboxkit ARGS`` in this process (fast); ``cwd`` is passed as ``--project-dir``."""
-    result = CliRunner().invoke(app, [*args, "--project-dir", str(cwd)])
+    """``sandboxkit ARGS --no-checkov`` in this process (fast); ``cwd`` is the ``--project-dir``."""
+    result = CliRunner().invoke(app, [*args, "--no-checkov", "--project-dir", str(cwd)])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Ran(result.exit_code, result.stdout, result.stderr)
@@ -42,7 +46,7 @@ def run_cli(*args: str, cwd: Path) -> Ran:
 def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
     result = subprocess.run(
-        [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod"],
+        [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod", "--no-checkov"],
         cwd=project_dir,
         env=env,
         capture_output=True,
@@ -51,7 +55,11 @@ def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) ->
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n  passed\n"
+    assert result.stdout == (
+        "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n"
+        "  checkov: skipped (--no-checkov)\n"
+        "  passed\n"
+    )
 
 
 @pytest.fixture
@@ -102,7 +110,7 @@ def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0] == "Stack prod (prod): 7 violation(s), 7 mandatory, 0 advisory"
-    resources = {line.rsplit("::", 1)[-1] for line in lines[1:-1:2]}
+    resources = {line.rsplit("::", 1)[-1] for line in lines[1:-2:2]}
     assert resources == {
         "kubernetes-network-policy",
         "aws-microvm-connector-sg",
@@ -112,14 +120,17 @@ def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy
         "azure-sessions-pool",
         "cloudflare-script",
     }
-    assert all(line.startswith("    SBX-NET-001 [critical, mandatory] ") for line in lines[2:-1:2])
+    assert all(
+        line.startswith("    SBX-NET-001 [critical, mandatory, crossguard] ")
+        for line in lines[2:-2:2]
+    )
     pool = lines.index(next(line for line in lines if line.endswith("::azure-sessions-pool")))
     assert lines[pool + 1] == (
-        "    SBX-NET-001 [critical, mandatory] Session pool azure-sessions-pool has "
+        "    SBX-NET-001 [critical, mandatory, crossguard] Session pool azure-sessions-pool has "
         "sessionNetworkConfiguration.status EgressEnabled; set it to EgressDisabled "
         "(sandboxkit:profile.egress.mode deny): the pool cannot filter by host."
     )
-    assert lines[-1] == "  FAILED: mandatory violations"
+    assert lines[-2:] == ["  checkov: skipped (--no-checkov)", "  FAILED: mandatory violations"]
 
 
 def test_open_egress_in_dev_is_advisory_and_exits_0(project_copy: Path) -> None:
@@ -184,8 +195,17 @@ def test_json_has_the_documented_shape(project_copy: Path) -> None:
     edit_stack(project_copy, "prod", kubernetes_with_open_egress)
     result = run_cli("check", "--stack", "prod", "--format", "json", cwd=project_copy)
     document = json.loads(result.stdout)
-    assert set(document) == {"stack", "environment", "violations", "summary"}
-    assert document["summary"] == {"total": 1, "mandatory": 1, "advisory": 0}
+    assert set(document) == {
+        "stack",
+        "environment",
+        "violations",
+        "accepted",
+        "checkov",
+        "summary",
+    }
+    assert document["summary"] == {"total": 1, "mandatory": 1, "advisory": 0, "accepted": 0}
+    assert document["checkov"] == "skipped"
+    assert document["accepted"] == []
     (violation,) = document["violations"]
     assert set(violation) == {"policy", "severity", "enforcement", "urn", "message", "source"}
     assert violation["policy"] == "SBX-NET-001"
