@@ -241,3 +241,21 @@ def test_gke_refuses_overlapping_ranges_naming_both(
     assert (found_key, value) == (f"sandboxkit:gcp-gke.{key}", change[key])
     assert expected.startswith(f"a range that does not overlap {other}")
 
+
+def test_cloudrun_max_concurrent_states_the_bound_it_gives() -> None:
+    where = {
+        max_concurrent: load("gcp-cloudrun", CLOUDRUN, {"pool": {"maxConcurrent": max_concurrent}})
+        .enforcement["gcp-cloudrun"]["pool.maxConcurrent"]
+        .where
+        for max_concurrent in (50, 49)
+    }
+    assert where[50] == (
+        "template.scaling.maxInstanceCount 8 with maxInstanceRequestConcurrency 7: at most "
+        "8 x 7 = 56 sandboxes at once, 6 more than maxConcurrent 50, since instances hold 7 "
+        "sandboxes each and the smallest multiple of 7 at or above 50 is 56"
+    )
+    assert where[49] == (
+        "template.scaling.maxInstanceCount 7 with maxInstanceRequestConcurrency 7: at most "
+        "7 x 7 = 49 sandboxes at once, exactly maxConcurrent 49"
+    )
+
