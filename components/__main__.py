@@ -8,5 +8,5 @@ from sandboxkit.program import main
 try:
     main()
 except ConfigError as exc:
-    print(f"sandboxkit: invalid stack config\n{exc}", file=sys.stderr)
+    print(f"sandboxkit: invalid input\n{exc}", file=sys.stderr)
     sys.exit(2)

@@ -59,7 +59,7 @@ def _console() -> Console:
 def fail_config(exc: ConfigError) -> typer.Exit:
     """Print a config error to stderr (no traceback) and return the exit-2 signal."""
     console = Console(stderr=True, soft_wrap=True, highlight=False)
-    console.print("[bold red]error:[/] invalid stack config")
+    console.print("[bold red]error:[/] invalid input")
     for problem in exc.problems:
         console.print(f"  {problem}", markup=False)
     return typer.Exit(EXIT_CONFIG)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,19 +161,60 @@ def _near(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _known_keys(model: type[BaseModel]) -> list[str]:
+    """The config keys a model accepts, as written in stack files (aliases)."""
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    # Model, Model | None, tuple[Model, ...], list[Model]: the model the keys below belong to.
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in typing.get_args(annotation):
+        found = _nested_model(argument)
+        if found is not None:
+            return found
+    return None
+
+
 def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    current: type[BaseModel] | None = model
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or current is None:
             continue
         info = next(
-            (i for n, i in model.model_fields.items() if (i.alias or n) == part),
+            (i for n, i in current.model_fields.items() if (i.alias or n) == part),
             None,
         )
-        annotation = info.annotation if info is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return None
-        model = annotation
-    return model
+        current = _nested_model(info.annotation) if info is not None else None
+    return current
+
+
+# pydantic's phrasing -> the kit's "expected ..." phrasing.
+_MESSAGE_REWRITES: tuple[tuple[str, str], ...] = (
+    (r"^Input should be (a valid|an?|greater|less|at|one of|'|finite)", r"\1"),
+    (r"^Input should be ", ""),
+    (r"^String should match pattern '(.*)'$", r"text matching the pattern \1"),
+    (r"^String should have at least (\d+) characters?$", r"text of at least \1 characters"),
+    (
+        r"^(?:Tuple|List) should have at least (\d+) items? after validation, not \d+$",
+        r"a list of at least \1 item(s)",
+    ),
+    (
+        r"^(?:Tuple|List) should have at most (\d+) items? after validation, not \d+$",
+        r"a list of at most \1 item(s)",
+    ),
+    (r"a valid tuple", "a list"),
+    (r"a valid dictionary or instance of \w+", "a mapping"),
+    (r"a valid dictionary", "a mapping"),
+)
+
+
+def _expected_text(message: str) -> str:
+    text = message.removeprefix("Value error, ")
+    for pattern, replacement in _MESSAGE_REWRITES:
+        text = re.sub(pattern, replacement, text)
+    return text
 
 
 def _problems(
@@ -189,7 +232,7 @@ def _problems(
             problems.append(Problem(key + cause.suffix, cause.value, cause.expected))
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
-            known = [i.alias or n for n, i in parent.model_fields.items()] if parent else []
+            known = _known_keys(parent) if parent else []
             hint = _near(str(loc[-1]), known)
             # A misspelt key may hold a secret (authTokne: ...): never echo its value.
             problems.append(
@@ -198,7 +241,7 @@ def _problems(
         elif error["type"] == "missing":
             problems.append(Problem(key, None, "a value (this key is required)"))
         else:
-            problems.append(Problem(key, value, error["msg"].removeprefix("Value error, ")))
+            problems.append(Problem(key, value, _expected_text(error["msg"])))
     return problems
 
 
@@ -232,7 +275,7 @@ def _wrap_secrets(
                         f"pulumi config set --secret --path '{NAMESPACE}:{name}.{key}' <value>",
                     )
                 )
-        elif source.is_secret(path):
+        elif source.is_secret(path) and key in _known_keys(model):
             problems.append(
                 Problem(
                     _key(name, key),

@@ -45,6 +45,8 @@ _INTERNAL_SUFFIXES = (
     ".home.arpa",
 )
 
+_HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
+
 RuleKind = Literal["name", "wildcard", "ip"]
 
 
@@ -138,9 +140,13 @@ def parse_rule(entry: str) -> EgressRule:
     if text in _EVERYTHING or text.startswith("*:"):
         raise ValueError("this entry allows every destination; list the hosts sandboxes need")
     if "://" in text or "@" in text:
-        raise ValueError("write host[:port] only, without a scheme, path or user name")
+        raise ValueError(_HOST_PORT_ONLY)
     if "/" in text:
-        if text.split("/")[-1] == "0":
+        try:
+            network = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ValueError(_HOST_PORT_ONLY) from None
+        if network.prefixlen == 0:
             raise ValueError("this entry allows every destination; list the hosts sandboxes need")
         raise ValueError("CIDR blocks are not accepted; list each host, or a public IP address")
     host, port = _split_port(text)

@@ -78,7 +78,9 @@ class Egress(_Section):
             try:
                 rules.append(parse_rule(entry))
             except ValueError as exc:
-                raise FieldError(f"[{index}]", entry, str(exc)) from None
+                raise FieldError(
+                    f"[{index}]", entry, f"a specific public host[:port] entry: {exc}"
+                ) from None
         return tuple(sorted(set(rules)))
 
     @model_validator(mode="after")

@@ -32,6 +32,11 @@ def main(project_dir: Path | None = None) -> StackSpec:
     )
     stack = pulumi.get_stack()
     spec = load_stack(ConfigSource.from_runtime(stack_file(root, stack)), stack)
+    if spec.profile.egress.mode == "open":
+        pulumi.log.warn(
+            "sandboxkit:profile.egress.mode is open: sandboxes can reach any public host; the "
+            "policy gate reports this (mandatory in prod by default)"
+        )
     for name in spec.targets:
         context = KitContext(stack=stack, environment=spec.environment, target=name)
         deployment = get_target(name).build(spec.profile, spec.settings[name], context)

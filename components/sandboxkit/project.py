@@ -23,9 +23,10 @@ def find_project_dir(start: Path | None = None) -> Path:
             return folder
     raise ConfigError(
         Problem(
+            "--project-dir",
             str(here),
-            PROJECT_FILE,
-            "to run inside the sandboxkit project (a folder with Pulumi.yaml at or above it)",
+            "a folder with Pulumi.yaml at or above it: run inside the sandboxkit project, or "
+            "pass --project-dir",
         )
     )
 

@@ -106,7 +106,7 @@ def test_missing_stack_exits_2(bad_project: Path) -> None:
 def test_outside_a_project_exits_2(tmp_path: Path) -> None:
     result = run_cli("preview", "--stack", "dev", cwd=tmp_path)
     assert result.returncode == 2
-    assert "Pulumi.yaml" in result.stderr
+    assert "--project-dir: got" in result.stderr and "Pulumi.yaml" in result.stderr
     assert "Traceback" not in result.stderr
 
 

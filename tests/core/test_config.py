@@ -349,3 +349,51 @@ def test_a_misspelt_secret_key_never_echoes_its_value() -> None:
         load_stack(source(targets=["fake"], fake={"tokne": "hunter2"}, fak={"token": "x2"}), "test")
     assert "hunter2" not in str(caught.value) and "x2" not in str(caught.value)
     assert [p.key for p in caught.value.problems] == ["sandboxkit:fak", "sandboxkit:fake.tokne"]
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        ({"limits": {"vcpu": "2"}}, "a valid number"),
+        ({"limits": {"vcpu": 0}}, "greater than 0"),
+        ({"limits": None}, "a mapping"),
+        (
+            {"egress": {"mode": "allowlist", "allow": ["pypi.org/simple"]}},
+            "a specific public host[:port] entry: write host[:port] only, without a scheme, path "
+            "or user name",
+        ),
+    ],
+)
+def test_expected_text_is_the_kits_phrasing(profile: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile=profile), "test")
+    [problem] = caught.value.problems
+    assert problem.expected == expected
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "value"),
+    [
+        ({"context": ""}, "sandboxkit:kubernetes.context", ""),
+        ({"namespace": "kube-system"}, "sandboxkit:kubernetes.namespace", "kube-system"),
+        ({"namespace": "default"}, "sandboxkit:kubernetes.namespace", "default"),
+        (
+            {"runtimeClass": {"name": "gvisor", "handler": "runc"}},
+            "sandboxkit:kubernetes.runtimeClass.handler",
+            "runc",
+        ),
+    ],
+)
+def test_kubernetes_settings_that_would_weaken_the_walls_are_refused(
+    settings: dict[str, Any], key: str, value: object
+) -> None:
+    found = problems_of(source(kubernetes={**BASE["kubernetes"], **settings}))
+    assert found == [(key, value)]
+
+
+def test_kubernetes_vcpu_below_one_millicore_is_refused_with_the_source() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile={"limits": {"vcpu": 0.0001}}), "test")
+    [problem] = caught.value.problems
+    assert problem.key == "sandboxkit:profile.limits.vcpu"
+    assert problem.expected.startswith("at least 0.001 for target kubernetes (source: Kubernetes")

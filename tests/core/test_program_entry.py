@@ -30,7 +30,7 @@ def test_engine_config_error_exits_2_with_every_problem_and_no_traceback(
     )
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "sandboxkit: invalid stack config",
+        "sandboxkit: invalid input",
         "sandboxkit:environment: got 'nope'; expected one of dev, staging, prod",
         "sandboxkit:kubernetes.namespce: got '[value not shown]'; expected no such key "
         "(did you mean 'namespace'?); known keys: unenforced, image, namespace, createNamespace, "

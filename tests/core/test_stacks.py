@@ -32,3 +32,21 @@ def test_prod_denies_egress_and_dev_allows_only_package_indexes(project_dir: Pat
     dev = render_stack(project_dir, "dev").spec.profile.egress
     assert dev.mode == "allowlist"
     assert [str(rule) for rule in dev.allow] == ["pypi.org:443", "*.pythonhosted.org:443"]
+
+
+def test_open_egress_is_rendered_with_a_visible_warning(project_dir: Path) -> None:
+    from sandboxkit.config import ConfigSource
+    from sandboxkit.render import render_source
+
+    values = {
+        "environment": "dev",
+        "targets": ["kubernetes"],
+        "profile": {"egress": {"mode": "open"}},
+        "kubernetes": {"context": "kind-test", "image": "example.com/sandbox:1"},
+    }
+    rendered = render_source(project_dir, "dev", ConfigSource(values=values))
+    assert rendered.warnings == (
+        "sandboxkit:profile.egress.mode is open: sandboxes can reach any public host; the "
+        "policy gate reports this (mandatory in prod by default)",
+    )
+    assert render_stack(project_dir, "prod").warnings == ()

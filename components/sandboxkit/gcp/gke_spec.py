@@ -16,7 +16,11 @@ from pydantic import AfterValidator, Field, model_validator
 
 from sandboxkit.errors import FieldError
 from sandboxkit.gcp.spec import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
-from sandboxkit.kubernetes.spec import SandboxObjectSettings, kubernetes_enforcement
+from sandboxkit.kubernetes.spec import (
+    KUBERNETES_CAPS,
+    SandboxObjectSettings,
+    kubernetes_enforcement,
+)
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import Cap, Deployment, Enforcement, KitContext, TargetSettings, TargetSpec
 
@@ -147,7 +151,7 @@ class GkeTarget(TargetSpec):
 
     name: ClassVar[str] = TARGET
     settings_model: ClassVar[type[TargetSettings]] = GkeSettings
-    caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP,)
+    caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP, *KUBERNETES_CAPS)
 
     def enforcement(
         self, profile: SandboxProfile, settings: TargetSettings
