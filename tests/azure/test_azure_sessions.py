@@ -292,7 +292,7 @@ def test_bad_settings_exit_naming_the_key(change: dict[str, Any], key: str) -> N
         (
             [{"principalId": EXECUTOR, "principalType": "Everyone"}],
             "sandboxkit:azure-sessions.executors[0].principalType",
-            "Input should be 'ServicePrincipal', 'User' or 'Group'",
+            "'ServicePrincipal', 'User' or 'Group'",
         ),
         (
             [
@@ -300,7 +300,7 @@ def test_bad_settings_exit_naming_the_key(change: dict[str, Any], key: str) -> N
                 {"principalId": "not-a-uuid", "principalType": "Group"},
             ],
             "sandboxkit:azure-sessions.executors[1].principalId",
-            "String should match pattern",
+            "text matching the pattern ^[0-9a-fA-F]{8}-",
         ),
         (
             [],
