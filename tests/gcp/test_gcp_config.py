@@ -259,3 +259,9 @@ def test_cloudrun_max_concurrent_states_the_bound_it_gives() -> None:
         "7 x 7 = 49 sandboxes at once, exactly maxConcurrent 49"
     )
 
+
+def test_an_unknown_template_key_lists_the_template_keys() -> None:
+    settings = {**CLOUDRUN, "templates": [{"name": "t", "image": "x", "env": {"A": "b"}}]}
+    key, _, expected = only_problem("gcp-cloudrun", settings)
+    assert key == "sandboxkit:gcp-cloudrun.templates[0].env"
+    assert expected == "no such key; known keys: name, image, command, args, workingDir"
