@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 from sandboxkit.render import Recorder, recording_engine
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-SHARED_DIR = PROJECT_DIR.parent / "shared"
+# The reference data (agent-sandbox CRDs, SARIF schema) sits beside the clone as ../shared; a
+# runner that keeps it elsewhere names the folder in SANDBOXKIT_SHARED_DIR.
+SHARED_DIR = Path(os.environ.get("SANDBOXKIT_SHARED_DIR") or PROJECT_DIR.parent / "shared")
 
 
 @pytest.fixture
@@ -30,5 +33,8 @@ def project_dir() -> Path:
 def shared_dir() -> Path:
     """``../shared`` beside the project root: reference CRDs and the SARIF schema."""
     if not SHARED_DIR.is_dir():
-        pytest.fail(f"reference data missing: {SHARED_DIR} (CI copies shared/ beside the clone)")
+        pytest.fail(
+            f"reference data missing: {SHARED_DIR} (put shared/ beside the clone, or set "
+            "SANDBOXKIT_SHARED_DIR)"
+        )
     return SHARED_DIR

@@ -286,6 +286,41 @@ def test_bad_settings_exit_naming_the_key(change: dict[str, Any], key: str) -> N
     assert _problem_keys(settings) == (key,)
 
 
+@pytest.mark.parametrize(
+    ("executors", "key", "expected"),
+    [
+        (
+            [{"principalId": EXECUTOR, "principalType": "Everyone"}],
+            "sandboxkit:azure-sessions.executors[0].principalType",
+            "'ServicePrincipal', 'User' or 'Group'",
+        ),
+        (
+            [
+                {"principalId": EXECUTOR, "principalType": "User"},
+                {"principalId": "not-a-uuid", "principalType": "Group"},
+            ],
+            "sandboxkit:azure-sessions.executors[1].principalId",
+            "text matching the pattern ^[0-9a-fA-F]{8}-",
+        ),
+        (
+            [],
+            "sandboxkit:azure-sessions.executors",
+            "at least one executor ({principalId: <uuid>, principalType: ServicePrincipal, "
+            "User or Group}) given the Session Executor role",
+        ),
+    ],
+    ids=["bad-type", "bad-second-id", "none"],
+)
+def test_one_bad_executor_is_one_problem(
+    executors: list[dict[str, str]], key: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(_source({**BASE_SETTINGS, "executors": executors}), "test")
+    (problem,) = caught.value.problems
+    assert problem.key == key
+    assert problem.expected.startswith(expected)
+
+
 def test_explicit_lifetime_needs_acknowledging() -> None:
     profile = {"limits": {"maxLifetimeSeconds": 1800}}
     assert _problem_keys(BASE_SETTINGS, profile) == (

@@ -369,3 +369,31 @@ def test_expected_text_is_the_kits_phrasing(profile: dict[str, Any], expected: s
         load_stack(source(profile=profile), "test")
     [problem] = caught.value.problems
     assert problem.expected == expected
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "value"),
+    [
+        ({"context": ""}, "sandboxkit:kubernetes.context", ""),
+        ({"namespace": "kube-system"}, "sandboxkit:kubernetes.namespace", "kube-system"),
+        ({"namespace": "default"}, "sandboxkit:kubernetes.namespace", "default"),
+        (
+            {"runtimeClass": {"name": "gvisor", "handler": "runc"}},
+            "sandboxkit:kubernetes.runtimeClass.handler",
+            "runc",
+        ),
+    ],
+)
+def test_kubernetes_settings_that_would_weaken_the_walls_are_refused(
+    settings: dict[str, Any], key: str, value: object
+) -> None:
+    found = problems_of(source(kubernetes={**BASE["kubernetes"], **settings}))
+    assert found == [(key, value)]
+
+
+def test_kubernetes_vcpu_below_one_millicore_is_refused_with_the_source() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile={"limits": {"vcpu": 0.0001}}), "test")
+    [problem] = caught.value.problems
+    assert problem.key == "sandboxkit:profile.limits.vcpu"
+    assert problem.expected.startswith("at least 0.001 for target kubernetes (source: Kubernetes")

@@ -8,6 +8,7 @@ import pytest
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
 from sandboxkit.errors import ConfigError
+from sandboxkit.gcp.gke_spec import GkeSettings
 
 CLOUDRUN = {"project": "example-project", "region": "us-central1", "image": "example.com/l:1"}
 GKE = {"project": "example-project", "region": "us-central1", "image": "example.com/s:1"}
@@ -157,3 +158,110 @@ def test_gke_enforcement_reuses_the_kubernetes_map_with_its_log_bucket() -> None
     assert got.pop("audit.logRetentionDays").kind == "platform"
     expected.pop("audit.logRetentionDays")
     assert got == expected
+
+
+def only_problem(target: str, settings: dict[str, Any]) -> tuple[str, object, str]:
+    with pytest.raises(ConfigError) as caught:
+        load(target, settings)
+    (problem,) = caught.value.problems
+    return problem.key, problem.value, problem.expected
+
+
+def test_gke_min_nodes_above_max_nodes_names_min_nodes() -> None:
+    assert only_problem("gcp-gke", {**GKE, "minNodes": 5, "maxNodes": 2}) == (
+        "sandboxkit:gcp-gke.minNodes",
+        5,
+        "at most maxNodes (2)",
+    )
+    assert load("gcp-gke", {**GKE, "minNodes": 2, "maxNodes": 2}).settings["gcp-gke"]
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0", "0.0.0.0/1", "10.0.0.0/7", "2001:db8::/31"])
+def test_gke_refuses_authorized_networks_covering_much_of_the_internet(cidr: str) -> None:
+    settings = {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": [cidr]}
+    key, value, expected = only_problem("gcp-gke", settings)
+    assert (key, value) == ("sandboxkit:gcp-gke.masterAuthorizedNetworks[0]", cidr)
+    widest = "/32" if ":" in cidr else "/8"
+    assert expected.startswith(f"an IPv{6 if ':' in cidr else 4} network no wider than {widest}")
+    assert "opens the control plane to much of the internet" in expected
+
+
+@pytest.mark.parametrize("cidr", ["10.0.0.0/8", "203.0.113.7/32", "2001:db8::/32"])
+def test_gke_accepts_authorized_networks_up_to_the_widest(cidr: str) -> None:
+    settings = {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": [cidr]}
+    gke = load("gcp-gke", settings).settings["gcp-gke"]
+    assert isinstance(gke, GkeSettings)
+    assert gke.master_authorized_networks == (cidr,)
+
+
+@pytest.mark.parametrize(
+    "version", ["1.29", "1.36", "1.36.2-gke.9999999", "1.36.3", "1.36.3-gke.1766999"]
+)
+def test_gke_refuses_versions_without_agent_sandbox_v1beta1(version: str) -> None:
+    key, value, expected = only_problem("gcp-gke", {**GKE, "minMasterVersion": version})
+    assert (key, value) == ("sandboxkit:gcp-gke.minMasterVersion", version)
+    assert expected.startswith("1.36.3-gke.1767000 or later, the first GKE version with Agent")
+    assert "how-install-agent-sandbox" in expected
+
+
+@pytest.mark.parametrize("version", ["latest", "1.36.3-gke", "v1.37", "1.x"])
+def test_gke_refuses_versions_it_cannot_compare(version: str) -> None:
+    key, value, expected = only_problem("gcp-gke", {**GKE, "minMasterVersion": version})
+    assert (key, value) == ("sandboxkit:gcp-gke.minMasterVersion", version)
+    assert expected == "a GKE version such as 1.36.3-gke.1767000 (1.X, 1.X.Y or 1.X.Y-gke.N)"
+
+
+@pytest.mark.parametrize(
+    "version", ["1.36.3-gke.1767000", "1.36.3-gke.10000000", "1.36.10", "1.37", "2.0"]
+)
+def test_gke_accepts_versions_from_the_floor_compared_as_numbers(version: str) -> None:
+    gke = load("gcp-gke", {**GKE, "minMasterVersion": version}).settings["gcp-gke"]
+    assert isinstance(gke, GkeSettings)
+    assert gke.min_master_version == version
+
+
+@pytest.mark.parametrize(
+    "change,key,other",
+    [
+        ({"subnetCidr": "10.16.0.0/20"}, "subnetCidr", "podsCidr (10.16.0.0/14)"),
+        ({"podsCidr": "10.0.0.0/12"}, "podsCidr", "subnetCidr (10.10.0.0/20)"),
+        ({"servicesCidr": "10.17.0.0/24"}, "servicesCidr", "podsCidr (10.16.0.0/14)"),
+        ({"masterCidr": "10.20.0.0/28"}, "masterCidr", "servicesCidr (10.20.0.0/20)"),
+        (
+            {"subnetCidr": "10.40.0.0/20", "podsCidr": "10.40.0.0/14"},
+            "subnetCidr",
+            "podsCidr (10.40.0.0/14)",
+        ),
+    ],
+)
+def test_gke_refuses_overlapping_ranges_naming_both(
+    change: dict[str, str], key: str, other: str
+) -> None:
+    found_key, value, expected = only_problem("gcp-gke", {**GKE, **change})
+    assert (found_key, value) == (f"sandboxkit:gcp-gke.{key}", change[key])
+    assert expected.startswith(f"a range that does not overlap {other}")
+
+
+def test_cloudrun_max_concurrent_states_the_bound_it_gives() -> None:
+    where = {
+        max_concurrent: load("gcp-cloudrun", CLOUDRUN, {"pool": {"maxConcurrent": max_concurrent}})
+        .enforcement["gcp-cloudrun"]["pool.maxConcurrent"]
+        .where
+        for max_concurrent in (50, 49)
+    }
+    assert where[50] == (
+        "template.scaling.maxInstanceCount 8 with maxInstanceRequestConcurrency 7: at most "
+        "8 x 7 = 56 sandboxes at once, 6 more than maxConcurrent 50, since instances hold 7 "
+        "sandboxes each and the smallest multiple of 7 at or above 50 is 56"
+    )
+    assert where[49] == (
+        "template.scaling.maxInstanceCount 7 with maxInstanceRequestConcurrency 7: at most "
+        "7 x 7 = 49 sandboxes at once, exactly maxConcurrent 49"
+    )
+
+
+def test_an_unknown_template_key_lists_the_template_keys() -> None:
+    settings = {**CLOUDRUN, "templates": [{"name": "t", "image": "x", "env": {"A": "b"}}]}
+    key, _, expected = only_problem("gcp-cloudrun", settings)
+    assert key == "sandboxkit:gcp-cloudrun.templates[0].env"
+    assert expected == "no such key; known keys: name, image, command, args, workingDir"

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
+from typer.testing import CliRunner
+
+from sandboxkit import cli
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.gcp.gke import (
     GVISOR_NODE_LABEL,
@@ -13,7 +18,7 @@ from sandboxkit.gcp.gke import (
     GkeAgentSandbox,
     gke_args,
 )
-from sandboxkit.gcp.gke_spec import GkeSettings
+from sandboxkit.gcp.gke_spec import GkeSettings, gke_version
 from sandboxkit.render import Recorder, is_secret_value
 from sandboxkit.targets import KitContext
 from sandboxkit.testing import named, of_type, one
@@ -178,3 +183,38 @@ def test_log_retention_reaches_the_bucket(engine: Recorder) -> None:
     assert bucket["retentionDays"] == 400
     sink = one(resources, "gcp:logging/projectSink:ProjectSink").inputs
     assert 'resource.labels.namespace_name="agent-sandboxes"' in sink["filter"]
+
+
+@pytest.mark.parametrize(
+    "lower,higher",
+    [
+        ("1.36.3-gke.1767000", "1.36.10-gke.1"),
+        ("1.36.3-gke.999", "1.36.3-gke.1767000"),
+        ("1.36", "1.36.0-gke.1"),
+        ("1.9.9", "1.36"),
+    ],
+)
+def test_gke_versions_compare_as_numbers_not_text(lower: str, higher: str) -> None:
+    assert gke_version(lower) < gke_version(higher)
+    assert gke_version("1.36.3-gke.1767000") == (1, 36, 3, 1767000)
+
+
+def test_preview_exits_2_naming_min_nodes_without_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: sandboxkit\nstackConfigDir: stacks\n")
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.t.yaml").write_text(
+        "config:\n"
+        "  sandboxkit:environment: prod\n"
+        "  sandboxkit:targets: [gcp-gke]\n"
+        "  sandboxkit:gcp-gke:\n"
+        "    project: example-project\n"
+        "    region: us-central1\n"
+        "    image: example.com/sandbox:1\n"
+        "    minNodes: 5\n"
+        "    maxNodes: 2\n"
+    )
+    arguments = ["preview", "--stack", "t", "--project-dir", str(tmp_path)]
+    result = CliRunner().invoke(cli.app, arguments)
+    assert result.exit_code == 2
+    assert "sandboxkit:gcp-gke.minNodes: got 5; expected at most maxNodes (2)" in result.output
+    assert "Traceback" not in result.output

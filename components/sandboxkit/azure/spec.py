@@ -155,15 +155,22 @@ class AzureSessionsSettings(TargetSettings):
     target_port: Annotated[int, Field(ge=1, le=65535)] = Field(
         DEFAULT_TARGET_PORT, alias="targetPort"
     )
-    # Explicit and non-empty: nobody gains access by default, and a pool nobody may call is a
-    # misconfiguration rather than a locked door.
-    executors: Annotated[tuple[Executor, ...], Field(min_length=1)]
+    # Lists from YAML become tuples (strict mode takes tuples only); items stay strict.
+    executors: Annotated[tuple[Executor, ...], Field(strict=False)]
     identity: IdentitySettings | None = None
 
-    @field_validator("executors", mode="before")
+    @field_validator("executors")
     @classmethod
-    def _list_to_tuple(cls, value: object) -> object:
-        return tuple(value) if isinstance(value, list) else value
+    def _at_least_one_executor(cls, value: tuple[Executor, ...]) -> tuple[Executor, ...]:
+        # Explicit and non-empty: nobody gains access by default, and a pool nobody may call
+        # is a misconfiguration rather than a locked door. Checked after the items (not as a
+        # min_length, which counts only valid items) so one bad executor is one problem.
+        if not value:
+            raise ValueError(
+                "at least one executor ({principalId: <uuid>, principalType: "
+                "ServicePrincipal, User or Group}) given the Session Executor role"
+            )
+        return value
 
     @model_validator(mode="after")
     def _image_matches_type(self) -> AzureSessionsSettings:

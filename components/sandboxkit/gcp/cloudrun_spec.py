@@ -265,6 +265,29 @@ def service_sizing(profile: SandboxProfile, settings: CloudRunSettings) -> Insta
         raise ConfigError(_sizing_problem(profile, settings)) from None
 
 
+def max_concurrent_where(profile: SandboxProfile, sizing: InstanceSizing) -> str:
+    """How ``pool.maxConcurrent`` is bounded, with the bound it actually gives.
+
+    Cloud Run caps instances and requests per instance, not sandboxes, so the bound is
+    ``maxInstanceCount * slots``: the smallest multiple of ``slots`` at or above
+    ``maxConcurrent``.
+    """
+    asked, slots = profile.pool.max_concurrent, sizing.slots
+    bound = sizing.max_instances * slots
+    exactness = (
+        f"exactly maxConcurrent {asked}"
+        if bound == asked
+        else f"{bound - asked} more than maxConcurrent {asked}, since instances hold "
+        f"{slots} sandboxes each and the smallest multiple of {slots} at or above {asked} "
+        f"is {bound}"
+    )
+    return (
+        f"template.scaling.maxInstanceCount {sizing.max_instances} with "
+        f"maxInstanceRequestConcurrency {slots}: at most {sizing.max_instances} x {slots} = "
+        f"{bound} sandboxes at once, {exactness}"
+    )
+
+
 def check_egress(profile: SandboxProfile) -> None:
     """Refuse allowlist entries Cloud NGFW FQDN objects cannot express.
 
@@ -357,11 +380,7 @@ class CloudRunTarget(TargetSpec):
                 f"template.scaling.minInstanceCount = ceil(ready / {sizing.slots}) warm "
                 "instances (sandboxes themselves start on demand)",
             ),
-            "pool.maxConcurrent": Enforcement(
-                "platform",
-                f"template.scaling.maxInstanceCount = ceil(maxConcurrent / {sizing.slots}) "
-                f"times maxInstanceRequestConcurrency {sizing.slots}",
-            ),
+            "pool.maxConcurrent": Enforcement("platform", max_concurrent_where(profile, sizing)),
             "audit.logRetentionDays": Enforcement(
                 "platform",
                 "log bucket retentionDays, with a sink for the service's and the network's logs",

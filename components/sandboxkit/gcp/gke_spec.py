@@ -7,20 +7,32 @@ CRDs; sandbox pods run on a gVisor node pool
 
 from __future__ import annotations
 
+import ipaddress
+import itertools
+import re
 from typing import Annotated, ClassVar
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, model_validator
 
-from sandboxkit.gcp.spec import LOG_RETENTION_CAP, Cidr, GcpSettings, PrivateCidr
-from sandboxkit.kubernetes.spec import SandboxObjectSettings, kubernetes_enforcement
+from sandboxkit.errors import FieldError
+from sandboxkit.gcp.spec import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
+from sandboxkit.kubernetes.spec import (
+    KUBERNETES_CAPS,
+    SandboxObjectSettings,
+    kubernetes_enforcement,
+)
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import Cap, Deployment, Enforcement, KitContext, TargetSettings, TargetSpec
 
 TARGET = "gcp-gke"
 
 # Agent Sandbox's v1beta1 API needs GKE 1.36.3-gke.1767000 or later (how-install-agent-sandbox,
-# "Before you begin").
+# "Before you begin"): the default and the floor of minMasterVersion.
 DEFAULT_MIN_MASTER_VERSION = "1.36.3-gke.1767000"
+MIN_MASTER_VERSION_SOURCE = (
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/how-install-agent-sandbox, "
+    '"Before you begin"'
+)
 # Four vCPU and 16 GB hold a few default-sized sandboxes per node after system pods.
 DEFAULT_MACHINE_TYPE = "e2-standard-4"
 DEFAULT_MIN_NODES = 1
@@ -30,6 +42,42 @@ DEFAULT_SUBNET_CIDR = "10.10.0.0/20"
 DEFAULT_PODS_CIDR = "10.16.0.0/14"
 DEFAULT_SERVICES_CIDR = "10.20.0.0/20"
 DEFAULT_MASTER_CIDR = "172.16.0.16/28"
+# The settings naming the four ranges, which must not overlap.
+_RANGE_KEYS = {
+    "subnet_cidr": "subnetCidr",
+    "pods_cidr": "podsCidr",
+    "services_cidr": "servicesCidr",
+    "master_cidr": "masterCidr",
+}
+# GKE version forms with a number in every part: 1.X, 1.X.Y and 1.X.Y-gke.N
+# (https://cloud.google.com/kubernetes-engine/versioning#specifying_cluster_version).
+_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+)(?:-gke\.(\d+))?)?$")
+
+
+def gke_version(text: str) -> tuple[int, int, int, int]:
+    """``(major, minor, patch, gke)`` of ``1.X``, ``1.X.Y`` or ``1.X.Y-gke.N``, compared as
+    numbers; a missing part counts as 0, the lowest version the prefix may resolve to.
+
+    Raises:
+        ValueError: for any other form (``latest``, ``1.36.3-gke``, ``v1.36``).
+    """
+    match = _GKE_VERSION.match(text)
+    if match is None:
+        raise ValueError(
+            f"a GKE version such as {DEFAULT_MIN_MASTER_VERSION} (1.X, 1.X.Y or 1.X.Y-gke.N)"
+        )
+    major, minor, patch, gke = (int(part or 0) for part in match.groups())
+    return major, minor, patch, gke
+
+
+def _supports_agent_sandbox(text: str) -> str:
+    if gke_version(text) < gke_version(DEFAULT_MIN_MASTER_VERSION):
+        raise ValueError(
+            f"{DEFAULT_MIN_MASTER_VERSION} or later, the first GKE version with Agent "
+            "Sandbox's v1beta1 API (a prefix such as 1.36 counts as its lowest patch; source: "
+            f"{MIN_MASTER_VERSION_SOURCE})"
+        )
+    return text
 
 
 class GkeSettings(GcpSettings, SandboxObjectSettings):
@@ -46,20 +94,24 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         minMasterVersion: lowest GKE version the cluster runs.
         machineType: machine type of gVisor nodes.
         minNodes, maxNodes: autoscaling bounds of the gVisor pool, per zone.
+
+    Raises (as a config error on the key): an authorized network wider than /8 (IPv4) or /32
+    (IPv6); a ``minMasterVersion`` below ``DEFAULT_MIN_MASTER_VERSION``; ``minNodes`` above
+    ``maxNodes``; two of the four ranges overlapping.
     """
 
     existing_cluster: Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")] | None = (
         Field(None, alias="existingCluster")
     )
     private_endpoint: bool = Field(True, alias="privateEndpoint")
-    master_authorized_networks: Annotated[tuple[Cidr, ...], Field(strict=False)] = Field(
-        (), alias="masterAuthorizedNetworks"
+    master_authorized_networks: Annotated[tuple[AuthorizedNetwork, ...], Field(strict=False)] = (
+        Field((), alias="masterAuthorizedNetworks")
     )
     master_cidr: PrivateCidr = Field(DEFAULT_MASTER_CIDR, alias="masterCidr")
     subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
     pods_cidr: PrivateCidr = Field(DEFAULT_PODS_CIDR, alias="podsCidr")
     services_cidr: PrivateCidr = Field(DEFAULT_SERVICES_CIDR, alias="servicesCidr")
-    min_master_version: Annotated[str, Field(min_length=1)] = Field(
+    min_master_version: Annotated[str, AfterValidator(_supports_agent_sandbox)] = Field(
         DEFAULT_MIN_MASTER_VERSION, alias="minMasterVersion"
     )
     machine_type: Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)+$")] = Field(
@@ -68,13 +120,38 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
     min_nodes: Annotated[int, Field(ge=0)] = Field(DEFAULT_MIN_NODES, alias="minNodes")
     max_nodes: Annotated[int, Field(ge=1)] = Field(DEFAULT_MAX_NODES, alias="maxNodes")
 
+    @model_validator(mode="after")
+    def _min_nodes_within_max(self) -> GkeSettings:
+        if self.min_nodes > self.max_nodes:
+            raise FieldError(".minNodes", self.min_nodes, f"at most maxNodes ({self.max_nodes})")
+        return self
+
+    @model_validator(mode="after")
+    def _ranges_disjoint(self) -> GkeSettings:
+        for first, second in itertools.combinations(_RANGE_KEYS, 2):
+            ranges = {key: getattr(self, key) for key in (first, second)}
+            if ipaddress.ip_network(ranges[first]).overlaps(ipaddress.ip_network(ranges[second])):
+                # Point at the range the stack set, so a default is never blamed.
+                named, other = (
+                    (second, first)
+                    if second in self.model_fields_set and first not in self.model_fields_set
+                    else (first, second)
+                )
+                raise FieldError(
+                    f".{_RANGE_KEYS[named]}",
+                    ranges[named],
+                    f"a range that does not overlap {_RANGE_KEYS[other]} ({ranges[other]}): "
+                    "nodes, pods, services and the control plane each need their own addresses",
+                )
+        return self
+
 
 class GkeTarget(TargetSpec):
     """The ``gcp-gke`` target."""
 
     name: ClassVar[str] = TARGET
     settings_model: ClassVar[type[TargetSettings]] = GkeSettings
-    caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP,)
+    caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP, *KUBERNETES_CAPS)
 
     def enforcement(
         self, profile: SandboxProfile, settings: TargetSettings

@@ -29,18 +29,32 @@ def _private_cidr(value: str) -> str:
     return value
 
 
-def _any_cidr(value: str) -> str:
+# The widest network that may reach a control plane: a /8 is the largest IPv4 block ever
+# assigned to one organisation, a /32 the usual IPv6 allocation to one provider. Anything wider
+# (0.0.0.0/0, ::/0, 0.0.0.0/1 ...) admits a meaningful share of the internet.
+MIN_AUTHORIZED_PREFIX = {4: 8, 6: 32}
+
+
+def _authorized_network(value: str) -> str:
     try:
-        ipaddress.ip_network(value, strict=True)
+        network = ipaddress.ip_network(value, strict=True)
     except ValueError:
         raise ValueError("a network in CIDR form such as 203.0.113.0/24") from None
+    widest = MIN_AUTHORIZED_PREFIX[network.version]
+    if network.prefixlen < widest:
+        raise ValueError(
+            f"an IPv{network.version} network no wider than /{widest}, such as the operators' "
+            "203.0.113.0/24: a wider block (0.0.0.0/0, ::/0) opens the control plane to much "
+            "of the internet"
+        )
     return value
 
 
 PrivateCidr = Annotated[str, AfterValidator(_private_cidr)]
 """A private IPv4 range in CIDR form (subnets, pod and service ranges)."""
-Cidr = Annotated[str, AfterValidator(_any_cidr)]
-"""Any network in CIDR form (operator networks allowed to reach a control plane)."""
+AuthorizedNetwork = Annotated[str, AfterValidator(_authorized_network)]
+"""A network in CIDR form allowed to reach a control plane, at most ``MIN_AUTHORIZED_PREFIX``
+wide (/8 for IPv4, /32 for IPv6)."""
 
 
 class GcpSettings(TargetSettings):

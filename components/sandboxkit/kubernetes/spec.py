@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
+    Cap,
     Deployment,
     Enforcement,
     KitContext,
@@ -19,7 +20,7 @@ from sandboxkit.targets import (
 # gVisor intercepts every syscall in a user-space kernel: the sandbox wall the controller's
 # docs recommend. GKE names its runtime class "gvisor" with handler "runsc".
 DEFAULT_RUNTIME_CLASS = "gvisor"
-DEFAULT_RUNTIME_HANDLER = "runsc"
+DEFAULT_RUNTIME_HANDLER: Final = "runsc"
 # A namespace of its own, so the kit's ResourceQuota and policies bound only sandboxes.
 DEFAULT_NAMESPACE = "agent-sandboxes"
 # The sandbox router is the one documented entry path; it runs in its own namespace.
@@ -29,6 +30,22 @@ DEFAULT_ENTRY_PORT = 8888
 DEFAULT_RUN_AS_USER = 65532
 
 _NAME = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+# CRI handlers that put a kernel boundary between the sandbox and the node: gVisor and Kata
+# Containers. A class named "gvisor" that runs plain runc would be a silent downgrade.
+SandboxHandler = Literal["runsc", "kata", "kata-qemu", "kata-clh", "kata-fc"]
+# Namespaces the cluster itself uses: a quota and deny-all policy there would break the cluster,
+# and sandboxes there would share it with system workloads.
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
+# Kubernetes CPU quantities are precise to 1m; a smaller vCPU would render as "0m" (no limit).
+KUBERNETES_CAPS = (
+    Cap(
+        "limits.vcpu",
+        0.001,
+        None,
+        "Kubernetes resource units: CPU precision finer than 1m is not allowed "
+        "(kubernetes.io/docs/concepts/configuration/manage-resources-containers)",
+    ),
+)
 
 
 class RuntimeClassSettings(BaseModel):
@@ -43,7 +60,7 @@ class RuntimeClassSettings(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
     name: _NAME = DEFAULT_RUNTIME_CLASS
-    handler: _NAME = DEFAULT_RUNTIME_HANDLER
+    handler: SandboxHandler = DEFAULT_RUNTIME_HANDLER
     create: bool = True
 
 
@@ -61,6 +78,16 @@ class SandboxObjectSettings(TargetSettings):
 
     image: Annotated[str, Field(min_length=1)]
     namespace: _NAME = DEFAULT_NAMESPACE
+
+    @field_validator("namespace")
+    @classmethod
+    def _not_a_system_namespace(cls, value: str) -> str:
+        if value in SYSTEM_NAMESPACES:
+            raise ValueError(
+                f"a namespace of the sandboxes' own, not {', '.join(sorted(SYSTEM_NAMESPACES))}"
+            )
+        return value
+
     create_namespace: bool = Field(True, alias="createNamespace")
     entry_namespace: _NAME = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
     entry_port: Annotated[int, Field(ge=1, le=65535)] = Field(DEFAULT_ENTRY_PORT, alias="entryPort")
@@ -77,7 +104,7 @@ class KubernetesSettings(SandboxObjectSettings):
             ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (allowlist refused).
     """
 
-    context: str
+    context: Annotated[str, Field(min_length=1)]
     runtime_class: RuntimeClassSettings = Field(RuntimeClassSettings(), alias="runtimeClass")
     fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
 
@@ -138,6 +165,7 @@ class KubernetesTarget(TargetSpec):
     """The ``kubernetes`` target."""
 
     name: ClassVar[str] = "kubernetes"
+    caps: ClassVar[tuple[Cap, ...]] = KUBERNETES_CAPS
     settings_model: ClassVar[type[TargetSettings]] = KubernetesSettings
 
     def enforcement(
