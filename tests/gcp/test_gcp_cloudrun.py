@@ -112,8 +112,17 @@ def test_no_public_invoker_and_only_the_listed_roles(engine: Recorder) -> None:
     for resource in resources:
         assert "allUsers" not in str(resource.inputs)
         assert "allAuthenticatedUsers" not in str(resource.inputs)
-    roles = [r.inputs["role"] for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")]
-    assert roles == list(LAUNCHER_ROLES) == ["roles/logging.logWriter"]
+    grants = [
+        (r.inputs["role"], r.inputs["member"])
+        for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")
+    ]
+    assert list(LAUNCHER_ROLES) == ["roles/logging.logWriter"]
+    assert grants == [
+        (
+            "roles/logging.logWriter",
+            "serviceAccount:sbx-test-run@example-project.iam.gserviceaccount.com",
+        )
+    ]
 
 
 def test_deny_has_no_route_out_and_no_nat(engine: Recorder) -> None:

@@ -115,8 +115,17 @@ def test_the_gvisor_pool_is_shielded_with_the_metadata_server_and_a_minimal_acco
     assert node["serviceAccount"] == "sbx-test-nodes@example-project.iam.gserviceaccount.com"
     assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
     assert pool["autoscaling"] == {"minNodeCount": 1, "maxNodeCount": 10}
-    roles = [r.inputs["role"] for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")]
-    assert roles == list(NODE_ROLES) == ["roles/container.defaultNodeServiceAccount"]
+    grants = [
+        (r.inputs["role"], r.inputs["member"])
+        for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")
+    ]
+    assert list(NODE_ROLES) == ["roles/container.defaultNodeServiceAccount"]
+    assert grants == [
+        (
+            "roles/container.defaultNodeServiceAccount",
+            f"serviceAccount:{node['serviceAccount']}",
+        )
+    ]
 
 
 def test_sandboxes_run_on_the_gvisor_pool_with_its_toleration(engine: Recorder) -> None:
