@@ -10,14 +10,15 @@ Example::
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.project import stack_file
-from sandboxkit.render import RenderedResource, RenderedStack, render_source
+from sandboxkit.render import Recorder, RenderedResource, RenderedStack, render_source
+from sandboxkit.targets import KitContext, get_target
 
 
 def of_type(resources: Iterable[RenderedResource], type_token: str) -> list[RenderedResource]:
@@ -37,6 +38,37 @@ def named(resources: Iterable[RenderedResource], name: str) -> RenderedResource:
     found = [r for r in resources if r.name == name]
     assert len(found) == 1, f"expected one resource named {name}, found {len(found)}"
     return found[0]
+
+
+def build_target(
+    engine: Recorder,
+    target: str,
+    settings: Mapping[str, Any],
+    profile: Mapping[str, Any] | None = None,
+    *,
+    environment: str = "prod",
+) -> list[RenderedResource]:
+    """Validate a one-target config as stack ``test`` and build the target under ``engine``.
+
+    ``settings`` are the ``sandboxkit:<target>`` values and ``profile`` the
+    ``sandboxkit:profile`` values (default profile when ``None``), both in their camelCase
+    config form. The component is named ``target``, as ``program.main`` names it. Returns
+    every resource registered so far.
+
+    Raises:
+        ConfigError: the config does not validate (as ``load_stack``).
+    """
+    values: dict[str, Any] = {
+        "environment": environment,
+        "targets": [target],
+        target: dict(settings),
+    }
+    if profile is not None:
+        values["profile"] = dict(profile)
+    spec = load_stack(ConfigSource(values=values), "test")
+    context = KitContext(stack=spec.stack, environment=spec.environment, target=target)
+    engine.run(lambda: get_target(target).build(spec.profile, spec.settings[target], context))
+    return engine.resources
 
 
 # Pass as ``value`` to ``with_input`` to remove the key instead of setting it.

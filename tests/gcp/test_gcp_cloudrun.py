@@ -5,18 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sandboxkit.config import ConfigSource, load_stack
-from sandboxkit.gcp.cloudrun import (
-    ALLOW_FIRST_PRIORITY,
-    DENY_ALL_PRIORITY,
-    LAUNCHER_ROLES,
-    CloudRunSandbox,
-    cloudrun_args,
-)
-from sandboxkit.gcp.cloudrun_spec import CloudRunSettings
+from sandboxkit.gcp.cloudrun import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
 from sandboxkit.render import Recorder, render_stack
-from sandboxkit.targets import KitContext
-from sandboxkit.testing import named, of_type, one
+from sandboxkit.testing import build_target, named, of_type, one
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -36,20 +27,7 @@ ALLOWLIST = [
 
 
 def build(engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any) -> list[Any]:
-    values: dict[str, Any] = {
-        "environment": "prod",
-        "targets": ["gcp-cloudrun"],
-        "gcp-cloudrun": {**SETTINGS, **settings},
-    }
-    if profile is not None:
-        values["profile"] = profile
-    spec = load_stack(ConfigSource(values=values), "test")
-    target_settings = spec.settings["gcp-cloudrun"]
-    assert isinstance(target_settings, CloudRunSettings)
-    context = KitContext(stack="test", environment="prod", target="gcp-cloudrun")
-    args = cloudrun_args(spec.profile, target_settings, context)
-    engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
-    return engine.resources
+    return build_target(engine, "gcp-cloudrun", {**SETTINGS, **settings}, profile)
 
 
 def allowlist(engine: Recorder) -> list[Any]:
@@ -134,8 +112,17 @@ def test_no_public_invoker_and_only_the_listed_roles(engine: Recorder) -> None:
     for resource in resources:
         assert "allUsers" not in str(resource.inputs)
         assert "allAuthenticatedUsers" not in str(resource.inputs)
-    roles = [r.inputs["role"] for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")]
-    assert roles == list(LAUNCHER_ROLES) == ["roles/logging.logWriter"]
+    grants = [
+        (r.inputs["role"], r.inputs["member"])
+        for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")
+    ]
+    assert list(LAUNCHER_ROLES) == ["roles/logging.logWriter"]
+    assert grants == [
+        (
+            "roles/logging.logWriter",
+            "serviceAccount:sbx-test-run@example-project.iam.gserviceaccount.com",
+        )
+    ]
 
 
 def test_deny_has_no_route_out_and_no_nat(engine: Recorder) -> None:

@@ -10,18 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sandboxkit import cli
-from sandboxkit.config import ConfigSource, load_stack
-from sandboxkit.gcp.gke import (
-    GVISOR_NODE_LABEL,
-    GVISOR_TOLERATION,
-    NODE_ROLES,
-    GkeAgentSandbox,
-    gke_args,
-)
-from sandboxkit.gcp.gke_spec import GkeSettings, gke_version
+from sandboxkit.gcp.gke import GVISOR_NODE_LABEL, GVISOR_TOLERATION, NODE_ROLES
+from sandboxkit.gcp.gke_spec import gke_version
 from sandboxkit.render import Recorder, is_secret_value
-from sandboxkit.targets import KitContext
-from sandboxkit.testing import named, of_type, one
+from sandboxkit.testing import build_target, named, of_type, one
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"
@@ -35,20 +27,7 @@ SETTINGS = {
 
 
 def build(engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any) -> list[Any]:
-    values: dict[str, Any] = {
-        "environment": "prod",
-        "targets": ["gcp-gke"],
-        "gcp-gke": {**SETTINGS, **settings},
-    }
-    if profile is not None:
-        values["profile"] = profile
-    spec = load_stack(ConfigSource(values=values), "test")
-    target_settings = spec.settings["gcp-gke"]
-    assert isinstance(target_settings, GkeSettings)
-    context = KitContext(stack="test", environment="prod", target="gcp-gke")
-    args = gke_args(spec.profile, target_settings, context)
-    engine.run(lambda: GkeAgentSandbox("gcp-gke", args))
-    return engine.resources
+    return build_target(engine, "gcp-gke", {**SETTINGS, **settings}, profile)
 
 
 SANDBOX_CHILDREN = [
@@ -136,8 +115,17 @@ def test_the_gvisor_pool_is_shielded_with_the_metadata_server_and_a_minimal_acco
     assert node["serviceAccount"] == "sbx-test-nodes@example-project.iam.gserviceaccount.com"
     assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
     assert pool["autoscaling"] == {"minNodeCount": 1, "maxNodeCount": 10}
-    roles = [r.inputs["role"] for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")]
-    assert roles == list(NODE_ROLES) == ["roles/container.defaultNodeServiceAccount"]
+    grants = [
+        (r.inputs["role"], r.inputs["member"])
+        for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")
+    ]
+    assert list(NODE_ROLES) == ["roles/container.defaultNodeServiceAccount"]
+    assert grants == [
+        (
+            "roles/container.defaultNodeServiceAccount",
+            f"serviceAccount:{node['serviceAccount']}",
+        )
+    ]
 
 
 def test_sandboxes_run_on_the_gvisor_pool_with_its_toleration(engine: Recorder) -> None:

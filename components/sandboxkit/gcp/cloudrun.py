@@ -14,7 +14,7 @@ import pulumi_gcp as gcp
 
 from sandboxkit.egress import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, EgressRule
 from sandboxkit.gcp.cloudrun_spec import CloudRunSettings, SandboxTemplate, service_sizing
-from sandboxkit.gcp.common import audit_log_bucket, cloud_nat
+from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import KitContext
 
@@ -184,64 +184,32 @@ class CloudRunSandbox(pulumi.ComponentResource):
         labels = dict(args["labels"])
         child = pulumi.ResourceOptions(parent=self)
 
-        account = gcp.serviceaccount.Account(
-            f"{name}-service-account",
+        account, grants = service_account(
+            name,
+            "service-account",
             project=project,
             account_id=f"{object_name}-run",
             display_name="sandboxkit Cloud Run sandbox launcher",
             description="Runs the sandbox launcher; holds only LAUNCHER_ROLES.",
+            roles=LAUNCHER_ROLES,
             opts=child,
         )
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
-        grants = [
-            gcp.projects.IAMMember(
-                f"{name}-role-{role.removeprefix('roles/').replace('.', '-')}",
-                project=project,
-                role=role,
-                member=member,
-                opts=child,
-            )
-            for role in LAUNCHER_ROLES
-        ]
-
-        network = gcp.compute.Network(
-            f"{name}-network",
+        network, subnet = private_network(
+            name,
             project=project,
-            name=f"{object_name}-run",
+            region=region,
+            object_name=f"{object_name}-run",
             description="sandboxkit: Direct VPC egress of the sandbox launcher, and nothing else",
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
+            subnet_cidr=args["subnet_cidr"],
+            private_ip_google_access=False,
+            # Egress deny has no NAT: private addresses have no way out.
+            nat=args["egress_mode"] != "deny",
             # The kit's policy decides before any VPC firewall rule someone adds later.
             network_firewall_policy_enforcement_order="BEFORE_CLASSIC_FIREWALL",
             # With egress deny there is no route out at all, whatever the firewall says.
             delete_default_routes_on_create=args["egress_mode"] == "deny",
             opts=child,
         )
-        subnet = gcp.compute.Subnetwork(
-            f"{name}-subnet",
-            project=project,
-            region=region,
-            name=f"{object_name}-run",
-            network=network.id,
-            ip_cidr_range=args["subnet_cidr"],
-            private_ip_google_access=False,
-            log_config={
-                "aggregation_interval": "INTERVAL_5_SEC",
-                "flow_sampling": 1.0,
-                "metadata": "INCLUDE_ALL_METADATA",
-            },
-            opts=child,
-        )
-        if args["egress_mode"] != "deny":
-            cloud_nat(
-                name,
-                project=project,
-                region=region,
-                network=network.id,
-                subnetwork=subnet.id,
-                object_name=f"{object_name}-run",
-                opts=child,
-            )
 
         policy = gcp.compute.NetworkFirewallPolicy(
             f"{name}-firewall-policy",

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from sandboxkit.gcp.common import audit_log_bucket, cloud_nat
+from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.gcp.gke_spec import GkeSettings
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, AgentSandboxArgs, sandbox_args
 from sandboxkit.kubernetes.spec import RuntimeClassSettings
@@ -185,25 +185,16 @@ class GkeAgentSandbox(pulumi.ComponentResource):
         labels = dict(args["labels"])
         child = pulumi.ResourceOptions(parent=self)
 
-        account = gcp.serviceaccount.Account(
-            f"{name}-node-service-account",
+        account, grants = service_account(
+            name,
+            "node-service-account",
             project=project,
             account_id=f"{object_name}-nodes",
             display_name="sandboxkit gVisor sandbox nodes",
             description="Runs GKE sandbox nodes; holds only NODE_ROLES.",
+            roles=NODE_ROLES,
             opts=child,
         )
-        member = account.email.apply(lambda email: f"serviceAccount:{email}")
-        grants = [
-            gcp.projects.IAMMember(
-                f"{name}-role-{role.removeprefix('roles/').replace('.', '-')}",
-                project=project,
-                role=role,
-                member=member,
-                opts=child,
-            )
-            for role in NODE_ROLES
-        ]
         node_config: Any = {
             "service_account": account.email,
             "oauth_scopes": list(NODE_OAUTH_SCOPES),
@@ -309,44 +300,22 @@ class GkeAgentSandbox(pulumi.ComponentResource):
         child: pulumi.ResourceOptions,
     ) -> gcp.container.Cluster:
         project, region, object_name = args["project"], args["region"], args["object_name"]
-        network = gcp.compute.Network(
-            f"{name}-network",
-            project=project,
-            name=f"{object_name}-gke",
-            description="sandboxkit: GKE Agent Sandbox cluster network",
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
-            opts=child,
-        )
-        subnet = gcp.compute.Subnetwork(
-            f"{name}-subnet",
+        network, subnet = private_network(
+            name,
             project=project,
             region=region,
-            name=f"{object_name}-gke",
-            network=network.id,
-            ip_cidr_range=args["subnet_cidr"],
+            object_name=f"{object_name}-gke",
+            description="sandboxkit: GKE Agent Sandbox cluster network",
+            subnet_cidr=args["subnet_cidr"],
             secondary_ip_ranges=[
                 {"range_name": PODS_RANGE, "ip_cidr_range": args["pods_cidr"]},
                 {"range_name": SERVICES_RANGE, "ip_cidr_range": args["services_cidr"]},
             ],
             # Private nodes reach Google APIs (logging, Artifact Registry) without NAT.
             private_ip_google_access=True,
-            log_config={
-                "aggregation_interval": "INTERVAL_5_SEC",
-                "flow_sampling": 1.0,
-                "metadata": "INCLUDE_ALL_METADATA",
-            },
-            opts=child,
-        )
-        # Private nodes pull images from outside registries through NAT; what sandbox pods
-        # may reach is the NetworkPolicy's decision.
-        cloud_nat(
-            name,
-            project=project,
-            region=region,
-            network=network.id,
-            subnetwork=subnet.id,
-            object_name=f"{object_name}-gke",
+            # Private nodes pull images from outside registries through NAT; what sandbox pods
+            # may reach is the NetworkPolicy's decision.
+            nat=True,
             opts=child,
         )
         return gcp.container.Cluster(
