@@ -4,7 +4,7 @@ Usage (from the project root, checkov installed in .venv-checkov or $SANDBOXKIT_
 
     PYTHONPATH=components .venv/bin/python benchmarks/gate.py [--stack prod] [--pools 300]
 
-Prints, per case: render, export, CrossGuard (once ``sandboxkit.gate`` lands), checkov alone
+Prints, per case: render, export, CrossGuard (the pack's analyzer, in process), checkov alone
 on the exports, the whole gate, its ratio to checkov alone, and peak memory (this process; the
 checkov child process). Not a test: it prints figures.
 
@@ -15,6 +15,7 @@ sandbox pool each: namespace, runtime class, template, network policy, quota, wa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import resource
 import tempfile
 import time
@@ -25,11 +26,12 @@ from typing import Any
 from sandboxkit.checkov_bridge.exporters import StackExport, export_resources
 from sandboxkit.checkov_bridge.runner import STACK_FRAMEWORKS, locate_checkov, run_checkov
 from sandboxkit.config import read_stack_file
+from sandboxkit.gate import InProcessAnalyzer, check_rendered, pack_dir
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, sandbox_args
 from sandboxkit.kubernetes.spec import KubernetesSettings
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.project import find_project_dir, stack_file
-from sandboxkit.render import RenderedResource, recording_engine, render_stack
+from sandboxkit.render import RenderedStack, recording_engine, render_stack
 from sandboxkit.targets import KitContext
 
 
@@ -39,8 +41,12 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-def synthetic(project_dir: Path, pools: int) -> list[RenderedResource]:
-    """``pools`` kubernetes sandbox pools from the dev stack's settings, each its own component."""
+def synthetic(project_dir: Path, pools: int, dev: RenderedStack) -> RenderedStack:
+    """``pools`` kubernetes sandbox pools from the dev stack's settings, each its own component.
+
+    The result reuses ``dev``, the rendered dev stack, for its validated spec (environment,
+    targets), so CrossGuard judges it as a dev stack.
+    """
     source = read_stack_file(stack_file(project_dir, "dev"))
     settings = KubernetesSettings.model_validate(source.values["kubernetes"])
     profile = SandboxProfile.model_validate(source.values.get("profile", {}))
@@ -60,7 +66,7 @@ def synthetic(project_dir: Path, pools: int) -> list[RenderedResource]:
 
     with recording_engine("bench") as recorder:
         recorder.run(program)
-    return list(recorder.resources)
+    return dataclasses.replace(dev, stack="bench", resources=tuple(recorder.resources), outputs={})
 
 
 def checkov_alone(export: StackExport) -> float:
@@ -73,17 +79,20 @@ def checkov_alone(export: StackExport) -> float:
     return seconds
 
 
-def report(label: str, resources: list[RenderedResource], render_seconds: float) -> None:
+def report(label: str, rendered: RenderedStack, render_seconds: float) -> None:
+    resources = list(rendered.resources)
+    project_dir = find_project_dir()
+    analyzer = InProcessAnalyzer(pack_dir(project_dir))
+    result, crossguard_seconds = timed(lambda: check_rendered(analyzer, rendered, project_dir))
     export, export_seconds = timed(lambda: export_resources(label, resources))
     checkov_seconds = checkov_alone(export)
-    whole = render_seconds + export_seconds + checkov_seconds
+    whole = render_seconds + crossguard_seconds + export_seconds + checkov_seconds
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"== {label}: {len(resources)} resources, {len(export.resources)} exported objects")
     print(f"  render      {render_seconds:8.2f} s")
     print(f"  export      {export_seconds:8.2f} s")
-    # The CrossGuard gate (issue 7) has not landed on main yet: render + export + checkov only.
-    print("  crossguard       n/a  (sandboxkit.gate not landed: whole = render+export+checkov)")
+    print(f"  crossguard  {crossguard_seconds:8.2f} s  ({len(result.violations)} violations)")
     print(f"  checkov     {checkov_seconds:8.2f} s  (one process on the exports)")
     print(f"  whole gate  {whole:8.2f} s  = {whole / checkov_seconds:.2f} x checkov alone")
     print(f"  peak memory {own:8.0f} MiB here, {child:.0f} MiB checkov (largest child so far)")
@@ -96,9 +105,10 @@ def main() -> None:
     options = parser.parse_args()
     project_dir = find_project_dir()
     rendered, seconds = timed(lambda: render_stack(project_dir, options.stack))
-    report(f"stack {options.stack}", list(rendered.resources), seconds)
-    resources, seconds = timed(lambda: synthetic(project_dir, options.pools))
-    report(f"synthetic {options.pools} pools", resources, seconds)
+    report(f"stack {options.stack}", rendered, seconds)
+    dev = render_stack(project_dir, "dev")
+    rendered, seconds = timed(lambda: synthetic(project_dir, options.pools, dev))
+    report(f"synthetic {options.pools} pools", rendered, seconds)
 
 
 if __name__ == "__main__":
