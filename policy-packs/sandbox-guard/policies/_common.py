@@ -196,6 +196,23 @@ def type_matches(resource_type: str, pattern: str) -> bool:
     return resource_type == pattern
 
 
+def number(value: Any) -> str:
+    """A number as a message prints it: integral values without a fraction, others as Python
+    prints them (``1000.0`` -> ``1000``, ``0.5`` -> ``0.5``; anything else as ``str``).
+
+    Pack config and resource inputs arrive as protobuf numbers, which are doubles, so a
+    threshold of 1000 reaches a policy as ``1000.0``; ``:g`` would print 1000000 as ``1e+06``.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def numbers(values: Iterable[Any]) -> str:
+    """Numbers as a comma-separated list for a message (``443, 80, 53``)."""
+    return ", ".join(number(v) for v in values)
+
+
 def dig(value: Any, path: str, default: Any = None) -> Any:
     """The value at a dotted path of mappings (``spec.podTemplate.spec``), else ``default``."""
     for part in path.split("."):

@@ -15,6 +15,7 @@ from ._common import (
     containers_of,
     dig,
     items,
+    number,
     sandbox_pod_spec,
     target_of,
 )
@@ -177,7 +178,7 @@ def _host(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     for container in containers_of(spec):
         for port in items(container.get("ports")):
             if isinstance(port, Mapping) and port.get("hostPort"):
-                yield f"{ctx.name} binds host port {port.get('hostPort')}; remove hostPort."
+                yield f"{ctx.name} binds host port {number(port.get('hostPort'))}; remove hostPort."
 
 
 SECCOMP = ResourceRule(

@@ -7,7 +7,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import Context, ResourceRule, Rule, StackRule, dig, items
+from ._common import Context, ResourceRule, Rule, StackRule, dig, items, number
 
 RETENTION = ResourceRule(
     Rule(
@@ -34,13 +34,13 @@ def _retention(kind: str, name: str, days: Any, ctx: Context, never_expires: boo
     if days is None or days == 0:
         if not never_expires:
             yield (
-                f"{kind} {name} sets no retention; set it to at least {minimum} days from "
+                f"{kind} {name} sets no retention; set it to at least {number(minimum)} days from "
                 "sandboxkit:profile.audit.logRetentionDays."
             )
         return
     if days < minimum:
         yield (
-            f"{kind} {name} keeps logs {days:g} days, fewer than {minimum}; raise "
+            f"{kind} {name} keeps logs {number(days)} days, fewer than {number(minimum)}; raise "
             "sandboxkit:profile.audit.logRetentionDays."
         )
 

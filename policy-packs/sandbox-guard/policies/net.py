@@ -20,6 +20,7 @@ from ._common import (
     dig,
     items,
     non_public_overlap,
+    numbers,
     plain_bindings,
     target_of,
 )
@@ -146,10 +147,10 @@ def _sg_egress_open(
     wide = [c for c in cidrs if c in EVERYWHERE]
     allowed = list(ctx.setting("allowedPorts"))
     if wide and _ports_open(rule, allowed, protocol_key):
-        ports = ", ".join(map(str, allowed))
         yield (
-            f"Security group rule of {ctx.name} opens {wide[0]} beyond ports {ports}; limit "
-            "egress to those ports so the Network Firewall allowlist decides every connection."
+            f"Security group rule of {ctx.name} opens {wide[0]} beyond ports "
+            f"{numbers(allowed)}; limit egress to those ports so the Network Firewall allowlist "
+            "decides every connection."
         )
 
 

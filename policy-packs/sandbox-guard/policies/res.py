@@ -20,6 +20,7 @@ from ._common import (
     items,
     kit_cap,
     launcher_env,
+    number,
     plain_bindings,
     sandbox_pod_spec,
     target_of,
@@ -87,8 +88,8 @@ def _size_problems(kind: str, name: str, cpu: Any, memory: Any, ctx: Context) ->
         yield f"{kind} {name} sets no CPU limit; set one from sandboxkit:profile.limits.vcpu."
     elif vcpu > ctx.setting("maxVcpu"):
         yield (
-            f"{kind} {name} allows {vcpu:g} vCPU, above the maximum of "
-            f"{ctx.setting('maxVcpu'):g}; lower sandboxkit:profile.limits.vcpu."
+            f"{kind} {name} allows {number(vcpu)} vCPU, above the maximum of "
+            f"{number(ctx.setting('maxVcpu'))}; lower sandboxkit:profile.limits.vcpu."
         )
     if mib is None:
         yield (
@@ -96,8 +97,8 @@ def _size_problems(kind: str, name: str, cpu: Any, memory: Any, ctx: Context) ->
         )
     elif mib > ctx.setting("maxMemoryMiB"):
         yield (
-            f"{kind} {name} allows {mib:g} MiB, above the maximum of "
-            f"{ctx.setting('maxMemoryMiB'):g}; lower sandboxkit:profile.limits.memoryMiB."
+            f"{kind} {name} allows {number(mib)} MiB, above the maximum of "
+            f"{number(ctx.setting('maxMemoryMiB'))}; lower sandboxkit:profile.limits.memoryMiB."
         )
 
 
@@ -162,13 +163,13 @@ def _bounded(ctx: Context, label: str, field: str, value: Any, key: str) -> Iter
     limit = ctx.setting("maxLifetimeSeconds")
     if seconds > limit:
         yield (
-            f"{label} sets {field} to {seconds:g} s, above the maximum of {limit} s; "
+            f"{label} sets {field} to {number(seconds)} s, above the maximum of {number(limit)} s; "
             f"lower sandboxkit:profile.limits.{key}."
         )
     cap = kit_cap(ctx.target, f"limits.{key}")
     if cap is not None and not cap.admits(seconds):
         yield (
-            f"{label} sets {field} to {seconds:g} s; target {ctx.target} accepts "
+            f"{label} sets {field} to {number(seconds)} s; target {ctx.target} accepts "
             f"{cap.describe()} (source: {cap.source}). Set sandboxkit:profile.limits.{key} "
             "within it."
         )
@@ -252,13 +253,13 @@ BOUNDED_POOLS = ResourceRule(
 )
 
 
-def _count(label: str, field: str, value: Any, limit: int, key: str) -> Iterator[str]:
-    number = seconds_of(value) if value is not None else None
-    if number is None:
+def _count(label: str, field: str, value: Any, limit: float, key: str) -> Iterator[str]:
+    count = seconds_of(value) if value is not None else None
+    if count is None:
         yield f"{label} has no {field}, so the pool is unbounded; set it."
-    elif number > limit:
+    elif count > limit:
         yield (
-            f"{label} sets {field} to {number:g}, above the maximum of {limit}; lower "
+            f"{label} sets {field} to {number(count)}, above the maximum of {number(limit)}; lower "
             f"sandboxkit:profile.pool.{key}."
         )
 
