@@ -7,6 +7,7 @@ number formatter (``policies._common.number``).
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from sandboxkit import gate, testing
 
 PROJECT = Path(__file__).resolve().parents[2]
-COMMON = gate.load_policies(gate.pack_dir(PROJECT))._common
+COMMON = importlib.import_module(f"{gate.load_policies(gate.pack_dir(PROJECT)).__name__}._common")
 # An integral number printed as a float ("30.0"), not part of an address or a CIDR.
 FLOAT = re.compile(r"(?<![\d.])\d+\.0(?![\d./])")
 
