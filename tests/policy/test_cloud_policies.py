@@ -264,6 +264,18 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         _set("ipProtocol", "-1"),
         "net-001",
     ),
+    # A narrow destination does not make another port acceptable (allowedPorts: 443, 80, 53).
+    ("sg-narrow-other-port", SG, _set("egress.1.toPort", 54), "net-001"),
+    (
+        "sg-rule-other-port",
+        "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+        lambda props: props.update(cidrIpv4="203.0.113.7/32", fromPort=22, toPort=22),
+        "net-001",
+    ),
+    ("fw-rule-other-port", RULE, _set("match.layer4Configs.0.ports", ["22"]), "net-001"),
+    ("fw-rule-port-range", RULE, _set("match.layer4Configs.0.ports", ["443-444"]), "net-001"),
+    ("fw-rule-every-port", RULE, _set("match.layer4Configs.0.ports", []), "net-001"),
+    ("fw-rule-all-protocols", RULE, _set("match.layer4Configs.0.ipProtocol", "all"), "net-001"),
     ("run-no-vpc", RUN, _drop("template.vpcAccess"), "net-001"),
     (
         "run-private-ranges-only",

@@ -151,6 +151,7 @@ RUN = "gcp-cloudrun-service"
 RUN_CONTAINER = ("template", "containers", 0)
 GVISOR_POOL = "gcp-gke-gvisor-pool"
 WORKER = "cloudflare-script"
+HTTPS = [{"protocol": "TCP", "port": 443}]
 METADATA_POLICY = '{"mode":"allowlist","allow":[{"host":"169.254.169.254","port":80}]}'
 
 
@@ -241,7 +242,7 @@ ROWS = [
         inputs=_set(
             "kubernetes-network-policy",
             ("spec", "egress"),
-            [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}],
+            [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": HTTPS}],
         ),
     ),
     Row(
@@ -251,7 +252,7 @@ ROWS = [
         inputs=_set(
             "kubernetes-network-policy",
             ("spec", "egress"),
-            [{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}],
+            [{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}], "ports": HTTPS}],
         ),
     ),
     Row(

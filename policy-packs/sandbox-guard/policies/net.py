@@ -50,26 +50,85 @@ EGRESS_CLOSED = ResourceRule(
         severity=Severity.CRITICAL,
         description="Prohibits sandbox egress paths that reach the whole internet: open network "
         "policies, MicroVM images on INTERNET_EGRESS, wide security groups, Cloud Run egress "
-        "outside the VPC firewall, session pools with egress enabled.",
+        "outside the VPC firewall, session pools with egress enabled; and egress rules on ports "
+        "beyond the allowed ones (network policies, Cilium and GKE FQDN policies, security "
+        "groups, firewall policy rules).",
         remediation="Set sandboxkit:profile.egress.mode to deny, or to allowlist with the hosts "
-        "sandboxes need, and keep the kit's egress controls in place.",
+        "sandboxes need on the allowed ports, and keep the kit's egress controls in place.",
         properties={
             "allowedPorts": {
                 "type": "array",
                 "items": {"type": "integer"},
                 "default": [443, 80, 53],
-                "description": "TCP/UDP ports a sandbox connector's security group may open "
-                "to any address (the firewall behind it filters by name).",
+                "description": "TCP/UDP ports sandbox egress rules may open: NetworkPolicy, "
+                "CiliumNetworkPolicy and FQDNNetworkPolicy egress rules, security group egress "
+                "rules and firewall policy allow rules (a connector's security group may open "
+                "them to any address: the firewall behind it filters by name).",
             }
         },
     )
 )
 
+# The ports one egress rule admits: (first, last), None for every port, or a port name (a
+# named port, whose number the policy cannot know).
+PortSpan = tuple[int, int] | str | None
+
+
+def _span(port: Any, end_port: Any = None) -> PortSpan:
+    """A rule's port (a number, digits, a name; absent or 0 for every port) and end port."""
+    if port is None or str(port) in ("0", "0.0"):
+        return None
+    if isinstance(port, str) and not port.isdigit():
+        return port
+    first = int(port)
+    last = int(end_port) if isinstance(end_port, int | float) else first
+    return first, last
+
+
+def _listed_spans(ports: Any) -> list[PortSpan]:
+    """Spans of a ``ports`` list of ``{protocol, port, endPort}`` (absent or empty: every
+    port), as NetworkPolicy, FQDNNetworkPolicy and Cilium ``toPorts[].ports`` write them."""
+    entries = [p for p in items(ports) if isinstance(p, Mapping)]
+    if not entries:
+        return [None]
+    return [_span(p.get("port"), p.get("endPort")) for p in entries]
+
+
+def _beyond(spans: Sequence[PortSpan], ctx: Context) -> list[str]:
+    """The spans that reach a port outside the policy's ``allowedPorts``, as words."""
+    allowed = {int(p) for p in ctx.setting("allowedPorts")}
+    found = []
+    for span in spans:
+        if span is None:
+            found.append("every port")
+        elif isinstance(span, str):
+            found.append(f"named port {span}")
+        elif any(port not in allowed for port in range(span[0], span[1] + 1)):
+            first, last = span
+            found.append(f"port {first}" if first == last else f"ports {first}-{last}")
+    return found
+
+
+def _ports_problem(what: str, spans: Sequence[PortSpan], ctx: Context) -> Iterator[str]:
+    beyond = _beyond(spans, ctx)
+    if beyond:
+        yield (
+            f"{what} admits egress on {', '.join(beyond)}, beyond ports "
+            f"{numbers(ctx.setting('allowedPorts'))}; allow only hosts on those ports in "
+            "sandboxkit:profile.egress.allow, or add the port to sbx-net-001's allowedPorts "
+            "in the pack config."
+        )
+
+
+def _selects_sandboxes(selector: Any) -> bool:
+    """Whether a pod/endpoint selector's matchLabels take in the kit's sandbox pods."""
+    labels = dig(selector, "matchLabels", {}) or {}
+    return not labels or SANDBOX_POD_LABEL in labels
+
 
 @EGRESS_CLOSED.on("kubernetes:networking.k8s.io/v1:NetworkPolicy")
 def _network_policy_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    selector = dig(props, "spec.podSelector.matchLabels", {}) or {}
-    if SANDBOX_POD_LABEL not in selector and selector:
+    if not _selects_sandboxes(dig(props, "spec.podSelector")):
         return
     spec = dig(props, "spec", {})
     if "Egress" not in items(spec.get("policyTypes")):
@@ -78,18 +137,22 @@ def _network_policy_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str
             "add Egress to spec.policyTypes."
         )
     for index, rule in enumerate(items(spec.get("egress"))):
+        # One finding per rule: a rule open to every destination needs no port finding too.
         peers = items(dig(rule, "to"))
+        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
         if not peers:
             yield (
                 f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
                 "destination; list the destinations or use egress mode deny."
             )
-        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
-        if wide:
+        elif wide:
             yield (
                 f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
                 "open); set sandboxkit:profile.egress.mode to deny or allowlist."
             )
+        else:
+            what = f"NetworkPolicy {ctx.name} egress rule {index}"
+            yield from _ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
 
 
 @EGRESS_CLOSED.on("kubernetes:*:SandboxTemplate")
@@ -103,16 +166,42 @@ def _template_managed_policy(props: Mapping[str, Any], ctx: Context) -> Iterator
         )
 
 
+def _cilium_world(rule: Any) -> bool:
+    entities = {str(e) for e in items(dig(rule, "toEntities"))}
+    cidrs = {str(c) for c in items(dig(rule, "toCIDR"))}
+    return bool(entities & {"world", "all"} or cidrs & set(EVERYWHERE))
+
+
 @EGRESS_CLOSED.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
 def _cilium_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     for rule in items(dig(props, "spec.egress")):
-        entities = {str(e) for e in items(dig(rule, "toEntities"))}
-        cidrs = {str(c) for c in items(dig(rule, "toCIDR"))}
-        if entities & {"world", "all"} or cidrs & set(EVERYWHERE):
+        if _cilium_world(rule):
             yield (
                 f"CiliumNetworkPolicy {ctx.name} admits egress to the whole internet; "
                 "allow only toFQDNs entries from the profile's allowlist."
             )
+
+
+@EGRESS_CLOSED.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
+def _cilium_ports(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.endpointSelector")):
+        return
+    for index, rule in enumerate(items(dig(props, "spec.egress"))):
+        if _cilium_world(rule):
+            continue  # _cilium_open reports it; one finding per rule.
+        to_ports = [t for t in items(dig(rule, "toPorts")) if isinstance(t, Mapping)]
+        # A rule without toPorts (or a toPorts entry without ports) admits every port.
+        spans = [s for t in to_ports for s in _listed_spans(t.get("ports"))] or [None]
+        yield from _ports_problem(f"CiliumNetworkPolicy {ctx.name} egress rule {index}", spans, ctx)
+
+
+@EGRESS_CLOSED.on("kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy")
+def _gke_fqdn_ports(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.podSelector")):
+        return
+    for index, rule in enumerate(items(dig(props, "spec.egress"))):
+        what = f"FQDNNetworkPolicy {ctx.name} egress rule {index}"
+        yield from _ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
 
 
 @EGRESS_CLOSED.on("aws:lambdamicrovms/image:Image")
@@ -130,43 +219,30 @@ def _microvm_connectors(props: Mapping[str, Any], ctx: Context) -> Iterator[str]
         )
 
 
-def _ports_open(rule: Mapping[str, Any], allowed: Sequence[int], protocol_key: str) -> bool:
-    protocol = str(rule.get(protocol_key, "")).lower()
-    if protocol in ("-1", "all"):
-        return True
+def _sg_span(rule: Mapping[str, Any], protocol_key: str) -> PortSpan:
+    if str(rule.get(protocol_key, "")).lower() in ("-1", "all"):
+        return None
     low, high = rule.get("fromPort"), rule.get("toPort")
     if not isinstance(low, int | float) or not isinstance(high, int | float):
-        return True
-    return any(port not in allowed for port in range(int(low), int(high) + 1))
-
-
-def _sg_egress_open(
-    rule: Mapping[str, Any], ctx: Context, protocol_key: str, cidr_keys: Sequence[str]
-) -> Iterator[str]:
-    cidrs = [c for key in cidr_keys for c in (rule.get(key), *items(rule.get(key)))]
-    wide = [c for c in cidrs if c in EVERYWHERE]
-    allowed = list(ctx.setting("allowedPorts"))
-    if wide and _ports_open(rule, allowed, protocol_key):
-        yield (
-            f"Security group rule of {ctx.name} opens {wide[0]} beyond ports "
-            f"{numbers(allowed)}; limit egress to those ports so the Network Firewall allowlist "
-            "decides every connection."
-        )
+        return None
+    return int(low), int(high)
 
 
 @EGRESS_CLOSED.on("aws:ec2/securityGroup:SecurityGroup")
 def _security_group_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     if target_of(props) is None:
         return
-    for rule in items(props.get("egress")):
-        yield from _sg_egress_open(rule, ctx, "protocol", ("cidrBlocks", "ipv6CidrBlocks"))
+    for index, rule in enumerate(items(props.get("egress"))):
+        what = f"Security group {ctx.name} egress rule {index}"
+        yield from _ports_problem(what, [_sg_span(rule, "protocol")], ctx)
 
 
 @EGRESS_CLOSED.on("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
 def _egress_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     if target_of(props) is None:
         return
-    yield from _sg_egress_open(props, ctx, "ipProtocol", ("cidrIpv4", "cidrIpv6"))
+    what = f"Security group egress rule {ctx.name}"
+    yield from _ports_problem(what, [_sg_span(props, "ipProtocol")], ctx)
 
 
 @EGRESS_CLOSED.on("gcp:cloudrunv2/service:Service")
@@ -186,6 +262,26 @@ def _cloud_run_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
         )
 
 
+def _gcp_span(port: Any) -> PortSpan:
+    first, _, last = str(port).partition("-")
+    if not first.isdigit() or not (last or first).isdigit():
+        return str(port)
+    return int(first), int(last or first)
+
+
+def _gcp_spans(match: Any) -> list[PortSpan]:
+    """Spans of a firewall match's ``layer4Configs`` (``ports`` such as ``"443"`` or
+    ``"8000-8080"``; protocol ``all``, or no ports, admits every port)."""
+    spans: list[PortSpan] = []
+    for config in [c for c in items(dig(match, "layer4Configs")) if isinstance(c, Mapping)]:
+        ports = items(config.get("ports"))
+        if str(config.get("ipProtocol", "")).lower() == "all" or not ports:
+            spans.append(None)
+        else:
+            spans.extend(_gcp_span(p) for p in ports)
+    return spans or [None]
+
+
 @EGRESS_CLOSED.on("gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
 def _gcp_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     if props.get("direction") != "EGRESS" or props.get("action") != "allow":
@@ -196,6 +292,9 @@ def _gcp_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
             f"Firewall policy rule {ctx.name} allows egress to {wide[0]}; allow only the "
             "allowlisted FQDNs and let the deny-all rule take the rest."
         )
+    else:
+        what = f"Firewall policy rule {ctx.name}"
+        yield from _ports_problem(what, _gcp_spans(props.get("match")), ctx)
 
 
 @EGRESS_CLOSED.on("azure-native:app:ContainerAppsSessionPool")

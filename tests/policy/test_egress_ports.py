@@ -1,0 +1,188 @@
+"""SBX-NET-001's allowedPorts (443, 80, 53) on every port-bearing egress rule the kit renders.
+
+The allowlist ``["example.com:22", "8.8.8.8:25"]`` renders a Cilium ``toPorts`` 22 and a
+NetworkPolicy ipBlock rule on 25 (kubernetes), an FQDNNetworkPolicy on 22 and a NetworkPolicy
+on 25 (gcp-gke), firewall policy allow rules on 22 and 25 (gcp-cloudrun), a connector security
+group rule on 25 (aws-microvm): each must be reported, and the same stacks on 443 must not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandboxkit import gate, testing
+from sandboxkit.render import RenderedStack
+from sandboxkit.testing import named, with_input
+
+PROJECT = Path(__file__).resolve().parents[2]
+OTHER_PORTS = ["example.com:22", "8.8.8.8:25"]
+# aws-microvm ties names to 443/80 (Network Firewall matches SNI/Host), so only the IP moves.
+AWS_OTHER_PORTS = ["example.com:443", "8.8.8.8:25"]
+ALLOWED = ["example.com:443", "8.8.8.8:443"]
+REMEDY = (
+    "beyond ports 443, 80, 53; allow only hosts on those ports in "
+    "sandboxkit:profile.egress.allow, or add the port to sbx-net-001's allowedPorts in the "
+    "pack config."
+)
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> gate.InProcessAnalyzer:
+    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+
+
+def render(target: str, allow: list[str], **settings: Any) -> RenderedStack:
+    """The prod stack narrowed to ``target`` with an allowlist profile."""
+    values = testing.stack_values(PROJECT, "prod")
+    for dropped in set(values["targets"]) - {target}:
+        del values[dropped]
+    values["targets"] = [target]
+    values["profile"]["egress"] = {"mode": "allowlist", "allow": allow}
+    values[target].update(settings)
+    return testing.render_values(PROJECT, "prod", values)
+
+
+def port_findings(
+    analyzer: gate.InProcessAnalyzer, rendered: RenderedStack, pack_config: Path | None = None
+) -> set[tuple[str, str]]:
+    """(resource name, message) of every SBX-NET-001 finding."""
+    result = gate.check_rendered(analyzer, rendered, PROJECT, pack_config)
+    return {
+        (v.urn.rsplit("::", 1)[-1], v.message)
+        for v in result.violations
+        if v.policy == "SBX-NET-001"
+    }
+
+
+CASES = {
+    "kubernetes-cilium": (
+        ("kubernetes", OTHER_PORTS, {"fqdnPolicy": "cilium"}),
+        {
+            (
+                "kubernetes-fqdn-policy",
+                f"CiliumNetworkPolicy kubernetes-fqdn-policy egress rule 1 admits egress on "
+                f"port 22, {REMEDY}",
+            ),
+            (
+                "kubernetes-network-policy",
+                f"NetworkPolicy kubernetes-network-policy egress rule 1 admits egress on "
+                f"port 25, {REMEDY}",
+            ),
+        },
+    ),
+    "gcp-gke": (
+        ("gcp-gke", OTHER_PORTS, {}),
+        {
+            (
+                "gcp-gke-agent-sandbox-fqdn-policy",
+                "FQDNNetworkPolicy gcp-gke-agent-sandbox-fqdn-policy egress rule 0 admits egress "
+                f"on port 22, {REMEDY}",
+            ),
+            (
+                "gcp-gke-agent-sandbox-network-policy",
+                "NetworkPolicy gcp-gke-agent-sandbox-network-policy egress rule 1 admits egress "
+                f"on port 25, {REMEDY}",
+            ),
+        },
+    ),
+    "gcp-cloudrun": (
+        ("gcp-cloudrun", OTHER_PORTS, {}),
+        {
+            (
+                "gcp-cloudrun-allow-fqdn-22",
+                "Firewall policy rule gcp-cloudrun-allow-fqdn-22 admits egress on port 22, "
+                f"{REMEDY}",
+            ),
+            (
+                "gcp-cloudrun-allow-ipv4-25",
+                "Firewall policy rule gcp-cloudrun-allow-ipv4-25 admits egress on port 25, "
+                f"{REMEDY}",
+            ),
+        },
+    ),
+    "aws-microvm": (
+        ("aws-microvm", AWS_OTHER_PORTS, {}),
+        {
+            (
+                "aws-microvm-connector-sg",
+                "Security group aws-microvm-connector-sg egress rule 3 admits egress on port 25, "
+                f"{REMEDY}",
+            ),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_egress_rules_on_other_ports_are_reported(
+    case: str, analyzer: gate.InProcessAnalyzer
+) -> None:
+    (target, allow, settings), expected = CASES[case]
+    assert port_findings(analyzer, render(target, allow, **settings)) == expected
+
+
+@pytest.mark.parametrize(
+    ("target", "settings"),
+    [
+        ("kubernetes", {"fqdnPolicy": "cilium"}),
+        ("gcp-gke", {}),
+        ("gcp-cloudrun", {}),
+        ("aws-microvm", {}),
+    ],
+)
+def test_the_same_allowlist_on_allowed_ports_is_silent(
+    target: str, settings: dict[str, Any], analyzer: gate.InProcessAnalyzer
+) -> None:
+    assert port_findings(analyzer, render(target, ALLOWED, **settings)) == set()
+
+
+def test_allowed_ports_from_the_pack_config_admit_them(
+    analyzer: gate.InProcessAnalyzer, tmp_path: Path
+) -> None:
+    config = tmp_path / "prod.json"
+    config.write_text(json.dumps({"sbx-net-001": {"allowedPorts": [443, 80, 53, 22, 25]}}))
+    rendered = render("kubernetes", OTHER_PORTS, fqdnPolicy="cilium")
+    assert port_findings(analyzer, rendered, config) == set()
+
+
+CILIUM = "kubernetes-fqdn-policy"
+NETWORK_POLICY = "kubernetes-network-policy"
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "value", "words"),
+    [
+        # A Cilium rule without toPorts, or a toPorts entry without ports, admits every port.
+        (CILIUM, ("spec", "egress", 1, "toPorts"), [], "every port"),
+        (CILIUM, ("spec", "egress", 1, "toPorts"), [{"rules": {}}], "every port"),
+        (
+            CILIUM,
+            ("spec", "egress", 1, "toPorts", 0, "ports", 0),
+            {"port": "443", "endPort": 8443, "protocol": "TCP"},
+            "ports 443-8443",
+        ),
+        (NETWORK_POLICY, ("spec", "egress", 1, "ports"), [], "every port"),
+        (
+            NETWORK_POLICY,
+            ("spec", "egress", 1, "ports", 0),
+            {"protocol": "TCP", "port": "https"},
+            "named port https",
+        ),
+    ],
+)
+def test_rules_that_admit_more_than_their_port_are_reported(
+    name: str,
+    path: tuple[str | int, ...],
+    value: Any,
+    words: str,
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    rendered = with_input(render("kubernetes", ALLOWED, fqdnPolicy="cilium"), name, path, value)
+    kind = named(rendered.resources, name).type.rsplit(":", 1)[-1]
+    assert port_findings(analyzer, rendered) == {
+        (name, f"{kind} {name} egress rule 1 admits egress on {words}, {REMEDY}")
+    }
