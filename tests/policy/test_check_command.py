@@ -141,6 +141,25 @@ def test_open_egress_in_dev_is_advisory_and_exits_0(project_copy: Path) -> None:
     assert {(v["policy"], v["enforcement"]) for v in violations} == {("SBX-NET-001", "advisory")}
 
 
+def host_kernel_runtime(config: dict[str, Any]) -> None:
+    config["sandboxkit:kubernetes"]["runtimeClass"] = {"name": "runc", "create": False}
+
+
+@pytest.mark.parametrize(
+    ("stack", "level", "code"), [("prod", "mandatory", 1), ("staging", "advisory", 0)]
+)
+def test_a_host_kernel_runtime_class_fails_prod_only(
+    project_copy: Path, stack: str, level: str, code: int
+) -> None:
+    edit_stack(project_copy, stack, host_kernel_runtime)
+    result = run_cli("check", "--stack", stack, "--format", "json", cwd=project_copy)
+    assert result.returncode == code
+    violations = json.loads(result.stdout)["violations"]
+    assert {(v["policy"], v["enforcement"], v["urn"].rsplit("::", 1)[-1]) for v in violations} == {
+        ("SBX-K8S-004", level, "kubernetes-template")
+    }
+
+
 def kubernetes_only(config: dict[str, Any]) -> None:
     for target in config["sandboxkit:targets"]:
         if target != "kubernetes":

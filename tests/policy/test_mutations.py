@@ -760,8 +760,9 @@ def _baseline(
 
 
 def _level(stack: str, policy: str) -> str:
-    # The shipped per-environment default: NET and SEC mandatory in prod, all else advisory.
-    strict = stack == "prod" and policy.split("-")[1] in ("NET", "SEC")
+    # The shipped per-environment default: NET, SEC and the host-kernel runtime check (K8S-004)
+    # mandatory in prod, all else advisory.
+    strict = stack == "prod" and (policy.split("-")[1] in ("NET", "SEC") or policy == "SBX-K8S-004")
     return "mandatory" if strict else "advisory"
 
 
