@@ -170,6 +170,7 @@ class CheckResult:
             fail the gate.
         checkov: checkov's counts (``passed``, ``failed``, ``accepted``), or ``None`` when
             checkov did not run (``--no-checkov``).
+        disabled: ids of the pack's policies the pack config disabled (they did not run).
     """
 
     stack: str
@@ -179,6 +180,7 @@ class CheckResult:
     rules: Mapping[str, RuleInfo] = field(default_factory=dict)
     accepted: tuple[Violation, ...] = ()
     checkov: Mapping[str, int] | None = None
+    disabled: tuple[str, ...] = ()
 
     def with_findings(
         self,
@@ -200,13 +202,14 @@ class CheckResult:
         return any(v.mandatory for v in self.violations)
 
     def summary(self) -> dict[str, int]:
-        """Counts: total, mandatory, advisory violations; accepted findings."""
+        """Counts: total, mandatory, advisory violations; accepted findings; disabled policies."""
         mandatory = sum(v.mandatory for v in self.violations)
         return {
             "total": len(self.violations),
             "mandatory": mandatory,
             "advisory": len(self.violations) - mandatory,
             "accepted": len(self.accepted),
+            "disabled": len(self.disabled),
         }
 
 
@@ -522,7 +525,8 @@ def check_rendered(
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     environment = rendered.spec.environment
     config_path = pack_config or pack / "config" / f"{environment}.json"
-    configure(analyzer, policy_config(info, read_pack_config(config_path), str(config_path)))
+    config = policy_config(info, read_pack_config(config_path), str(config_path))
+    configure(analyzer, config)
     path = stack_file(project_dir, rendered.stack)
     text = path.read_text() if path.is_file() else ""
     violations = violations_of(analyze(analyzer, rendered), rendered, text)
@@ -534,6 +538,9 @@ def check_rendered(
         else str(path),
         violations=tuple(violations),
         rules=rules_of(info),
+        disabled=tuple(
+            sorted(n.upper() for n, (level, _) in config.items() if level == "disabled")
+        ),
     )
 
 
@@ -753,6 +760,12 @@ def format_text(results: Sequence[CheckResult]) -> str:
             f"{_heading(result)}: {counts['total']} violation(s), "
             f"{counts['mandatory']} mandatory, {counts['advisory']} advisory"
         )
+        if result.disabled:
+            # A disabled policy finds nothing: say so, or a silenced gate reads as a clean one.
+            out.append(
+                f"  disabled by the pack config ({len(result.disabled)}): "
+                f"{', '.join(result.disabled)}"
+            )
         by_urn: dict[str, list[Violation]] = {}
         for violation in result.violations:
             by_urn.setdefault(violation.urn, []).append(violation)
@@ -798,9 +811,19 @@ def _sarif_rule(rule: RuleInfo) -> dict[str, Any]:
     }
 
 
+def _disabled(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
+    return [
+        {"stack": r.stack, "count": len(r.disabled), "policies": list(r.disabled)}
+        for r in results
+        if r.stack != PROJECT_SCOPE
+    ]
+
+
 def format_sarif(results: Sequence[CheckResult]) -> dict[str, Any]:
     """A SARIF 2.1.0 log: one run per source (the ``sandbox-guard`` pack, ``checkov`` when it
-    ran), rules with metadata, locations in the stack file (or the project file to change)."""
+    ran), rules with metadata, locations in the stack file (or the project file to change).
+    The ``sandbox-guard`` run's ``properties.disabledPolicies`` lists, per stack, the count and
+    ids of the policies the pack config disabled."""
     runs = []
     # A source that ran gets its run even without results: code scanning closes fixed alerts.
     ran = {SOURCE_CROSSGUARD}
@@ -852,6 +875,11 @@ def format_sarif(results: Sequence[CheckResult]) -> dict[str, Any]:
                     }
                 },
                 "results": findings,
+                **(
+                    {"properties": {"disabledPolicies": _disabled(results)}}
+                    if source == SOURCE_CROSSGUARD
+                    else {}
+                ),
             }
         )
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": runs}

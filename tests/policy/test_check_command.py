@@ -222,7 +222,13 @@ def test_json_has_the_documented_shape(project_copy: Path) -> None:
         "checkov",
         "summary",
     }
-    assert document["summary"] == {"total": 1, "mandatory": 1, "advisory": 0, "accepted": 0}
+    assert document["summary"] == {
+        "total": 1,
+        "mandatory": 1,
+        "advisory": 0,
+        "accepted": 0,
+        "disabled": 0,
+    }
     assert document["checkov"] == "skipped"
     assert document["accepted"] == []
     (violation,) = document["violations"]
@@ -280,6 +286,75 @@ def test_all_stacks_checks_each_stack_file(project_dir: Path) -> None:
     result = run_cli("check", "--all-stacks", "--format", "json", cwd=project_dir)
     assert result.returncode == 0
     assert [d["stack"] for d in json.loads(result.stdout)["stacks"]] == ["dev", "prod", "staging"]
+
+
+def check_with_pack_config(project: Path, document: dict[str, Any], fmt: str) -> Ran:
+    """``check --stack prod`` (kubernetes only, egress open) with pack config ``document``."""
+    edit_stack(project, "prod", kubernetes_with_open_egress)
+    config = project / "pack.json"
+    config.write_text(json.dumps(document))
+    return run_cli(
+        "check",
+        "--stack",
+        "prod",
+        "--format",
+        fmt,
+        "--policy-pack-config",
+        str(config),
+        cwd=project,
+    )
+
+
+ALL_POLICY_IDS = sorted(
+    rule.id for rule in gate.load_policies(gate.pack_dir(COMPONENTS.parent)).RULES_BY_NAME.values()
+)
+
+
+def test_text_names_the_policies_the_pack_config_disabled(project_copy: Path) -> None:
+    result = check_with_pack_config(project_copy, {"all": "disabled"}, "text")
+    assert result.returncode == 0
+    assert result.stdout == (
+        "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n"
+        f"  disabled by the pack config (28): {', '.join(ALL_POLICY_IDS)}\n"
+        "  checkov: skipped (--no-checkov)\n"
+        "  passed\n"
+    )
+
+
+def test_one_disabled_policy_is_named_beside_the_findings(project_copy: Path) -> None:
+    result = check_with_pack_config(
+        project_copy, {"all": "mandatory", "sbx-k8s-001": "disabled"}, "text"
+    )
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[:2] == [
+        "Stack prod (prod): 1 violation(s), 1 mandatory, 0 advisory",
+        "  disabled by the pack config (1): SBX-K8S-001",
+    ]
+
+
+def test_json_summary_counts_disabled_policies(project_copy: Path) -> None:
+    result = check_with_pack_config(project_copy, {"all": "disabled"}, "json")
+    assert json.loads(result.stdout)["summary"] == {
+        "total": 0,
+        "mandatory": 0,
+        "advisory": 0,
+        "accepted": 0,
+        "disabled": 28,
+    }
+
+
+def test_sarif_run_properties_list_disabled_policies(project_copy: Path, shared_dir: Path) -> None:
+    result = check_with_pack_config(
+        project_copy, {"all": "mandatory", "sbx-net-001": "disabled"}, "sarif"
+    )
+    log = json.loads(result.stdout)
+    schema = json.loads((shared_dir / "reference/sarif/sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(log, schema)
+    (run,) = log["runs"]
+    assert run["results"] == []
+    assert run["properties"] == {
+        "disabledPolicies": [{"stack": "prod", "count": 1, "policies": ["SBX-NET-001"]}]
+    }
 
 
 def test_bad_stack_config_exits_2_without_traceback(project_copy: Path) -> None:
