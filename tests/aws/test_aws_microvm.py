@@ -493,7 +493,7 @@ def test_prod_stack_renders_the_target(project_dir: Path) -> None:
                     "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]
                 }
             },
-            f"sandboxkit:{T}.executionRolePolicy",
+            f"sandboxkit:{T}.executionRolePolicy.Statement[0].Action",
         ),
         ({}, {"vpcCidr": "8.8.0.0/16"}, f"sandboxkit:{T}.vpcCidr"),
         ({}, {"availabilityZones": ["us-east-1a"]}, f"sandboxkit:{T}.availabilityZones"),
@@ -507,6 +507,91 @@ def test_bad_config_exits_2_naming_the_key(
     with pytest.raises(ConfigError) as caught:
         load_stack(source(profile, **settings), "test")
     assert caught.value.keys == (key,)
+
+
+def _role_policy(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"executionRolePolicy": {"Version": "2012-10-17", "Statement": list(statements)}}
+
+
+def _allow(action: str | list[str]) -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": action, "Resource": "arn:aws:s3:::example-data/*"}
+
+
+EXACT_NAMES = "list each exact name the worker reaches"
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "value", "expected"),
+    [
+        # A wildcard anywhere in an action, not only "*" or "svc:*", grants a family.
+        (
+            _role_policy(_allow(["s3:GetObject", "s3:Get*"])),
+            f"sandboxkit:{T}.executionRolePolicy.Statement[0].Action[1]",
+            "s3:Get*",
+            "an exact action name without * or ?",
+        ),
+        (
+            _role_policy(_allow("s3:GetObject"), _allow("iam:?ut*")),
+            f"sandboxkit:{T}.executionRolePolicy.Statement[1].Action",
+            "iam:?ut*",
+            "an exact action name without * or ?",
+        ),
+        (
+            _role_policy(_allow(["s3:*"])),
+            f"sandboxkit:{T}.executionRolePolicy.Statement[0].Action[0]",
+            "s3:*",
+            "an exact action name without * or ?",
+        ),
+        # Control-plane hosts are allowed even with egress deny: one exact name each.
+        (
+            {"controlPlaneHosts": ["*.amazonaws.com:443"]},
+            f"sandboxkit:{T}.controlPlaneHosts[0]",
+            "*.amazonaws.com:443",
+            "an exact host name, not a wildcard",
+        ),
+        (
+            {"controlPlaneHosts": ["telemetry.example.com", "93.184.216.34:443"]},
+            f"sandboxkit:{T}.controlPlaneHosts[1]",
+            "93.184.216.34:443",
+            "an exact host name, not an IP address",
+        ),
+        (
+            {"controlPlaneUrl": "https://*.example.com/api"},
+            f"sandboxkit:{T}.controlPlaneUrl",
+            "https://*.example.com/api",
+            "a URL whose host is allowed: an exact host name, not a wildcard",
+        ),
+    ],
+    ids=[
+        "action-prefix-wildcard",
+        "action-question-mark",
+        "action-service-wildcard",
+        "control-plane-wildcard",
+        "control-plane-ip",
+        "control-plane-url-wildcard",
+    ],
+)
+def test_wide_grants_and_hosts_exit_2_naming_the_entry(
+    settings: dict[str, Any], key: str, value: str, expected: str
+) -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(**settings), "test")
+    (problem,) = caught.value.problems
+    assert (problem.key, problem.value) == (key, value)
+    assert problem.expected.startswith(expected)
+    if "Host" in key or "Url" in key:
+        assert EXACT_NAMES in problem.expected
+
+
+def test_exact_control_plane_hosts_are_accepted(engine: Recorder) -> None:
+    resources = build(engine, controlPlaneHosts=["telemetry.example.com", "logs.example.com:443"])
+    assert firewall_domains(resources) == [
+        "agents.example.com",
+        "logs.example.com",
+        "telemetry.example.com",
+    ]
 
 
 def test_plaintext_secret_is_refused_without_showing_it() -> None:

@@ -45,9 +45,9 @@ def test_registered_under_its_public_name() -> None:
 
 
 def test_plan_for_deny_holds_only_the_control_plane() -> None:
-    plan = egress_plan(profile(), settings(controlPlaneHosts=["*.cdn.example.com"]))
-    assert plan.firewall_domains == (".cdn.example.com", "agents.example.com")
-    assert plan.dns_names == ("*.cdn.example.com", "agents.example.com")
+    plan = egress_plan(profile(), settings(controlPlaneHosts=["cdn.example.com"]))
+    assert plan.firewall_domains == ("agents.example.com", "cdn.example.com")
+    assert plan.dns_names == ("agents.example.com", "cdn.example.com")
     assert plan.tcp_ports == (443,)
     assert plan.ip_rules == ()
 

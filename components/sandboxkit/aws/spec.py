@@ -99,7 +99,8 @@ _SESSION_KEY_NAME = re.compile(
 _NETWORK_PATH_NAME = re.compile(r"(egress|connector)", re.I)
 _REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]+$"
 _BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
-_WILDCARD_ACTIONS = re.compile(r"^(\*|[a-z0-9-]+:\*)$")
+# IAM matches * and ? anywhere in an action ("s3:Get*", "iam:?ut*"): each one grants a family.
+_ACTION_WILDCARDS = ("*", "?")
 
 
 class WorkerArtifact(BaseModel):
@@ -135,7 +136,9 @@ class MicrovmSettings(TargetSettings):
         controlPlaneUrl: ``https://`` base URL of the agent platform API the worker calls; its
             host is always allowed (``CONTROL_PLANE_URL`` of the launcher).
         controlPlaneHosts: further ``host[:port]`` entries the worker must reach (same syntax
-            as ``profile.egress.allow``); allowed with every egress mode, ``deny`` included.
+            as ``profile.egress.allow``); allowed with every egress mode, ``deny`` included, so
+            each must be one exact name: wildcards (``*.example.com``) and IP literals are
+            refused.
         workerArtifact: ``{bucket, key}`` of the worker code zip (see ``WorkerArtifact``).
         baseImageArn: MicroVM base image; default the AWS-managed ``al2023-1`` of ``region``.
         webhookSecret: HMAC key shared with the platform (Pulumi secret), stored in Secrets
@@ -150,8 +153,9 @@ class MicrovmSettings(TargetSettings):
         vpcCidr: IPv4 CIDR of the kit's VPC, RFC 1918, a /16 to /24.
         availabilityZones: AZ names (1 to 4) for the connector, firewall and NAT subnets.
         executionRolePolicy: IAM policy document for a MicroVM execution role; none by default
-            (no AWS credentials in the guest). Wildcard actions (``*``, ``svc:*``) and
-            ``NotAction`` are refused; the render warns, because the guest can read the role's
+            (no AWS credentials in the guest). Actions with a wildcard anywhere (``*``,
+            ``s3:*``, ``s3:Get*``, ``iam:?ut*``) and ``NotAction`` are refused, naming the
+            statement and action; the render warns, because the guest can read the role's
             credentials.
         replayWindowSeconds: accepted webhook timestamp skew, seconds (1 to 3600).
         ingress: ``none`` (no one is granted MicroVM auth tokens) or ``authToken`` (a managed
@@ -228,7 +232,7 @@ class MicrovmSettings(TargetSettings):
     def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for index, entry in enumerate(value):
             try:
-                parse_rule(entry)
+                exact_control_plane_host(parse_rule(entry))
             except ValueError as exc:
                 raise FieldError(f"[{index}]", entry, str(exc)) from None
         return value
@@ -262,18 +266,22 @@ class MicrovmSettings(TargetSettings):
         statements = value.get("Statement")
         if not isinstance(statements, list) or not statements:
             raise ValueError("an IAM policy document with a non-empty Statement list")
-        for statement in statements:
+        for number, statement in enumerate(statements):
             if not isinstance(statement, dict) or "NotAction" in statement:
                 raise ValueError("statements with Action (NotAction grants too much)")
-            actions = statement.get("Action")
-            actions = [actions] if isinstance(actions, str) else actions
+            raw = statement.get("Action")
+            actions = [raw] if isinstance(raw, str) else raw
             if not isinstance(actions, list) or not actions:
                 raise ValueError("statements each naming their Action")
-            wide = [a for a in actions if not isinstance(a, str) or _WILDCARD_ACTIONS.match(a)]
-            if wide:
-                raise ValueError(
-                    f"named actions, not {wide}: the guest can read this role's credentials"
-                )
+            for index, action in enumerate(actions):
+                if not isinstance(action, str) or any(w in action for w in _ACTION_WILDCARDS):
+                    where = f".Statement[{number}].Action"
+                    raise FieldError(
+                        where if isinstance(raw, str) else f"{where}[{index}]",
+                        action,
+                        "an exact action name without * or ? (a wildcard grants every "
+                        "matching action, and the guest can read this role's credentials)",
+                    )
         return value
 
     @model_validator(mode="after")
@@ -292,12 +300,32 @@ class MicrovmSettings(TargetSettings):
         )
 
 
+def exact_control_plane_host(rule: EgressRule) -> EgressRule:
+    """``rule`` when it names one exact host.
+
+    Control-plane hosts are allowed with every egress mode, ``deny`` included, so a wildcard
+    would open a whole domain to sandbox code, and an IP literal an address whatever name it
+    serves.
+
+    Raises:
+        ValueError: for a wildcard or IP-literal entry.
+    """
+    if rule.kind != "name":
+        what = "a wildcard" if rule.kind == "wildcard" else "an IP address"
+        raise ValueError(
+            f"an exact host name, not {what}: control-plane hosts are allowed even with egress "
+            "deny, so list each exact name the worker reaches (e.g. telemetry.example.com:443)"
+        )
+    return rule
+
+
 def control_plane_rule(url: str) -> EgressRule:
     """The ``host:port`` rule of an ``https://`` control-plane URL (port 443 unless given).
 
     Raises:
-        ValueError: for a URL that is not ``https://host[:port][/path]`` or whose host the
-            egress parser refuses.
+        ValueError: for a URL that is not ``https://host[:port][/path]``, whose host the
+            egress parser refuses, or whose host is not one exact name
+            (``exact_control_plane_host``).
     """
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
@@ -306,7 +334,7 @@ def control_plane_rule(url: str) -> EgressRule:
         raise ValueError("an https:// URL without user info, query or fragment")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     try:
-        return parse_rule(f"{host}:{parts.port or HTTPS_PORT}")
+        return exact_control_plane_host(parse_rule(f"{host}:{parts.port or HTTPS_PORT}"))
     except ValueError as exc:
         raise ValueError(f"a URL whose host is allowed: {exc}") from None
 
