@@ -330,6 +330,18 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "iam-001",
     ),
     (
+        "role-policy-prefix-wildcard",
+        "aws:iam/rolePolicy:RolePolicy",
+        _set("policy", policy_document("lambda:RunMicrovm", "s3:Get*")),
+        "iam-001",
+    ),
+    (
+        "role-policy-question-mark",
+        "aws:iam/rolePolicy:RolePolicy",
+        _set("policy", policy_document("iam:?ut*")),
+        "iam-001",
+    ),
+    (
         "admin-policy-attached",
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
         _set("policyArn", "arn:aws:iam::aws:policy/AdministratorAccess"),

@@ -72,7 +72,8 @@ def _wildcard_actions(document: Any) -> list[str]:
             found.append("NotAction")
         actions = statement.get("Action", [])
         for action in [actions] if isinstance(actions, str) else items(actions):
-            if action == "*" or str(action).endswith(":*"):
+            # IAM matches * and ? anywhere: "s3:Get*" and "iam:?ut*" grant families too.
+            if "*" in str(action) or "?" in str(action):
                 found.append(str(action))
     return found
 
