@@ -89,6 +89,16 @@ def _parse_config_text(value: Any) -> Any:
     return value
 
 
+class _StackFileLoader(yaml.SafeLoader):
+    """YAML as stack files mean it: an unquoted date stays text, as the engine passes it."""
+
+
+_StackFileLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
@@ -109,7 +119,8 @@ def read_stack_file(path: Path) -> ConfigSource:
         ConfigError: when the file is not YAML or has no ``config`` mapping.
     """
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        # A SafeLoader subclass: no arbitrary objects, only plain YAML.
+        document = yaml.load(path.read_text(), Loader=_StackFileLoader) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(Problem(str(path), "unparseable YAML", f"valid YAML ({exc})")) from None
     config = document.get("config", {}) if isinstance(document, dict) else None
@@ -207,6 +218,8 @@ _MESSAGE_REWRITES: tuple[tuple[str, str], ...] = (
     (r"a valid tuple", "a list"),
     (r"a valid dictionary or instance of \w+", "a mapping"),
     (r"a valid dictionary", "a mapping"),
+    (r"^a valid string$", "text (quote it in YAML when it looks like a number or a date)"),
+    (r"^text of at least 1 characters?$", "non-empty text"),
 )
 
 
@@ -229,7 +242,10 @@ def _problems(
             value = REDACTED
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, FieldError):
-            problems.append(Problem(key + cause.suffix, cause.value, cause.expected))
+            problems.extend(
+                Problem(key + each.suffix, each.value, each.expected)
+                for each in (cause, *cause.also)
+            )
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             known = _known_keys(parent) if parent else []

@@ -34,7 +34,8 @@ NON_PUBLIC_IPV6 = ("fc00::/7", "fe80::/10", "::1/128")
 
 # Names that resolve to cloud metadata services or cluster-internal addresses: a sandbox that
 # reaches them can read credentials or the cluster's services. RFC 6762 (.local), RFC 6761
-# (.localhost), GCE (metadata.google.internal, .internal), EC2 (*.ec2.internal), Kubernetes.
+# (.localhost), GCE (metadata.google.internal, .internal), EC2 (*.ec2.internal), Kubernetes
+# (.svc, and kubernetes.default through the pod search path).
 _INTERNAL_SUFFIXES = (
     ".internal",
     ".local",
@@ -43,6 +44,7 @@ _INTERNAL_SUFFIXES = (
     ".svc",
     ".goog",
     ".home.arpa",
+    ".default",
 )
 
 _HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
@@ -170,6 +172,11 @@ def parse_rule(entry: str) -> EgressRule:
         )
     if kind == "wildcard" and len(labels) < 2:
         raise ValueError(f"*.{host} covers a whole top-level domain; name the registrable domain")
+    if labels[-1].isdigit():
+        raise ValueError(
+            f"{host} is a numeric name, which resolvers may read as an IP address; "
+            "write a DNS name, or a public IP address in dotted form"
+        )
     if kind == "name" and len(labels) < 2:
         raise ValueError(f"{host} is not a fully qualified name; write e.g. pypi.org")
     return EgressRule(host=host, port=port, kind=kind)

@@ -55,10 +55,19 @@ class FieldError(ValueError):
         suffix: appended to the validator's location, e.g. ``".ready"`` or ``"[1]"``.
         value: the offending value.
         expected: what would be accepted.
+        also: further errors raised together with this one (see ``first_of``).
     """
 
-    def __init__(self, suffix: str, value: object, expected: str) -> None:
+    def __init__(
+        self, suffix: str, value: object, expected: str, also: tuple[FieldError, ...] = ()
+    ) -> None:
         super().__init__(expected)
         self.suffix = suffix
         self.value = value
         self.expected = expected
+        self.also = also
+
+    @classmethod
+    def first_of(cls, errors: list[FieldError]) -> FieldError:
+        """One error to raise that carries the others, so every bad entry gets reported."""
+        return cls(errors[0].suffix, errors[0].value, errors[0].expected, tuple(errors[1:]))

@@ -72,15 +72,19 @@ class Egress(_Section):
         if not isinstance(value, list | tuple):
             raise FieldError("", value, "a list of 'host[:port]' strings")
         rules: list[EgressRule] = []
+        errors: list[FieldError] = []
         for index, entry in enumerate(value):
             if not isinstance(entry, str):
-                raise FieldError(f"[{index}]", entry, "a 'host[:port]' string")
+                errors.append(FieldError(f"[{index}]", entry, "a 'host[:port]' string"))
+                continue
             try:
                 rules.append(parse_rule(entry))
             except ValueError as exc:
-                raise FieldError(
-                    f"[{index}]", entry, f"a specific public host[:port] entry: {exc}"
-                ) from None
+                errors.append(
+                    FieldError(f"[{index}]", entry, f"a specific public host[:port] entry: {exc}")
+                )
+        if errors:
+            raise FieldError.first_of(errors)
         return tuple(sorted(set(rules)))
 
     @model_validator(mode="after")

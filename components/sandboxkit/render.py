@@ -170,10 +170,7 @@ class _WarningHandler(logging.Handler):
 
 def _config_for_runtime(source: ConfigSource) -> tuple[dict[str, str], list[str]]:
     values = {
-        # YAML dates become their ISO text, as the engine passes config: as text.
-        f"{NAMESPACE}:{key}": json.dumps(value, default=str)
-        if isinstance(value, dict | list)
-        else str(value)
+        f"{NAMESPACE}:{key}": json.dumps(value) if isinstance(value, dict | list) else str(value)
         for key, value in source.values.items()
     }
     secret_keys = sorted({f"{NAMESPACE}:{p.split('.')[0]}" for p in source.secret_paths})

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from pydantic import Field
 
 from sandboxkit import config as config_module
-from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
@@ -377,6 +378,12 @@ def test_expected_text_is_the_kits_phrasing(profile: dict[str, Any], expected: s
         ({"context": ""}, "sandboxkit:kubernetes.context", ""),
         ({"namespace": "kube-system"}, "sandboxkit:kubernetes.namespace", "kube-system"),
         ({"namespace": "default"}, "sandboxkit:kubernetes.namespace", "default"),
+        ({"context": "  "}, "sandboxkit:kubernetes.context", "  "),
+        (
+            {"entryNamespace": "agent-sandboxes"},
+            "sandboxkit:kubernetes.entryNamespace",
+            "agent-sandboxes",
+        ),
         (
             {"runtimeClass": {"name": "gvisor", "handler": "runc"}},
             "sandboxkit:kubernetes.runtimeClass.handler",
@@ -397,3 +404,30 @@ def test_kubernetes_vcpu_below_one_millicore_is_refused_with_the_source() -> Non
     [problem] = caught.value.problems
     assert problem.key == "sandboxkit:profile.limits.vcpu"
     assert problem.expected.startswith("at least 0.001 for target kubernetes (source: Kubernetes")
+
+
+def test_every_bad_allowlist_entry_is_named() -> None:
+    found = problems_of(
+        source(profile={"egress": {"mode": "allowlist", "allow": ["10.0.0.1", "pypi.org", "*"]}})
+    )
+    assert found == [
+        ("sandboxkit:profile.egress.allow[0]", "10.0.0.1"),
+        ("sandboxkit:profile.egress.allow[2]", "*"),
+    ]
+
+
+def test_a_yaml_number_where_text_is_expected_says_to_quote_it() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(kubernetes={**BASE["kubernetes"], "image": 1.4}), "test")
+    [problem] = caught.value.problems
+    assert problem.expected == "text (quote it in YAML when it looks like a number or a date)"
+
+
+def test_unquoted_dates_in_a_stack_file_stay_text(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text(
+        "config:\n  sandboxkit:cloudflare:\n    compatibilityDate: 2026-07-01\n"
+        "    other: 2026-13-45\n"
+    )
+    values = read_stack_file(stack).values["cloudflare"]
+    assert values == {"compatibilityDate": "2026-07-01", "other": "2026-13-45"}

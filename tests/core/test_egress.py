@@ -57,6 +57,9 @@ def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
         ("metadata.goog", "internal or metadata name"),
         ("kubernetes.default.svc", "internal or metadata name"),
         ("*.cluster.local", "internal or metadata name"),
+        ("kubernetes.default", "internal or metadata name"),
+        ("127.1", "numeric name"),
+        ("10.0.0.1.2", "numeric name"),
     ],
 )
 def test_refuses(entry: str, reason: str) -> None:

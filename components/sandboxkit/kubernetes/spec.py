@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -88,6 +88,18 @@ class SandboxObjectSettings(TargetSettings):
             )
         return value
 
+    @model_validator(mode="after")
+    def _entry_path_is_another_namespace(self) -> SandboxObjectSettings:
+        if self.entry_namespace == self.namespace:
+            # Ingress is admitted from the whole entry namespace: the sandboxes' own would let
+            # every sandbox reach every other one.
+            raise FieldError(
+                ".entryNamespace",
+                self.entry_namespace,
+                f"the sandbox router's namespace, not the sandboxes' own ({self.namespace})",
+            )
+        return self
+
     create_namespace: bool = Field(True, alias="createNamespace")
     entry_namespace: _NAME = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
     entry_port: Annotated[int, Field(ge=1, le=65535)] = Field(DEFAULT_ENTRY_PORT, alias="entryPort")
@@ -104,7 +116,7 @@ class KubernetesSettings(SandboxObjectSettings):
             ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (allowlist refused).
     """
 
-    context: Annotated[str, Field(min_length=1)]
+    context: Annotated[str, Field(pattern=r"\S")]
     runtime_class: RuntimeClassSettings = Field(RuntimeClassSettings(), alias="runtimeClass")
     fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
 
