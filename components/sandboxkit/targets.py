@@ -69,11 +69,17 @@ class Cap:
 
     def describe(self) -> str:
         """The bound as words, e.g. ``from 300 to 3600``."""
+        low, high = _number(self.minimum), _number(self.maximum)
         if self.minimum is not None and self.maximum is not None:
-            return f"from {self.minimum:g} to {self.maximum:g}"
+            return f"from {low} to {high}"
         if self.maximum is not None:
-            return f"at most {self.maximum:g}"
-        return f"at least {self.minimum:g}"
+            return f"at most {high}"
+        return f"at least {low}"
+
+
+def _number(value: float | None) -> str:
+    # 28800.0 prints as 28800 and a million as 1000000, never 1e+06.
+    return str(int(value)) if value is not None and float(value).is_integer() else str(value)
 
 
 class TargetSettings(BaseModel):

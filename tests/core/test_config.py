@@ -431,3 +431,15 @@ def test_unquoted_dates_in_a_stack_file_stay_text(tmp_path: Path) -> None:
     )
     values = read_stack_file(stack).values["cloudflare"]
     assert values == {"compatibilityDate": "2026-07-01", "other": "2026-13-45"}
+
+
+@pytest.mark.parametrize(
+    ("cap", "words"),
+    [
+        (Cap("limits.vcpu", 0.001, None, "s"), "at least 0.001"),
+        (Cap("limits.memoryMiB", None, 1_000_000.0, "s"), "at most 1000000"),
+        (Cap("limits.idleTimeoutSeconds", 300, 3600.0, "s"), "from 300 to 3600"),
+    ],
+)
+def test_caps_describe_their_bounds_in_plain_numbers(cap: Cap, words: str) -> None:
+    assert cap.describe() == words
