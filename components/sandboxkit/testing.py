@@ -10,10 +10,14 @@ Example::
 from __future__ import annotations
 
 import copy
+import http.server
+import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.project import stack_file
@@ -47,13 +51,15 @@ def build_target(
     profile: Mapping[str, Any] | None = None,
     *,
     environment: str = "prod",
+    secrets: Iterable[str] = (),
 ) -> list[RenderedResource]:
     """Validate a one-target config as stack ``test`` and build the target under ``engine``.
 
     ``settings`` are the ``sandboxkit:<target>`` values and ``profile`` the
     ``sandboxkit:profile`` values (default profile when ``None``), both in their camelCase
-    config form. The component is named ``target``, as ``program.main`` names it. Returns
-    every resource registered so far.
+    config form. ``secrets`` names the settings (``webhookSecret``) given as if declared
+    ``secure:`` in a stack file. The component is named ``target``, as ``program.main`` names
+    it. Returns every resource registered so far.
 
     Raises:
         ConfigError: the config does not validate (as ``load_stack``).
@@ -65,7 +71,8 @@ def build_target(
     }
     if profile is not None:
         values["profile"] = dict(profile)
-    spec = load_stack(ConfigSource(values=values), "test")
+    secret_paths = frozenset(f"{target}.{key}" for key in secrets)
+    spec = load_stack(ConfigSource(values=values, secret_paths=secret_paths), "test")
     context = KitContext(stack=spec.stack, environment=spec.environment, target=target)
     engine.run(lambda: get_target(target).build(spec.profile, spec.settings[target], context))
     return engine.resources
@@ -113,3 +120,98 @@ def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
 def render_values(project_dir: Path, stack: str, values: dict[str, Any]) -> RenderedStack:
     """Render config values offline as stack ``stack`` (e.g. a weakened copy of its file)."""
     return render_source(project_dir, stack, ConfigSource(values=values))
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request a ``LoopbackHTTP`` received: method, raw path (query included), headers, body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class LoopbackHTTP:
+    """A loopback HTTP stand-in for a service the code under test calls (a control plane).
+
+    Routes map ``(method, path)`` (the raw request path, query included) to a queue of
+    ``(status, headers, body)`` responses: each request takes the next one, and the last repeats.
+    A request with no route gets 404 with an empty body. Every request is recorded, in arrival
+    order, in ``requests``. Binds ``127.0.0.1`` on a free port (``url`` is
+    ``http://127.0.0.1:<port>``) and serves GET, POST, PUT and DELETE from a daemon thread until
+    ``close()`` (or the end of a ``with`` block) shuts it down and frees the port.
+
+    Example::
+
+        with LoopbackHTTP() as plane:
+            plane.answer("GET", "/v1/jobs/1", 200, {"commands": []})
+            ...  # the code under test calls plane.url
+        assert plane.calls() == [("GET", "/v1/jobs/1")]
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.routes: dict[tuple[str, str], list[tuple[int, dict[str, str], bytes]]] = {}
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def answer(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        body: Any = b"",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Queue a response for ``method path``: ``body`` bytes as they are, else JSON-encoded."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.routes.setdefault((method, path), []).append((status, dict(headers or {}), raw))
+
+    def calls(self) -> list[tuple[str, str]]:
+        """``(method, path)`` of every request so far, in arrival order."""
+        return [(r.method, r.path) for r in self.requests]
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _respond(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
+        self.requests.append(request)
+        queue = self.routes.get((request.method, request.path)) or [(404, {}, b"")]
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        respond = self._respond
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = RecordedRequest(self.command, self.path, dict(self.headers.items()), body)
+                status, headers, raw = respond(request)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _handle  # noqa: N815 - http.server names
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler

@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from sandboxkit.aws.microvm import LAUNCHER_DIR, MicrovmSandbox, microvm_args
-from sandboxkit.aws.spec import MicrovmSettings
+from sandboxkit.aws.microvm import LAUNCHER_DIR
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
 from sandboxkit.targets import KitContext
-from sandboxkit.testing import named, of_type, one
+from sandboxkit.testing import build_target, named, of_type, one
 
 T = "aws-microvm"
 SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerKey"})
@@ -47,12 +46,14 @@ def source(profile: dict[str, Any] | None = None, **settings: Any) -> ConfigSour
 def build(
     engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any
 ) -> list[RenderedResource]:
-    spec = load_stack(source(profile, **settings), "test")
-    settings_model = spec.settings[T]
-    assert isinstance(settings_model, MicrovmSettings)
-    args = microvm_args(spec.profile, settings_model, KitContext("test", "dev", T))
-    engine.run(lambda: MicrovmSandbox(T, args))
-    return engine.resources
+    return build_target(
+        engine,
+        T,
+        {**SETTINGS, **settings},
+        profile or {},
+        environment="dev",
+        secrets=[path.removeprefix(f"{T}.") for path in SECRETS],
+    )
 
 
 def policy_of(resources: list[RenderedResource], name: str) -> dict[str, Any]:

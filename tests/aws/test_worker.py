@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import http.client
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sandboxkit.aws.worker import main as worker
+from sandboxkit.testing import LoopbackHTTP
 
 WORKER_KEY = "wk_job_scoped_DO_NOT_PRINT_7c1f"
 SESSION_ID = "sess_01HZX3Y7"
@@ -26,41 +24,12 @@ JOB_PATH = f"/v1/jobs/{JOB_ID}"
 RESULTS_PATH = f"/v1/jobs/{JOB_ID}/results"
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class ControlPlane:
-    """Loopback HTTP server; each route answers its queued responses in turn, repeating the last."""
-
-    url: str
-    requests: list[Recorded] = field(default_factory=list)
-    routes: dict[tuple[str, str], list[tuple[int, dict[str, str], bytes]]] = field(
-        default_factory=dict
-    )
-
-    def answer(
-        self,
-        method: str,
-        path: str,
-        status: int,
-        body: Any = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        raw = body if isinstance(body, bytes) else json.dumps(body or {}).encode()
-        self.routes.setdefault((method, path), []).append((status, headers or {}, raw))
+class ControlPlane(LoopbackHTTP):
+    """The loopback stand-in with the worker's job routes."""
 
     def job(self, *commands: list[str]) -> None:
         self.answer("GET", JOB_PATH, 200, {"jobId": JOB_ID, "commands": list(commands)})
         self.answer("POST", RESULTS_PATH, 204, b"")
-
-    def calls(self) -> list[tuple[str, str]]:
-        return [(r.method, r.path) for r in self.requests]
 
     def posted_results(self) -> dict[str, Any]:
         posts = [r for r in self.requests if r.method == "POST"]
@@ -69,41 +38,10 @@ class ControlPlane:
         return report
 
 
-def _serve(plane: ControlPlane) -> http.server.ThreadingHTTPServer:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _handle(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length)
-            plane.requests.append(
-                Recorded(self.command, self.path, {k: v for k, v in self.headers.items()}, body)
-            )
-            queue = plane.routes.get((self.command, self.path)) or [(404, {}, b"")]
-            status, headers, raw = queue.pop(0) if len(queue) > 1 else queue[0]
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        do_GET = do_POST = _handle  # noqa: N815 - http.server method names
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    return server
-
-
 @pytest.fixture
 def plane() -> Iterator[ControlPlane]:
-    stand_in = ControlPlane(url="")
-    server = _serve(stand_in)
-    stand_in.url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield stand_in
-    server.shutdown()
-    server.server_close()
+    with ControlPlane() as stand_in:
+        yield stand_in
 
 
 def _config(plane: ControlPlane, **overrides: Any) -> worker.WorkerConfig:
@@ -359,16 +297,10 @@ def test_unreachable_control_plane_exits_nonzero(plane: ControlPlane) -> None:
 
 
 def test_redirects_are_not_followed_so_the_key_stays_home(plane: ControlPlane) -> None:
-    thief = ControlPlane(url="")
-    thief_server = _serve(thief)
-    try:
-        location = f"http://127.0.0.1:{thief_server.server_address[1]}/steal"
-        plane.answer("GET", JOB_PATH, 302, b"", headers={"Location": location})
+    with LoopbackHTTP() as thief:
+        plane.answer("GET", JOB_PATH, 302, b"", headers={"Location": f"{thief.url}/steal"})
 
         code, _ = _run(plane)
-    finally:
-        thief_server.shutdown()
-        thief_server.server_close()
 
     assert code == worker.EXIT_CONTROL_PLANE
     assert plane.calls() == [("GET", JOB_PATH)]

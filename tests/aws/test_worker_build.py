@@ -5,21 +5,19 @@ from __future__ import annotations
 import ast
 import hashlib
 import http.client
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sandboxkit.aws.worker import build
 from sandboxkit.aws.worker import main as worker
+from sandboxkit.testing import LoopbackHTTP
 
 EXPECTED_NAMES = [
     "Dockerfile",
@@ -100,37 +98,18 @@ def test_cli_prints_path_and_sha256(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.fixture
-def results_sink() -> Iterator[tuple[str, list[tuple[str, str, str, bytes]]]]:
+def plane() -> Iterator[LoopbackHTTP]:
     """Loopback control plane: serves a one-command job and records every request."""
-    seen: list[tuple[str, str, str, bytes]] = []
-    job = json.dumps({"jobId": "job_1", "commands": [["echo", "from-the-artifact"]]}).encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _handle(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append((self.command, self.path, self.headers["Authorization"], body))
-            answer = job if self.command == "GET" else b""
-            self.send_response(200 if self.command == "GET" else 204)
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        do_GET = do_POST = _handle  # noqa: N815 - http.server method names
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
-    server.server_close()
+    job = {"jobId": "job_1", "commands": [["echo", "from-the-artifact"]]}
+    with LoopbackHTTP() as stand_in:
+        stand_in.answer("GET", "/v1/jobs/job_1", 200, job)
+        stand_in.answer("POST", "/v1/jobs/job_1/results", 204)
+        yield stand_in
 
 
 def test_unpacked_artifact_serves_the_run_hook_and_completes_a_job(
-    tmp_path: Path, results_sink: tuple[str, list[tuple[str, str, str, bytes]]]
+    tmp_path: Path, plane: LoopbackHTTP
 ) -> None:
-    url, seen = results_sink
     unpacked = tmp_path / "guest"
     with zipfile.ZipFile(build.build_artifact(tmp_path / "dist")) as archive:
         archive.extractall(unpacked)
@@ -160,7 +139,7 @@ def test_unpacked_artifact_serves_the_run_hook_and_completes_a_job(
             "v": 1,
             "sessionId": "sess_1",
             "jobId": "job_1",
-            "controlPlaneUrl": url,
+            "controlPlaneUrl": plane.url,
             "workerKey": "wk_artifact_secret",
             "execTimeoutSeconds": 5,
         }
@@ -175,11 +154,11 @@ def test_unpacked_artifact_serves_the_run_hook_and_completes_a_job(
 
     assert (ready, run) == (200, 200)
     assert process.returncode == worker.EXIT_OK, stderr
-    assert [(method, path, auth) for method, path, auth, _ in seen] == [
+    assert [(r.method, r.path, r.headers["Authorization"]) for r in plane.requests] == [
         ("GET", "/v1/jobs/job_1", "Bearer wk_artifact_secret"),
         ("POST", "/v1/jobs/job_1/results", "Bearer wk_artifact_secret"),
     ]
-    result = json.loads(seen[1][3])["results"][0]
+    result = json.loads(plane.requests[1].body)["results"][0]
     assert (result["stdout"], result["exitCode"]) == ("from-the-artifact\n", 0)
     assert "wk_artifact_secret" not in stdout + stderr
 
