@@ -387,6 +387,12 @@ ROWS = [
         inputs=_set(TEMPLATE, (*CONTAINER, "env"), [{"name": "API_TOKEN", "value": "t0ken"}]),
     ),
     Row(
+        "image-by-tag",
+        "prod",
+        _caught(("SBX-SEC-003", TEMPLATE)),
+        inputs=_set(TEMPLATE, (*CONTAINER, "image"), "ghcr.io/example/agent-python-sandbox:3.12"),
+    ),
+    Row(
         "credential-in-input",
         "prod",
         _caught(("SBX-SEC-002", TEMPLATE)),
@@ -760,9 +766,11 @@ def _baseline(
 
 
 def _level(stack: str, policy: str) -> str:
-    # The shipped per-environment default: NET, SEC and the host-kernel runtime check (K8S-004)
-    # mandatory in prod, all else advisory.
-    strict = stack == "prod" and (policy.split("-")[1] in ("NET", "SEC") or policy == "SBX-K8S-004")
+    # The shipped per-environment default: NET, SEC-001, SEC-002 and the host-kernel runtime
+    # check (K8S-004) mandatory in prod, all else advisory.
+    strict = stack == "prod" and (
+        policy.split("-")[1] == "NET" or policy in ("SBX-SEC-001", "SBX-SEC-002", "SBX-K8S-004")
+    )
     return "mandatory" if strict else "advisory"
 
 
@@ -789,5 +797,6 @@ def test_every_policy_has_a_row() -> None:
         "SBX-LOG-002",
         "SBX-SEC-001",
         "SBX-SEC-002",
+        "SBX-SEC-003",
         *(f"SBX-K8S-00{n}" for n in range(1, 9)),
     }

@@ -1,4 +1,4 @@
-"""SEC: secrets never travel as plain text.
+"""SEC: secrets never travel as plain text, and sandbox images are the ones reviewed.
 
 pulumi-policy 1.21 hands ``Analyze`` the values of Pulumi secrets unwrapped, so a policy cannot
 tell a secret input from a plain one. These rules therefore judge where a value lands: an
@@ -184,4 +184,49 @@ def _credentials(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
         )
 
 
-RULES = [PLAINTEXT_ENV, NO_CREDENTIALS]
+DIGEST_PINNED = ResourceRule(
+    Rule(
+        id="SBX-SEC-003",
+        title="Sandbox images pinned by digest",
+        severity=Severity.MEDIUM,
+        description="Checks that every image a sandbox runs (SandboxTemplate containers, Cloud "
+        "Run containers and sandbox templates, session-pool custom containers) is pinned by "
+        "digest (image@sha256:<64 hex>), so a moved tag cannot change what runs.",
+        remediation="Reference each sandbox image by its digest (image@sha256:<64 hex digits>), "
+        "as the registry reports it after the push.",
+    )
+)
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+
+
+def _unpinned(kind: str, name: str, images: Sequence[Any]) -> Iterator[str]:
+    # Unknown values (an image from another resource's output) are not strings: not judged.
+    for image in images:
+        if isinstance(image, str) and not DIGEST.search(image):
+            yield (
+                f"{kind} {name} runs image {image} by tag, which can be moved to other "
+                "content; pin it by digest (image@sha256:<64 hex digits>)."
+            )
+
+
+@DIGEST_PINNED.on(*SANDBOX_POD_KINDS)
+def _pod_images(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
+    yield from _unpinned("SandboxTemplate", ctx.name, images)
+
+
+@DIGEST_PINNED.on("gcp:cloudrunv2/service:Service")
+def _cloud_run_images(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    containers = items(dig(props, "template.containers"))
+    templates = items(dig(props, "template.sandboxes.templates"))
+    images = [dig(entry, "image") for entry in containers + templates]
+    yield from _unpinned("Cloud Run service", ctx.name, images)
+
+
+@DIGEST_PINNED.on("azure-native:app:ContainerAppsSessionPool")
+def _pool_images(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    containers = items(dig(props, "customContainerTemplate.containers"))
+    yield from _unpinned("Session pool", ctx.name, [dig(c, "image") for c in containers])
+
+
+RULES = [PLAINTEXT_ENV, NO_CREDENTIALS, DIGEST_PINNED]

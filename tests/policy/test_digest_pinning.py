@@ -1,0 +1,126 @@
+"""SBX-SEC-003 over rendered component output: sandbox images are pinned by digest.
+
+Each case renders the shipped prod stack with one sandbox image written as a tag (through the
+stack config, as a user would) and compares the gate's findings with the unchanged render's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandboxkit import gate, testing
+
+PROJECT = Path(__file__).resolve().parents[2]
+TAGGED = "ghcr.io/example/agent-python-sandbox:3.12"
+PINNED = "ghcr.io/example/agent-python-sandbox@sha256:" + "5d3f0c6f" * 8
+POLICY = "SBX-SEC-003"
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> gate.InProcessAnalyzer:
+    """The pack's analyzer servicer in this process (every check reconfigures it)."""
+    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+
+
+def _findings(result: gate.CheckResult) -> set[tuple[str, str]]:
+    return {(v.policy, v.urn.rsplit("::", 1)[-1]) for v in result.violations}
+
+
+def _check(analyzer: gate.InProcessAnalyzer, values: dict[str, Any]) -> gate.CheckResult:
+    return gate.check_rendered(analyzer, testing.render_values(PROJECT, "prod", values), PROJECT)
+
+
+@pytest.fixture(scope="module")
+def prod(analyzer: gate.InProcessAnalyzer) -> gate.CheckResult:
+    return _check(analyzer, testing.stack_values(PROJECT, "prod"))
+
+
+def _image(target: str, image: str) -> Callable[[dict[str, Any]], None]:
+    def mutate(values: dict[str, Any]) -> None:
+        values[target]["image"] = image
+
+    return mutate
+
+
+def _run_template(image: str) -> Callable[[dict[str, Any]], None]:
+    def mutate(values: dict[str, Any]) -> None:
+        values["gcp-cloudrun"]["templates"] = [{"name": "python", "image": image}]
+
+    return mutate
+
+
+def test_shipped_prod_images_are_all_pinned(prod: gate.CheckResult) -> None:
+    assert POLICY in prod.rules
+    assert not [v for v in prod.violations if v.policy == POLICY]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "resource", "kind"),
+    [
+        (_image("kubernetes", TAGGED), "kubernetes-template", "SandboxTemplate"),
+        (_image("gcp-gke", TAGGED), "gcp-gke-agent-sandbox-template", "SandboxTemplate"),
+        (_image("gcp-cloudrun", TAGGED), "gcp-cloudrun-service", "Cloud Run service"),
+        (_run_template(TAGGED), "gcp-cloudrun-service", "Cloud Run service"),
+        (_image("azure-sessions", TAGGED), "azure-sessions-pool", "Session pool"),
+    ],
+    ids=["kubernetes", "gcp-gke", "cloudrun-container", "cloudrun-template", "azure-sessions"],
+)
+def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
+    analyzer: gate.InProcessAnalyzer,
+    prod: gate.CheckResult,
+    mutate: Callable[[dict[str, Any]], None],
+    resource: str,
+    kind: str,
+) -> None:
+    values = testing.stack_values(PROJECT, "prod")
+    mutate(values)
+    result = _check(analyzer, values)
+    before = {(v.policy, v.urn) for v in prod.violations}
+    new = [v for v in result.violations if (v.policy, v.urn) not in before]
+    assert {(v.policy, v.urn.rsplit("::", 1)[-1]) for v in new} == {(POLICY, resource)}
+    (violation,) = new
+    assert violation.message == (
+        f"{kind} {resource} runs image {TAGGED} by tag, which can be moved to other content; "
+        "pin it by digest (image@sha256:<64 hex digits>)."
+    )
+    assert violation.severity == "medium"
+    assert violation.enforcement == "advisory"
+    assert not result.failed
+
+
+def test_pinned_cloud_run_template_is_silent(analyzer: gate.InProcessAnalyzer) -> None:
+    values = testing.stack_values(PROJECT, "prod")
+    _run_template(PINNED)(values)
+    assert POLICY not in {policy for policy, _ in _findings(_check(analyzer, values))}
+
+
+def test_a_short_digest_is_not_a_pin(analyzer: gate.InProcessAnalyzer) -> None:
+    values = testing.stack_values(PROJECT, "prod")
+    _image("kubernetes", "ghcr.io/example/agent-python-sandbox@sha256:5d3f0c6f")(values)
+    assert (POLICY, "kubernetes-template") in _findings(_check(analyzer, values))
+
+
+@pytest.mark.parametrize("environment", ["dev", "staging", "prod"])
+def test_advisory_by_default_in_every_environment(environment: str) -> None:
+    config = json.loads((gate.pack_dir(PROJECT) / "config" / f"{environment}.json").read_text())
+    assert config["all"] == "advisory"
+    assert "sbx-sec-003" not in config
+
+
+def test_an_organisation_can_make_it_mandatory(
+    analyzer: gate.InProcessAnalyzer, tmp_path: Path
+) -> None:
+    config = tmp_path / "strict.json"
+    config.write_text(json.dumps({"all": "advisory", "sbx-sec-003": "mandatory"}))
+    values = testing.stack_values(PROJECT, "prod")
+    _image("kubernetes", TAGGED)(values)
+    rendered = testing.render_values(PROJECT, "prod", values)
+    result = gate.check_rendered(analyzer, rendered, PROJECT, pack_config=config)
+    (violation,) = [v for v in result.violations if v.policy == POLICY]
+    assert violation.enforcement == "mandatory"
+    assert result.failed
