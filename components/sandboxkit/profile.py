@@ -48,11 +48,6 @@ class _Section(BaseModel):
         """The attribute name for a config key (``memoryMiB`` gives ``memory_mib``)."""
         return next(name for name, info in cls.model_fields.items() if (info.alias or name) == key)
 
-    @classmethod
-    def config_keys(cls) -> tuple[str, ...]:
-        """The config keys this section accepts, as written in stack files."""
-        return tuple(info.alias or name for name, info in cls.model_fields.items())
-
 
 class Egress(_Section):
     """Where sandbox code may connect.

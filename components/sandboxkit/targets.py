@@ -69,7 +69,7 @@ class Cap:
 
     def describe(self) -> str:
         """The bound as words, e.g. ``from 300 to 3600``."""
-        low, high = _number(self.minimum), _number(self.maximum)
+        low, high = plain_number(self.minimum), plain_number(self.maximum)
         if self.minimum is not None and self.maximum is not None:
             return f"from {low} to {high}"
         if self.maximum is not None:
@@ -77,9 +77,13 @@ class Cap:
         return f"at least {low}"
 
 
-def _number(value: float | None) -> str:
-    # 28800.0 prints as 28800 and a million as 1000000, never 1e+06.
-    return str(int(value)) if value is not None and float(value).is_integer() else str(value)
+def plain_number(value: object) -> str:
+    """A number as a message prints it: ``28800.0`` as ``28800``, a million as ``1000000``
+    (never ``1e+06``), ``0.5`` as ``0.5``; anything else as ``str``. Shared with the policy pack,
+    whose thresholds arrive as protobuf doubles."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 class TargetSettings(BaseModel):

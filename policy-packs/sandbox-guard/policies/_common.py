@@ -22,6 +22,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from sandboxkit.targets import plain_number
+
 # The label/tag the kit puts on every child (``KitContext.labels``); the target's name.
 TARGET_LABEL = "sandboxkit-target"
 # Addresses no sandbox may reach: RFC 1918, RFC 6598, loopback, link-local (metadata), ULA.
@@ -196,16 +198,8 @@ def type_matches(resource_type: str, pattern: str) -> bool:
     return resource_type == pattern
 
 
-def number(value: Any) -> str:
-    """A number as a message prints it: integral values without a fraction, others as Python
-    prints them (``1000.0`` -> ``1000``, ``0.5`` -> ``0.5``; anything else as ``str``).
-
-    Pack config and resource inputs arrive as protobuf numbers, which are doubles, so a
-    threshold of 1000 reaches a policy as ``1000.0``; ``:g`` would print 1000000 as ``1e+06``.
-    """
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+# Thresholds and inputs arrive as protobuf doubles (1000 as 1000.0): print them as the kit does.
+number = plain_number
 
 
 def numbers(values: Iterable[Any]) -> str:
