@@ -13,7 +13,7 @@ from sandboxkit.aws.microvm import LAUNCHER_DIR
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
 from sandboxkit.targets import KitContext
-from sandboxkit.testing import build_target, named, of_type, one
+from support import build_target, named, of_type, one
 
 T = "aws-microvm"
 SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerKey"})

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sandboxkit.aws.worker import main as worker
-from sandboxkit.testing import LoopbackHTTP
+from support import LoopbackHTTP
 
 WORKER_KEY = "wk_job_scoped_DO_NOT_PRINT_7c1f"
 SESSION_ID = "sess_01HZX3Y7"

@@ -17,7 +17,7 @@ import pytest
 
 from sandboxkit.aws.worker import build
 from sandboxkit.aws.worker import main as worker
-from sandboxkit.testing import LoopbackHTTP
+from support import LoopbackHTTP
 
 EXPECTED_NAMES = [
     "Dockerfile",

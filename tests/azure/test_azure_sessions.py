@@ -15,7 +15,7 @@ from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.render import Recorder, is_secret_value, render_source
 from sandboxkit.targets import KitContext
-from sandboxkit.testing import named, one
+from support import named, one
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 EXECUTOR = "11111111-1111-1111-1111-111111111111"

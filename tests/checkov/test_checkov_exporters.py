@@ -13,7 +13,7 @@ from checkov_support import require_checkov
 from sandboxkit.checkov_bridge.exporters import export_resources
 from sandboxkit.checkov_bridge.runner import CheckovReport, scan
 from sandboxkit.render import RenderedResource, render_stack
-from sandboxkit.testing import named
+from support import named
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 

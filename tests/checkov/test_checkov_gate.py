@@ -27,7 +27,7 @@ from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
 from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.render import RenderedStack, render_stack
-from sandboxkit.testing import with_input
+from support import with_input
 
 TEMPLATE_TYPE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 LOG_GROUP_URN = (

@@ -29,7 +29,7 @@ from sandboxkit.profile import SandboxProfile
 from sandboxkit.render import Recorder, is_secret_value, render_stack
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import KitContext
-from sandboxkit.testing import named, one
+from support import named, one
 
 SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"

@@ -7,7 +7,7 @@ from typing import Any
 
 from sandboxkit.gcp.cloudrun import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
 from sandboxkit.render import Recorder, render_stack
-from sandboxkit.testing import build_target, named, of_type, one
+from support import build_target, named, of_type, one
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"

@@ -13,7 +13,7 @@ from sandboxkit import cli
 from sandboxkit.gcp.gke import GVISOR_NODE_LABEL, GVISOR_TOLERATION, NODE_ROLES
 from sandboxkit.gcp.gke_spec import gke_version
 from sandboxkit.render import Recorder, is_secret_value
-from sandboxkit.testing import build_target, named, of_type, one
+from support import build_target, named, of_type, one
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"

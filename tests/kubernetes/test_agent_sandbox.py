@@ -12,7 +12,7 @@ import yaml
 from sandboxkit.egress import parse_rule
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, AgentSandboxArgs, cpu_quantity
 from sandboxkit.render import Recorder
-from sandboxkit.testing import named, of_type
+from support import named, of_type
 
 TEMPLATE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 WARM_POOL = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool"

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from sandboxkit import gate, testing
+import support as testing
+from sandboxkit import gate
 
 PROJECT = Path(__file__).resolve().parents[2]
 TAGGED = "ghcr.io/example/agent-python-sandbox:3.12"

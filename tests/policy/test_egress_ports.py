@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from sandboxkit import gate, testing
+import support as testing
+from sandboxkit import gate
 from sandboxkit.render import RenderedStack
-from sandboxkit.testing import named, with_input
+from support import named, with_input
 
 PROJECT = Path(__file__).resolve().parents[2]
 OTHER_PORTS = ["example.com:22", "8.8.8.8:25"]

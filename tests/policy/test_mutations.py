@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from sandboxkit import gate, testing
+import support as testing
+from sandboxkit import gate
 from sandboxkit.render import RenderedStack
-from sandboxkit.testing import REMOVE, named, with_input, without
+from support import REMOVE, named, with_input, without
 
 PROJECT = Path(__file__).resolve().parents[2]
 

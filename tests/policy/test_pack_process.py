@@ -11,7 +11,8 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 
-from sandboxkit import gate, testing
+import support as testing
+from sandboxkit import gate
 from sandboxkit.render import RenderedStack
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from sandboxkit import gate, testing
+import support as testing
+from sandboxkit import gate
 
 PROJECT = Path(__file__).resolve().parents[2]
 COMMON = importlib.import_module(f"{gate.load_policies(gate.pack_dir(PROJECT)).__name__}._common")

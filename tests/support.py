@@ -1,4 +1,4 @@
-"""Helpers for testing components under the recording engine (used by the kit's own tests).
+"""Test helpers: run components under the recording engine, edit renders, a loopback HTTP peer.
 
 Example::
 
