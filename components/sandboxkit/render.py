@@ -229,7 +229,7 @@ class RenderedStack:
     Attributes:
         stack: stack name.
         spec: the validated stack.
-        resources: registered resources in order.
+        resources: registered resources, sorted by URN.
         outputs: stack outputs in wire form (secrets wrapped).
         warnings: warnings the program logged (e.g. a guest-visible execution role).
     """
@@ -283,7 +283,9 @@ def render_source(project_dir: Path, stack: str, source: ConfigSource) -> Render
     return RenderedStack(
         stack=stack,
         spec=spec,
-        resources=tuple(recorder.resources),
+        # Registrations arrive from the SDK's threads in no fixed order: sort them, so the same
+        # program gives the same render.
+        resources=tuple(sorted(recorder.resources, key=lambda r: r.urn)),
         outputs=dict(recorder.outputs),
         warnings=tuple(recorder.warnings),
     )
