@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from sandboxkit.contract import EVERYTHING_ENTRIES, INTERNAL_SUFFIXES
+
 # HTTPS is the only protocol most package indexes and APIs need; anything else is spelled out.
 DEFAULT_PORT = 443
 
@@ -19,34 +21,6 @@ DEFAULT_PORT = 443
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 # RFC 1035: a name is at most 253 characters in text form.
 _MAX_NAME = 253
-_EVERYTHING = frozenset({"*", "0.0.0.0/0", "::/0", "0.0.0.0", "::"})
-# Addresses a sandbox must never reach even with egress open: RFC 1918, carrier-grade NAT
-# (RFC 6598, used for some pod and service ranges), link-local (the metadata server), loopback.
-NON_PUBLIC_IPV4 = (
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-    "127.0.0.0/8",
-)
-NON_PUBLIC_IPV6 = ("fc00::/7", "fe80::/10", "::1/128")
-
-# Names that resolve to cloud metadata services or cluster-internal addresses: a sandbox that
-# reaches them can read credentials or the cluster's services. RFC 6762 (.local), RFC 6761
-# (.localhost), GCE (metadata.google.internal, .internal), EC2 (*.ec2.internal), Kubernetes
-# (.svc, and kubernetes.default through the pod search path).
-_INTERNAL_SUFFIXES = (
-    ".internal",
-    ".local",
-    ".localhost",
-    ".localdomain",
-    ".svc",
-    ".goog",
-    ".home.arpa",
-    ".default",
-)
-
 _HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
 
 RuleKind = Literal["name", "wildcard", "ip"]
@@ -139,7 +113,7 @@ def parse_rule(entry: str) -> EgressRule:
             says what is expected.
     """
     text = entry.strip().lower()
-    if text in _EVERYTHING or text.startswith("*:"):
+    if text in EVERYTHING_ENTRIES or text.startswith("*:"):
         raise ValueError("this entry allows every destination; list the hosts sandboxes need")
     if "://" in text or "@" in text:
         raise ValueError(_HOST_PORT_ONLY)
@@ -165,7 +139,7 @@ def parse_rule(entry: str) -> EgressRule:
             "a DNS name of letters, digits and hyphens (a wildcard only as a leading '*.'), "
             "or a public IP address"
         )
-    if any(f".{host}".endswith(suffix) for suffix in _INTERNAL_SUFFIXES):
+    if any(f".{host}".endswith(suffix) for suffix in INTERNAL_SUFFIXES):
         raise ValueError(
             f"{host} is an internal or metadata name (.internal, .local, .svc, .goog ...); "
             "sandboxes may reach public hosts only"

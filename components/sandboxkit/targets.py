@@ -16,6 +16,13 @@ from typing import Any, ClassVar, Literal
 import pulumi
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from sandboxkit.contract import (
+    ENVIRONMENT_LABEL,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    STACK_LABEL,
+    TARGET_LABEL,
+)
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
@@ -149,10 +156,10 @@ class KitContext:
         labels, Azure tags and Kubernetes labels alike.
         """
         return {
-            "managed-by": "sandboxkit",
-            "sandboxkit-stack": self.stack,
-            "sandboxkit-environment": self.environment,
-            "sandboxkit-target": self.target,
+            MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+            STACK_LABEL: self.stack,
+            ENVIRONMENT_LABEL: self.environment,
+            TARGET_LABEL: self.target,
         }
 
 

@@ -25,6 +25,19 @@ from sandboxkit.aws.spec import (
     egress_plan,
     log_retention,
 )
+from sandboxkit.contract import (
+    LAUNCHER_CONNECTOR_ARN,
+    LAUNCHER_CONTROL_PLANE_URL,
+    LAUNCHER_EXEC_TIMEOUT_SECONDS,
+    LAUNCHER_EXECUTION_ROLE_ARN,
+    LAUNCHER_IDLE_TIMEOUT_SECONDS,
+    LAUNCHER_IMAGE_ARN,
+    LAUNCHER_MAX_DURATION_SECONDS,
+    LAUNCHER_REPLAY_WINDOW_SECONDS,
+    LAUNCHER_WEBHOOK_SECRET_ARN,
+    LAUNCHER_WORKER_KEY_SECRET_ARN,
+    STACK_LABEL,
+)
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import KitContext
@@ -327,7 +340,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
     def _log_group(self, part: str) -> aws.cloudwatch.LogGroup:
         group = aws.cloudwatch.LogGroup(
             f"{self._name}-{part}",
-            name=f"/sandboxkit/{self._tags['sandboxkit-stack']}/{self._name}/{part}",
+            name=f"/sandboxkit/{self._tags[STACK_LABEL]}/{self._name}/{part}",
             retention_in_days=self._args["log_retention_days"],
             tags=self._tags,
             opts=self._opts,
@@ -745,18 +758,18 @@ class MicrovmSandbox(pulumi.ComponentResource):
         ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
         role = self._role("launcher", LAMBDA_PRINCIPAL, policy)
         environment: dict[str, pulumi.Input[str]] = {
-            "IMAGE_ARN": image.arn,
-            "CONNECTOR_ARN": connector.arn,
-            "WEBHOOK_SECRET_ARN": webhook.arn,
-            "WORKER_KEY_SECRET_ARN": worker_key.arn,
-            "MAX_DURATION_SECONDS": str(args["max_duration_seconds"]),
-            "IDLE_TIMEOUT_SECONDS": str(args["idle_timeout_seconds"]),
-            "EXEC_TIMEOUT_SECONDS": str(args["exec_timeout_seconds"]),
-            "REPLAY_WINDOW_SECONDS": str(args["replay_window_seconds"]),
-            "CONTROL_PLANE_URL": args["control_plane_url"],
+            LAUNCHER_IMAGE_ARN: image.arn,
+            LAUNCHER_CONNECTOR_ARN: connector.arn,
+            LAUNCHER_WEBHOOK_SECRET_ARN: webhook.arn,
+            LAUNCHER_WORKER_KEY_SECRET_ARN: worker_key.arn,
+            LAUNCHER_MAX_DURATION_SECONDS: str(args["max_duration_seconds"]),
+            LAUNCHER_IDLE_TIMEOUT_SECONDS: str(args["idle_timeout_seconds"]),
+            LAUNCHER_EXEC_TIMEOUT_SECONDS: str(args["exec_timeout_seconds"]),
+            LAUNCHER_REPLAY_WINDOW_SECONDS: str(args["replay_window_seconds"]),
+            LAUNCHER_CONTROL_PLANE_URL: args["control_plane_url"],
         }
         if execution_role is not None:
-            environment["EXECUTION_ROLE_ARN"] = execution_role.arn
+            environment[LAUNCHER_EXECUTION_ROLE_ARN] = execution_role.arn
         function = aws.lambda_.Function(
             f"{name}-launcher",
             runtime=LAUNCHER_RUNTIME,

@@ -16,6 +16,12 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, field_validator
 
+from sandboxkit.contract import (
+    EGRESS_POLICY_BINDING,
+    EXEC_TIMEOUT_BINDING,
+    IDLE_TIMEOUT_BINDING,
+    MAX_LIFETIME_BINDING,
+)
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
@@ -28,15 +34,6 @@ from sandboxkit.targets import (
     TargetSpec,
 )
 
-# The binding names and class the Worker reads (its header comment is the contract).
-DURABLE_OBJECT_CLASS = "Sandbox"
-DURABLE_OBJECT_BINDING = "SANDBOX"
-AUTH_TOKEN_BINDING = "AUTH_TOKEN"
-SANDBOX_ID_KEY_BINDING = "SANDBOX_ID_KEY"
-EGRESS_POLICY_BINDING = "EGRESS_POLICY"
-IDLE_TIMEOUT_BINDING = "IDLE_TIMEOUT_SECONDS"
-MAX_LIFETIME_BINDING = "MAX_LIFETIME_SECONDS"
-EXEC_TIMEOUT_BINDING = "EXEC_TIMEOUT_SECONDS"
 MAIN_MODULE = "index.js"
 # The Worker module ships inside the package (package-data "*.js") and is uploaded as is.
 WORKER_MODULE = Path(__file__).resolve().parent / "worker" / "src" / MAIN_MODULE

@@ -15,18 +15,20 @@ import pulumi
 import pulumi_cloudflare as cloudflare
 
 from sandboxkit.cloudflare.spec import (
-    AUTH_TOKEN_BINDING,
-    DURABLE_OBJECT_BINDING,
-    DURABLE_OBJECT_CLASS,
     HEAD_SAMPLING_RATE,
     MAIN_MODULE,
     MIGRATION_TAG,
-    SANDBOX_ID_KEY_BINDING,
     WORKER_MODULE,
     CloudflareSettings,
     instance_type_for,
     script_name,
     worker_vars,
+)
+from sandboxkit.contract import (
+    AUTH_TOKEN_BINDING,
+    DURABLE_OBJECT_BINDING,
+    DURABLE_OBJECT_CLASS,
+    SANDBOX_ID_KEY_BINDING,
 )
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue

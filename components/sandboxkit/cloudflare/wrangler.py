@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from sandboxkit.cloudflare.spec import (
-    DURABLE_OBJECT_BINDING,
-    DURABLE_OBJECT_CLASS,
     HEAD_SAMPLING_RATE,
     MIGRATION_TAG,
     SPEC,
@@ -28,6 +26,10 @@ from sandboxkit.cloudflare.spec import (
     worker_vars,
 )
 from sandboxkit.config import load_stack, read_stack_file
+from sandboxkit.contract import (
+    DURABLE_OBJECT_BINDING,
+    DURABLE_OBJECT_CLASS,
+)
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.project import stack_file

@@ -12,7 +12,8 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_gcp as gcp
 
-from sandboxkit.egress import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, EgressRule
+from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.egress import EgressRule
 from sandboxkit.gcp.cloudrun_spec import CloudRunSettings, SandboxTemplate, service_sizing
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.profile import SandboxProfile

@@ -13,13 +13,13 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from sandboxkit.egress import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, EgressRule
+from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, SANDBOX_POD_LABEL
+from sandboxkit.egress import EgressRule
 from sandboxkit.kubernetes.spec import RuntimeClassSettings, SandboxObjectSettings
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import KitContext
 
 API_VERSION = "extensions.agents.x-k8s.io/v1beta1"
-SANDBOX_LABEL = "sandboxkit-sandbox"
 # Writable scratch space: the root filesystem is read-only.
 SCRATCH_SIZE = "1Gi"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -153,7 +153,7 @@ class AgentSandbox(pulumi.ComponentResource):
 
         self._args = args
         self._labels = dict(args["labels"])
-        self._pod_labels = {**self._labels, SANDBOX_LABEL: object_name}
+        self._pod_labels = {**self._labels, SANDBOX_POD_LABEL: object_name}
         child = pulumi.ResourceOptions(parent=self)
         if "kubeconfig_context" in args:
             provider = k8s.Provider(
@@ -348,7 +348,7 @@ class AgentSandbox(pulumi.ComponentResource):
                     {"to": [{"ipBlock": {"cidr": rule.cidr}}], "ports": [_port(rule.port)]}
                 )
         return {
-            "podSelector": {"matchLabels": {SANDBOX_LABEL: args["object_name"]}},
+            "podSelector": {"matchLabels": {SANDBOX_POD_LABEL: args["object_name"]}},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": ingress,
             "egress": egress,
@@ -368,7 +368,7 @@ class AgentSandbox(pulumi.ComponentResource):
         if not by_port:
             return
         meta = self._meta(f"{object_name}-fqdn", namespace)
-        selector = {"matchLabels": {SANDBOX_LABEL: object_name}}
+        selector = {"matchLabels": {SANDBOX_POD_LABEL: object_name}}
         if self._args["fqdn_policy"] == "gke":
             k8s.apiextensions.CustomResource(
                 f"{name}-fqdn-policy",

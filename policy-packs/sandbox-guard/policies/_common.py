@@ -22,10 +22,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from sandboxkit.contract import LAUNCHER_MARKERS, TARGET_LABEL
 from sandboxkit.targets import plain_number
 
-# The label/tag the kit puts on every child (``KitContext.labels``); the target's name.
-TARGET_LABEL = "sandboxkit-target"
 # Addresses no sandbox may reach: RFC 1918, RFC 6598, loopback, link-local (metadata), ULA.
 NON_PUBLIC_NETWORKS = tuple(
     ipaddress.ip_network(cidr)
@@ -42,7 +41,6 @@ NON_PUBLIC_NETWORKS = tuple(
         "::1/128",
     )
 )
-EVERYWHERE = ("0.0.0.0/0", "::/0")
 
 
 @dataclass(frozen=True)
@@ -304,11 +302,6 @@ def kit_cap(target: str | None, profile_field: str) -> Any:
     if target not in TARGET_MODULES:
         return None
     return next((c for c in get_target(target).caps if c.field == profile_field), None)
-
-
-# The launcher's environment contract (sandboxkit.aws.launcher.handler): a Lambda function with
-# these variables starts MicroVMs.
-LAUNCHER_MARKERS = ("IMAGE_ARN", "CONNECTOR_ARN")
 
 
 def launcher_env(props: Mapping[str, Any]) -> Mapping[str, Any] | None:

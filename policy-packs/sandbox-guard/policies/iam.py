@@ -8,6 +8,8 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.contract import LAUNCHER_EXECUTION_ROLE_ARN
+
 from ._common import (
     SANDBOX_POD_KINDS,
     Context,
@@ -230,7 +232,7 @@ def _pass_role(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
 @NO_GUEST_IDENTITY.on("aws:lambda/function:Function")
 def _execution_role(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     variables = launcher_env(props) or {}
-    if variables.get("EXECUTION_ROLE_ARN") and not _overridden(ctx):
+    if variables.get(LAUNCHER_EXECUTION_ROLE_ARN) and not _overridden(ctx):
         yield (
             f"Launcher function {ctx.name} starts MicroVMs with an execution role, whose "
             "credentials the guest reads through IMDSv2; remove the role, or name this resource "

@@ -8,10 +8,11 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
+from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
 
 from ._common import (
-    EVERYWHERE,
     WORKERS_SCRIPT,
     Context,
     ResourceRule,
@@ -24,13 +25,6 @@ from ._common import (
     plain_bindings,
     target_of,
 )
-
-# The label the kit's pods carry and its NetworkPolicy selects (kubernetes target).
-SANDBOX_POD_LABEL = "sandboxkit-sandbox"
-INTERNET_EGRESS = "INTERNET_EGRESS"
-# The Worker binding the kit's egress gateway reads (sandboxkit.cloudflare.spec):
-# {"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}.
-EGRESS_POLICY_BINDING = "EGRESS_POLICY"
 
 
 def worker_egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -8,6 +8,15 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.contract import (
+    EXEC_TIMEOUT_BINDING,
+    IDLE_TIMEOUT_BINDING,
+    LAUNCHER_EXEC_TIMEOUT_SECONDS,
+    LAUNCHER_IDLE_TIMEOUT_SECONDS,
+    LAUNCHER_MAX_DURATION_SECONDS,
+    MAX_LIFETIME_BINDING,
+)
+
 from ._common import (
     SANDBOX_POD_KINDS,
     WORKERS_SCRIPT,
@@ -208,22 +217,21 @@ def _launcher_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
         return
     label = f"Launcher function {ctx.name}"
     for variable, key in (
-        ("MAX_DURATION_SECONDS", "maxLifetimeSeconds"),
-        ("IDLE_TIMEOUT_SECONDS", "idleTimeoutSeconds"),
-        ("EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"),
+        (LAUNCHER_MAX_DURATION_SECONDS, "maxLifetimeSeconds"),
+        (LAUNCHER_IDLE_TIMEOUT_SECONDS, "idleTimeoutSeconds"),
+        (LAUNCHER_EXEC_TIMEOUT_SECONDS, "execTimeoutSeconds"),
     ):
         yield from _bounded(ctx, label, variable, variables.get(variable), key)
 
 
 @TIME_LIMITS.on(WORKERS_SCRIPT)
 def _worker_limits(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    # The kit's Worker reads its limits from these bindings (sandboxkit.cloudflare.spec).
     bindings = plain_bindings(props)
     label = f"Worker {ctx.name}"
     for binding, key in (
-        ("MAX_LIFETIME_SECONDS", "maxLifetimeSeconds"),
-        ("IDLE_TIMEOUT_SECONDS", "idleTimeoutSeconds"),
-        ("EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"),
+        (MAX_LIFETIME_BINDING, "maxLifetimeSeconds"),
+        (IDLE_TIMEOUT_BINDING, "idleTimeoutSeconds"),
+        (EXEC_TIMEOUT_BINDING, "execTimeoutSeconds"),
     ):
         yield from _bounded(ctx, label, f"binding {binding}", bindings.get(binding), key)
 
