@@ -30,8 +30,8 @@ TARGET_MODULES: dict[str, str] = {
     "kubernetes": "sandboxkit.kubernetes.spec",
     "azure-sessions": "sandboxkit.azure.spec",
     "aws-microvm": "sandboxkit.aws.spec",
-    "gcp-cloudrun": "sandboxkit.gcp.cloudrun_spec",
-    "gcp-gke": "sandboxkit.gcp.gke_spec",
+    "gcp-cloudrun": "sandboxkit.gcp.cloudrun.spec",
+    "gcp-gke": "sandboxkit.gcp.gke.spec",
     "cloudflare": "sandboxkit.cloudflare.spec",
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sandboxkit.gcp.cloudrun import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
+from sandboxkit.gcp.cloudrun.service import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
 from sandboxkit.render import Recorder, render_stack
 from support import build_target, named, of_type, one
 

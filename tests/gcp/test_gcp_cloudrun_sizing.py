@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxkit.gcp.cloudrun_spec import (
+from sandboxkit.gcp.cloudrun.spec import (
     MAX_REQUEST_CONCURRENCY,
     InstanceSizing,
     Size,

@@ -8,7 +8,7 @@ import pytest
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
 from sandboxkit.errors import ConfigError
-from sandboxkit.gcp.gke_spec import GkeSettings
+from sandboxkit.gcp.gke.spec import GkeSettings
 
 CLOUDRUN = {"project": "example-project", "region": "us-central1", "image": "example.com/l:1"}
 GKE = {"project": "example-project", "region": "us-central1", "image": "example.com/s:1"}

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sandboxkit import cli
-from sandboxkit.gcp.gke import GVISOR_NODE_LABEL, GVISOR_TOLERATION, NODE_ROLES
-from sandboxkit.gcp.gke_spec import gke_version
+from sandboxkit.gcp.gke.cluster import GVISOR_NODE_LABEL, GVISOR_TOLERATION, NODE_ROLES
+from sandboxkit.gcp.gke.spec import gke_version
 from sandboxkit.render import Recorder, is_secret_value
 from support import build_target, named, of_type, one
 

@@ -1,6 +1,6 @@
 """``CloudRunSandbox``: a Cloud Run service that launches sandboxes, walled in per host.
 
-See README "Target gcp-cloudrun" and ``sandboxkit.gcp.cloudrun_spec`` for the sources.
+See README "Target gcp-cloudrun" and ``sandboxkit.gcp.cloudrun.spec`` for the sources.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pulumi_gcp as gcp
 
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.egress import EgressRule
-from sandboxkit.gcp.cloudrun_spec import CloudRunSettings, SandboxTemplate, service_sizing
+from sandboxkit.gcp.cloudrun.spec import CloudRunSettings, SandboxTemplate, service_sizing
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import KitContext

@@ -1,7 +1,7 @@
 """``GkeAgentSandbox``: a private GKE cluster (or an existing one) with a gVisor node pool and
 the Agent Sandbox add-on, and the kit's ``AgentSandbox`` objects on it.
 
-See README "Target gcp-gke" and ``sandboxkit.gcp.gke_spec`` for the sources.
+See README "Target gcp-gke" and ``sandboxkit.gcp.gke.spec`` for the sources.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
-from sandboxkit.gcp.gke_spec import GkeSettings
+from sandboxkit.gcp.gke.spec import GkeSettings
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, AgentSandboxArgs, sandbox_args
 from sandboxkit.kubernetes.spec import RuntimeClassSettings
 from sandboxkit.profile import SandboxProfile

@@ -15,7 +15,7 @@ from typing import Annotated, ClassVar
 from pydantic import AfterValidator, Field, model_validator
 
 from sandboxkit.errors import FieldError
-from sandboxkit.gcp.spec import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
+from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
     SandboxObjectSettings,
@@ -169,7 +169,7 @@ class GkeTarget(TargetSpec):
         self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
     ) -> Deployment:
         """The ``GkeAgentSandbox`` component."""
-        from sandboxkit.gcp.gke import GkeAgentSandbox, gke_args
+        from sandboxkit.gcp.gke.cluster import GkeAgentSandbox, gke_args
 
         assert isinstance(settings, GkeSettings)
         component = GkeAgentSandbox(self.name, gke_args(profile, settings, context))

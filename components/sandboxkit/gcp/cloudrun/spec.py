@@ -18,7 +18,7 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sandboxkit.errors import ConfigError, FieldError, Problem
-from sandboxkit.gcp.spec import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
+from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import Cap, Deployment, Enforcement, KitContext, TargetSettings, TargetSpec
 
@@ -391,7 +391,7 @@ class CloudRunTarget(TargetSpec):
         self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
     ) -> Deployment:
         """The ``CloudRunSandbox`` component."""
-        from sandboxkit.gcp.cloudrun import CloudRunSandbox, cloudrun_args
+        from sandboxkit.gcp.cloudrun.service import CloudRunSandbox, cloudrun_args
 
         assert isinstance(settings, CloudRunSettings)
         component = CloudRunSandbox(self.name, cloudrun_args(profile, settings, context))

@@ -1,0 +1,1 @@
+"""The gcp-gke target: GKE Agent Sandbox on a private cluster with a gVisor node pool."""
