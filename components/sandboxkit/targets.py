@@ -8,6 +8,7 @@ component module is imported only by ``TargetSpec.build`` for targets a stack li
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -201,3 +202,31 @@ def get_target(name: str) -> TargetSpec:
     spec = importlib.import_module(TARGET_MODULES[name]).SPEC
     assert isinstance(spec, TargetSpec)
     return spec
+
+
+def target_parts(part: str, attribute: str) -> list[Any]:
+    """What every registered target declares in a module of its folder, in registry order.
+
+    A target declares its pieces beside its spec (``<folder>/<part>.py``, e.g. ``catalog.py``
+    with ``KINDS`` or ``guard.py`` with ``HANDLERS``) instead of in central tables. A folder
+    without that module declares nothing. Items several targets re-export (the gcp targets share
+    ``gcp/catalog.py``; gcp-gke reuses the kubernetes objects) are returned once.
+
+    Args:
+        part: the module name inside each target's folder, e.g. ``"catalog"``.
+        attribute: the sequence the module exposes, e.g. ``"KINDS"``.
+
+    Returns:
+        The items of every ``<folder>.<part>.<attribute>``, first occurrence kept.
+    """
+    found: list[Any] = []
+    seen: set[int] = set()
+    for module_name in TARGET_MODULES.values():
+        folder = module_name.rpartition(".")[0]
+        if importlib.util.find_spec(f"{folder}.{part}") is None:
+            continue
+        for item in getattr(importlib.import_module(f"{folder}.{part}"), attribute):
+            if id(item) not in seen:
+                seen.add(id(item))
+                found.append(item)
+    return found
