@@ -27,8 +27,8 @@ from sandboxkit.checkov_bridge.exporters import StackExport, export_resources
 from sandboxkit.checkov_bridge.runner import STACK_FRAMEWORKS, locate_checkov, run_checkov
 from sandboxkit.config import read_stack_file
 from sandboxkit.gate import InProcessAnalyzer, check_rendered, pack_dir
-from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, sandbox_args
-from sandboxkit.kubernetes.spec import KubernetesSettings
+from sandboxkit.kubernetes.agent_sandbox import AgentSandbox
+from sandboxkit.kubernetes.spec import KubernetesSettings, sandbox_args
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.project import find_project_dir, stack_file
 from sandboxkit.render import RenderedStack, recording_engine, render_stack

@@ -22,7 +22,7 @@ from typing import Any, Self
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.project import stack_file
 from sandboxkit.render import Recorder, RenderedResource, RenderedStack, render_source
-from sandboxkit.targets import KitContext, get_target
+from sandboxkit.targets import get_target
 
 
 def of_type(resources: Iterable[RenderedResource], type_token: str) -> list[RenderedResource]:
@@ -73,8 +73,7 @@ def build_target(
         values["profile"] = dict(profile)
     secret_paths = frozenset(f"{target}.{key}" for key in secrets)
     spec = load_stack(ConfigSource(values=values, secret_paths=secret_paths), "test")
-    context = KitContext(stack=spec.stack, environment=spec.environment, target=target)
-    engine.run(lambda: get_target(target).build(spec.profile, spec.settings[target], context))
+    engine.run(lambda: get_target(target).build(spec.plans[target]))
     return engine.resources
 
 

@@ -24,6 +24,7 @@ from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
 from sandboxkit.targets import (
     TARGET_MODULES,
     Enforcement,
+    KitContext,
     TargetSettings,
     TargetSpec,
     get_target,
@@ -146,6 +147,7 @@ class StackSpec:
         targets: target names in the order listed.
         profile: the sandbox profile.
         settings: target name -> its validated settings.
+        plans: target name -> what its component is built from (``TargetSpec.plan``).
         enforcement: target name -> profile field -> ``Enforcement``.
     """
 
@@ -154,6 +156,7 @@ class StackSpec:
     targets: tuple[str, ...]
     profile: SandboxProfile
     settings: Mapping[str, TargetSettings]
+    plans: Mapping[str, Any]
     enforcement: Mapping[str, Mapping[str, Enforcement]]
 
 
@@ -303,7 +306,7 @@ def _wrap_secrets(
 
 
 def _validate_settings(
-    name: str, spec: TargetSpec, source: ConfigSource
+    name: str, spec: TargetSpec[Any, Any], source: ConfigSource
 ) -> tuple[TargetSettings | None, list[Problem]]:
     raw = source.values.get(name, {})
     if not isinstance(raw, dict):
@@ -320,7 +323,6 @@ def _validate_settings(
 
 def _check_enforcement(
     name: str,
-    spec: TargetSpec,
     profile: SandboxProfile,
     settings: TargetSettings,
     enforcement: Mapping[str, Enforcement],
@@ -349,6 +351,11 @@ def _check_enforcement(
                     f"({entry.where})",
                 )
             )
+    return problems
+
+
+def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) -> list[Problem]:
+    problems: list[Problem] = []
     for cap in spec.caps:
         value = profile.value_of(cap.field)
         assert isinstance(value, int | float)
@@ -410,6 +417,7 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
     profile, profile_problems = _validate_profile(source)
     problems += profile_problems
     settings: dict[str, TargetSettings] = {}
+    plans: dict[str, Any] = {}
     enforcement: dict[str, dict[str, Enforcement]] = {}
     for name in (t for t in targets if t in TARGET_MODULES):
         spec = get_target(name)
@@ -418,13 +426,21 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
         if target_settings is None or profile is None:
             continue
         settings[name] = target_settings
+        cap_problems = _check_caps(name, spec, profile)
+        if cap_problems:
+            # A plan may assume the caps hold (an instance type that fits, say).
+            problems += cap_problems
+            continue
+        # A bad environment is already a problem; the plan only needs it for labels.
+        context = KitContext(stack=stack, environment=str(environment), target=name)
         try:
-            enforcement[name] = spec.enforcement(profile, target_settings)
+            plans[name] = spec.plan(profile, target_settings, context)
         except ConfigError as exc:
             problems += exc.problems
             continue
-        problems += _check_enforcement(name, spec, profile, target_settings, enforcement[name])
+        enforcement[name] = spec.enforcement(profile, target_settings, plans[name])
+        problems += _check_enforcement(name, profile, target_settings, enforcement[name])
     if problems:
         raise ConfigError(*problems)
     assert profile is not None and isinstance(environment, str)
-    return StackSpec(stack, environment, targets, profile, settings, enforcement)
+    return StackSpec(stack, environment, targets, profile, settings, plans, enforcement)

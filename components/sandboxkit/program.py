@@ -8,7 +8,7 @@ import pulumi
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
 from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_file
-from sandboxkit.targets import KitContext, get_target
+from sandboxkit.targets import get_target
 
 
 def main(project_dir: Path | None = None) -> StackSpec:
@@ -38,7 +38,6 @@ def main(project_dir: Path | None = None) -> StackSpec:
             "policy gate reports this (mandatory in prod by default)"
         )
     for name in spec.targets:
-        context = KitContext(stack=stack, environment=spec.environment, target=name)
-        deployment = get_target(name).build(spec.profile, spec.settings[name], context)
+        deployment = get_target(name).build(spec.plans[name])
         pulumi.export(name, dict(deployment.outputs))
     return spec

@@ -1,8 +1,10 @@
 """What every target declares: settings, where each profile field is enforced, and caps.
 
-A target is registered by name in ``TARGET_MODULES``; its module exposes ``SPEC``, a
-``TargetSpec``. The spec module imports no cloud SDK, so config validation stays fast; the
-component module is imported only by ``TargetSpec.build`` for targets a stack lists.
+A target is one folder, registered by name in ``TARGET_MODULES`` (the module exposing ``SPEC``,
+a ``TargetSpec``). The spec module imports no cloud SDK, so config validation stays fast; the
+component module is imported only by ``TargetSpec.component`` for targets a stack lists. What
+else a target declares lives in modules of its folder that ``target_parts`` finds: ``catalog.py``
+(mock outputs and checkov export types per resource type) and ``guard.py`` (policy handlers).
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-import pulumi
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from sandboxkit.contract import (
@@ -164,40 +165,66 @@ class KitContext:
         }
 
 
+class KitComponent(Protocol):
+    """What every target's component offers: a ``pulumi.ComponentResource`` with outputs."""
+
+    def outputs(self) -> Mapping[str, Any]:
+        """The target's stack outputs, camelCase keys."""
+        ...
+
+
 @dataclass(frozen=True)
 class Deployment:
     """What ``TargetSpec.build`` returns: the component and its stack outputs (camelCase keys)."""
 
-    component: pulumi.ComponentResource
+    component: KitComponent
     outputs: Mapping[str, Any]
 
 
-class TargetSpec(ABC):
-    """A target: its settings model, caps, enforcement map and component factory."""
+SettingsT = TypeVar("SettingsT", bound=TargetSettings)
+PlanT = TypeVar("PlanT")
+
+
+class TargetSpec(ABC, Generic[SettingsT, PlanT]):
+    """A target: its settings model, caps, plan, enforcement map and component.
+
+    The spec module imports no cloud SDK. ``plan`` turns a validated profile and settings into
+    everything the component needs, once, while the stack config is validated (so a refusal is
+    a config error, exit 2, before any resource exists); ``component`` imports the SDK and
+    creates the component from that plan alone. Component modules never import their spec:
+    what they need arrives in the plan (the ``<Component>Args`` of the folder's ``plan.py``).
+    """
 
     name: ClassVar[str]
-    settings_model: ClassVar[type[TargetSettings]]
+    settings_model: type[SettingsT]
     caps: ClassVar[tuple[Cap, ...]] = ()
 
     @abstractmethod
-    def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
-    ) -> dict[str, Enforcement]:
-        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it.
+    def plan(self, profile: SandboxProfile, settings: SettingsT, context: KitContext) -> PlanT:
+        """Everything the component needs, from the profile, the settings and the context.
 
         Raises:
-            ConfigError: when the profile asks for egress this target cannot enforce (naming
-                the key and the alternatives); this is never acknowledgeable.
+            ConfigError: for what this target cannot enforce as asked (egress entries, sizes),
+                naming the key and the alternatives; this is never acknowledgeable.
         """
 
     @abstractmethod
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
-        """Create the target's component (imports the cloud SDK) and return its outputs."""
+    def enforcement(
+        self, profile: SandboxProfile, settings: SettingsT, plan: PlanT
+    ) -> dict[str, Enforcement]:
+        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it."""
+
+    @abstractmethod
+    def component(self, plan: PlanT) -> KitComponent:
+        """Create the target's component, named after the target (imports the cloud SDK)."""
+
+    def build(self, plan: PlanT) -> Deployment:
+        """Create the component from ``plan`` and collect its stack outputs."""
+        component = self.component(plan)
+        return Deployment(component, component.outputs())
 
 
-def get_target(name: str) -> TargetSpec:
+def get_target(name: str) -> TargetSpec[Any, Any]:
     """The registered spec for ``name``. Raises ``KeyError`` for an unknown name."""
     spec = importlib.import_module(TARGET_MODULES[name]).SPEC
     assert isinstance(spec, TargetSpec)
@@ -209,8 +236,9 @@ def target_parts(part: str, attribute: str) -> list[Any]:
 
     A target declares its pieces beside its spec (``<folder>/<part>.py``, e.g. ``catalog.py``
     with ``KINDS`` or ``guard.py`` with ``HANDLERS``) instead of in central tables. A folder
-    without that module declares nothing. Items several targets re-export (the gcp targets share
-    ``gcp/catalog.py``; gcp-gke reuses the kubernetes objects) are returned once.
+    without that module, or a module without that attribute, declares nothing. Items several
+    targets re-export (the gcp targets share ``gcp/catalog.py``; gcp-gke reuses the kubernetes
+    objects) are returned once.
 
     Args:
         part: the module name inside each target's folder, e.g. ``"catalog"``.
@@ -225,7 +253,7 @@ def target_parts(part: str, attribute: str) -> list[Any]:
         folder = module_name.rpartition(".")[0]
         if importlib.util.find_spec(f"{folder}.{part}") is None:
             continue
-        for item in getattr(importlib.import_module(f"{folder}.{part}"), attribute):
+        for item in getattr(importlib.import_module(f"{folder}.{part}"), attribute, ()):
             if id(item) not in seen:
                 seen.add(id(item))
                 found.append(item)

@@ -17,7 +17,7 @@ from sandboxkit.egress import parse_rule
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
-from sandboxkit.targets import TARGET_MODULES
+from sandboxkit.targets import TARGET_MODULES, KitContext
 
 
 def settings(**overrides: object) -> MicrovmSettings:
@@ -109,7 +109,8 @@ def test_no_pass_rules_without_ip_entries() -> None:
 
 
 def test_enforcement_map_says_where_each_field_is_enforced() -> None:
-    kinds = {k: e.kind for k, e in SPEC.enforcement(profile(), settings()).items()}
+    plan = SPEC.plan(profile(), settings(), KitContext("test", "prod", "aws-microvm"))
+    kinds = {k: e.kind for k, e in SPEC.enforcement(profile(), settings(), plan).items()}
     assert kinds == {
         "egress.mode": "platform",
         "limits.vcpu": "none",

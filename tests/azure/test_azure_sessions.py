@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.azure.sessions import SessionPoolSandbox, session_pool_args
-from sandboxkit.azure.spec import SESSION_EXECUTOR_ROLE_ID, AzureSessionsSettings
+from sandboxkit.azure.plan import SESSION_EXECUTOR_ROLE_ID
+from sandboxkit.azure.sessions import SessionPoolSandbox
+from sandboxkit.azure.spec import AzureSessionsSettings, session_pool_args
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile

@@ -16,12 +16,14 @@ from sandboxkit.cloudflare import spec as cf_spec
 from sandboxkit.cloudflare import workers
 from sandboxkit.cloudflare.spec import (
     SPEC,
+    WORKER_MODULE,
     CloudflareSettings,
     cloudflare_enforcement,
     egress_policy,
     instance_type_for,
+    worker_sandbox_args,
 )
-from sandboxkit.cloudflare.workers import WorkerSandbox, worker_sandbox_args
+from sandboxkit.cloudflare.workers import WorkerSandbox
 from sandboxkit.cloudflare.wrangler import wrangler_config
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.errors import ConfigError
@@ -44,18 +46,13 @@ ALLOWLIST_POLICY = (
     '{"host":"pypi.org","port":443,"wildcard":false},'
     '{"host":"pythonhosted.org","port":443,"wildcard":true}]}'
 )
-WORKER_TEXT = "// stand-in Worker module for tests\nexport default {};\n"
 
 
 @pytest.fixture
-def worker_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The Worker module: the real one once the Worker branch has merged, else a stand-in."""
-    if workers.WORKER_MODULE.is_file():
-        return workers.WORKER_MODULE
-    path = tmp_path / "index.js"
-    path.write_text(WORKER_TEXT)
-    monkeypatch.setattr(workers, "WORKER_MODULE", path)
-    return path
+def worker_module() -> Path:
+    """The Worker module the script uploads (shipped in the package)."""
+    assert WORKER_MODULE.is_file()
+    return WORKER_MODULE
 
 
 def settings(**overrides: Any) -> CloudflareSettings:

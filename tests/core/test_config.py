@@ -17,8 +17,8 @@ from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
 from sandboxkit.targets import (
     TARGET_MODULES,
     Cap,
-    Deployment,
     Enforcement,
+    KitComponent,
     KitContext,
     TargetSettings,
     TargetSpec,
@@ -253,24 +253,25 @@ class _FakeSettings(TargetSettings):
     region: str = "x"
 
 
-class _FakeTarget(TargetSpec):
+class _FakeTarget(TargetSpec[_FakeSettings, None]):
     name: ClassVar[str] = "fake"
-    settings_model: ClassVar[type[TargetSettings]] = _FakeSettings
+    settings_model = _FakeSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.maxLifetimeSeconds", None, 28_800, "Fake API maximumDuration"),
         Cap("limits.idleTimeoutSeconds", 60, None, "Fake API idle minimum"),
     )
 
+    def plan(self, profile: SandboxProfile, settings: _FakeSettings, context: KitContext) -> None:
+        return None
+
     def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
+        self, profile: SandboxProfile, settings: _FakeSettings, plan: None
     ) -> dict[str, Enforcement]:
         from sandboxkit.profile import PROFILE_FIELDS
 
         return {field: Enforcement("platform", "fake") for field in PROFILE_FIELDS}
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
+    def component(self, plan: None) -> KitComponent:
         raise NotImplementedError
 
 

@@ -153,7 +153,7 @@ def test_gke_enforcement_reuses_the_kubernetes_map_with_its_log_bucket() -> None
     from sandboxkit.kubernetes.spec import kubernetes_enforcement
 
     spec = load("gcp-gke", GKE)
-    expected = kubernetes_enforcement(spec.profile, "gke", "gcp-gke")
+    expected = kubernetes_enforcement(spec.profile, "gke")
     got = dict(spec.enforcement["gcp-gke"])
     assert got.pop("audit.logRetentionDays").kind == "platform"
     expected.pop("audit.logRetentionDays")

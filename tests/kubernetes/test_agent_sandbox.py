@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from sandboxkit.egress import parse_rule
-from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, AgentSandboxArgs, cpu_quantity
+from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, cpu_quantity
+from sandboxkit.kubernetes.plan import AgentSandboxArgs
 from sandboxkit.render import Recorder
 from support import named, of_type
 

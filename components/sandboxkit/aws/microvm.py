@@ -12,18 +12,16 @@ from __future__ import annotations
 import ipaddress
 import json
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.spec import (
+from sandboxkit.aws.plan import (
     MAX_DURATION_SECONDS,
     MIN_IDLE_SECONDS,
     EgressPlan,
-    MicrovmSettings,
-    egress_plan,
-    log_retention,
+    MicrovmSandboxArgs,
 )
 from sandboxkit.contract import (
     LAUNCHER_CONNECTOR_ARN,
@@ -38,9 +36,7 @@ from sandboxkit.contract import (
     LAUNCHER_WORKER_KEY_SECRET_ARN,
     STACK_LABEL,
 )
-from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
-from sandboxkit.targets import KitContext
 
 # The launcher's code: the folder beside this module (handler ``handler.handler``).
 LAUNCHER_DIR = Path(__file__).resolve().parent / "launcher"
@@ -66,86 +62,6 @@ LAMBDA_PRINCIPAL = "lambda.amazonaws.com"
 CONNECTOR_PRINCIPAL = "network-connectors.lambda.amazonaws.com"
 FLOW_LOGS_PRINCIPAL = "vpc-flow-logs.amazonaws.com"
 ANYWHERE = "0.0.0.0/0"
-
-
-class MicrovmSandboxArgs(TypedDict, total=False):
-    """Inputs of ``MicrovmSandbox``; ``microvm_args`` builds them from a profile and settings."""
-
-    region: str
-    """AWS region of every child (an explicit ``aws.Provider``)."""
-    egress: EgressPlan
-    """What the firewall, DNS Firewall and security group allow (``spec.egress_plan``)."""
-    control_plane_url: str
-    """``https://`` URL of the platform API the worker calls (launcher ``CONTROL_PLANE_URL``)."""
-    worker_artifact_uri: str
-    """``s3://bucket/key.zip`` of the worker code."""
-    worker_artifact_arn: str
-    """ARN of that S3 object (the build role may read it and nothing else)."""
-    base_image_arn: str
-    """MicroVM base image ARN."""
-    webhook_secret: SecretValue
-    """HMAC key shared with the platform."""
-    worker_key: SecretValue
-    """Job-scoped worker key handed to one MicroVM at launch."""
-    worker_key_max_age_days: int
-    """Longest life of the worker key, days (tagged on its secret)."""
-    vpc_cidr: str
-    """IPv4 CIDR of the VPC (RFC 1918, /16 to /24)."""
-    availability_zones: tuple[str, ...]
-    """AZs of the connector, firewall and NAT subnets (one of each per AZ)."""
-    execution_role_policy: dict[str, Any] | None
-    """IAM policy document of the MicroVM execution role, or ``None`` for no role."""
-    max_duration_seconds: int
-    """Hard cap on a MicroVM's life, seconds (1 to 28,800)."""
-    idle_timeout_seconds: int
-    """Idle time before a MicroVM is suspended and then terminated, seconds (60+)."""
-    exec_timeout_seconds: int
-    """Per-command timeout the worker enforces, seconds."""
-    replay_window_seconds: int
-    """Accepted webhook timestamp skew, seconds."""
-    ingress: str
-    """``none`` or ``authToken``."""
-    ingress_port: int
-    """The MicroVM port auth tokens may name (``authToken``)."""
-    launcher_concurrency: int
-    """Reserved concurrency of the launcher Lambda."""
-    launcher_layers: tuple[str, ...]
-    """Lambda layer ARNs of the launcher."""
-    log_retention_days: int
-    """CloudWatch retention of every log group, days (an allowed CloudWatch value)."""
-    labels: dict[str, str]
-    """The kit's tags, set on every child that takes tags."""
-
-
-def microvm_args(
-    profile: SandboxProfile, settings: MicrovmSettings, context: KitContext
-) -> MicrovmSandboxArgs:
-    """Map the profile and ``sandboxkit:aws-microvm`` settings to component inputs."""
-    limits = profile.limits
-    return MicrovmSandboxArgs(
-        region=settings.region,
-        egress=egress_plan(profile, settings),
-        control_plane_url=settings.control_plane_url.rstrip("/"),
-        worker_artifact_uri=settings.worker_artifact.uri,
-        worker_artifact_arn=settings.worker_artifact.object_arn,
-        base_image_arn=settings.base_image(),
-        webhook_secret=settings.webhook_secret,
-        worker_key=settings.worker_key,
-        worker_key_max_age_days=settings.worker_key_max_age_days,
-        vpc_cidr=settings.vpc_cidr,
-        availability_zones=settings.availability_zones,
-        execution_role_policy=settings.execution_role_policy,
-        max_duration_seconds=limits.max_lifetime_seconds,
-        idle_timeout_seconds=limits.idle_timeout_seconds,
-        exec_timeout_seconds=limits.exec_timeout_seconds,
-        replay_window_seconds=settings.replay_window_seconds,
-        ingress=settings.ingress,
-        ingress_port=settings.ingress_port,
-        launcher_concurrency=settings.launcher_concurrency or profile.pool.max_concurrent,
-        launcher_layers=settings.launcher_layers,
-        log_retention_days=log_retention(profile.audit.log_retention_days),
-        labels=context.labels(),
-    )
 
 
 def resolver_address(vpc_cidr: str) -> str:

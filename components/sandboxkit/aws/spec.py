@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandboxkit.aws.plan import (
+    MAX_DURATION_SECONDS,
+    MIN_IDLE_SECONDS,
+    EgressPlan,
+    MicrovmSandboxArgs,
+)
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_KEY, SandboxProfile
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import (
     Cap,
-    Deployment,
     Enforcement,
+    KitComponent,
     KitContext,
     TargetSettings,
     TargetSpec,
@@ -31,9 +36,6 @@ from sandboxkit.targets import (
 TARGET = "aws-microvm"
 SETTINGS_KEY = f"sandboxkit:{TARGET}"
 
-# botocore 1.44.8 `lambda-microvms` service model, RunMicrovm request shapes.
-MAX_DURATION_SECONDS = 28_800  # RunMicrovmRequestMaximumDurationInSecondsInteger: 1 to 28800
-MIN_IDLE_SECONDS = 60  # IdlePolicyMaxIdleDurationSecondsInteger: min 60
 MAX_DURATION_SOURCE = (
     "lambda-microvms RunMicrovm maximumDurationInSeconds, 1 to 28800 (botocore 1.44.8 shape "
     "RunMicrovmRequestMaximumDurationInSecondsInteger; pulumi-aws lambdamicrovms.Microvm docs)"
@@ -339,28 +341,6 @@ def control_plane_rule(url: str) -> EgressRule:
         raise ValueError(f"a URL whose host is allowed: {exc}") from None
 
 
-@dataclass(frozen=True)
-class EgressPlan:
-    """What the network enforces, derived from the profile and the control-plane settings.
-
-    Attributes:
-        mode: ``deny``, ``allowlist`` or ``open``.
-        firewall_domains: Network Firewall domain-list targets, sorted: ``.x`` for ``*.x``,
-            the exact name otherwise (control-plane hosts included in every mode).
-        dns_names: Route 53 Resolver DNS Firewall domains, sorted: ``*.x`` or the exact name.
-        tcp_ports: TCP ports the connector's security group opens to any address (443, and
-            80 where an entry asks for it); with ``open``, every port.
-        ip_rules: IP-literal entries, enforced by a stateful pass rule for exactly IP:port and
-            a security-group rule for that address.
-    """
-
-    mode: str
-    firewall_domains: tuple[str, ...]
-    dns_names: tuple[str, ...]
-    tcp_ports: tuple[int, ...]
-    ip_rules: tuple[EgressRule, ...]
-
-
 def _plan_problem(key: str, rule: EgressRule, why: str) -> Problem:
     return Problem(key, str(rule), why)
 
@@ -439,30 +419,66 @@ def log_retention(days: int) -> int:
     raise ValueError(f"logRetentionDays {days}: at most {LOG_RETENTION_DAYS[-1]}")
 
 
-class MicrovmTarget(TargetSpec):
+def microvm_args(
+    profile: SandboxProfile, settings: MicrovmSettings, context: KitContext
+) -> MicrovmSandboxArgs:
+    """Map the profile and ``sandboxkit:aws-microvm`` settings to component inputs.
+
+    Raises:
+        ConfigError: for allowlist entries the network cannot enforce (see ``egress_plan``).
+    """
+    limits = profile.limits
+    return MicrovmSandboxArgs(
+        region=settings.region,
+        egress=egress_plan(profile, settings),
+        control_plane_url=settings.control_plane_url.rstrip("/"),
+        worker_artifact_uri=settings.worker_artifact.uri,
+        worker_artifact_arn=settings.worker_artifact.object_arn,
+        base_image_arn=settings.base_image(),
+        webhook_secret=settings.webhook_secret,
+        worker_key=settings.worker_key,
+        worker_key_max_age_days=settings.worker_key_max_age_days,
+        vpc_cidr=settings.vpc_cidr,
+        availability_zones=settings.availability_zones,
+        execution_role_policy=settings.execution_role_policy,
+        max_duration_seconds=limits.max_lifetime_seconds,
+        idle_timeout_seconds=limits.idle_timeout_seconds,
+        exec_timeout_seconds=limits.exec_timeout_seconds,
+        replay_window_seconds=settings.replay_window_seconds,
+        ingress=settings.ingress,
+        ingress_port=settings.ingress_port,
+        launcher_concurrency=settings.launcher_concurrency or profile.pool.max_concurrent,
+        launcher_layers=settings.launcher_layers,
+        log_retention_days=log_retention(profile.audit.log_retention_days),
+        labels=context.labels(),
+    )
+
+
+class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
     """The ``aws-microvm`` target."""
 
     name: ClassVar[str] = TARGET
-    settings_model: ClassVar[type[TargetSettings]] = MicrovmSettings
+    settings_model = MicrovmSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.maxLifetimeSeconds", None, MAX_DURATION_SECONDS, MAX_DURATION_SOURCE),
         Cap("limits.idleTimeoutSeconds", MIN_IDLE_SECONDS, None, MIN_IDLE_SOURCE),
         Cap("audit.logRetentionDays", None, LOG_RETENTION_DAYS[-1], LOG_RETENTION_SOURCE),
     )
 
-    def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
-    ) -> dict[str, Enforcement]:
-        """Where each profile field is enforced on Lambda MicroVMs.
+    def plan(
+        self, profile: SandboxProfile, settings: MicrovmSettings, context: KitContext
+    ) -> MicrovmSandboxArgs:
+        """The ``MicrovmSandbox`` inputs in ``settings.region`` (see ``microvm_args``)."""
+        return microvm_args(profile, settings, context)
 
-        Raises:
-            ConfigError: for allowlist entries the network cannot enforce (see ``egress_plan``).
-        """
-        assert isinstance(settings, MicrovmSettings)
-        plan = egress_plan(profile, settings)
+    def enforcement(
+        self, profile: SandboxProfile, settings: MicrovmSettings, plan: MicrovmSandboxArgs
+    ) -> dict[str, Enforcement]:
+        """Where each profile field is enforced on Lambda MicroVMs."""
+        egress = plan["egress"]
         walls = (
             "image egressNetworkConnectors = the kit's VPC connector only; connector security "
-            f"group (TCP {', '.join(map(str, plan.tcp_ports))} and DNS to the VPC resolver); "
+            f"group (TCP {', '.join(map(str, egress.tcp_ports))} and DNS to the VPC resolver); "
         )
         egress_where = {
             "deny": walls + "Network Firewall STRICT_ORDER, aws:drop_established, domain "
@@ -472,7 +488,7 @@ class MicrovmTarget(TargetSpec):
             "listed names only",
             "open": "connector security group allows all TCP; Network Firewall passes all TCP "
             "(still logs flows); DNS Firewall blocks nothing",
-        }[plan.mode]
+        }[egress.mode]
         return {
             "egress.mode": Enforcement("platform", egress_where),
             "limits.vcpu": Enforcement(
@@ -512,15 +528,11 @@ class MicrovmTarget(TargetSpec):
             ),
         }
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
-        """The ``MicrovmSandbox`` component in ``settings.region``."""
-        from sandboxkit.aws.microvm import MicrovmSandbox, microvm_args
+    def component(self, plan: MicrovmSandboxArgs) -> KitComponent:
+        """The ``MicrovmSandbox`` component."""
+        from sandboxkit.aws.microvm import MicrovmSandbox
 
-        assert isinstance(settings, MicrovmSettings)
-        component = MicrovmSandbox(self.name, microvm_args(profile, settings, context))
-        return Deployment(component, component.outputs())
+        return MicrovmSandbox(self.name, plan)
 
 
 SPEC = MicrovmTarget()

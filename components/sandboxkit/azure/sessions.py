@@ -7,105 +7,24 @@ Resources use pulumi-azure-native v3 (session pool and environment: REST API
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 import pulumi
 import pulumi_azure_native as azure_native
 from pulumi_azure_native import app, authorization, operationalinsights, resources
 
-from sandboxkit.azure.spec import (
+from sandboxkit.azure.plan import (
     COOLDOWN_CAP,
     DEFAULT_IDENTITY_LIFECYCLE,
     SAFE_IDENTITY_LIFECYCLES,
     SESSION_EXECUTOR_ROLE_ID,
-    AzureSessionsSettings,
+    SessionPoolSandboxArgs,
     check_allocation,
 )
-from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import KitContext
 
 # The pool container's name inside the custom container template.
 CONTAINER_NAME = "sandbox"
 # Custom container pools need a workload-profiles environment; the Consumption profile is
 # the serverless one (no dedicated nodes to pay for or patch).
 WORKLOAD_PROFILE = {"name": "Consumption", "workloadProfileType": "Consumption"}
-
-
-class SessionPoolSandboxArgs(TypedDict, total=False):
-    """Inputs of ``SessionPoolSandbox``; ``session_pool_args`` builds them from a stack."""
-
-    subscription_id: str
-    """Azure subscription (UUID) every resource is created in."""
-    location: str
-    """Azure region, e.g. ``westeurope``."""
-    resource_group_name: str
-    """Resource group of every resource."""
-    create_resource_group: bool
-    """Create the resource group, or use an existing one."""
-    object_name: str
-    """Base of the Azure names: ``<object_name>-logs``, ``-env``, ``-pool`` (at most 27)."""
-    container_type: str
-    """``PythonLTS`` or ``CustomContainer``."""
-    image: str
-    """Session image (``CustomContainer`` only)."""
-    target_port: int
-    """Port the custom container serves HTTP on (``CustomContainer`` only)."""
-    vcpu: float
-    """vCPU per session (``CustomContainer`` only)."""
-    memory_mib: int
-    """MiB per session (``CustomContainer`` only)."""
-    cooldown_seconds: int
-    """Idle seconds before a session is destroyed, 300 to 3600."""
-    max_concurrent: int
-    """Sessions allocated at once."""
-    pool_ready: int
-    """Warm sessions kept ready (``CustomContainer`` only)."""
-    egress_enabled: bool
-    """``EgressEnabled`` when true, else ``EgressDisabled``."""
-    log_retention_days: int
-    """Log Analytics workspace retention, days."""
-    executors: list[tuple[str, str]]
-    """``(principal id, principal type)`` pairs given the Session Executor role on the pool."""
-    identity_resource_id: str
-    """Optional user-assigned identity attached to the pool."""
-    identity_lifecycle: str
-    """``None`` or ``Init``: when session code may use the identity (never ``Main``/``All``)."""
-    registry_server: str
-    """Registry host the identity pulls the image from (``CustomContainer`` only)."""
-    tags: dict[str, str]
-    """The kit's tags, set on every taggable child."""
-
-
-def session_pool_args(
-    profile: SandboxProfile, settings: AzureSessionsSettings, context: KitContext
-) -> SessionPoolSandboxArgs:
-    """Map the profile and ``sandboxkit:azure-sessions`` settings to component inputs."""
-    args = SessionPoolSandboxArgs(
-        subscription_id=settings.subscription_id,
-        location=settings.location,
-        resource_group_name=settings.resource_group_name,
-        create_resource_group=settings.create_resource_group,
-        object_name=f"sbx-{context.stack}",
-        container_type=settings.container_type,
-        target_port=settings.target_port,
-        vcpu=profile.limits.vcpu,
-        memory_mib=profile.limits.memory_mib,
-        cooldown_seconds=profile.limits.idle_timeout_seconds,
-        max_concurrent=profile.pool.max_concurrent,
-        pool_ready=profile.pool.ready,
-        egress_enabled=profile.egress.mode == "open",
-        log_retention_days=profile.audit.log_retention_days,
-        executors=[(e.principal_id, e.principal_type) for e in settings.executors],
-        tags=context.labels(),
-    )
-    if settings.image is not None:
-        args["image"] = settings.image
-    if settings.identity is not None:
-        args["identity_resource_id"] = settings.identity.resource_id
-        args["identity_lifecycle"] = settings.identity.lifecycle
-        if settings.identity.registry_server:
-            args["registry_server"] = settings.identity.registry_server
-    return args
 
 
 def memory_quantity(memory_mib: int) -> str:

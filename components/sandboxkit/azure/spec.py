@@ -21,29 +21,26 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandboxkit.azure.plan import (
+    COOLDOWN_CAP,
+    DEFAULT_IDENTITY_LIFECYCLE,
+    SAFE_IDENTITY_LIFECYCLES,
+    SESSIONS_DOC,
+    TARGET,
+    SessionPoolSandboxArgs,
+    check_allocation,
+)
 from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
-    Deployment,
     Enforcement,
+    KitComponent,
     KitContext,
     TargetSettings,
     TargetSpec,
 )
 
-TARGET = "azure-sessions"
-
-# The built-in "Azure ContainerApps Session Executor" role: the only role the pool management
-# endpoint accepts Entra tokens for (learn.microsoft.com/azure/container-apps/sessions
-# #authentication). Its role definition id is the same in every tenant.
-SESSION_EXECUTOR_ROLE_ID = "0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0"
-
-SESSIONS_DOC = "learn.microsoft.com/azure/container-apps/session-pool"
-COOLDOWN_SOURCE = (
-    f"{SESSIONS_DOC}: dynamicPoolConfiguration.lifecycleConfiguration.cooldownPeriodInSeconds "
-    "must be between 300 and 3600"
-)
 MAX_SESSIONS_SOURCE = (
     f"{SESSIONS_DOC}: scaleConfiguration.maxConcurrentSessions (--max-sessions), maximum 600"
 )
@@ -51,25 +48,10 @@ RETENTION_SOURCE = (
     "learn.microsoft.com/azure/azure-monitor/logs/data-retention-configure: workspace "
     "retentionInDays for the PerGB2018 tier is 30 to 730 days"
 )
-ALLOCATION_SOURCE = (
-    "learn.microsoft.com/azure/container-apps/containers#allocations: Consumption workload "
-    "profile, vCPU 0.25 to 4 in steps of 0.25 with memory = 2 GiB per vCPU"
-)
 IDENTITY_SOURCE = (
     "learn.microsoft.com/azure/container-apps/sessions#use-managed-identity: with Main the "
     "session's code can create Entra tokens for the pool's identity"
 )
-
-COOLDOWN_CAP = Cap("limits.idleTimeoutSeconds", 300, 3600, COOLDOWN_SOURCE)
-
-# Custom container sizes: the Consumption workload profile's vCPU steps, 2 GiB per vCPU.
-CPU_STEP = 0.25
-MAX_CPU = 4.0
-MIB_PER_VCPU = 2048
-
-# Identity lifecycles that keep the pool's identity out of session code's reach.
-SAFE_IDENTITY_LIFECYCLES = ("None", "Init")
-DEFAULT_IDENTITY_LIFECYCLE = "None"
 
 PrincipalType = Literal["ServicePrincipal", "User", "Group"]
 _UUID = Annotated[
@@ -192,44 +174,8 @@ class AzureSessionsSettings(TargetSettings):
         return self
 
 
-def check_allocation(vcpu: float, memory_mib: int) -> list[Problem]:
-    """Problems with a custom container size, or none.
-
-    Args:
-        vcpu: vCPU per session.
-        memory_mib: MiB per session.
-
-    Returns:
-        Problems naming ``limits.vcpu`` / ``limits.memoryMiB`` for sizes outside the
-        Consumption workload profile's combinations (``ALLOCATION_SOURCE``).
-    """
-    problems = []
-    steps = vcpu / CPU_STEP
-    if not (steps.is_integer() and CPU_STEP <= vcpu <= MAX_CPU):
-        problems.append(
-            Problem(
-                "sandboxkit:profile.limits.vcpu",
-                vcpu,
-                f"a multiple of {CPU_STEP} from {CPU_STEP} to {MAX_CPU:g} for target {TARGET} "
-                f"with CustomContainer (source: {ALLOCATION_SOURCE})",
-            )
-        )
-    elif memory_mib != round(vcpu * MIB_PER_VCPU):
-        problems.append(
-            Problem(
-                "sandboxkit:profile.limits.memoryMiB",
-                memory_mib,
-                f"{round(vcpu * MIB_PER_VCPU)} (2 GiB per vCPU, for {vcpu:g} vCPU) for target "
-                f"{TARGET} with CustomContainer (source: {ALLOCATION_SOURCE})",
-            )
-        )
-    return problems
-
-
-def sessions_enforcement(
-    profile: SandboxProfile, settings: AzureSessionsSettings
-) -> dict[str, Enforcement]:
-    """Where each profile field is enforced on a session pool.
+def check_sessions(profile: SandboxProfile, settings: AzureSessionsSettings) -> None:
+    """Refuse what a session pool cannot enforce.
 
     Raises:
         ConfigError: ``allowlist`` egress (the pool has only EgressEnabled/EgressDisabled),
@@ -249,11 +195,18 @@ def sessions_enforcement(
                 "gcp-cloudrun, kubernetes with fqdnPolicy cilium or gke, or cloudflare",
             )
         )
-    custom = settings.container_type == "CustomContainer"
-    if custom:
+    if settings.container_type == "CustomContainer":
         problems = check_allocation(profile.limits.vcpu, profile.limits.memory_mib)
         if problems:
             raise ConfigError(*problems)
+
+
+def sessions_enforcement(
+    profile: SandboxProfile, settings: AzureSessionsSettings
+) -> dict[str, Enforcement]:
+    """Where each profile field is enforced on a session pool."""
+    mode = profile.egress.mode
+    custom = settings.container_type == "CustomContainer"
     pool = "ContainerAppsSessionPool"
     container = f"{pool} customContainerTemplate.containers[0].resources"
     fixed = "PythonLTS sessions have a size Microsoft fixes; use CustomContainer to set it"
@@ -295,11 +248,43 @@ def sessions_enforcement(
     }
 
 
-class AzureSessionsTarget(TargetSpec):
+def session_pool_args(
+    profile: SandboxProfile, settings: AzureSessionsSettings, context: KitContext
+) -> SessionPoolSandboxArgs:
+    """Map the profile and ``sandboxkit:azure-sessions`` settings to component inputs."""
+    args = SessionPoolSandboxArgs(
+        subscription_id=settings.subscription_id,
+        location=settings.location,
+        resource_group_name=settings.resource_group_name,
+        create_resource_group=settings.create_resource_group,
+        object_name=f"sbx-{context.stack}",
+        container_type=settings.container_type,
+        target_port=settings.target_port,
+        vcpu=profile.limits.vcpu,
+        memory_mib=profile.limits.memory_mib,
+        cooldown_seconds=profile.limits.idle_timeout_seconds,
+        max_concurrent=profile.pool.max_concurrent,
+        pool_ready=profile.pool.ready,
+        egress_enabled=profile.egress.mode == "open",
+        log_retention_days=profile.audit.log_retention_days,
+        executors=[(e.principal_id, e.principal_type) for e in settings.executors],
+        tags=context.labels(),
+    )
+    if settings.image is not None:
+        args["image"] = settings.image
+    if settings.identity is not None:
+        args["identity_resource_id"] = settings.identity.resource_id
+        args["identity_lifecycle"] = settings.identity.lifecycle
+        if settings.identity.registry_server:
+            args["registry_server"] = settings.identity.registry_server
+    return args
+
+
+class AzureSessionsTarget(TargetSpec[AzureSessionsSettings, SessionPoolSandboxArgs]):
     """The ``azure-sessions`` target."""
 
     name: ClassVar[str] = TARGET
-    settings_model: ClassVar[type[TargetSettings]] = AzureSessionsSettings
+    settings_model = AzureSessionsSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         COOLDOWN_CAP,
         Cap("pool.maxConcurrent", None, 600, MAX_SESSIONS_SOURCE),
@@ -308,22 +293,24 @@ class AzureSessionsTarget(TargetSpec):
         Cap("audit.logRetentionDays", 30, 730, RETENTION_SOURCE),
     )
 
+    def plan(
+        self, profile: SandboxProfile, settings: AzureSessionsSettings, context: KitContext
+    ) -> SessionPoolSandboxArgs:
+        """The ``SessionPoolSandbox`` inputs (see ``check_sessions``, ``session_pool_args``)."""
+        check_sessions(profile, settings)
+        return session_pool_args(profile, settings, context)
+
     def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
+        self, profile: SandboxProfile, settings: AzureSessionsSettings, plan: SessionPoolSandboxArgs
     ) -> dict[str, Enforcement]:
         """See ``sessions_enforcement``."""
-        assert isinstance(settings, AzureSessionsSettings)
         return sessions_enforcement(profile, settings)
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
+    def component(self, plan: SessionPoolSandboxArgs) -> KitComponent:
         """The ``SessionPoolSandbox`` component in the settings' subscription and location."""
-        from sandboxkit.azure.sessions import SessionPoolSandbox, session_pool_args
+        from sandboxkit.azure.sessions import SessionPoolSandbox
 
-        assert isinstance(settings, AzureSessionsSettings)
-        component = SessionPoolSandbox(self.name, session_pool_args(profile, settings, context))
-        return Deployment(component, component.outputs())
+        return SessionPoolSandbox(self.name, plan)
 
 
 SPEC = AzureSessionsTarget()

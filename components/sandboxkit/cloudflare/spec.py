@@ -16,6 +16,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, field_validator
 
+from sandboxkit.cloudflare.plan import MAIN_MODULE, WorkerSandboxArgs
 from sandboxkit.contract import (
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
@@ -27,25 +28,19 @@ from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import (
     Cap,
-    Deployment,
     Enforcement,
+    KitComponent,
     KitContext,
     TargetSettings,
     TargetSpec,
 )
 
-MAIN_MODULE = "index.js"
 # The Worker module ships inside the package (package-data "*.js") and is uploaded as is.
 WORKER_MODULE = Path(__file__).resolve().parent / "worker" / "src" / MAIN_MODULE
-# One migration creates the SQLite-backed namespace; the tag stays fixed so re-deploys of the
-# same class are no-ops for Cloudflare's migration check.
-MIGRATION_TAG = "v1"
 # The Worker's egress gateway is reached through ctx.exports, which compatibility dates from
 # 2025-11-17 on enable; the default is the date the Worker's miniflare tests run with.
 MIN_COMPATIBILITY_DATE = "2025-11-17"
 DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
-# Every request and every log line is kept: the Worker's logs are the sandboxes' audit trail.
-HEAD_SAMPLING_RATE = 1
 # The Worker rejects any *_SECONDS binding above one week (MAX_CONFIG_SECONDS in index.js).
 WORKER_MAX_SECONDS = 7 * 24 * 3600
 
@@ -161,12 +156,9 @@ def egress_policy(profile: SandboxProfile) -> str:
 
     Shape: ``{"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}``;
     a wildcard entry carries the parent name (``pythonhosted.org`` for ``*.pythonhosted.org``)
-    and ``wildcard: true``. Compact JSON, entries in the profile's sorted order.
-
-    Raises:
-        ConfigError: for an IP entry (the Worker denies IP literals in allowlist mode).
+    and ``wildcard: true``. Compact JSON, entries in the profile's sorted order. IP entries
+    never reach it: ``check_egress`` refuses them first.
     """
-    _refuse_ip_entries(profile)
     allow = [
         {"host": rule.host, "port": rule.port, "wildcard": rule.kind == "wildcard"}
         for rule in profile.egress.allow
@@ -185,7 +177,12 @@ def worker_vars(profile: SandboxProfile) -> dict[str, str]:
     }
 
 
-def _refuse_ip_entries(profile: SandboxProfile) -> None:
+def check_egress(profile: SandboxProfile) -> None:
+    """Refuse IP entries: the Worker's gateway denies IP literal hosts in allowlist mode.
+
+    Raises:
+        ConfigError: one problem per IP entry, naming ``sandboxkit:profile.egress.allow``.
+    """
     ips = [str(rule) for rule in profile.egress.allow if rule.kind == "ip"]
     if ips:
         raise ConfigError(
@@ -203,12 +200,7 @@ def _refuse_ip_entries(profile: SandboxProfile) -> None:
 
 
 def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
-    """The enforcement map of the Worker, its Durable Object and the generated wrangler config.
-
-    Raises:
-        ConfigError: an allowlist with IP entries (see ``egress_policy``).
-    """
-    _refuse_ip_entries(profile)
+    """The enforcement map of the Worker, its Durable Object and the generated wrangler config."""
     instance = smallest_instance_type(profile.limits.vcpu, profile.limits.memory_mib)
     container = "generated wrangler config containers[0]"
     chosen = (
@@ -255,11 +247,28 @@ def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
     }
 
 
-class CloudflareTarget(TargetSpec):
+def worker_sandbox_args(
+    profile: SandboxProfile, settings: CloudflareSettings, context: KitContext
+) -> WorkerSandboxArgs:
+    """Map the profile and ``sandboxkit:cloudflare`` settings to component inputs."""
+    return WorkerSandboxArgs(
+        account_id=settings.account_id,
+        script_name=script_name(settings, context.stack),
+        worker_module_path=str(WORKER_MODULE),
+        compatibility_date=settings.compatibility_date,
+        auth_token=settings.auth_token,
+        sandbox_id_key=settings.sandbox_id_key,
+        plain_vars=worker_vars(profile),
+        workers_dev=settings.workers_dev,
+        instance_type=instance_type_for(profile.limits.vcpu, profile.limits.memory_mib).name,
+    )
+
+
+class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     """The ``cloudflare`` target."""
 
     name: ClassVar[str] = "cloudflare"
-    settings_model: ClassVar[type[TargetSettings]] = CloudflareSettings
+    settings_model = CloudflareSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),
         Cap("limits.memoryMiB", None, INSTANCE_TYPES[-1].memory_mib, _LIMITS_SOURCE),
@@ -272,21 +281,24 @@ class CloudflareTarget(TargetSpec):
         ),
     )
 
+    def plan(
+        self, profile: SandboxProfile, settings: CloudflareSettings, context: KitContext
+    ) -> WorkerSandboxArgs:
+        """The ``WorkerSandbox`` inputs (see ``check_egress``, ``worker_sandbox_args``)."""
+        check_egress(profile)
+        return worker_sandbox_args(profile, settings, context)
+
     def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
+        self, profile: SandboxProfile, settings: CloudflareSettings, plan: WorkerSandboxArgs
     ) -> dict[str, Enforcement]:
         """See ``cloudflare_enforcement``."""
         return cloudflare_enforcement(profile)
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
+    def component(self, plan: WorkerSandboxArgs) -> KitComponent:
         """The ``WorkerSandbox`` component in account ``accountId``."""
-        from sandboxkit.cloudflare.workers import WorkerSandbox, worker_sandbox_args
+        from sandboxkit.cloudflare.workers import WorkerSandbox
 
-        assert isinstance(settings, CloudflareSettings)
-        component = WorkerSandbox(self.name, worker_sandbox_args(profile, settings, context))
-        return Deployment(component, component.outputs())
+        return WorkerSandbox(self.name, plan)
 
 
 SPEC = CloudflareTarget()

@@ -9,20 +9,16 @@ Prerequisites: a Workers Paid account (Containers need it). The container applic
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_cloudflare as cloudflare
 
-from sandboxkit.cloudflare.spec import (
+from sandboxkit.cloudflare.plan import (
     HEAD_SAMPLING_RATE,
     MAIN_MODULE,
     MIGRATION_TAG,
-    WORKER_MODULE,
-    CloudflareSettings,
-    instance_type_for,
-    script_name,
-    worker_vars,
+    WorkerSandboxArgs,
 )
 from sandboxkit.contract import (
     AUTH_TOKEN_BINDING,
@@ -30,54 +26,11 @@ from sandboxkit.contract import (
     DURABLE_OBJECT_CLASS,
     SANDBOX_ID_KEY_BINDING,
 )
-from sandboxkit.profile import SandboxProfile
-from sandboxkit.secrets import SecretValue
-from sandboxkit.targets import KitContext
 
 CONTAINER_CONFIG_STATUS = (
     "generated, not deployed by Pulumi: write it with `sandboxkit cloudflare-config --stack "
     "<stack> --out wrangler.jsonc` and apply it with `npx wrangler deploy --config wrangler.jsonc`"
 )
-
-
-class WorkerSandboxArgs(TypedDict, total=False):
-    """Inputs of ``WorkerSandbox``; ``worker_sandbox_args`` builds them from a profile."""
-
-    account_id: str
-    """Cloudflare account id (32 hex characters)."""
-    script_name: str
-    """Worker script name (lower-case letters, digits, hyphens; at most 63)."""
-    worker_module_path: str
-    """Path of the Worker's ES module, read at deploy time and uploaded as ``index.js``."""
-    compatibility_date: str
-    """Workers runtime compatibility date, ``YYYY-MM-DD``."""
-    auth_token: SecretValue
-    """Bearer token clients present; bound as secret_text ``AUTH_TOKEN``."""
-    sandbox_id_key: SecretValue
-    """HMAC key naming sandboxes; bound as secret_text ``SANDBOX_ID_KEY``."""
-    plain_vars: dict[str, str]
-    """Plain-text bindings, name -> text (``EGRESS_POLICY`` and the three ``*_SECONDS``)."""
-    workers_dev: bool
-    """Expose the Worker on workers.dev (false: only routes or custom domains reach it)."""
-    instance_type: str
-    """Container instance type of the generated wrangler config (reported, not deployed)."""
-
-
-def worker_sandbox_args(
-    profile: SandboxProfile, settings: CloudflareSettings, context: KitContext
-) -> WorkerSandboxArgs:
-    """Map the profile and ``sandboxkit:cloudflare`` settings to component inputs."""
-    return WorkerSandboxArgs(
-        account_id=settings.account_id,
-        script_name=script_name(settings, context.stack),
-        worker_module_path=str(WORKER_MODULE),
-        compatibility_date=settings.compatibility_date,
-        auth_token=settings.auth_token,
-        sandbox_id_key=settings.sandbox_id_key,
-        plain_vars=worker_vars(profile),
-        workers_dev=settings.workers_dev,
-        instance_type=instance_type_for(profile.limits.vcpu, profile.limits.memory_mib).name,
-    )
 
 
 class WorkerSandbox(pulumi.ComponentResource):

@@ -15,9 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sandboxkit.cloudflare.plan import HEAD_SAMPLING_RATE, MIGRATION_TAG
 from sandboxkit.cloudflare.spec import (
-    HEAD_SAMPLING_RATE,
-    MIGRATION_TAG,
     SPEC,
     WORKER_MODULE,
     CloudflareSettings,

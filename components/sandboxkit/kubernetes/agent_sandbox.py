@@ -8,103 +8,19 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, SANDBOX_POD_LABEL
 from sandboxkit.egress import EgressRule
-from sandboxkit.kubernetes.spec import RuntimeClassSettings, SandboxObjectSettings
-from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import KitContext
+from sandboxkit.kubernetes.plan import AgentSandboxArgs
 
 API_VERSION = "extensions.agents.x-k8s.io/v1beta1"
 # Writable scratch space: the root filesystem is read-only.
 SCRATCH_SIZE = "1Gi"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-class AgentSandboxArgs(TypedDict, total=False):
-    """Inputs of ``AgentSandbox``; ``sandbox_args`` builds them from a profile and settings."""
-
-    object_name: str
-    """Name of the SandboxTemplate, SandboxWarmPool and policies (DNS-1123, at most 50)."""
-    namespace: str
-    """Namespace of the sandbox objects."""
-    create_namespace: bool
-    """Create the namespace, labelled for Pod Security ``restricted``."""
-    image: str
-    """Sandbox container image."""
-    vcpu: float
-    """CPU request and limit per sandbox, in vCPU."""
-    memory_mib: int
-    """Memory request and limit per sandbox, in MiB."""
-    max_lifetime_seconds: int
-    """Hard cap on a sandbox pod's life (``activeDeadlineSeconds``), seconds."""
-    pool_ready: int
-    """Warm sandboxes kept ready (SandboxWarmPool replicas)."""
-    max_concurrent: int
-    """Sandboxes that may run at once (bounds the ResourceQuota)."""
-    egress_mode: str
-    """``deny``, ``allowlist`` or ``open``."""
-    egress_rules: tuple[EgressRule, ...]
-    """Allowlist entries (``allowlist`` only)."""
-    fqdn_policy: str
-    """``none``, ``cilium`` or ``gke``: the FQDN policy flavour for allowlisted names."""
-    runtime_class_name: str
-    """RuntimeClass of sandbox pods."""
-    runtime_handler: str
-    """CRI handler when the RuntimeClass is created."""
-    create_runtime_class: bool
-    """Create the RuntimeClass, or reference an existing one."""
-    entry_namespace: str
-    """Namespace of the sandbox router: the only source of ingress."""
-    entry_port: int
-    """Sandbox port the router reaches."""
-    run_as_user: int
-    """Non-zero UID of the sandbox process."""
-    labels: dict[str, str]
-    """The kit's labels, set on every object."""
-    kubeconfig_context: str
-    """If set, a child Provider for this kubeconfig context is used for every object."""
-    tolerations: list[dict[str, str]]
-    """Tolerations of sandbox pods (e.g. a sandbox node pool's taint); none by default."""
-    node_selector: dict[str, str]
-    """Node labels sandbox pods must run on (e.g. a gVisor node pool's); none by default."""
-
-
-def sandbox_args(
-    profile: SandboxProfile,
-    settings: SandboxObjectSettings,
-    context: KitContext,
-    *,
-    fqdn_policy: str,
-    runtime_class: RuntimeClassSettings,
-) -> AgentSandboxArgs:
-    """Map the profile, the sandbox-object settings, the FQDN policy flavour and the runtime
-    class to component inputs."""
-    return AgentSandboxArgs(
-        object_name=f"sandboxkit-{context.stack}",
-        namespace=settings.namespace,
-        create_namespace=settings.create_namespace,
-        image=settings.image,
-        vcpu=profile.limits.vcpu,
-        memory_mib=profile.limits.memory_mib,
-        max_lifetime_seconds=profile.limits.max_lifetime_seconds,
-        pool_ready=profile.pool.ready,
-        max_concurrent=profile.pool.max_concurrent,
-        egress_mode=profile.egress.mode,
-        egress_rules=profile.egress.allow,
-        fqdn_policy=fqdn_policy,
-        runtime_class_name=runtime_class.name,
-        runtime_handler=runtime_class.handler,
-        create_runtime_class=runtime_class.create,
-        entry_namespace=settings.entry_namespace,
-        entry_port=settings.entry_port,
-        run_as_user=settings.run_as_user,
-        labels=context.labels(),
-    )
 
 
 def cpu_quantity(vcpu: float) -> str:

@@ -1,4 +1,4 @@
-"""Settings, enforcement map and factory of the ``kubernetes`` target (no SDK import here)."""
+"""Settings, plan, enforcement map and factory of the ``kubernetes`` target (no SDK import here)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.kubernetes.plan import AgentSandboxArgs
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
-    Deployment,
     Enforcement,
+    KitComponent,
     KitContext,
     TargetSettings,
     TargetSpec,
@@ -121,10 +122,8 @@ class KubernetesSettings(SandboxObjectSettings):
     fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
 
 
-def kubernetes_enforcement(
-    profile: SandboxProfile, fqdn_policy: str, target: str
-) -> dict[str, Enforcement]:
-    """The enforcement map of the agent-sandbox objects (shared with ``gcp-gke``).
+def check_fqdn_policy(profile: SandboxProfile, fqdn_policy: str, target: str) -> None:
+    """Refuse ``allowlist`` where names have no enforcement path.
 
     Raises:
         ConfigError: ``allowlist`` with ``fqdnPolicy: none`` (no FQDN enforcement path).
@@ -141,6 +140,11 @@ def kubernetes_enforcement(
                 "FQDN network policy)",
             )
         )
+
+
+def kubernetes_enforcement(profile: SandboxProfile, fqdn_policy: str) -> dict[str, Enforcement]:
+    """The enforcement map of the agent-sandbox objects (shared with ``gcp-gke``)."""
+    mode = profile.egress.mode
     egress_where = {
         "deny": "NetworkPolicy denying all egress from sandbox pods",
         "open": "NetworkPolicy allowing public addresses only (private, link-local and "
@@ -173,27 +177,55 @@ def kubernetes_enforcement(
     }
 
 
-class KubernetesTarget(TargetSpec):
+def sandbox_args(
+    profile: SandboxProfile,
+    settings: SandboxObjectSettings,
+    context: KitContext,
+    *,
+    fqdn_policy: str,
+    runtime_class: RuntimeClassSettings,
+) -> AgentSandboxArgs:
+    """Map the profile, the sandbox-object settings, the FQDN policy flavour and the runtime
+    class to component inputs."""
+    return AgentSandboxArgs(
+        object_name=f"sandboxkit-{context.stack}",
+        namespace=settings.namespace,
+        create_namespace=settings.create_namespace,
+        image=settings.image,
+        vcpu=profile.limits.vcpu,
+        memory_mib=profile.limits.memory_mib,
+        max_lifetime_seconds=profile.limits.max_lifetime_seconds,
+        pool_ready=profile.pool.ready,
+        max_concurrent=profile.pool.max_concurrent,
+        egress_mode=profile.egress.mode,
+        egress_rules=profile.egress.allow,
+        fqdn_policy=fqdn_policy,
+        runtime_class_name=runtime_class.name,
+        runtime_handler=runtime_class.handler,
+        create_runtime_class=runtime_class.create,
+        entry_namespace=settings.entry_namespace,
+        entry_port=settings.entry_port,
+        run_as_user=settings.run_as_user,
+        labels=context.labels(),
+    )
+
+
+class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
     """The ``kubernetes`` target."""
 
     name: ClassVar[str] = "kubernetes"
     caps: ClassVar[tuple[Cap, ...]] = KUBERNETES_CAPS
-    settings_model: ClassVar[type[TargetSettings]] = KubernetesSettings
+    settings_model = KubernetesSettings
 
-    def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
-    ) -> dict[str, Enforcement]:
-        """See ``kubernetes_enforcement``."""
-        assert isinstance(settings, KubernetesSettings)
-        return kubernetes_enforcement(profile, settings.fqdn_policy, self.name)
+    def plan(
+        self, profile: SandboxProfile, settings: KubernetesSettings, context: KitContext
+    ) -> AgentSandboxArgs:
+        """The ``AgentSandbox`` inputs, on the cluster of kubeconfig context ``context``.
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
-        """The ``AgentSandbox`` component on the cluster of kubeconfig context ``context``."""
-        from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, sandbox_args
-
-        assert isinstance(settings, KubernetesSettings)
+        Raises:
+            ConfigError: see ``check_fqdn_policy``.
+        """
+        check_fqdn_policy(profile, settings.fqdn_policy, self.name)
         args = sandbox_args(
             profile,
             settings,
@@ -202,8 +234,19 @@ class KubernetesTarget(TargetSpec):
             runtime_class=settings.runtime_class,
         )
         args["kubeconfig_context"] = settings.context
-        component = AgentSandbox(self.name, args)
-        return Deployment(component, component.outputs())
+        return args
+
+    def enforcement(
+        self, profile: SandboxProfile, settings: KubernetesSettings, plan: AgentSandboxArgs
+    ) -> dict[str, Enforcement]:
+        """See ``kubernetes_enforcement``."""
+        return kubernetes_enforcement(profile, settings.fqdn_policy)
+
+    def component(self, plan: AgentSandboxArgs) -> KitComponent:
+        """The ``AgentSandbox`` component."""
+        from sandboxkit.kubernetes.agent_sandbox import AgentSandbox
+
+        return AgentSandbox(self.name, plan)
 
 
 SPEC = KubernetesTarget()

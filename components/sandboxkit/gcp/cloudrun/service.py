@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.egress import EgressRule
-from sandboxkit.gcp.cloudrun.spec import CloudRunSettings, SandboxTemplate, service_sizing
+from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
-from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import KitContext
 
 # Project roles of the launcher's service account, each for one thing the launcher does:
 LAUNCHER_ROLES = (
@@ -46,97 +43,10 @@ DENY_ALL_PRIORITY = 65000
 _OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$")
 
 
-class CloudRunSandboxArgs(TypedDict, total=False):
-    """Inputs of ``CloudRunSandbox``; ``cloudrun_args`` builds them from a profile and settings."""
-
-    project: str
-    """Project id of every child."""
-    region: str
-    """Region of the service, subnet, router and log bucket."""
-    object_name: str
-    """Prefix of cloud resource names: a lower-case letter, then letters, digits, hyphens
-    (at most 22, so ``<object_name>-run`` fits a service account id)."""
-    image: str
-    """Launcher image."""
-    port: int
-    """Launcher HTTP port."""
-    instance_vcpu: int
-    """vCPU of one instance (the launcher container's CPU limit)."""
-    instance_memory_mib: int
-    """MiB of one instance (the launcher container's memory limit)."""
-    slots: int
-    """Sandboxes per instance: the request concurrency."""
-    min_instances: int
-    """Instances kept warm."""
-    max_instances: int
-    """Instances at most."""
-    request_timeout_seconds: int
-    """Request timeout, seconds (at most 3600)."""
-    templates: tuple[SandboxTemplate, ...]
-    """Sandbox templates; any makes the launch stage ALPHA."""
-    ingress: str
-    """``internal`` or ``internal-and-cloud-load-balancing``."""
-    invokers: tuple[str, ...]
-    """Principals granted ``roles/run.invoker``; never ``allUsers`` or ``allAuthenticatedUsers``."""
-    subnet_cidr: str
-    """Private range of the Direct VPC egress subnet."""
-    egress_mode: str
-    """``deny``, ``allowlist`` or ``open``."""
-    egress_rules: tuple[EgressRule, ...]
-    """Allowlist entries: exact names and IP addresses (no wildcards)."""
-    log_retention_days: int
-    """Days the audit log bucket keeps logs."""
-    labels: dict[str, str]
-    """The kit's labels, set on every child that takes labels."""
-
-
-def cloudrun_args(
-    profile: SandboxProfile, settings: CloudRunSettings, context: KitContext
-) -> CloudRunSandboxArgs:
-    """Map the profile and ``sandboxkit:gcp-cloudrun`` settings to component inputs.
-
-    Raises:
-        ConfigError: see ``service_sizing``.
-    """
-    sizing = service_sizing(profile, settings)
-    return CloudRunSandboxArgs(
-        project=settings.project,
-        region=settings.region,
-        object_name=f"sbx-{context.stack}",
-        image=settings.image,
-        port=settings.port,
-        instance_vcpu=settings.instance.vcpu,
-        instance_memory_mib=settings.instance.memory_mib,
-        slots=sizing.slots,
-        min_instances=sizing.min_instances,
-        max_instances=sizing.max_instances,
-        request_timeout_seconds=profile.limits.exec_timeout_seconds,
-        templates=settings.templates,
-        ingress=settings.ingress,
-        invokers=settings.invokers,
-        subnet_cidr=settings.subnet_cidr,
-        egress_mode=profile.egress.mode,
-        egress_rules=profile.egress.allow,
-        log_retention_days=profile.audit.log_retention_days,
-        labels=context.labels(),
-    )
-
-
 def _ports(port: int | None) -> list[dict[str, Any]]:
     if port is None:
         return [{"ip_protocol": "all"}]
     return [{"ip_protocol": "tcp", "ports": [str(port)]}]
-
-
-def _template(template: SandboxTemplate) -> dict[str, Any]:
-    spec: dict[str, Any] = {"name": template.name, "image": template.image}
-    if template.command:
-        spec["commands"] = list(template.command)
-    if template.args:
-        spec["args"] = list(template.args)
-    if template.working_dir is not None:
-        spec["working_dir"] = template.working_dir
-    return spec
 
 
 class CloudRunSandbox(pulumi.ComponentResource):
@@ -258,7 +168,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
             ],
         }
         if args["templates"]:
-            template["sandboxes"] = {"templates": [_template(t) for t in args["templates"]]}
+            template["sandboxes"] = {"templates": list(args["templates"])}
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
             project=project,

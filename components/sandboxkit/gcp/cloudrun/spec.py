@@ -1,4 +1,4 @@
-"""Settings, sizing, enforcement map and factory of ``gcp-cloudrun`` (no SDK import here).
+"""Settings, sizing, plan, enforcement map and factory of ``gcp-cloudrun`` (no SDK import here).
 
 Cloud Run sandboxes (Preview): a container flagged ``sandboxLauncher`` gets the ``sandbox``
 CLI, which starts gVisor sandboxes inside the same instance. Sandboxes start with no network
@@ -13,14 +13,15 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Annotated, ClassVar, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import Cap, Deployment, Enforcement, KitContext, TargetSettings, TargetSpec
+from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
 
 TARGET = "gcp-cloudrun"
 
@@ -265,15 +266,14 @@ def service_sizing(profile: SandboxProfile, settings: CloudRunSettings) -> Insta
         raise ConfigError(_sizing_problem(profile, settings)) from None
 
 
-def max_concurrent_where(profile: SandboxProfile, sizing: InstanceSizing) -> str:
-    """How ``pool.maxConcurrent`` is bounded, with the bound it actually gives.
+def max_concurrent_where(asked: int, slots: int, max_instances: int) -> str:
+    """How ``pool.maxConcurrent`` (``asked``) is bounded, with the bound it actually gives.
 
     Cloud Run caps instances and requests per instance, not sandboxes, so the bound is
     ``maxInstanceCount * slots``: the smallest multiple of ``slots`` at or above
     ``maxConcurrent``.
     """
-    asked, slots = profile.pool.max_concurrent, sizing.slots
-    bound = sizing.max_instances * slots
+    bound = max_instances * slots
     exactness = (
         f"exactly maxConcurrent {asked}"
         if bound == asked
@@ -282,8 +282,8 @@ def max_concurrent_where(profile: SandboxProfile, sizing: InstanceSizing) -> str
         f"is {bound}"
     )
     return (
-        f"template.scaling.maxInstanceCount {sizing.max_instances} with "
-        f"maxInstanceRequestConcurrency {slots}: at most {sizing.max_instances} x {slots} = "
+        f"template.scaling.maxInstanceCount {max_instances} with "
+        f"maxInstanceRequestConcurrency {slots}: at most {max_instances} x {slots} = "
         f"{bound} sandboxes at once, {exactness}"
     )
 
@@ -312,11 +312,56 @@ def check_egress(profile: SandboxProfile) -> None:
         )
 
 
-class CloudRunTarget(TargetSpec):
+def template_spec(template: SandboxTemplate) -> dict[str, Any]:
+    """A ``templates`` entry as Cloud Run's ``template.sandboxes.templates`` takes it."""
+    spec: dict[str, Any] = {"name": template.name, "image": template.image}
+    if template.command:
+        spec["commands"] = list(template.command)
+    if template.args:
+        spec["args"] = list(template.args)
+    if template.working_dir is not None:
+        spec["working_dir"] = template.working_dir
+    return spec
+
+
+def cloudrun_args(
+    profile: SandboxProfile, settings: CloudRunSettings, context: KitContext
+) -> CloudRunSandboxArgs:
+    """Map the profile and ``sandboxkit:gcp-cloudrun`` settings to component inputs.
+
+    Raises:
+        ConfigError: see ``check_egress`` and ``service_sizing``.
+    """
+    check_egress(profile)
+    sizing = service_sizing(profile, settings)
+    return CloudRunSandboxArgs(
+        project=settings.project,
+        region=settings.region,
+        object_name=f"sbx-{context.stack}",
+        image=settings.image,
+        port=settings.port,
+        instance_vcpu=settings.instance.vcpu,
+        instance_memory_mib=settings.instance.memory_mib,
+        slots=sizing.slots,
+        min_instances=sizing.min_instances,
+        max_instances=sizing.max_instances,
+        request_timeout_seconds=profile.limits.exec_timeout_seconds,
+        templates=tuple(template_spec(t) for t in settings.templates),
+        ingress=settings.ingress,
+        invokers=settings.invokers,
+        subnet_cidr=settings.subnet_cidr,
+        egress_mode=profile.egress.mode,
+        egress_rules=profile.egress.allow,
+        log_retention_days=profile.audit.log_retention_days,
+        labels=context.labels(),
+    )
+
+
+class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     """The ``gcp-cloudrun`` target."""
 
     name: ClassVar[str] = TARGET
-    settings_model: ClassVar[type[TargetSettings]] = CloudRunSettings
+    settings_model = CloudRunSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap(
             "limits.execTimeoutSeconds",
@@ -328,17 +373,17 @@ class CloudRunTarget(TargetSpec):
         LOG_RETENTION_CAP,
     )
 
-    def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
-    ) -> dict[str, Enforcement]:
-        """Where each field is enforced on Cloud Run.
+    def plan(
+        self, profile: SandboxProfile, settings: CloudRunSettings, context: KitContext
+    ) -> CloudRunSandboxArgs:
+        """The ``CloudRunSandbox`` inputs (see ``cloudrun_args``)."""
+        return cloudrun_args(profile, settings, context)
 
-        Raises:
-            ConfigError: a wildcard allowlist entry, or a sandbox too large (``service_sizing``).
-        """
-        assert isinstance(settings, CloudRunSettings)
-        check_egress(profile)
-        sizing = service_sizing(profile, settings)
+    def enforcement(
+        self, profile: SandboxProfile, settings: CloudRunSettings, plan: CloudRunSandboxArgs
+    ) -> dict[str, Enforcement]:
+        """Where each field is enforced on Cloud Run."""
+        slots = plan["slots"]
         egress_where = {
             "deny": "network firewall policy on the Direct VPC egress network (ALL_TRAFFIC): "
             "deny all egress; no Cloud NAT. Sandboxes start without network either",
@@ -350,7 +395,7 @@ class CloudRunTarget(TargetSpec):
         }[profile.egress.mode]
         shared = (
             f"instance limit {settings.instance.vcpu} vCPU / {settings.instance.memory_mib} MiB "
-            f"with maxInstanceRequestConcurrency {sizing.slots}: the instance minus the "
+            f"with maxInstanceRequestConcurrency {slots}: the instance minus the "
             "launcher reserve holds that many sandboxes of this size. A bound on the sandboxes "
             "together, not each: the sandbox CLI has no per-sandbox CPU or memory limit"
         )
@@ -377,25 +422,24 @@ class CloudRunTarget(TargetSpec):
             ),
             "pool.ready": Enforcement(
                 "platform",
-                f"template.scaling.minInstanceCount = ceil(ready / {sizing.slots}) warm "
+                f"template.scaling.minInstanceCount = ceil(ready / {slots}) warm "
                 "instances (sandboxes themselves start on demand)",
             ),
-            "pool.maxConcurrent": Enforcement("platform", max_concurrent_where(profile, sizing)),
+            "pool.maxConcurrent": Enforcement(
+                "platform",
+                max_concurrent_where(profile.pool.max_concurrent, slots, plan["max_instances"]),
+            ),
             "audit.logRetentionDays": Enforcement(
                 "platform",
                 "log bucket retentionDays, with a sink for the service's and the network's logs",
             ),
         }
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
+    def component(self, plan: CloudRunSandboxArgs) -> KitComponent:
         """The ``CloudRunSandbox`` component."""
-        from sandboxkit.gcp.cloudrun.service import CloudRunSandbox, cloudrun_args
+        from sandboxkit.gcp.cloudrun.service import CloudRunSandbox
 
-        assert isinstance(settings, CloudRunSettings)
-        component = CloudRunSandbox(self.name, cloudrun_args(profile, settings, context))
-        return Deployment(component, component.outputs())
+        return CloudRunSandbox(self.name, plan)
 
 
 SPEC = CloudRunTarget()

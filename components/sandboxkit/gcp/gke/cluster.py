@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
-from sandboxkit.gcp.gke.spec import GkeSettings
-from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, AgentSandboxArgs, sandbox_args
-from sandboxkit.kubernetes.spec import RuntimeClassSettings
-from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import KitContext
+from sandboxkit.gcp.gke.plan import GVISOR_NODE_LABEL, GVISOR_TOLERATION, GkeAgentSandboxArgs
+from sandboxkit.kubernetes.agent_sandbox import AgentSandbox
 
 # Project roles of the node service account. roles/container.defaultNodeServiceAccount is GKE's
 # least-privilege node role: write logs and metrics, read monitoring and resource metadata
@@ -29,88 +26,9 @@ from sandboxkit.targets import KitContext
 NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
 # Node access is governed by IAM (NODE_ROLES), so the scope is the broad one GKE recommends.
 NODE_OAUTH_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
-# GKE creates both for gVisor node pools: the RuntimeClass "gvisor" and this node label/taint
-# (https://cloud.google.com/kubernetes-engine/docs/how-to/sandbox-pods). The kit references them.
-GVISOR_RUNTIME_CLASS = RuntimeClassSettings(name="gvisor", handler="runsc", create=False)
-GVISOR_NODE_LABEL = {"sandbox.gke.io/runtime": "gvisor"}
-GVISOR_TOLERATION = {
-    "key": "sandbox.gke.io/runtime",
-    "operator": "Equal",
-    "value": "gvisor",
-    "effect": "NoSchedule",
-}
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
 _OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$")
-
-
-class GkeAgentSandboxArgs(TypedDict, total=False):
-    """Inputs of ``GkeAgentSandbox``; ``gke_args`` builds them from a profile and settings."""
-
-    project: str
-    """Project id of every cloud child."""
-    region: str
-    """Region of the (regional) cluster, subnet, router and log bucket."""
-    object_name: str
-    """Prefix of cloud resource names (at most 24; ``<object_name>-nodes`` is an account id)."""
-    existing_cluster: str | None
-    """Add the node pool to this cluster instead of creating network and cluster."""
-    private_endpoint: bool
-    """The control plane has no public endpoint."""
-    master_authorized_networks: tuple[str, ...]
-    """CIDR blocks allowed to reach the control plane."""
-    master_cidr: str
-    """The control plane's private /28."""
-    subnet_cidr: str
-    """Nodes' private range."""
-    pods_cidr: str
-    """Pods' private secondary range."""
-    services_cidr: str
-    """Services' private secondary range."""
-    min_master_version: str
-    """Lowest GKE version of the cluster."""
-    machine_type: str
-    """Machine type of gVisor nodes."""
-    min_nodes: int
-    """Autoscaling minimum of the gVisor pool, per zone."""
-    max_nodes: int
-    """Autoscaling maximum of the gVisor pool, per zone."""
-    log_retention_days: int
-    """Days the audit log bucket keeps the sandbox namespace's container logs."""
-    labels: dict[str, str]
-    """The kit's labels."""
-    sandbox: AgentSandboxArgs
-    """The ``AgentSandbox`` inputs (gVisor runtime class, GKE FQDN policy, toleration)."""
-
-
-def gke_args(
-    profile: SandboxProfile, settings: GkeSettings, context: KitContext
-) -> GkeAgentSandboxArgs:
-    """Map the profile and ``sandboxkit:gcp-gke`` settings to component inputs."""
-    sandbox = sandbox_args(
-        profile, settings, context, fqdn_policy="gke", runtime_class=GVISOR_RUNTIME_CLASS
-    )
-    sandbox["tolerations"] = [dict(GVISOR_TOLERATION)]
-    sandbox["node_selector"] = dict(GVISOR_NODE_LABEL)
-    return GkeAgentSandboxArgs(
-        project=settings.project,
-        region=settings.region,
-        object_name=f"sbx-{context.stack}",
-        existing_cluster=settings.existing_cluster,
-        private_endpoint=settings.private_endpoint,
-        master_authorized_networks=settings.master_authorized_networks,
-        master_cidr=settings.master_cidr,
-        subnet_cidr=settings.subnet_cidr,
-        pods_cidr=settings.pods_cidr,
-        services_cidr=settings.services_cidr,
-        min_master_version=settings.min_master_version,
-        machine_type=settings.machine_type,
-        min_nodes=settings.min_nodes,
-        max_nodes=settings.max_nodes,
-        log_retention_days=profile.audit.log_retention_days,
-        labels=context.labels(),
-        sandbox=sandbox,
-    )
 
 
 def kubeconfig(cluster_name: str, endpoint: str | None, ca_certificate: str | None) -> str:

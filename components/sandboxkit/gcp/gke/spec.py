@@ -1,4 +1,4 @@
-"""Settings, enforcement map and factory of ``gcp-gke`` (no SDK import here).
+"""Settings, plan, enforcement map and factory of ``gcp-gke`` (no SDK import here).
 
 GKE Agent Sandbox: the cluster add-on installs the kubernetes-sigs/agent-sandbox controller and
 CRDs; sandbox pods run on a gVisor node pool
@@ -15,14 +15,17 @@ from typing import Annotated, ClassVar
 from pydantic import AfterValidator, Field, model_validator
 
 from sandboxkit.errors import FieldError
+from sandboxkit.gcp.gke.plan import GVISOR_NODE_LABEL, GVISOR_TOLERATION, GkeAgentSandboxArgs
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
+    RuntimeClassSettings,
     SandboxObjectSettings,
     kubernetes_enforcement,
+    sandbox_args,
 )
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import Cap, Deployment, Enforcement, KitContext, TargetSettings, TargetSpec
+from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
 
 TARGET = "gcp-gke"
 
@@ -146,34 +149,69 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         return self
 
 
-class GkeTarget(TargetSpec):
+# GKE's own runtime class for gVisor node pools (sandbox-pods docs): referenced, never created.
+GVISOR_RUNTIME_CLASS = RuntimeClassSettings(name="gvisor", handler="runsc", create=False)
+
+
+def gke_args(
+    profile: SandboxProfile, settings: GkeSettings, context: KitContext
+) -> GkeAgentSandboxArgs:
+    """Map the profile and ``sandboxkit:gcp-gke`` settings to component inputs."""
+    sandbox = sandbox_args(
+        profile, settings, context, fqdn_policy="gke", runtime_class=GVISOR_RUNTIME_CLASS
+    )
+    sandbox["tolerations"] = [dict(GVISOR_TOLERATION)]
+    sandbox["node_selector"] = dict(GVISOR_NODE_LABEL)
+    return GkeAgentSandboxArgs(
+        project=settings.project,
+        region=settings.region,
+        object_name=f"sbx-{context.stack}",
+        existing_cluster=settings.existing_cluster,
+        private_endpoint=settings.private_endpoint,
+        master_authorized_networks=settings.master_authorized_networks,
+        master_cidr=settings.master_cidr,
+        subnet_cidr=settings.subnet_cidr,
+        pods_cidr=settings.pods_cidr,
+        services_cidr=settings.services_cidr,
+        min_master_version=settings.min_master_version,
+        machine_type=settings.machine_type,
+        min_nodes=settings.min_nodes,
+        max_nodes=settings.max_nodes,
+        log_retention_days=profile.audit.log_retention_days,
+        labels=context.labels(),
+        sandbox=sandbox,
+    )
+
+
+class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
     """The ``gcp-gke`` target."""
 
     name: ClassVar[str] = TARGET
-    settings_model: ClassVar[type[TargetSettings]] = GkeSettings
+    settings_model = GkeSettings
     caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP, *KUBERNETES_CAPS)
 
+    def plan(
+        self, profile: SandboxProfile, settings: GkeSettings, context: KitContext
+    ) -> GkeAgentSandboxArgs:
+        """The ``GkeAgentSandbox`` inputs (see ``gke_args``)."""
+        return gke_args(profile, settings, context)
+
     def enforcement(
-        self, profile: SandboxProfile, settings: TargetSettings
+        self, profile: SandboxProfile, settings: GkeSettings, plan: GkeAgentSandboxArgs
     ) -> dict[str, Enforcement]:
         """``kubernetes_enforcement`` with the GKE FQDN policy, plus the kit's log bucket."""
-        assert isinstance(settings, GkeSettings)
-        enforcement = kubernetes_enforcement(profile, "gke", self.name)
+        enforcement = kubernetes_enforcement(profile, "gke")
         enforcement["audit.logRetentionDays"] = Enforcement(
             "platform",
             "log bucket retentionDays, with a sink for the sandbox namespace's container logs",
         )
         return enforcement
 
-    def build(
-        self, profile: SandboxProfile, settings: TargetSettings, context: KitContext
-    ) -> Deployment:
+    def component(self, plan: GkeAgentSandboxArgs) -> KitComponent:
         """The ``GkeAgentSandbox`` component."""
-        from sandboxkit.gcp.gke.cluster import GkeAgentSandbox, gke_args
+        from sandboxkit.gcp.gke.cluster import GkeAgentSandbox
 
-        assert isinstance(settings, GkeSettings)
-        component = GkeAgentSandbox(self.name, gke_args(profile, settings, context))
-        return Deployment(component, component.outputs())
+        return GkeAgentSandbox(self.name, plan)
 
 
 SPEC = GkeTarget()

@@ -1,0 +1,88 @@
+"""What ``MicrovmSandbox`` is built from: its inputs, as the ``aws-microvm`` spec plans them,
+and the RunMicrovm bounds both the spec and the component check.
+
+No SDK and no settings here: the component imports this module and nothing of the spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from sandboxkit.egress import EgressRule
+from sandboxkit.secrets import SecretValue
+
+# botocore 1.44.8 `lambda-microvms` service model, RunMicrovm request shapes.
+MAX_DURATION_SECONDS = 28_800  # RunMicrovmRequestMaximumDurationInSecondsInteger: 1 to 28800
+MIN_IDLE_SECONDS = 60  # IdlePolicyMaxIdleDurationSecondsInteger: min 60
+
+
+@dataclass(frozen=True)
+class EgressPlan:
+    """What the network enforces, derived from the profile and the control-plane settings.
+
+    Attributes:
+        mode: ``deny``, ``allowlist`` or ``open``.
+        firewall_domains: Network Firewall domain-list targets, sorted: ``.x`` for ``*.x``,
+            the exact name otherwise (control-plane hosts included in every mode).
+        dns_names: Route 53 Resolver DNS Firewall domains, sorted: ``*.x`` or the exact name.
+        tcp_ports: TCP ports the connector's security group opens to any address (443, and
+            80 where an entry asks for it); with ``open``, every port.
+        ip_rules: IP-literal entries, enforced by a stateful pass rule for exactly IP:port and
+            a security-group rule for that address.
+    """
+
+    mode: str
+    firewall_domains: tuple[str, ...]
+    dns_names: tuple[str, ...]
+    tcp_ports: tuple[int, ...]
+    ip_rules: tuple[EgressRule, ...]
+
+
+class MicrovmSandboxArgs(TypedDict, total=False):
+    """Inputs of ``MicrovmSandbox``; ``spec.microvm_args`` builds them from profile and settings."""
+
+    region: str
+    """AWS region of every child (an explicit ``aws.Provider``)."""
+    egress: EgressPlan
+    """What the firewall, DNS Firewall and security group allow (``spec.egress_plan``)."""
+    control_plane_url: str
+    """``https://`` URL of the platform API the worker calls (launcher ``CONTROL_PLANE_URL``)."""
+    worker_artifact_uri: str
+    """``s3://bucket/key.zip`` of the worker code."""
+    worker_artifact_arn: str
+    """ARN of that S3 object (the build role may read it and nothing else)."""
+    base_image_arn: str
+    """MicroVM base image ARN."""
+    webhook_secret: SecretValue
+    """HMAC key shared with the platform."""
+    worker_key: SecretValue
+    """Job-scoped worker key handed to one MicroVM at launch."""
+    worker_key_max_age_days: int
+    """Longest life of the worker key, days (tagged on its secret)."""
+    vpc_cidr: str
+    """IPv4 CIDR of the VPC (RFC 1918, /16 to /24)."""
+    availability_zones: tuple[str, ...]
+    """AZs of the connector, firewall and NAT subnets (one of each per AZ)."""
+    execution_role_policy: dict[str, Any] | None
+    """IAM policy document of the MicroVM execution role, or ``None`` for no role."""
+    max_duration_seconds: int
+    """Hard cap on a MicroVM's life, seconds (1 to 28,800)."""
+    idle_timeout_seconds: int
+    """Idle time before a MicroVM is suspended and then terminated, seconds (60+)."""
+    exec_timeout_seconds: int
+    """Per-command timeout the worker enforces, seconds."""
+    replay_window_seconds: int
+    """Accepted webhook timestamp skew, seconds."""
+    ingress: str
+    """``none`` or ``authToken``."""
+    ingress_port: int
+    """The MicroVM port auth tokens may name (``authToken``)."""
+    launcher_concurrency: int
+    """Reserved concurrency of the launcher Lambda."""
+    launcher_layers: tuple[str, ...]
+    """Lambda layer ARNs of the launcher."""
+    log_retention_days: int
+    """CloudWatch retention of every log group, days (an allowed CloudWatch value)."""
+    labels: dict[str, str]
+    """The kit's tags, set on every child that takes tags."""

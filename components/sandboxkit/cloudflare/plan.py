@@ -1,0 +1,42 @@
+"""What ``WorkerSandbox`` is built from: its inputs, as the ``cloudflare`` spec plans them, and
+the fixed parts of the Worker script that the generated wrangler config repeats.
+
+No SDK and no settings here: the component imports this module and nothing of the spec.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from sandboxkit.secrets import SecretValue
+
+# The Worker's module name as uploaded.
+MAIN_MODULE = "index.js"
+# One migration creates the SQLite-backed namespace; the tag stays fixed so re-deploys of the
+# same class are no-ops for Cloudflare's migration check.
+MIGRATION_TAG = "v1"
+# Every request and every log line is kept: the Worker's logs are the sandboxes' audit trail.
+HEAD_SAMPLING_RATE = 1
+
+
+class WorkerSandboxArgs(TypedDict, total=False):
+    """Inputs of ``WorkerSandbox``; ``spec.worker_sandbox_args`` builds them from a profile."""
+
+    account_id: str
+    """Cloudflare account id (32 hex characters)."""
+    script_name: str
+    """Worker script name (lower-case letters, digits, hyphens; at most 63)."""
+    worker_module_path: str
+    """Path of the Worker's ES module, read at deploy time and uploaded as ``index.js``."""
+    compatibility_date: str
+    """Workers runtime compatibility date, ``YYYY-MM-DD``."""
+    auth_token: SecretValue
+    """Bearer token clients present; bound as secret_text ``AUTH_TOKEN``."""
+    sandbox_id_key: SecretValue
+    """HMAC key naming sandboxes; bound as secret_text ``SANDBOX_ID_KEY``."""
+    plain_vars: dict[str, str]
+    """Plain-text bindings, name -> text (``EGRESS_POLICY`` and the three ``*_SECONDS``)."""
+    workers_dev: bool
+    """Expose the Worker on workers.dev (false: only routes or custom domains reach it)."""
+    instance_type: str
+    """Container instance type of the generated wrangler config (reported, not deployed)."""

@@ -1,0 +1,55 @@
+"""What ``CloudRunSandbox`` is built from: its inputs, as the ``gcp-cloudrun`` spec plans them.
+
+No SDK and no settings here: the component imports this module and nothing of the spec.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from sandboxkit.egress import EgressRule
+
+
+class CloudRunSandboxArgs(TypedDict, total=False):
+    """Inputs of ``CloudRunSandbox``; ``spec.cloudrun_args`` builds them from profile + settings."""
+
+    project: str
+    """Project id of every child."""
+    region: str
+    """Region of the service, subnet, router and log bucket."""
+    object_name: str
+    """Prefix of cloud resource names: a lower-case letter, then letters, digits, hyphens
+    (at most 22, so ``<object_name>-run`` fits a service account id)."""
+    image: str
+    """Launcher image."""
+    port: int
+    """Launcher HTTP port."""
+    instance_vcpu: int
+    """vCPU of one instance (the launcher container's CPU limit)."""
+    instance_memory_mib: int
+    """MiB of one instance (the launcher container's memory limit)."""
+    slots: int
+    """Sandboxes per instance: the request concurrency."""
+    min_instances: int
+    """Instances kept warm."""
+    max_instances: int
+    """Instances at most."""
+    request_timeout_seconds: int
+    """Request timeout, seconds (at most 3600)."""
+    templates: tuple[dict[str, Any], ...]
+    """Sandbox templates as the service's ``template.sandboxes.templates`` takes them (name,
+    image, commands, args, working_dir; never env); any makes the launch stage ALPHA."""
+    ingress: str
+    """``internal`` or ``internal-and-cloud-load-balancing``."""
+    invokers: tuple[str, ...]
+    """Principals granted ``roles/run.invoker``; never ``allUsers`` or ``allAuthenticatedUsers``."""
+    subnet_cidr: str
+    """Private range of the Direct VPC egress subnet."""
+    egress_mode: str
+    """``deny``, ``allowlist`` or ``open``."""
+    egress_rules: tuple[EgressRule, ...]
+    """Allowlist entries: exact names and IP addresses (no wildcards)."""
+    log_retention_days: int
+    """Days the audit log bucket keeps logs."""
+    labels: dict[str, str]
+    """The kit's labels, set on every child that takes labels."""

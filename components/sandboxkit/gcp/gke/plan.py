@@ -1,0 +1,60 @@
+"""What ``GkeAgentSandbox`` is built from: its inputs, as the ``gcp-gke`` spec plans them.
+
+No SDK and no settings here: the component imports this module and nothing of the spec.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from sandboxkit.kubernetes.plan import AgentSandboxArgs
+
+# GKE creates both for gVisor node pools: the RuntimeClass "gvisor" and this node label/taint
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/sandbox-pods). The kit references them
+# (the runtime class: ``spec.GVISOR_RUNTIME_CLASS``).
+GVISOR_NODE_LABEL = {"sandbox.gke.io/runtime": "gvisor"}
+GVISOR_TOLERATION = {
+    "key": "sandbox.gke.io/runtime",
+    "operator": "Equal",
+    "value": "gvisor",
+    "effect": "NoSchedule",
+}
+
+
+class GkeAgentSandboxArgs(TypedDict, total=False):
+    """Inputs of ``GkeAgentSandbox``; ``spec.gke_args`` builds them from a profile and settings."""
+
+    project: str
+    """Project id of every cloud child."""
+    region: str
+    """Region of the (regional) cluster, subnet, router and log bucket."""
+    object_name: str
+    """Prefix of cloud resource names (at most 24; ``<object_name>-nodes`` is an account id)."""
+    existing_cluster: str | None
+    """Add the node pool to this cluster instead of creating network and cluster."""
+    private_endpoint: bool
+    """The control plane has no public endpoint."""
+    master_authorized_networks: tuple[str, ...]
+    """CIDR blocks allowed to reach the control plane."""
+    master_cidr: str
+    """The control plane's private /28."""
+    subnet_cidr: str
+    """Nodes' private range."""
+    pods_cidr: str
+    """Pods' private secondary range."""
+    services_cidr: str
+    """Services' private secondary range."""
+    min_master_version: str
+    """Lowest GKE version of the cluster."""
+    machine_type: str
+    """Machine type of gVisor nodes."""
+    min_nodes: int
+    """Autoscaling minimum of the gVisor pool, per zone."""
+    max_nodes: int
+    """Autoscaling maximum of the gVisor pool, per zone."""
+    log_retention_days: int
+    """Days the audit log bucket keeps the sandbox namespace's container logs."""
+    labels: dict[str, str]
+    """The kit's labels."""
+    sandbox: AgentSandboxArgs
+    """The ``AgentSandbox`` inputs (gVisor runtime class, GKE FQDN policy, toleration)."""
