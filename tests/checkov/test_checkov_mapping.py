@@ -70,7 +70,7 @@ def test_every_type_the_components_create_is_mapped_or_excluded_with_a_reason(
                 export_type(resource.type)
             except UnmappedTypeError:
                 unmapped.add(resource.type)
-    assert unmapped == set(), f"add these types to sandboxkit/checkov_bridge/mapping.py: {unmapped}"
+    assert unmapped == set(), f"declare these types in their target's catalog.py: {unmapped}"
 
 
 def test_every_stack_exports_strictly_and_every_mapped_resource_is_exported(

@@ -1,0 +1,308 @@
+"""Resource types of the ``aws-microvm`` target: terraform-provider-aws resource names.
+
+See ``sandboxkit.catalog``: mock outputs for the offline render and checkov export types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi.runtime import MockResourceArgs
+
+from sandboxkit.catalog import TAGS, TF_AWS, OutputRule, ResourceKind, TerraformType, mock_hash
+
+# A documentation account id (AWS uses 123456789012 in its examples); never a real account.
+MOCK_AWS_ACCOUNT = "123456789012"
+MOCK_AWS_REGION = "us-east-1"
+
+
+def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # aws:lambda/function:Function -> service "lambda", kind "function"
+    module = args.typ.split(":")[1].split("/")[0].rstrip("_")
+    kind = args.typ.split(":")[2].lower()
+    name = args.inputs.get("name", resource_id)
+    return {
+        "arn": f"arn:aws:{module}:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
+        "name": name,
+    }
+
+
+def _aws_lambda_arn(kind: str) -> OutputRule:
+    # Lambda MicroVM images and network connectors: arn:aws:lambda:<region>:<account>:<kind>:<name>
+    def rule(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+        name = args.inputs.get("name", resource_id)
+        return {
+            "arn": f"arn:aws:lambda:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{kind}:{name}",
+            "name": name,
+        }
+
+    return rule
+
+
+def _aws_log_group(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name", resource_id)
+    return {
+        "arn": f"arn:aws:logs:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:log-group:{name}",
+        "name": name,
+    }
+
+
+def _aws_network_firewall(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # One endpoint per subnet mapping, as Network Firewall reports in firewallStatuses.
+    attachments = [
+        {"subnetId": m.get("subnetId"), "endpointId": f"vpce-{mock_hash(str(m))}"}
+        for m in args.inputs.get("subnetMappings") or []
+    ]
+    return {
+        **_aws_arn(args, resource_id),
+        "firewallStatuses": [{"syncStates": [{"attachments": [a]} for a in attachments]}],
+    }
+
+
+def _aws_http_api(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    api_id = mock_hash(resource_id)[:10]
+    return {
+        **_aws_arn(args, resource_id),
+        "apiEndpoint": f"https://{api_id}.execute-api.{MOCK_AWS_REGION}.amazonaws.com",
+        "executionArn": f"arn:aws:execute-api:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{api_id}",
+    }
+
+
+def _aws_function(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    outputs = _aws_arn(args, resource_id)
+    outputs["invokeArn"] = (
+        f"arn:aws:apigateway:{MOCK_AWS_REGION}:lambda:path/2015-03-31/functions/"
+        f"{outputs['arn']}/invocations"
+    )
+    return outputs
+
+
+KINDS: tuple[ResourceKind, ...] = (
+    ResourceKind(
+        "aws:ec2/securityGroup:SecurityGroup",
+        export=TerraformType("aws_security_group", TF_AWS, blocks=frozenset({"ingress", "egress"})),
+    ),
+    ResourceKind(
+        "aws:ec2/vpc:Vpc",
+        export=TerraformType("aws_vpc", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:ec2/subnet:Subnet",
+        export=TerraformType("aws_subnet", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:ec2/internetGateway:InternetGateway",
+        export=TerraformType("aws_internet_gateway", TF_AWS),
+        unchecked="attaches to the VPC; no settings of its own",
+    ),
+    ResourceKind(
+        "aws:ec2/natGateway:NatGateway",
+        export=TerraformType("aws_nat_gateway", TF_AWS),
+        unchecked="references its subnet and address; no settings to judge",
+    ),
+    ResourceKind(
+        "aws:ec2/eip:Eip",
+        export=TerraformType("aws_eip", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:ec2/routeTable:RouteTable",
+        export=TerraformType(
+            "aws_route_table", TF_AWS, blocks=frozenset({"routes"}), renames={"routes": "route"}
+        ),
+    ),
+    ResourceKind(
+        "aws:ec2/route:Route",
+        export=TerraformType("aws_route", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:ec2/routeTableAssociation:RouteTableAssociation",
+        export=TerraformType("aws_route_table_association", TF_AWS),
+        unchecked="pairs a subnet and a route table",
+    ),
+    ResourceKind(
+        "aws:ec2/flowLog:FlowLog",
+        export=TerraformType("aws_flow_log", TF_AWS),
+        unchecked=(
+            "read by checkov's graph check CKV2_AWS_11 through its VPC, which reports on the VPC"
+        ),
+    ),
+    ResourceKind(
+        "aws:cloudwatch/logGroup:LogGroup",
+        export=TerraformType("aws_cloudwatch_log_group", TF_AWS),
+        mock_outputs=_aws_log_group,
+    ),
+    ResourceKind(
+        "aws:iam/role:Role",
+        export=TerraformType(
+            "aws_iam_role",
+            TF_AWS,
+            blocks=frozenset({"inlinePolicies"}),
+            renames={"inlinePolicies": "inline_policy"},
+        ),
+    ),
+    ResourceKind(
+        "aws:iam/rolePolicy:RolePolicy",
+        export=TerraformType("aws_iam_role_policy", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:secretsmanager/secret:Secret",
+        export=TerraformType("aws_secretsmanager_secret", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:secretsmanager/secretVersion:SecretVersion",
+        export=TerraformType("aws_secretsmanager_secret_version", TF_AWS),
+        unchecked="its only value is the secret, which the export replaces by a placeholder",
+    ),
+    ResourceKind(
+        "aws:lambda/function:Function",
+        export=TerraformType(
+            "aws_lambda_function",
+            TF_AWS,
+            blocks=frozenset(
+                {"environment", "loggingConfig", "vpcConfig", "tracingConfig", "deadLetterConfig"}
+            ),
+            maps=frozenset({*TAGS, "environment.variables"}),
+            omit=frozenset({"code"}),
+        ),
+        mock_outputs=_aws_function,
+    ),
+    ResourceKind(
+        "aws:lambda/permission:Permission",
+        export=TerraformType("aws_lambda_permission", TF_AWS),
+    ),
+    # Lambda network connectors and MicroVM images are new in terraform-provider-aws; the type
+    # names follow the bridge's rule (module prefix + snake_cased resource) and have no
+    # built-in checkov checks, so the kit's checks read them.
+    ResourceKind(
+        "aws:lambda/coreNetworkConnector:CoreNetworkConnector",
+        export=TerraformType(
+            "aws_lambda_core_network_connector",
+            TF_AWS,
+            blocks=frozenset({"configuration", "configuration.vpcEgressConfiguration"}),
+        ),
+        mock_outputs=_aws_lambda_arn("network-connector"),
+    ),
+    ResourceKind(
+        "aws:lambdamicrovms/image:Image",
+        export=TerraformType(
+            "aws_lambdamicrovms_image", TF_AWS, blocks=frozenset({"codeArtifact"})
+        ),
+        mock_outputs=_aws_lambda_arn("microvm-image"),
+    ),
+    ResourceKind(
+        "aws:apigatewayv2/api:Api",
+        export=TerraformType(
+            "aws_apigatewayv2_api", TF_AWS, blocks=frozenset({"corsConfiguration"})
+        ),
+        mock_outputs=_aws_http_api,
+    ),
+    ResourceKind(
+        "aws:apigatewayv2/stage:Stage",
+        export=TerraformType(
+            "aws_apigatewayv2_stage",
+            TF_AWS,
+            blocks=frozenset({"accessLogSettings", "defaultRouteSettings", "routeSettings"}),
+            renames={"routeSettings": "route_settings"},
+        ),
+    ),
+    ResourceKind(
+        "aws:apigatewayv2/integration:Integration",
+        export=TerraformType("aws_apigatewayv2_integration", TF_AWS),
+        unchecked=(
+            "binds the launcher route to the Lambda function; no setting beyond the two references"
+        ),
+    ),
+    ResourceKind(
+        "aws:apigatewayv2/route:Route",
+        export=TerraformType("aws_apigatewayv2_route", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:networkfirewall/firewall:Firewall",
+        export=TerraformType(
+            "aws_networkfirewall_firewall",
+            TF_AWS,
+            blocks=frozenset({"subnetMappings"}),
+            renames={"subnetMappings": "subnet_mapping"},
+        ),
+        mock_outputs=_aws_network_firewall,
+    ),
+    ResourceKind(
+        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
+        export=TerraformType(
+            "aws_networkfirewall_firewall_policy",
+            TF_AWS,
+            blocks=frozenset(
+                {
+                    "firewallPolicy",
+                    "firewallPolicy.statefulEngineOptions",
+                    "firewallPolicy.statefulRuleGroupReferences",
+                }
+            ),
+            renames={"firewallPolicy.statefulRuleGroupReferences": "stateful_rule_group_reference"},
+        ),
+    ),
+    ResourceKind(
+        "aws:networkfirewall/ruleGroup:RuleGroup",
+        export=TerraformType(
+            "aws_networkfirewall_rule_group",
+            TF_AWS,
+            blocks=frozenset(
+                {
+                    "ruleGroup",
+                    "ruleGroup.rulesSource",
+                    "ruleGroup.rulesSource.rulesSourceList",
+                    "ruleGroup.statefulRuleOptions",
+                }
+            ),
+        ),
+    ),
+    ResourceKind(
+        "aws:networkfirewall/loggingConfiguration:LoggingConfiguration",
+        export=TerraformType(
+            "aws_networkfirewall_logging_configuration",
+            TF_AWS,
+            blocks=frozenset(
+                {"loggingConfiguration", "loggingConfiguration.logDestinationConfigs"}
+            ),
+            maps=frozenset({"loggingConfiguration.logDestinationConfigs.logDestination"}),
+            renames={"loggingConfiguration.logDestinationConfigs": "log_destination_config"},
+        ),
+    ),
+    ResourceKind(
+        "aws:route53/resolverFirewallConfig:ResolverFirewallConfig",
+        export=TerraformType("aws_route53_resolver_firewall_config", TF_AWS),
+    ),
+    ResourceKind(
+        "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList",
+        export=TerraformType("aws_route53_resolver_firewall_domain_list", TF_AWS),
+        unchecked=(
+            "the allowlisted names, judged by the CrossGuard pack against the profile's allowlist"
+        ),
+    ),
+    ResourceKind(
+        "aws:route53/resolverFirewallRule:ResolverFirewallRule",
+        export=TerraformType("aws_route53_resolver_firewall_rule", TF_AWS),
+        unchecked="allow and block actions between references; judged by the CrossGuard pack",
+    ),
+    ResourceKind(
+        "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup",
+        export=TerraformType("aws_route53_resolver_firewall_rule_group", TF_AWS),
+        unchecked="a named container of rules",
+    ),
+    ResourceKind(
+        "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation",
+        export=TerraformType("aws_route53_resolver_firewall_rule_group_association", TF_AWS),
+        unchecked="associates the rule group with the VPC; checkov has no check for it",
+    ),
+    ResourceKind(
+        "pulumi:providers:aws",
+        not_exported=(
+            "provider configuration (region, credentials checks), not an AWS resource; the "
+            "plan's provider_config is not read by checkov's resource checks"
+        ),
+    ),
+    ResourceKind(
+        "aws:",
+        mock_outputs=_aws_arn,
+    ),
+)

@@ -1,0 +1,82 @@
+"""Resource types of the Google Cloud plumbing both gcp targets create (network, NAT, log
+bucket, service account and its roles): terraform-provider-google resource names.
+
+See ``sandboxkit.catalog``: mock outputs for the offline render and checkov export types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi.runtime import MockResourceArgs
+
+from sandboxkit.catalog import TF_GOOGLE, ResourceKind, TerraformType
+
+MOCK_GCP_PROJECT = "example-project"
+
+
+def _gcp_service_account(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    project = args.inputs.get("project", MOCK_GCP_PROJECT)
+    account_id = args.inputs.get("accountId", resource_id)
+    return {"email": f"{account_id}@{project}.iam.gserviceaccount.com"}
+
+
+KINDS: tuple[ResourceKind, ...] = (
+    ResourceKind(
+        "gcp:compute/network:Network",
+        export=TerraformType("google_compute_network", TF_GOOGLE),
+    ),
+    ResourceKind(
+        "gcp:compute/subnetwork:Subnetwork",
+        export=TerraformType(
+            "google_compute_subnetwork",
+            TF_GOOGLE,
+            blocks=frozenset({"logConfig", "secondaryIpRanges"}),
+            renames={"secondaryIpRanges": "secondary_ip_range"},
+        ),
+    ),
+    ResourceKind(
+        "gcp:compute/router:Router",
+        export=TerraformType("google_compute_router", TF_GOOGLE),
+        unchecked="a Cloud Router for NAT; no setting beyond its network",
+    ),
+    ResourceKind(
+        "gcp:compute/routerNat:RouterNat",
+        export=TerraformType(
+            "google_compute_router_nat",
+            TF_GOOGLE,
+            blocks=frozenset({"logConfig", "subnetworks"}),
+            renames={"subnetworks": "subnetwork"},
+        ),
+        unchecked=(
+            "NAT for the GKE nodes; its logging is set by the component, no kit check reads it yet"
+        ),
+    ),
+    ResourceKind(
+        "gcp:logging/projectBucketConfig:ProjectBucketConfig",
+        export=TerraformType("google_logging_project_bucket_config", TF_GOOGLE),
+    ),
+    ResourceKind(
+        "gcp:logging/projectSink:ProjectSink",
+        export=TerraformType("google_logging_project_sink", TF_GOOGLE),
+    ),
+    ResourceKind(
+        "gcp:projects/iAMMember:IAMMember",
+        export=TerraformType("google_project_iam_member", TF_GOOGLE),
+    ),
+    ResourceKind(
+        "gcp:serviceaccount/account:Account",
+        export=TerraformType("google_service_account", TF_GOOGLE),
+        unchecked=(
+            "an identity without settings; its grants are IAM members, which checkov judges"
+        ),
+        mock_outputs=_gcp_service_account,
+    ),
+    ResourceKind(
+        "pulumi:providers:gcp",
+        not_exported=(
+            "provider configuration (project, region), not a Google Cloud resource; checkov's"
+            " resource checks do not read it"
+        ),
+    ),
+)

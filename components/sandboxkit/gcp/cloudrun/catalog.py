@@ -1,0 +1,67 @@
+"""Resource types of the ``gcp-cloudrun`` target, with the shared Google Cloud plumbing.
+
+See ``sandboxkit.catalog``: mock outputs for the offline render and checkov export types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi.runtime import MockResourceArgs
+
+from sandboxkit.catalog import TAGS, TF_GOOGLE, ResourceKind, TerraformType, mock_hash
+from sandboxkit.gcp.catalog import KINDS as GCP_KINDS
+
+
+def _gcp_cloud_run_service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name", resource_id)
+    return {"uri": f"https://{name}-{mock_hash(name)}-uc.a.run.app"}
+
+
+KINDS: tuple[ResourceKind, ...] = (
+    *GCP_KINDS,
+    ResourceKind(
+        "gcp:cloudrunv2/service:Service",
+        export=TerraformType(
+            "google_cloud_run_v2_service",
+            TF_GOOGLE,
+            blocks=frozenset(
+                {
+                    "template",
+                    "template.containers",
+                    "template.containers.ports",
+                    "template.containers.resources",
+                    "template.scaling",
+                    "template.vpcAccess",
+                    "template.vpcAccess.networkInterfaces",
+                }
+            ),
+            maps=frozenset(
+                {*TAGS, "annotations", "template.labels", "template.containers.resources.limits"}
+            ),
+        ),
+        mock_outputs=_gcp_cloud_run_service,
+    ),
+    ResourceKind(
+        "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+        export=TerraformType("google_cloud_run_v2_service_iam_member", TF_GOOGLE),
+    ),
+    ResourceKind(
+        "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy",
+        export=TerraformType("google_compute_network_firewall_policy", TF_GOOGLE),
+        unchecked="a named container; its rules are checked (CKV_SBX_20)",
+    ),
+    ResourceKind(
+        "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation",
+        export=TerraformType("google_compute_network_firewall_policy_association", TF_GOOGLE),
+        unchecked="attaches the policy to the network; no setting beyond the two references",
+    ),
+    ResourceKind(
+        "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule",
+        export=TerraformType(
+            "google_compute_network_firewall_policy_rule",
+            TF_GOOGLE,
+            blocks=frozenset({"match", "match.layer4Configs"}),
+        ),
+    ),
+)
