@@ -24,10 +24,12 @@ from sandboxkit.checkov_bridge.runner import (
     CheckovReport,
     scan_rendered,
 )
+from sandboxkit.config import load_stack_file
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import find_project_dir, list_stacks
 from sandboxkit.render import RenderedStack, render_stack, to_display
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -322,26 +324,63 @@ def check(
     raise typer.Exit(gate.exit_code(results))
 
 
-@app.command("cloudflare-config")
-def cloudflare_config(
-    stack: StackOption,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Where to write the wrangler config (.jsonc).")
-    ],
-    project_dir: ProjectOption = None,
-) -> None:
-    """Write STACK's wrangler config for the cloudflare container application (not deployed)."""
-    from sandboxkit.cloudflare.wrangler import stack_wrangler_config
-
+def _write_external_config(stack: str, target: str, out: Path, project_dir: Path | None) -> None:
+    root = project_dir or find_project_dir()
     try:
-        document = stack_wrangler_config(project_dir or find_project_dir(), stack, out)
+        if target not in TARGET_MODULES:
+            raise ConfigError(Problem("--target", target, f"one of {', '.join(TARGET_MODULES)}"))
+        spec = load_stack_file(root, stack)
+        if target not in spec.targets:
+            raise ConfigError(
+                Problem(
+                    "sandboxkit:targets",
+                    list(spec.targets),
+                    f"a list including {target} (its external config is written from it)",
+                )
+            )
+        found = get_target(target).external_config(
+            spec.profile, spec.settings[target], spec.plans[target], out
+        )
+        if found is None:
+            raise ConfigError(
+                Problem("--target", target, "a target that needs config outside Pulumi")
+            )
+        if out.suffix not in found.suffixes:
+            raise ConfigError(
+                Problem("--out", str(out), f"a file ending in {' or '.join(found.suffixes)}")
+            )
     except ConfigError as exc:
         raise fail_config(exc) from None
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=2) + "\n")
-    sys.stdout.write(
-        f"wrote {out}; apply it with: npx wrangler deploy --config {out} (Node >= 22)\n"
-    )
+    out.write_text(json.dumps(found.document, indent=2) + "\n")
+    sys.stdout.write(f"wrote {out}; apply it with: {found.apply.format(out=out)}\n")
+
+
+OutOption = Annotated[
+    Path,
+    typer.Option("--out", "-o", help="Where to write the config (its suffix picks the format)."),
+]
+
+
+@app.command("external-config")
+def external_config(
+    stack: StackOption,
+    target: Annotated[str, typer.Option("--target", help="The target whose config to write.")],
+    out: OutOption,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Write what TARGET needs applied outside Pulumi for STACK (e.g. cloudflare's wrangler
+    config for the container application), validated as the Pulumi program validates it."""
+    _write_external_config(stack, target, out, project_dir)
+
+
+@app.command("cloudflare-config")
+def cloudflare_config(
+    stack: StackOption, out: OutOption, project_dir: ProjectOption = None
+) -> None:
+    """Write STACK's wrangler config for the cloudflare container application (not deployed);
+    the same as ``external-config --target cloudflare``."""
+    _write_external_config(stack, "cloudflare", out, project_dir)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
+from sandboxkit.project import existing_stack_file
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
 from sandboxkit.targets import (
     TARGET_MODULES,
@@ -444,3 +445,12 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
         raise ConfigError(*problems)
     assert profile is not None and isinstance(environment, str)
     return StackSpec(stack, environment, targets, profile, settings, plans, enforcement)
+
+
+def load_stack_file(project_dir: Path, stack: str) -> StackSpec:
+    """``load_stack`` on the stack file of ``stack`` (no secret is decrypted).
+
+    Raises:
+        ConfigError: a missing stack file (naming ``--stack``), or bad config.
+    """
+    return load_stack(read_stack_file(existing_stack_file(project_dir, stack)), stack)

@@ -37,6 +37,18 @@ def stack_file(project_dir: Path, stack: str) -> Path:
     return project_dir / document.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml"
 
 
+def existing_stack_file(project_dir: Path, stack: str) -> Path:
+    """``stack_file``, which must exist.
+
+    Raises:
+        ConfigError: naming ``--stack`` when the file is missing.
+    """
+    path = stack_file(project_dir, stack)
+    if not path.is_file():
+        raise ConfigError(Problem("--stack", stack, f"a stack with a file at {path}"))
+    return path
+
+
 def list_stacks(project_dir: Path) -> list[str]:
     """Names of the stacks with a stack file, sorted."""
     folder = stack_file(project_dir, "x").parent

@@ -24,9 +24,9 @@ from pulumi.runtime.sync_await import _sync_await
 
 from sandboxkit import program
 from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, read_stack_file
-from sandboxkit.errors import REDACTED, ConfigError, Problem
+from sandboxkit.errors import REDACTED
 from sandboxkit.mockcloud import CloudMocks
-from sandboxkit.project import stack_file
+from sandboxkit.project import existing_stack_file
 
 UNKNOWN_TEXT = "[unknown]"
 
@@ -270,10 +270,9 @@ def render_stack(project_dir: Path, stack: str) -> RenderedStack:
     Raises:
         ConfigError: when the stack file is missing or its config is bad.
     """
-    path = stack_file(project_dir, stack)
-    if not path.is_file():
-        raise ConfigError(Problem("--stack", stack, f"a stack with a file at {path}"))
-    return render_source(project_dir, stack, read_stack_file(path))
+    return render_source(
+        project_dir, stack, read_stack_file(existing_stack_file(project_dir, stack))
+    )
 
 
 def render_source(project_dir: Path, stack: str, source: ConfigSource) -> RenderedStack:

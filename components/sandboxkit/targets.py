@@ -14,6 +14,7 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -181,6 +182,21 @@ class Deployment:
     outputs: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class ExternalConfig:
+    """Configuration a target needs applied by another tool, outside Pulumi.
+
+    Attributes:
+        document: the JSON document to write.
+        suffixes: file suffixes the tool reads (e.g. ``(".jsonc", ".json")``).
+        apply: the command that applies a written file; ``{out}`` stands for its path.
+    """
+
+    document: Mapping[str, Any]
+    suffixes: tuple[str, ...]
+    apply: str
+
+
 SettingsT = TypeVar("SettingsT", bound=TargetSettings)
 PlanT = TypeVar("PlanT")
 
@@ -217,6 +233,13 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
     @abstractmethod
     def component(self, plan: PlanT) -> KitComponent:
         """Create the target's component, named after the target (imports the cloud SDK)."""
+
+    def external_config(
+        self, profile: SandboxProfile, settings: SettingsT, plan: PlanT, out: Path
+    ) -> ExternalConfig | None:
+        """What this target needs applied outside Pulumi, for a file written at ``out``;
+        ``None`` (the default) when it needs nothing (``sandboxkit external-config``)."""
+        return None
 
     def build(self, plan: PlanT) -> Deployment:
         """Create the component from ``plan`` and collect its stack outputs."""

@@ -289,13 +289,19 @@ def test_instance_type_beyond_the_largest_is_refused() -> None:
     assert "containers/platform/limits" in str(caught.value)
 
 
+def stack_wrangler_config(prof: SandboxProfile, stack: str, main: str) -> dict[str, Any]:
+    """The wrangler config of a one-target stack with this profile and the default settings."""
+    plan = worker_sandbox_args(prof, settings(), KitContext(stack, "prod", "cloudflare"))
+    return wrangler_config(plan, IMAGE, prof.pool.max_concurrent, main)
+
+
 def test_wrangler_config_is_exact() -> None:
     prof = profile(
         egress={"mode": "allowlist", "allow": ALLOWLIST},
         limits={"vcpu": 0.5, "memoryMiB": 4096, "execTimeoutSeconds": 60},
         pool={"ready": 0, "maxConcurrent": 12},
     )
-    config = wrangler_config(prof, settings(), "prod", "../worker/src/index.js")
+    config = stack_wrangler_config(prof, "prod", "../worker/src/index.js")
     assert config == {
         "name": "sandboxkit-prod",
         "account_id": ACCOUNT,
@@ -331,7 +337,7 @@ def test_wrangler_config_matches_the_pulumi_script(engine: Recorder, worker_modu
     prof = profile(egress={"mode": "allowlist", "allow": ALLOWLIST})
     build(engine, worker_module, prof)
     inputs = script_inputs(engine)
-    config = wrangler_config(prof, settings(), "test", "index.js")
+    config = stack_wrangler_config(prof, "test", "index.js")
     assert config["name"] == inputs["scriptName"]
     assert config["compatibility_date"] == inputs["compatibilityDate"]
     assert config["migrations"] == [
@@ -550,6 +556,49 @@ def test_cli_refuses_a_toml_out_file(tmp_path: Path) -> None:
     result = run_cli(root, root / "wrangler.toml")
     assert result.exit_code == 2
     assert "--out" in result.output
+
+
+def test_external_config_for_cloudflare_is_the_wrangler_config(tmp_path: Path) -> None:
+    root = project(tmp_path, DENY_PROFILE)
+    alias, generic = root / "a" / "wrangler.jsonc", root / "b" / "wrangler.jsonc"
+    assert run_cli(root, alias).exit_code == 0
+    arguments = ["external-config", "--stack", "t", "--target", "cloudflare", "--out"]
+    result = CliRunner().invoke(cli.app, [*arguments, str(generic), "--project-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    assert generic.read_text() == alias.read_text()
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (
+            "kubernetes",
+            "sandboxkit:targets: got ['cloudflare']; expected a list including kubernetes",
+        ),
+        ("fly", "--target: got 'fly'; expected one of kubernetes, azure-sessions"),
+        ("cloudflare", ""),
+    ],
+)
+def test_external_config_names_the_target_it_cannot_write(
+    tmp_path: Path, target: str, expected: str
+) -> None:
+    root = project(tmp_path, DENY_PROFILE)
+    out = root / "out.jsonc"
+    arguments = ["external-config", "--stack", "t", "--target", target, "--out", str(out)]
+    result = CliRunner().invoke(cli.app, [*arguments, "--project-dir", str(root)])
+    assert result.exit_code == (2 if expected else 0)
+    assert expected in result.output
+    assert out.exists() is not bool(expected)
+
+
+def test_external_config_of_a_target_that_needs_none_exits_2(project_dir: Path) -> None:
+    arguments = ["external-config", "--stack", "dev", "--target", "kubernetes", "--out", "x.json"]
+    result = CliRunner().invoke(cli.app, [*arguments, "--project-dir", str(project_dir)])
+    assert result.exit_code == 2
+    assert (
+        "--target: got 'kubernetes'; expected a target that needs config outside" in result.output
+    )
+    assert not (project_dir / "x.json").exists()
 
 
 def test_prod_stack_renders_the_cloudflare_target(project_dir: Path, worker_module: Path) -> None:

@@ -10,6 +10,7 @@ part is a generated wrangler config (``sandboxkit cloudflare-config``, see ``wra
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -29,6 +30,7 @@ from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import (
     Cap,
     Enforcement,
+    ExternalConfig,
     KitComponent,
     KitContext,
     TargetSettings,
@@ -293,6 +295,24 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     ) -> dict[str, Enforcement]:
         """See ``cloudflare_enforcement``."""
         return cloudflare_enforcement(profile)
+
+    def external_config(
+        self,
+        profile: SandboxProfile,
+        settings: CloudflareSettings,
+        plan: WorkerSandboxArgs,
+        out: Path,
+    ) -> ExternalConfig:
+        """The wrangler config of the container application (see ``wrangler.wrangler_config``);
+        its ``main`` is the Worker module's path relative to ``out``'s folder."""
+        from sandboxkit.cloudflare.wrangler import wrangler_config
+
+        main = os.path.relpath(WORKER_MODULE, out.resolve().parent)
+        return ExternalConfig(
+            wrangler_config(plan, settings.image, profile.pool.max_concurrent, main),
+            suffixes=(".jsonc", ".json"),
+            apply="npx wrangler deploy --config {out} (Node >= 22)",
+        )
 
     def component(self, plan: WorkerSandboxArgs) -> KitComponent:
         """The ``WorkerSandbox`` component in account ``accountId``."""

@@ -11,54 +11,35 @@ bindings Pulumi set.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
-from sandboxkit.cloudflare.plan import HEAD_SAMPLING_RATE, MIGRATION_TAG
-from sandboxkit.cloudflare.spec import (
-    SPEC,
-    WORKER_MODULE,
-    CloudflareSettings,
-    instance_type_for,
-    script_name,
-    worker_vars,
-)
-from sandboxkit.config import load_stack, read_stack_file
-from sandboxkit.contract import (
-    DURABLE_OBJECT_BINDING,
-    DURABLE_OBJECT_CLASS,
-)
-from sandboxkit.errors import ConfigError, Problem
-from sandboxkit.profile import SandboxProfile
-from sandboxkit.project import stack_file
+from sandboxkit.cloudflare.plan import HEAD_SAMPLING_RATE, MIGRATION_TAG, WorkerSandboxArgs
+from sandboxkit.contract import DURABLE_OBJECT_BINDING, DURABLE_OBJECT_CLASS
 
 
 def wrangler_config(
-    profile: SandboxProfile, settings: CloudflareSettings, stack: str, main: str
+    plan: WorkerSandboxArgs, image: str, max_instances: int, main: str
 ) -> dict[str, Any]:
     """The wrangler config (JSON shape of ``wrangler.jsonc``) for one stack.
 
+    Built from the same plan as the Pulumi ``WorkersScript``, so the two cannot disagree.
+
     Args:
-        profile: the validated sandbox profile.
-        settings: the validated ``sandboxkit:cloudflare`` settings.
-        stack: the stack name (default script name ``sandboxkit-<stack>``).
+        plan: the ``WorkerSandbox`` inputs the ``cloudflare`` spec planned.
+        image: the container image (``sandboxkit:cloudflare.image``).
+        max_instances: containers at most (``pool.maxConcurrent``).
         main: path of the Worker module relative to the config file's folder.
 
     Returns:
-        A JSON-serialisable mapping; ``containers[0].instance_type`` is the smallest named
-        instance type covering ``limits.vcpu`` and ``limits.memoryMiB``, ``max_instances``
-        is ``pool.maxConcurrent``.
-
-    Raises:
-        ConfigError: for an IP allowlist entry or a profile beyond the largest instance type.
+        A JSON-serialisable mapping; ``containers[0].instance_type`` is the plan's (the
+        smallest named instance type covering ``limits.vcpu`` and ``limits.memoryMiB``).
     """
     return {
-        "name": script_name(settings, stack),
-        "account_id": settings.account_id,
+        "name": plan["script_name"],
+        "account_id": plan["account_id"],
         "main": main,
-        "compatibility_date": settings.compatibility_date,
-        "workers_dev": settings.workers_dev,
+        "compatibility_date": plan["compatibility_date"],
+        "workers_dev": plan["workers_dev"],
         "preview_urls": False,
         "observability": {
             "enabled": True,
@@ -76,47 +57,10 @@ def wrangler_config(
         "containers": [
             {
                 "class_name": DURABLE_OBJECT_CLASS,
-                "image": settings.image,
-                "instance_type": instance_type_for(
-                    profile.limits.vcpu, profile.limits.memory_mib
-                ).name,
-                "max_instances": profile.pool.max_concurrent,
+                "image": image,
+                "instance_type": plan["instance_type"],
+                "max_instances": max_instances,
             }
         ],
-        "vars": worker_vars(profile),
+        "vars": dict(plan["plain_vars"]),
     }
-
-
-def stack_wrangler_config(project_dir: Path, stack: str, out: Path) -> dict[str, Any]:
-    """The wrangler config of ``stack``, validated exactly as the Pulumi program validates it.
-
-    Args:
-        project_dir: folder with Pulumi.yaml.
-        stack: stack name; it must list target ``cloudflare``.
-        out: where the config will be written (``.json`` or ``.jsonc``); ``main`` is made
-            relative to its folder.
-
-    Raises:
-        ConfigError: a missing stack file, bad stack config, a stack without ``cloudflare``,
-            or ``out`` not ending in ``.json`` or ``.jsonc``.
-    """
-    if out.suffix not in (".json", ".jsonc"):
-        raise ConfigError(
-            Problem("--out", str(out), "a file ending in .jsonc or .json (wrangler reads suffixes)")
-        )
-    path = stack_file(project_dir, stack)
-    if not path.is_file():
-        raise ConfigError(Problem("--stack", stack, f"a stack with a file at {path}"))
-    spec = load_stack(read_stack_file(path), stack)
-    if SPEC.name not in spec.targets:
-        raise ConfigError(
-            Problem(
-                "sandboxkit:targets",
-                list(spec.targets),
-                f"a list including {SPEC.name} (cloudflare-config writes that target's config)",
-            )
-        )
-    settings = spec.settings[SPEC.name]
-    assert isinstance(settings, CloudflareSettings)
-    main = os.path.relpath(WORKER_MODULE, out.resolve().parent)
-    return wrangler_config(spec.profile, settings, stack, main)
