@@ -13,14 +13,18 @@ every stack and fails on a type no catalog declares.
 
 from __future__ import annotations
 
+import functools
+
 from sandboxkit.catalog import (
     ARM_ENVELOPE,
     ArmType,
     ExportType,
     KubernetesType,
+    ResourceKind,
     TerraformType,
     all_kinds,
 )
+from sandboxkit.targets import TARGET_MODULES
 
 __all__ = [
     "ARM_ENVELOPE",
@@ -33,10 +37,24 @@ __all__ = [
     "KubernetesType",
     "TerraformType",
     "UnmappedTypeError",
+    "catalog_kinds",
     "export_type",
 ]
 
-_KINDS = all_kinds()
+
+@functools.cache
+def _kinds(registry: tuple[tuple[str, str], ...]) -> tuple[ResourceKind, ...]:
+    # Keyed by the registry's contents: a target registered later (a test's fake one) counts.
+    del registry
+    return tuple(all_kinds())
+
+
+def catalog_kinds() -> tuple[ResourceKind, ...]:
+    """Every resource kind the registered targets declare (see ``catalog.all_kinds``)."""
+    return _kinds(tuple(TARGET_MODULES.items()))
+
+
+_KINDS = catalog_kinds()
 # Exported types, by token.
 TYPES: dict[str, ExportType] = {k.type: k.export for k in _KINDS if k.export is not None}
 # Types deliberately not exported, with the reason; prefixes cover families of types.
@@ -68,10 +86,12 @@ def export_type(type_token: str) -> ExportType | None:
     """The export of ``type_token``; ``None`` when deliberately not exported.
 
     Raises:
-        UnmappedTypeError: when the type is in neither table.
+        UnmappedTypeError: when no registered target's catalog declares the type.
     """
-    if type_token in TYPES:
-        return TYPES[type_token]
-    if type_token in NOT_EXPORTED or any(type_token.startswith(p) for p in NOT_EXPORTED_PREFIXES):
+    kinds = catalog_kinds()
+    exact = next((k for k in kinds if k.type == type_token), None)
+    if exact is not None:
+        return exact.export
+    if any(k.is_prefix and k.not_exported and k.covers(type_token) for k in kinds):
         return None
     raise UnmappedTypeError(type_token)
