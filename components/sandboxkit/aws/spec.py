@@ -111,7 +111,8 @@ class WorkerArtifact(BaseModel):
     Attributes:
         bucket: S3 bucket name.
         key: object key of the zip built by ``python -m sandboxkit.aws.worker.build --out DIR``
-            (a deterministic zip with the worker and its Dockerfile), ending ``.zip``.
+            (a deterministic zip with the worker and its Dockerfile), ending ``.zip``; the image
+            build role may read that object only.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -136,7 +137,8 @@ class MicrovmSettings(TargetSettings):
     Attributes:
         region: AWS region of every resource (explicit: never the ambient default).
         controlPlaneUrl: ``https://`` base URL of the agent platform API the worker calls; its
-            host is always allowed (``CONTROL_PLANE_URL`` of the launcher).
+            host (one exact name, never a wildcard) is always allowed (``CONTROL_PLANE_URL`` of
+            the launcher).
         controlPlaneHosts: further ``host[:port]`` entries the worker must reach (same syntax
             as ``profile.egress.allow``); allowed with every egress mode, ``deny`` included, so
             each must be one exact name: wildcards (``*.example.com``) and IP literals are
@@ -151,21 +153,24 @@ class MicrovmSettings(TargetSettings):
             session-creating key is never placed in AWS: a setting named like it
             (``sessionKey``, ``adminKey``, ``apiKey`` ...) is refused.
         workerKeyMaxAgeDays: the longest the worker key may live before it is replaced
-            (days, 1 to 365); tagged on the secret for rotation audits.
-        vpcCidr: IPv4 CIDR of the kit's VPC, RFC 1918, a /16 to /24.
-        availabilityZones: AZ names (1 to 4) for the connector, firewall and NAT subnets.
+            (days, 1 to 365); tagged ``sandboxkit-max-age-days`` on its secret for rotation
+            audits.
+        vpcCidr: IPv4 CIDR of the kit's VPC, RFC 1918, a /16 to /24, carved into 16 equal
+            subnets.
+        availabilityZones: AZ names of ``region`` (1 to 4) for the connector, firewall and NAT
+            subnets.
         executionRolePolicy: IAM policy document for a MicroVM execution role; none by default
-            (no AWS credentials in the guest). Actions with a wildcard anywhere (``*``,
+            (no AWS credentials in the guest). Actions with ``*`` or ``?`` anywhere (``*``,
             ``s3:*``, ``s3:Get*``, ``iam:?ut*``) and ``NotAction`` are refused, naming the
-            statement and action; the render warns, because the guest can read the role's
-            credentials.
+            statement and action (e.g. ``executionRolePolicy.Statement[0].Action[1]``); the
+            render warns, because the guest can read the role's credentials.
         replayWindowSeconds: accepted webhook timestamp skew, seconds (1 to 3600).
         ingress: ``none`` (no one is granted MicroVM auth tokens) or ``authToken`` (a managed
-            policy lets the platform mint short-lived, port-scoped tokens for the MicroVM's
-            HTTPS endpoint).
+            IAM policy, to attach to the platform, lets it mint short-lived tokens for the
+            MicroVM's HTTPS endpoint, requested for ``ingressPort`` only).
         ingressPort: the one MicroVM port tokens may name (``authToken`` only).
-        launcherConcurrency: reserved concurrency of the launcher (default
-            ``pool.maxConcurrent``).
+        launcherConcurrency: reserved concurrency of the launcher and the API stage's throttle
+            (default ``pool.maxConcurrent``).
         launcherLayers: Lambda layer ARNs for the launcher, e.g. one bundling a boto3 new
             enough for ``lambda-microvms`` (the managed runtime's may predate it).
     """

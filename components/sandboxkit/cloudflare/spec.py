@@ -113,7 +113,8 @@ class CloudflareSettings(TargetSettings):
     """``sandboxkit:cloudflare`` settings.
 
     Attributes:
-        accountId: Cloudflare account id (32 hex characters; required, never ambient).
+        accountId: Cloudflare account id (32 hex characters, quoted in YAML; required, never
+            ambient).
         image: the sandbox container image (Cloudflare registry, Docker Hub or ECR reference).
         authToken: bearer token clients present (Pulumi secret; the Worker refuses fewer than
             32 characters).

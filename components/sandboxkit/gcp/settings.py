@@ -61,8 +61,9 @@ class GcpSettings(TargetSettings):
     """Settings every Google Cloud target takes explicitly (never the ambient gcloud config).
 
     Attributes:
-        project: project id, 6 to 30 lower-case letters, digits and hyphens.
-        region: region of every regional resource, e.g. ``us-central1``.
+        project: project id of every resource, 6 to 30 lower-case letters, digits and hyphens.
+        region: region of every regional resource (service or cluster, subnet, NAT, log
+            bucket), e.g. ``us-central1``.
     """
 
     project: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")]

@@ -54,8 +54,11 @@ class RuntimeClassSettings(BaseModel):
 
     Attributes:
         name: the RuntimeClass name.
-        handler: the CRI handler (``runsc`` for gVisor); used only when ``create`` is true.
-        create: create the RuntimeClass; false references an existing one (GKE supplies one).
+        handler: the CRI handler, one that puts a kernel boundary between sandbox and node:
+            ``runsc`` (gVisor) or a Kata Containers handler (``kata``, ``kata-qemu``,
+            ``kata-clh``, ``kata-fc``); used only when ``create`` is true.
+        create: create the RuntimeClass; ``false`` references an existing class (GKE supplies
+            one).
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -70,9 +73,11 @@ class SandboxObjectSettings(TargetSettings):
 
     Attributes:
         image: the sandbox container image, pinned by digest or tag.
-        namespace: namespace for the sandbox objects.
+        namespace: namespace of the sandbox objects; never a namespace the cluster itself uses
+            (``default``, ``kube-node-lease``, ``kube-public``, ``kube-system``).
         createNamespace: create it (with Pod Security ``restricted``) or use an existing one.
-        entryNamespace: namespace of the sandbox router, the only ingress source.
+        entryNamespace: namespace of the sandbox router, the only ingress source; never the
+            sandboxes' own ``namespace``.
         entryPort: the sandbox port the router reaches.
         runAsUser: UID of the sandbox process (non-zero).
     """
@@ -112,9 +117,11 @@ class KubernetesSettings(SandboxObjectSettings):
 
     Attributes:
         context: kubeconfig context of the cluster (required: never the ambient current one).
-        runtimeClass: see ``RuntimeClassSettings``.
+        runtimeClass: the runtime class of sandbox pods (see ``RuntimeClassSettings``);
+            ``create: false`` references an existing class.
         fqdnPolicy: how ``allowlist`` names are enforced: ``cilium`` (CiliumNetworkPolicy
-            ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (allowlist refused).
+            ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (egress mode ``allowlist``
+            exits 2).
     """
 
     context: Annotated[str, Field(pattern=r"\S")]

@@ -80,6 +80,12 @@ class _Strict(BaseModel):
 class InstanceSize(_Strict):
     """``instance``: vCPU and MiB of one Cloud Run instance (the launcher container's limits).
 
+    Attributes:
+        vcpu: vCPU of one instance: 1, 2, 4, 6 or 8.
+        memoryMiB: MiB of one instance, within what the Cloud Run table admits for that vCPU
+            (512 to 4096 with 1, 512 to 8192 with 2, 2048 to 16384 with 4, 4096 to 24576 with 6,
+            4096 to 32768 with 8).
+
     Raises (as a config error on the key): a vCPU other than 1, 2, 4, 6 or 8, or memory outside
     the range that vCPU admits (``INSTANCE_MEMORY_RANGE_MIB``).
     """
@@ -101,7 +107,12 @@ class InstanceSize(_Strict):
 
 
 class LauncherReserve(_Strict):
-    """``launcher``: vCPU and MiB kept for the launcher process; sandboxes get the rest."""
+    """``launcher``: vCPU and MiB kept for the launcher process; sandboxes get the rest.
+
+    Attributes:
+        vcpu: vCPU kept for the launcher (> 0).
+        memoryMiB: MiB kept for the launcher (> 0).
+    """
 
     vcpu: Annotated[float, Field(gt=0)] = DEFAULT_LAUNCHER_VCPU
     memory_mib: Annotated[int, Field(gt=0)] = Field(DEFAULT_LAUNCHER_MEMORY_MIB, alias="memoryMiB")
@@ -111,6 +122,13 @@ class SandboxTemplate(_Strict):
     """One entry of ``templates``: a named sandbox the ``sandbox`` CLI can launch.
 
     No environment variables: the kit never lets configuration inject values into a sandbox.
+
+    Attributes:
+        name: the template's name, a DNS label (lower-case letters, digits, hyphens).
+        image: the sandbox image.
+        command: the entrypoint, overriding the image's.
+        args: arguments to the entrypoint.
+        workingDir: working directory of the sandbox process.
     """
 
     name: _DNS_LABEL
@@ -126,14 +144,17 @@ class CloudRunSettings(GcpSettings):
     Attributes:
         image: the launcher image (runs the agent-facing service and calls ``sandbox``).
         port: the launcher's HTTP port.
-        instance: see ``InstanceSize``; defaults to the largest instance.
-        launcher: see ``LauncherReserve``.
+        instance: one instance's size (see ``InstanceSize``); defaults to the largest instance.
+        launcher: the share of each instance kept for the launcher (see ``LauncherReserve``);
+            sandboxes share the rest.
         ingress: ``internal`` or ``internal-and-cloud-load-balancing``; never all traffic.
         invokers: principals granted ``roles/run.invoker`` (``user:``, ``group:``,
             ``serviceAccount:``); ``allUsers``, ``allAuthenticatedUsers`` and ``domain:`` are
             refused.
-        subnetCidr: private range of the subnet Direct VPC egress takes addresses from.
-        templates: sandbox templates (needs launch stage ``ALPHA``).
+        subnetCidr: private range of the subnet Direct VPC egress takes addresses from, a /26
+            or larger.
+        templates: sandbox templates (no environment variables); setting any makes the launch
+            stage ``ALPHA``.
     """
 
     image: Annotated[str, Field(min_length=1)]

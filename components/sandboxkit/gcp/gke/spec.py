@@ -91,12 +91,20 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
             of creating one; it must already be private, on Dataplane V2 with FQDN network
             policy, with workload identity and the Agent Sandbox add-on.
         privateEndpoint: the control plane has no public endpoint (created cluster only).
-        masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane.
-        masterCidr: the control plane's private /28.
-        subnetCidr, podsCidr, servicesCidr: private ranges of nodes, pods and services.
-        minMasterVersion: lowest GKE version the cluster runs.
+        masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, each at most
+            a /8 (IPv4) or /32 (IPv6) wide: ``0.0.0.0/0``, ``::/0`` and other blocks that wide
+            are refused.
+        masterCidr: the control plane's private /28; none of the four ranges (this one,
+            ``subnetCidr``, ``podsCidr``, ``servicesCidr``) may overlap another.
+        subnetCidr: private range of the nodes' subnet.
+        podsCidr: private secondary range of the pods.
+        servicesCidr: private secondary range of the services.
+        minMasterVersion: lowest GKE version the cluster runs, ``1.X``, ``1.X.Y`` or
+            ``1.X.Y-gke.N``, at least ``1.36.3-gke.1767000`` (Agent Sandbox v1beta1); a prefix
+            counts as its lowest patch, so ``1.36`` is refused.
         machineType: machine type of gVisor nodes.
-        minNodes, maxNodes: autoscaling bounds of the gVisor pool, per zone.
+        minNodes: lower autoscaling bound of the gVisor pool, per zone (at most ``maxNodes``).
+        maxNodes: upper autoscaling bound of the gVisor pool, per zone.
 
     Raises (as a config error on the key): an authorized network wider than /8 (IPv4) or /32
     (IPv6); a ``minMasterVersion`` below ``DEFAULT_MIN_MASTER_VERSION``; ``minNodes`` above
