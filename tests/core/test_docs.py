@@ -1,5 +1,5 @@
 """The docs say what the code does: generated settings tables match the settings models, every
-setting is documented, and every link between the docs resolves."""
+setting and profile field is documented, and every link between the docs resolves."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
+import yaml
 from pydantic import BaseModel, Field
 
 from sandboxkit import docgen
+from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import TARGET_MODULES, TargetSettings
 
 ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").rglob("*.md"))
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -36,6 +39,57 @@ def test_target_docs_match_the_settings_models() -> None:
     assert sorted(report.documents) == [
         ROOT / "docs" / "targets" / f"{target}.md" for target in sorted(TARGET_MODULES)
     ]
+
+
+def test_readme_links_every_target_reference() -> None:
+    text = README.read_text()
+    for target in TARGET_MODULES:
+        assert f"](docs/targets/{target}.md)" in text, target
+
+
+def _profile_defaults() -> dict[str, Any]:
+    defaults: dict[str, Any] = {}
+    for section, info in SandboxProfile.model_fields.items():
+        model = info.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        for name, field in model.model_fields.items():
+            value = field.default
+            defaults[f"sandboxkit:profile.{section}.{field.alias or name}"] = (
+                list(value) if isinstance(value, tuple) else value
+            )
+    return defaults
+
+
+def test_readme_profile_table_has_every_profile_field_with_its_default() -> None:
+    rows = {
+        match.group(1): match.group(2)
+        for match in re.finditer(
+            r"^\| `(sandboxkit:profile\.[^`]+)` \| `([^`]*)` \|", README.read_text(), re.M
+        )
+    }
+    expected = _profile_defaults()
+    assert sorted(rows) == sorted(expected)
+    assert {key: yaml.safe_load(text) for key, text in rows.items()} == expected
+
+
+def test_readme_setup_is_the_two_commands() -> None:
+    setup = README.read_text().split("## Set up", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line for line in setup.splitlines() if line and not line.startswith("#")]
+    assert commands == [
+        "python3 -m venv .venv && .venv/bin/pip install -e . && "
+        ".venv/bin/sandboxkit preview --stack dev",
+        "bash .ci/run",
+    ]
+
+
+def test_readme_quotes_the_workflow_gate_step() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pr.yml").read_text())
+    step = next(
+        step
+        for step in workflow["jobs"]["gate"]["steps"]
+        if step.get("name") == "sandboxkit check --all-stacks"
+    )
+    assert f"- name: {step['name']}\n  run: {step['run']}\n" in README.read_text()
 
 
 def _anchor(heading: str) -> str:
@@ -59,7 +113,7 @@ def _resolves(document: Path, link: str) -> bool:
 
 @pytest.mark.parametrize(
     "document",
-    [*DOCS, ROOT / "components/sandboxkit/cloudflare/worker/README.md"],
+    [README, *DOCS, ROOT / "components/sandboxkit/cloudflare/worker/README.md"],
     ids=lambda path: str(path.relative_to(ROOT)),
 )
 def test_relative_links_resolve(document: Path) -> None:

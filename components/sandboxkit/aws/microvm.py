@@ -4,7 +4,7 @@ Path of a sandbox's traffic: MicroVM -> the kit's VPC connector ENI (private sub
 group) -> AWS Network Firewall endpoint (firewall subnet) -> NAT gateway (public subnet) ->
 internet gateway. Replies come back through the firewall: the public route table sends the
 private subnet's range to the firewall endpoint of the same zone. Names resolve through the VPC
-resolver, behind a fail-closed Route 53 Resolver DNS Firewall. See README "Target aws-microvm".
+resolver, behind a fail-closed Route 53 Resolver DNS Firewall. See docs/targets/aws-microvm.md.
 """
 
 from __future__ import annotations

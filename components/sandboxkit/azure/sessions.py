@@ -1,8 +1,8 @@
 """``SessionPoolSandbox``: an Azure Container Apps dynamic session pool, hardened.
 
 Resources use pulumi-azure-native v3 (session pool and environment: REST API
-2025-02-02-preview; workspace: 2023-09-01; role assignment: 2022-04-01). See README
-"Target azure-sessions".
+2025-02-02-preview; workspace: 2023-09-01; role assignment: 2022-04-01). See
+docs/targets/azure-sessions.md.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Prerequisites: a Workers Paid account (Containers need it). The container application itself
 (image, instance type, max instances) is not a pulumi-cloudflare 6 resource: apply the config
-``sandboxkit cloudflare-config`` writes with ``npx wrangler deploy --config FILE``. See README
-"Target cloudflare".
+``sandboxkit cloudflare-config`` writes with ``npx wrangler deploy --config FILE``. See
+docs/targets/cloudflare.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``AgentSandbox``: the kubernetes-sigs/agent-sandbox objects (API v1beta1), hardened.
 
 Prerequisite: the agent-sandbox controller and its CRDs are installed in the cluster (GKE's
-Agent Sandbox add-on installs them). See README "Target kubernetes".
+Agent Sandbox add-on installs them). See docs/targets/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``CloudRunSandbox``: a Cloud Run service that launches sandboxes, walled in per host.
 
-See README "Target gcp-cloudrun" and ``sandboxkit.gcp.cloudrun.spec`` for the sources.
+See docs/targets/gcp-cloudrun.md and ``sandboxkit.gcp.cloudrun.spec`` for the sources.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``GkeAgentSandbox``: a private GKE cluster (or an existing one) with a gVisor node pool and
 the Agent Sandbox add-on, and the kit's ``AgentSandbox`` objects on it.
 
-See README "Target gcp-gke" and ``sandboxkit.gcp.gke.spec`` for the sources.
+See docs/targets/gcp-gke.md and ``sandboxkit.gcp.gke.spec`` for the sources.
 """
 
 from __future__ import annotations
