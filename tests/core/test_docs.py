@@ -123,6 +123,18 @@ def test_relative_links_resolve(document: Path) -> None:
     assert [link for link in links if not _resolves(document, link)] == []
 
 
+# A repository path in code spans: `stacks/Pulumi.<stack>.yaml`, `images/*/Dockerfile`, ...
+_REPO_PATH = re.compile(
+    r"`((?:components|policy-packs|tests|stacks|images|benchmarks|docs|\.github|\.ci)/[^`\s]*)`"
+)
+
+
+@pytest.mark.parametrize("document", [README, *DOCS], ids=lambda path: str(path.relative_to(ROOT)))
+def test_repository_paths_named_in_the_docs_exist(document: Path) -> None:
+    patterns = {re.sub(r"<[^>]*>", "*", path) for path in _REPO_PATH.findall(document.read_text())}
+    assert [pattern for pattern in sorted(patterns) if not list(ROOT.glob(pattern))] == []
+
+
 def test_anchor_follows_github_rules() -> None:
     assert _anchor(" The container: a generated wrangler config") == (
         "the-container-a-generated-wrangler-config"
