@@ -269,6 +269,26 @@ def test_a_new_target_gets_a_stub_and_an_orphan_doc_is_reported(tmp_path: Path) 
     assert report.stale == [tmp_path / "docs" / "targets" / "cloudflare.md"]
 
 
+def test_a_new_target_registered_by_one_line_gets_its_settings_table(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(TARGET_MODULES, "flyio", "fake_target.spec")
+    shutil.copytree(ROOT / "docs" / "targets", tmp_path / "docs" / "targets")
+    report = docgen.generate(tmp_path)
+    assert report.problems == []
+    assert report.stale == [tmp_path / "docs" / "targets" / "flyio.md"]
+    assert report.documents[report.stale[0]] == (
+        "# Target `flyio`\n\n## Settings (`sandboxkit:flyio.*`)\n\n"
+        f"{docgen.BEGIN}\n{docgen.HEADER}\n"
+        "| `app` | (required) | the Fly app. |\n"
+        "| `image` | (required) | the machine image. |\n"
+        "| `metadata` | `{}` | machine metadata. |\n"
+        "| `unenforced` | `[]` | profile fields (e.g. `limits.execTimeoutSeconds`) that the stack "
+        "sets explicitly and accepts this target cannot enforce. |\n"
+        f"{docgen.END}\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
