@@ -1,0 +1,290 @@
+"""DNS names in the egress contract: their normal form, how they nest, and the kinds refused.
+
+Normal form (``normalize_name``): lower case, no trailing dot, each internationalised label in
+its A-label form (IDNA 2008 with UTS #46 mapping, from the ``idna`` library), so ``Bücher.de.``
+and ``xn--bcher-kva.de`` are one name.
+
+Kinds of name an entry may not be (``name_refusal``), each read by the allowlist parser, the
+control-plane settings (they go through the same parser) and the policy pack:
+
+- internal or metadata names (``contract.INTERNAL_SUFFIXES``);
+- names at or below a wildcard-DNS service (``data/wildcard-dns.txt``: ``nip.io`` and the like
+  answer with the address written in the name, ``169.254.169.254.nip.io`` is the metadata
+  server), and wildcards above one;
+- wildcards at, above or below a shared-hosting domain where anyone can publish, and the exact
+  path-style object-storage names (``data/shared-hosting.txt``: ``*.s3.amazonaws.com`` is every
+  bucket anyone creates; ``storage.googleapis.com`` serves anyone's bucket by path);
+- wildcards over a public suffix, or over a name with a public suffix below it: the Public
+  Suffix List, ICANN and private sections, as bundled with the ``publicsuffixlist`` package
+  (``PSL_VERSION`` is the list's own VERSION line, read from the bundled file; the package is
+  pinned by major version, so the list moves with its releases; nothing is downloaded at run
+  time).
+
+A name list is a first line only: any name can resolve to a private address (DNS rebinding).
+Where the kit runs the resolver it also drops answers in ``contract.RESOLVER_DROP_RANGES``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Final
+
+import idna
+from publicsuffixlist import PSLFILE, PublicSuffixList
+
+from sandboxkit.contract import INTERNAL_SUFFIXES
+
+# RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters.
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+# RFC 1035: a name is at most 253 characters in text form.
+_MAX_NAME = 253
+_SHAPE = (
+    "a DNS name of letters, digits and hyphens (a wildcard only as a leading '*.'), "
+    "or a public IP address"
+)
+
+
+def normalize_name(text: str) -> str:
+    """``text`` in normal form (module docstring).
+
+    Raises:
+        ValueError: for a name that is not letters, digits and hyphens in labels of 1 to 63
+            characters, 253 characters at most, once internationalised labels are A-labels;
+            or an A-label (``xn--``) that does not decode.
+    """
+    name = text.strip().lower().removesuffix(".")
+    if not name.isascii():
+        try:
+            name = idna.encode(name, uts46=True).decode("ascii")
+        except idna.IDNAError as exc:
+            raise ValueError(f"{_SHAPE} ({exc})") from None
+    labels = name.split(".")
+    if len(name) > _MAX_NAME or not all(_LABEL.match(label) for label in labels):
+        raise ValueError(_SHAPE)
+    for label in labels:
+        if label.startswith("xn--"):
+            try:
+                idna.decode(label)
+            except idna.IDNAError as exc:
+                raise ValueError(f"{label} is not a valid A-label ({exc})") from None
+    return name
+
+
+def is_below(name: str, parent: str) -> bool:
+    """Whether ``name`` is strictly below ``parent``, at any depth (both in normal form)."""
+    return name.endswith(f".{parent}")
+
+
+def is_at_or_below(name: str, parent: str) -> bool:
+    """Whether ``name`` is ``parent`` or below it (both in normal form)."""
+    return name == parent or is_below(name, parent)
+
+
+# --- The kit's lists ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedDomain:
+    """One line of a kit list (``data/shared-hosting.txt`` or ``data/wildcard-dns.txt``).
+
+    Attributes:
+        pattern: the domain; a label may hold ``*`` for any characters within that label.
+        at: whether the name itself serves anyone's content (refused as an exact name too).
+        source: the documentation of the naming scheme.
+        what: what the domain is, for messages.
+    """
+
+    pattern: str
+    at: bool
+    source: str
+    what: str
+
+    def _label_match(self, labels: list[str], patterns: list[str]) -> bool:
+        return all(fnmatch.fnmatchcase(lab, pat) for lab, pat in zip(labels, patterns, strict=True))
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` is a name the pattern spells (``s3.eu-west-1.amazonaws.com``)."""
+        labels, patterns = name.split("."), self.pattern.split(".")
+        return len(labels) == len(patterns) and self._label_match(labels, patterns)
+
+    def at_or_below(self, name: str) -> bool:
+        """Whether ``name`` is a name the pattern spells, or below one."""
+        labels, patterns = name.split("."), self.pattern.split(".")
+        return len(labels) >= len(patterns) and self._label_match(
+            labels[len(labels) - len(patterns) :], patterns
+        )
+
+    def above(self, name: str) -> bool:
+        """Whether ``name`` is strictly above a name the pattern spells."""
+        labels, patterns = name.split("."), self.pattern.split(".")
+        return len(labels) < len(patterns) and self._label_match(
+            labels, patterns[len(patterns) - len(labels) :]
+        )
+
+
+def _read_list(filename: str, scoped: bool) -> tuple[ListedDomain, ...]:
+    text = resources.files("sandboxkit").joinpath("data", filename).read_text(encoding="utf-8")
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(maxsplit=3 if scoped else 2)
+        if scoped:
+            pattern, scope, source, what = fields
+            if scope not in ("below", "at,below"):
+                raise ValueError(f"{filename}:{number}: scope {scope!r} is not below or at,below")
+        else:
+            pattern, source, what = fields
+            scope = "at,below"
+        if not re.fullmatch(r"[a-z0-9*-]+(\.[a-z0-9*-]+)+", pattern) or "://" not in source:
+            raise ValueError(f"{filename}:{number}: expected '<pattern> ... <source URL> <what>'")
+        found.append(ListedDomain(pattern, scope == "at,below", source, what))
+    return tuple(found)
+
+
+@cache
+def shared_hosting() -> tuple[ListedDomain, ...]:
+    """``data/shared-hosting.txt``: domains where anyone can publish (object storage, static
+    hosting, tunnels), each with its source.
+
+    Raises:
+        ValueError: for a malformed line (naming file and line).
+    """
+    return _read_list("shared-hosting.txt", scoped=True)
+
+
+@cache
+def wildcard_dns() -> tuple[ListedDomain, ...]:
+    """``data/wildcard-dns.txt``: services whose names resolve to the address the name spells
+    (or loopback), each with its source. Every line has ``at`` set.
+
+    Raises:
+        ValueError: for a malformed line (naming file and line).
+    """
+    return _read_list("wildcard-dns.txt", scoped=False)
+
+
+# --- The Public Suffix List ----------------------------------------------------------------------
+
+
+def _psl_version() -> str:
+    with open(PSLFILE, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("// VERSION:"):
+                return line.removeprefix("// VERSION:").strip()
+    return "unknown"
+
+
+PSL_VERSION: Final = _psl_version()
+
+
+@cache
+def _psl() -> PublicSuffixList:
+    # The list bundled with the package (PSLFILE); PublicSuffixList() never downloads.
+    return PublicSuffixList()
+
+
+@cache
+def _names_above_suffixes() -> frozenset[str]:
+    # Every name strictly above a PSL rule (amazonaws.com for s3.amazonaws.com, any depth).
+    found: set[str] = set()
+    with open(PSLFILE, encoding="utf-8") as handle:
+        for line in handle:
+            rule = line.strip().split(" ")[0]
+            if not rule or rule.startswith(("//", "!")):
+                continue
+            labels = normalize_name(rule.removeprefix("*.")).split(".")
+            found.update(".".join(labels[i:]) for i in range(1, len(labels)))
+    return frozenset(found)
+
+
+def registrable_domain(name: str) -> str | None:
+    """The registrable domain of ``name`` by the Public Suffix List (``files.pythonhosted.org``
+    gives ``pythonhosted.org``), or ``None`` when ``name`` is itself a public suffix."""
+    return _psl().privatesuffix(name)
+
+
+# --- The refusals ------------------------------------------------------------------------------
+
+
+def internal_name_reason(host: str) -> str | None:
+    """Why ``host`` (normal form) is an internal or metadata name, or ``None`` when it is not."""
+    if any(f".{host}".endswith(suffix) for suffix in INTERNAL_SUFFIXES):
+        return (
+            f"{host} is an internal or metadata name (.internal, .local, .svc, .goog ...); "
+            "sandboxes may reach public hosts only"
+        )
+    return None
+
+
+def _wildcard_dns(pattern: str, host: str, wildcard: bool) -> str | None:
+    for listed in wildcard_dns():
+        if not (listed.at_or_below(host) or (wildcard and listed.above(host))):
+            continue
+        where = (
+            f"covers names of {listed.pattern}" if wildcard else f"is a name of {listed.pattern}"
+        )
+        return (
+            f"{pattern} {where}, a wildcard-DNS service answering {listed.what} ({listed.source}); "
+            "write the public IP address itself, or a name its owner runs"
+        )
+    return None
+
+
+def _shared_hosting(pattern: str, host: str, wildcard: bool) -> str | None:
+    # A domain the wildcard sits at or below names the refusal better than one it sits above.
+    at_or_below = [d for d in shared_hosting() if d.at_or_below(host)]
+    above = [d for d in shared_hosting() if d.above(host)]
+    if wildcard and (at_or_below or above):
+        listed = (at_or_below or above)[0]
+        below = host if at_or_below else listed.pattern
+        example = "" if "*" in below else f", e.g. my-name.{below}"
+        return (
+            f"{pattern} covers names anyone can publish: {listed.pattern} is shared hosting "
+            f"({listed.what}; {listed.source}); list each exact name sandboxes need{example}"
+        )
+    path_style = [d for d in at_or_below if d.at and d.matches(host)]
+    if not wildcard and path_style:
+        listed = path_style[0]
+        return (
+            f"{host} serves anyone's content by path ({listed.what}; {listed.source}); "
+            f"list the bucket's own name instead, e.g. my-bucket.{host}"
+        )
+    return None
+
+
+def _public_suffix(pattern: str, host: str) -> str | None:
+    if _psl().is_public(host):
+        where = "is a public suffix"
+    elif host in _names_above_suffixes():
+        where = "has public suffixes below it"
+    else:
+        return None
+    return (
+        f"{pattern} covers names anyone can register: {host} {where} in the Public Suffix "
+        f"List (version {PSL_VERSION}); list each exact name sandboxes need, or a wildcard "
+        "over a domain one owner controls"
+    )
+
+
+def name_refusal(host: str, *, wildcard: bool) -> str | None:
+    """Why an entry for ``host`` is refused, with what to write instead; ``None`` when it is not.
+
+    Args:
+        host: a name in normal form (for a wildcard ``*.x``, ``x``).
+        wildcard: whether the entry is ``*.host``.
+
+    Returns:
+        The first refusal that applies, in this order: internal name, wildcard-DNS service,
+        shared hosting, public suffix (module docstring); ``None`` for an acceptable entry.
+    """
+    pattern = f"*.{host}" if wildcard else host
+    found = internal_name_reason(host) or _wildcard_dns(pattern, host, wildcard)
+    found = found or _shared_hosting(pattern, host, wildcard)
+    if found is None and wildcard:
+        found = _public_suffix(pattern, host)
+    return found
