@@ -6,11 +6,18 @@ imports this module), and code that cannot import Python keeps a copy under a te
 when the copies differ (``tests/core/test_contract.py``): the Worker's JavaScript
 (``cloudflare/worker/src/index.js``) and the launcher's standalone Lambda code
 (``aws/launcher/handler.py``).
+
+The egress refusal kinds live in modules of their own, read by the allowlist parser and the
+policy pack alike: ``sandboxkit.addresses`` (which addresses are public: IANA's registries and
+the IPv6 forms of IPv4 addresses; the source of ``NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) and
+``sandboxkit.names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from sandboxkit.addresses import exclusion_blocks
 
 # --- Labels and tags -------------------------------------------------------------------------
 # Set on every child that takes labels or tags (``KitContext.labels``). Keys and values are
@@ -61,17 +68,17 @@ INTERNET_EGRESS_CONNECTOR: Final = "INTERNET_EGRESS"
 EVERYWHERE: Final = ("0.0.0.0/0", "::/0")
 EVERYTHING_ENTRIES: Final = frozenset({"*", *EVERYWHERE, "0.0.0.0", "::"})
 
-# Addresses a sandbox must never reach even with egress open: RFC 1918, carrier-grade NAT
-# (RFC 6598, used for some pod and service ranges), link-local (the metadata server), loopback.
-NON_PUBLIC_IPV4: Final = (
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-    "127.0.0.0/8",
-)
-NON_PUBLIC_IPV6: Final = ("fc00::/7", "fe80::/10", "::1/128")
+# Addresses a sandbox must never reach even with egress open: what ``open`` mode takes out of
+# 0.0.0.0/0 and ::/0 (NetworkPolicy ``except``, Cloud NGFW deny rules). Derived from the kit's
+# copy of IANA's registries (``sandboxkit.addresses.exclusion_blocks``: every block that is not
+# globally reachable, multicast, IPv6 outside 2000::/3, and every IPv6 prefix that embeds an
+# IPv4 address: NAT64 64:ff9b::/96 and 64:ff9b:1::/48, IPv4-mapped, IPv4-compatible and SIIT,
+# all inside ::/8, 6to4 2002::/16, Teredo inside 2001::/23), each block whole, sorted.
+NON_PUBLIC_IPV4: Final = tuple(str(block) for block in exclusion_blocks(4))
+NON_PUBLIC_IPV6: Final = tuple(str(block) for block in exclusion_blocks(6))
+# Answers a resolver the kit runs must drop (DNS-rebinding defence: any name can resolve to a
+# private address; a name list is only a first line): A and AAAA records inside these blocks.
+RESOLVER_DROP_RANGES: Final = NON_PUBLIC_IPV4 + NON_PUBLIC_IPV6
 
 # Names that resolve to cloud metadata services or cluster-internal addresses: a sandbox that
 # reaches them can read credentials or the cluster's services. RFC 6762 (.local), RFC 6761

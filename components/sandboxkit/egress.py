@@ -1,29 +1,79 @@
-"""The egress allowlist model shared by every target and by the policy pack.
+"""The egress contract: what a sandbox may reach, written once for every target and the pack.
 
-An allowlist entry is ``host[:port]``: an exact DNS name (``pypi.org``), a wildcard over the
-subdomains of a name (``*.pythonhosted.org``: any name below it, not the name itself), or a
-public IP literal (``203.0.113.7``, ``[2001:db8::1]:8443``). The port defaults to 443.
+Entries of ``sandboxkit:profile.egress.allow`` (and a target's control-plane hosts, which go
+through the same parser) are ``host[:port]``, port 443 by default:
+
+- an exact DNS name (``pypi.org``) matches only itself;
+- ``*.x`` matches every name below ``x`` at any depth (``a.x``, ``a.b.x``) and never ``x``;
+- a public IP literal (``203.0.113.7``, ``[2001:4860::8888]:8443``) admits that address only
+  (not a name that resolves to it, nor an IPv6 form of it);
+- a port belongs to its entry only: ``github.com:80`` admits port 80 of ``github.com``, not its
+  port 443, and no other name on port 80.
+
+Names compare case-insensitively, without a trailing dot, internationalised names in their
+A-label form (``sandboxkit.names.normalize_name``). A name is fully qualified (two labels or
+more): a one-label name resolves through the search path (``kubernetes`` is the cluster's API),
+and an all-digit last label may be read as an address (``127.1``).
+
+What each mode admits (``EgressContract.admits``), for a destination host and port:
+
+- ``deny``: nothing but the target's own control-plane hosts (exact names, their ports);
+- ``allowlist``: the entries, and the control-plane hosts;
+- ``open``: any address ``open`` mode does not exclude (``sandboxkit.addresses.open_admits``:
+  public, never an IPv6 form of an IPv4 address) and any name that is not internal, on any
+  port; the address a name resolves to is then judged as an address.
+
+Which names may resolve (``EgressContract.may_resolve``): in ``deny`` the control-plane names
+only; in ``allowlist`` the listed names (exact, or below a wildcard) and the control-plane
+names; in ``open`` any name.
+
+Refused entries (``parse_rule``; each message names the reason and what to write instead):
+entries meaning everywhere (``*``, ``0.0.0.0/0``, ``::/0``), CIDR blocks, URLs, addresses that
+are not public or are IPv6 forms of IPv4 addresses (``sandboxkit.addresses``: IANA's
+registries, never ``ipaddress.is_global``), internal names, names of wildcard-DNS services,
+wildcards over shared hosting and path-style object-storage names, and wildcards over public
+suffixes (``sandboxkit.names``).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
-from sandboxkit.contract import EVERYTHING_ENTRIES, INTERNAL_SUFFIXES
+from sandboxkit.addresses import IPAddress, address_of, judge_address, open_admits
+from sandboxkit.contract import EVERYTHING_ENTRIES
+from sandboxkit.names import internal_name_reason, is_below, name_refusal, normalize_name
 
 # HTTPS is the only protocol most package indexes and APIs need; anything else is spelled out.
 DEFAULT_PORT = 443
 
-# RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters.
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
-# RFC 1035: a name is at most 253 characters in text form.
-_MAX_NAME = 253
 _HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
+_EVERYWHERE = "this entry allows every destination; list the hosts sandboxes need"
 
 RuleKind = Literal["name", "wildcard", "ip"]
+EgressMode = Literal["deny", "allowlist", "open"]
+EGRESS_MODES: tuple[EgressMode, ...] = ("deny", "allowlist", "open")
+
+
+def destination_of(host: str) -> IPAddress | str | None:
+    """``host`` as the contract reads a destination.
+
+    Returns:
+        The address for an IP literal (``[v6]`` brackets allowed); the name in normal form for
+        a fully qualified name; ``None`` for anything else (a one-label name, an all-digit last
+        label, text that is not a name).
+    """
+    address = address_of(host.strip())
+    if address is not None:
+        return address
+    try:
+        name = normalize_name(host)
+    except ValueError:
+        return None
+    labels = name.split(".")
+    return None if len(labels) < 2 or labels[-1].isdigit() else name
 
 
 @dataclass(frozen=True, order=True)
@@ -31,8 +81,9 @@ class EgressRule:
     """One parsed allowlist entry.
 
     Attributes:
-        host: lower-case name without a trailing dot; for ``wildcard`` the parent name
-            (``pythonhosted.org`` for ``*.pythonhosted.org``); for ``ip`` the address text.
+        host: the name in normal form (lower case, no trailing dot, A-labels); for ``wildcard``
+            the parent name (``pythonhosted.org`` for ``*.pythonhosted.org``); for ``ip`` the
+            compressed address text.
         port: TCP port, 1 to 65535.
         kind: ``name``, ``wildcard`` or ``ip``.
     """
@@ -56,6 +107,17 @@ class EgressRule:
         if self.kind != "ip":
             raise ValueError(f"{self} is a {self.kind} entry, not an IP address")
         return f"{self.host}/{128 if ':' in self.host else 32}"
+
+    def covers(self, destination: IPAddress | str) -> bool:
+        """Whether the entry's host matches ``destination`` (from ``destination_of``), on any
+        port: the exact name, a name strictly below a wildcard's parent, or the one address."""
+        if self.kind == "ip":
+            return not isinstance(destination, str) and destination == ipaddress.ip_address(
+                self.host
+            )
+        if not isinstance(destination, str):
+            return False
+        return destination == self.host if self.kind == "name" else is_below(destination, self.host)
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if self.kind == "ip" and ":" in self.host else self.pattern
@@ -82,39 +144,45 @@ def _split_port(entry: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def _ip_rule(host: str, port: int) -> EgressRule | None:
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return None
-    # is_global is False for private, loopback, link-local (the metadata service
-    # 169.254.169.254), shared (100.64.0.0/10), documentation and reserved ranges.
-    if not address.is_global or address.is_multicast:
-        raise ValueError(
-            f"{host} is not a public address (private, loopback, link-local, metadata or "
-            "reserved range); sandboxes may reach public hosts only"
-        )
+def _ip_rule(address: IPAddress, port: int) -> EgressRule:
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        raise ValueError(f"write the address without its zone index (%{address.scope_id})")
+    judgement = judge_address(address)
+    if not judgement.public:
+        carried = judgement.ipv4
+        if judgement.embedding is not None and all(judge_address(a).public for a in carried):
+            advice = (
+                f"write the IPv4 address {carried[0]} instead"
+                if len(carried) == 1
+                else ("write the IPv4 address of the destination instead")
+            )
+        else:
+            advice = "sandboxes may reach public hosts only"
+        raise ValueError(f"{judgement.reason}; {advice}")
     return EgressRule(host=address.compressed, port=port, kind="ip")
 
 
 def parse_rule(entry: str) -> EgressRule:
-    """Parse one allowlist entry.
+    """Parse one allowlist entry (module docstring: the syntax and the refusals).
 
     Args:
-        entry: ``host[:port]`` as written in ``sandboxkit:profile.egress.allow``.
+        entry: ``host[:port]`` as written in ``sandboxkit:profile.egress.allow`` or a target's
+            control-plane settings.
 
     Returns:
-        The ``EgressRule``.
+        The ``EgressRule``, its host in normal form.
 
     Raises:
-        ValueError: for an entry that means everything (``*``, ``0.0.0.0/0``, ``::/0``), a CIDR
-            block, a private, loopback, link-local or metadata address, a wildcard anywhere but
-            the leftmost label or over a top-level domain, a malformed name or port. The message
-            says what is expected.
+        ValueError: for an entry that means everything, a CIDR block or URL, an address that is
+            not public or is an IPv6 form of an IPv4 address, a malformed name or port, a
+            wildcard anywhere but the leftmost label or over a top-level domain, a name that is
+            not fully qualified or ends in digits, an internal name, a wildcard-DNS service
+            name, a wildcard over shared hosting or a public suffix, or a path-style
+            object-storage name. The message says why and what to write instead.
     """
     text = entry.strip().lower()
     if text in EVERYTHING_ENTRIES or text.startswith("*:"):
-        raise ValueError("this entry allows every destination; list the hosts sandboxes need")
+        raise ValueError(_EVERYWHERE)
     if "://" in text or "@" in text:
         raise ValueError(_HOST_PORT_ONLY)
     if "/" in text:
@@ -123,27 +191,20 @@ def parse_rule(entry: str) -> EgressRule:
         except ValueError:
             raise ValueError(_HOST_PORT_ONLY) from None
         if network.prefixlen == 0:
-            raise ValueError("this entry allows every destination; list the hosts sandboxes need")
+            raise ValueError(_EVERYWHERE)
         raise ValueError("CIDR blocks are not accepted; list each host, or a public IP address")
     host, port = _split_port(text)
-    ip_rule = _ip_rule(host, port)
-    if ip_rule is not None:
-        return ip_rule
-    host = host.removesuffix(".")
+    address = address_of(host)
+    if address is not None:
+        return _ip_rule(address, port)
     kind: RuleKind = "name"
     if host.startswith("*."):
         host, kind = host[2:], "wildcard"
+    host = normalize_name(host)
     labels = host.split(".")
-    if len(host) > _MAX_NAME or not all(_LABEL.match(label) for label in labels):
-        raise ValueError(
-            "a DNS name of letters, digits and hyphens (a wildcard only as a leading '*.'), "
-            "or a public IP address"
-        )
-    if any(f".{host}".endswith(suffix) for suffix in INTERNAL_SUFFIXES):
-        raise ValueError(
-            f"{host} is an internal or metadata name (.internal, .local, .svc, .goog ...); "
-            "sandboxes may reach public hosts only"
-        )
+    internal = internal_name_reason(host)
+    if internal:
+        raise ValueError(internal)
     if kind == "wildcard" and len(labels) < 2:
         raise ValueError(f"*.{host} covers a whole top-level domain; name the registrable domain")
     if labels[-1].isdigit():
@@ -153,4 +214,85 @@ def parse_rule(entry: str) -> EgressRule:
         )
     if kind == "name" and len(labels) < 2:
         raise ValueError(f"{host} is not a fully qualified name; write e.g. pypi.org")
+    refusal = name_refusal(host, wildcard=kind == "wildcard")
+    if refusal:
+        raise ValueError(refusal)
     return EgressRule(host=host, port=port, kind=kind)
+
+
+class EgressSection(Protocol):
+    """What ``EgressContract.of`` reads: ``sandboxkit.profile.Egress`` has this shape."""
+
+    @property
+    def mode(self) -> EgressMode: ...
+
+    @property
+    def allow(self) -> tuple[EgressRule, ...]: ...
+
+
+@dataclass(frozen=True)
+class EgressContract:
+    """The reach one target owes a stack: the profile's egress plus the target's control plane.
+
+    Attributes:
+        mode: ``deny``, ``allowlist`` or ``open``.
+        rules: the profile's entries; non-empty with ``allowlist``, empty otherwise.
+        control_plane: the target's own control-plane hosts (e.g. aws-microvm's
+            ``controlPlaneUrl`` and ``controlPlaneHosts``), exact names with their ports,
+            admitted in every mode.
+
+    Raises:
+        ValueError: for an unknown mode, entries with a mode other than ``allowlist``, no
+            entries with ``allowlist``, or a control-plane rule that is not an exact name.
+    """
+
+    mode: EgressMode
+    rules: tuple[EgressRule, ...] = ()
+    control_plane: tuple[EgressRule, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in EGRESS_MODES:
+            raise ValueError(f"mode {self.mode!r} is not one of {', '.join(EGRESS_MODES)}")
+        if (self.mode == "allowlist") != bool(self.rules):
+            raise ValueError("entries with mode allowlist, and only with mode allowlist")
+        wide = [str(rule) for rule in self.control_plane if rule.kind != "name"]
+        if wide:
+            raise ValueError(f"control-plane hosts are exact names, not {', '.join(wide)}")
+
+    @classmethod
+    def of(cls, egress: EgressSection, control_plane: Iterable[EgressRule] = ()) -> EgressContract:
+        """The contract of a profile's ``egress`` section for a target with ``control_plane``."""
+        return cls(egress.mode, tuple(egress.allow), tuple(control_plane))
+
+    def _listed(self) -> tuple[EgressRule, ...]:
+        return self.rules + self.control_plane
+
+    def admits(self, host: str, port: int) -> bool:
+        """Whether a sandbox may connect to ``host`` on TCP ``port`` (module docstring).
+
+        Args:
+            host: a name, an IP address (``[v6]`` brackets allowed) or other text (never
+                admitted: see ``destination_of``).
+            port: 1 to 65535.
+
+        Raises:
+            ValueError: for a port outside 1 to 65535.
+        """
+        if not 1 <= port <= 65535:
+            raise ValueError(f"port {port} is not from 1 to 65535")
+        destination = destination_of(host)
+        if destination is None:
+            return False
+        if self.mode == "open":
+            if isinstance(destination, str):
+                return internal_name_reason(destination) is None
+            return open_admits(destination)
+        return any(r.port == port and r.covers(destination) for r in self._listed())
+
+    def may_resolve(self, name: str) -> bool:
+        """Whether a sandbox's query for ``name`` may be answered (module docstring); an IP
+        literal or text that is not a fully qualified name never is."""
+        destination = destination_of(name)
+        if not isinstance(destination, str):
+            return False
+        return self.mode == "open" or any(r.covers(destination) for r in self._listed())

@@ -545,9 +545,9 @@ EXACT_NAMES = "list each exact name the worker reaches"
         ),
         # Control-plane hosts are allowed even with egress deny: one exact name each.
         (
-            {"controlPlaneHosts": ["*.amazonaws.com:443"]},
+            {"controlPlaneHosts": ["*.example.com:443"]},
             f"sandboxkit:{T}.controlPlaneHosts[0]",
-            "*.amazonaws.com:443",
+            "*.example.com:443",
             "an exact host name, not a wildcard",
         ),
         (

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.addresses import judge_address
+from sandboxkit.egress import EgressRule, destination_of, parse_rule
 
 
 @pytest.mark.parametrize(
@@ -17,9 +18,26 @@ from sandboxkit.egress import EgressRule, parse_rule
         ("pypi.org", EgressRule("pypi.org", 443, "name")),
         ("PyPI.org.:8443", EgressRule("pypi.org", 8443, "name")),
         ("*.pythonhosted.org:443", EgressRule("pythonhosted.org", 443, "wildcard")),
+        ("*.PythonHosted.ORG.:443", EgressRule("pythonhosted.org", 443, "wildcard")),
         ("8.8.8.8:8080", EgressRule("8.8.8.8", 8080, "ip")),
         ("[2001:4860:4860::8888]:853", EgressRule("2001:4860:4860::8888", 853, "ip")),
         ("2001:4860:4860::8888", EgressRule("2001:4860:4860::8888", 443, "ip")),
+        # IDNs compare in their A-label form: the Unicode and the A-label spelling are one rule.
+        ("Bücher.de", EgressRule("xn--bcher-kva.de", 443, "name")),
+        ("xn--bcher-kva.de", EgressRule("xn--bcher-kva.de", 443, "name")),
+        ("*.bücher.de:8443", EgressRule("xn--bcher-kva.de", 8443, "wildcard")),
+        # Exact names below shared hosting name one tenant: accepted.
+        (
+            "my-bucket.s3.eu-west-1.amazonaws.com",
+            EgressRule("my-bucket.s3.eu-west-1.amazonaws.com", 443, "name"),
+        ),
+        (
+            "my-bucket.storage.googleapis.com",
+            EgressRule("my-bucket.storage.googleapis.com", 443, "name"),
+        ),
+        ("example.github.io", EgressRule("example.github.io", 443, "name")),
+        # IANA marks the PCP anycast address globally reachable inside a non-public block.
+        ("192.0.0.9", EgressRule("192.0.0.9", 443, "ip")),
     ],
 )
 def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
@@ -34,15 +52,22 @@ def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
         ("::/0", "every destination"),
         ("*:443", "every destination"),
         ("10.0.0.0/8", "CIDR blocks"),
-        ("169.254.169.254", "not a public address"),
-        ("10.1.2.3:443", "not a public address"),
-        ("192.168.0.10", "not a public address"),
-        ("100.64.0.1", "not a public address"),
-        ("127.0.0.1", "not a public address"),
-        ("[::1]:443", "not a public address"),
-        ("[fe80::1]", "not a public address"),
-        ("fd00::1", "not a public address"),
-        ("*.com", "top-level domain"),
+        ("169.254.169.254", "169.254.169.254 is not a public address (Link Local, 169.254.0.0/16"),
+        ("10.1.2.3:443", "10.1.2.3 is not a public address (Private-Use, 10.0.0.0/8, [RFC1918])"),
+        ("192.168.0.10", "not a public address (Private-Use, 192.168.0.0/16"),
+        ("100.64.0.1", "not a public address (Shared Address Space, 100.64.0.0/10, [RFC6598])"),
+        ("127.0.0.1", "not a public address (Loopback, 127.0.0.0/8"),
+        ("0.1.2.3", 'not a public address ("This network", 0.0.0.0/8'),
+        ("224.0.0.251", "not a public address (Multicast, 224.0.0.0/4"),
+        ("192.88.99.1", "not a public address (Deprecated (6to4 Relay Anycast), 192.88.99.0/24"),
+        ("[::1]:443", "::1 is not a public address (Loopback Address, ::1/128, [RFC4291])"),
+        ("[fe80::1]", "not a public address (Link-Local Unicast, fe80::/10"),
+        ("fd00::1", "not a public address (Unique-Local, fc00::/7"),
+        ("[fec0::1]", "not a public address (Reserved by IETF (formerly site-local, RFC 3879)"),
+        ("[ff02::1]", "not a public address (Multicast, ff00::/8"),
+        ("[3fff::1]", "not a public address (Documentation, 3fff::/20, [RFC9637])"),
+        ("[fe80::1%eth0]", "without its zone index (%eth0)"),
+        ("*.com", "covers a whole top-level domain"),
         ("localhost", "internal or metadata name"),
         ("pypi", "fully qualified"),
         ("pypi.*.org", "wildcard only as a leading"),
@@ -52,6 +77,7 @@ def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
         ("pypi.org:65536", "port '65536'"),
         ("pypi.org:https", "port 'https'"),
         ("-bad-.org", "letters, digits and hyphens"),
+        ("xn--zz.com", "xn--zz is not a valid A-label"),
         ("metadata.google.internal", "internal or metadata name"),
         ("instance-data.ec2.internal", "internal or metadata name"),
         ("metadata.goog", "internal or metadata name"),
@@ -63,8 +89,53 @@ def test_accepts_and_normalises(entry: str, expected: EgressRule) -> None:
     ],
 )
 def test_refuses(entry: str, reason: str) -> None:
-    with pytest.raises(ValueError, match=reason):
+    with pytest.raises(ValueError) as caught:
         parse_rule(entry)
+    assert reason in str(caught.value)
+
+
+# Issue 12's refusal cases, each with the exact message: the reason and what to write instead.
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            "[64:ff9b::a9fe:a9fe]:80",
+            "64:ff9b::a9fe:a9fe is an IPv6 form of 169.254.169.254 (NAT64 well-known prefix, "
+            "RFC 6052); 169.254.169.254 is not a public address (Link Local, 169.254.0.0/16, "
+            "[RFC3927]); sandboxes may reach public hosts only",
+        ),
+        (
+            "[64:ff9b::808:808]:443",
+            "64:ff9b::808:808 is an IPv6 form of 8.8.8.8 (NAT64 well-known prefix, RFC 6052); "
+            "the kit reaches an IPv4 destination by its IPv4 form only; write the IPv4 address "
+            "8.8.8.8 instead",
+        ),
+        (
+            "*.s3.amazonaws.com",
+            "*.s3.amazonaws.com covers names anyone can publish: s3.amazonaws.com is shared "
+            "hosting (Amazon S3 buckets, legacy global endpoint; "
+            "https://docs.aws.amazon.com/AmazonS3/latest/userguide/VirtualHosting.html); list "
+            "each exact name sandboxes need, e.g. my-name.s3.amazonaws.com",
+        ),
+        (
+            "169.254.169.254.nip.io",
+            "169.254.169.254.nip.io is a name of nip.io, a wildcard-DNS service answering the "
+            "address written in the name, e.g. 10.0.0.1.nip.io or 10-0-0-1.nip.io "
+            "(https://nip.io/); write the public IP address itself, or a name its owner runs",
+        ),
+        (
+            "storage.googleapis.com",
+            "storage.googleapis.com serves anyone's content by path (Google Cloud Storage "
+            "buckets, path-style and virtual-hosted; "
+            "https://cloud.google.com/storage/docs/request-endpoints); list the bucket's own "
+            "name instead, e.g. my-bucket.storage.googleapis.com",
+        ),
+    ],
+)
+def test_issue_12_refusals_say_why_and_what_instead(entry: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_rule(entry)
+    assert str(caught.value) == message
 
 
 def test_str_round_trips_through_the_parser() -> None:
@@ -73,14 +144,42 @@ def test_str_round_trips_through_the_parser() -> None:
         assert parse_rule(str(rule)) == rule
 
 
+def test_a_rule_covers_its_own_host_only() -> None:
+    exact, wild, ip = (parse_rule(e) for e in ("pypi.org", "*.pythonhosted.org", "8.8.8.8"))
+    assert [exact.covers(d) for d in ("pypi.org", "a.pypi.org")] == [True, False]
+    names = ("pythonhosted.org", "a.pythonhosted.org", "a.b.pythonhosted.org", "xpythonhosted.org")
+    assert [wild.covers(d) for d in names] == [False, True, True, False]
+    assert ip.covers(ipaddress.ip_address("8.8.8.8"))
+    assert not ip.covers(ipaddress.ip_address("::ffff:8.8.8.8"))
+    assert not ip.covers("dns.google")
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("PyPI.org.", "pypi.org"),
+        ("[2001:db8::1]", ipaddress.ip_address("2001:db8::1")),
+        ("169.254.169.254", ipaddress.ip_address("169.254.169.254")),
+        ("bücher.de", "xn--bcher-kva.de"),
+        ("127.1", None),
+        ("kubernetes", None),
+        ("a b.com", None),
+    ],
+)
+def test_destination_of_reads_addresses_names_and_nothing_else(host: str, expected: object) -> None:
+    assert destination_of(host) == expected
+
+
+@settings(max_examples=500)
 @given(st.ip_addresses())
-def test_no_non_public_address_is_ever_accepted(
+def test_an_address_is_accepted_exactly_when_the_registry_judges_it_public(
     ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
     entry = f"[{ip}]:443" if ip.version == 6 else f"{ip}:443"
-    try:
-        rule = parse_rule(entry)
-    except ValueError:
-        return
-    assert ip.is_global, f"{entry} was accepted but is not a public address"
-    assert rule.kind == "ip"
+    judgement = judge_address(ip)
+    if judgement.public:
+        assert parse_rule(entry) == EgressRule(ip.compressed, 443, "ip")
+    else:
+        with pytest.raises(ValueError) as caught:
+            parse_rule(entry)
+        assert str(caught.value).startswith(judgement.reason)

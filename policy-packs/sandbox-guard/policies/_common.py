@@ -22,25 +22,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from sandboxkit.addresses import non_public_reach
 from sandboxkit.contract import LAUNCHER_MARKERS, TARGET_LABEL
 from sandboxkit.targets import plain_number
-
-# Addresses no sandbox may reach: RFC 1918, RFC 6598, loopback, link-local (metadata), ULA.
-NON_PUBLIC_NETWORKS = tuple(
-    ipaddress.ip_network(cidr)
-    for cidr in (
-        "10.0.0.0/8",
-        "172.16.0.0/12",
-        "192.168.0.0/16",
-        "100.64.0.0/10",
-        "127.0.0.0/8",
-        "169.254.0.0/16",
-        "0.0.0.0/8",
-        "fc00::/7",
-        "fe80::/10",
-        "::1/128",
-    )
-)
 
 
 @dataclass(frozen=True)
@@ -245,19 +229,14 @@ def network_of(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | Non
 
 
 def non_public_overlap(cidr: str, excepted: Iterable[str] = ()) -> list[str]:
-    """Non-public ranges that ``cidr`` reaches and ``excepted`` does not take out."""
+    """Non-public ranges that ``cidr`` reaches and ``excepted`` does not take out, each as
+    ``block (registry name)``: the egress contract's judgement (``sandboxkit.addresses``)."""
     network = network_of(cidr)
     if network is None:
         return []
     holes = [n for n in map(network_of, excepted) if n is not None]
-    found = []
-    for private in NON_PUBLIC_NETWORKS:
-        if private.version != network.version or not network.overlaps(private):
-            continue
-        if any(h.version == private.version and private.subnet_of(h) for h in holes):  # type: ignore[arg-type]
-            continue
-        found.append(str(private))
-    return found
+    parts = non_public_reach(network, holes)
+    return list(dict.fromkeys(f"{part.row.network} ({part.row.name})" for part in parts))
 
 
 def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:

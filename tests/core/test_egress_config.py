@@ -1,0 +1,141 @@
+"""Egress refusals through the stack-config path: exit 2 naming the key, the entry and the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.errors import ConfigError, Problem
+
+KUBERNETES = {"context": "kind-test", "image": "example.com/sandbox:1"}
+MICROVM = {
+    "region": "eu-west-1",
+    "controlPlaneUrl": "https://agents.example.com/api",
+    "workerArtifact": {"bucket": "example-artifacts", "key": "worker/worker.zip"},
+    "webhookSecret": "webhook-hmac",
+    "workerKey": "worker-key",
+    "vpcCidr": "10.40.0.0/20",
+    "availabilityZones": ["eu-west-1a"],
+}
+MICROVM_SECRETS = frozenset({"aws-microvm.webhookSecret", "aws-microvm.workerKey"})
+ENTRY = "a specific public host[:port] entry: "
+
+
+def problems(target: str, settings: dict[str, Any], profile: dict[str, Any]) -> list[Problem]:
+    source = ConfigSource(
+        values={"environment": "dev", "targets": [target], "profile": profile, target: settings},
+        secret_paths=MICROVM_SECRETS,
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source, "test")
+    return list(caught.value.problems)
+
+
+def allow(*entries: str) -> dict[str, Any]:
+    return {"egress": {"mode": "allowlist", "allow": ["pypi.org", *entries]}}
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            "[64:ff9b::a9fe:a9fe]:80",
+            "64:ff9b::a9fe:a9fe is an IPv6 form of 169.254.169.254 (NAT64 well-known prefix, "
+            "RFC 6052); 169.254.169.254 is not a public address (Link Local, 169.254.0.0/16, "
+            "[RFC3927]); sandboxes may reach public hosts only",
+        ),
+        (
+            "*.s3.amazonaws.com",
+            "*.s3.amazonaws.com covers names anyone can publish: s3.amazonaws.com is shared "
+            "hosting (Amazon S3 buckets, legacy global endpoint; "
+            "https://docs.aws.amazon.com/AmazonS3/latest/userguide/VirtualHosting.html); list "
+            "each exact name sandboxes need, e.g. my-name.s3.amazonaws.com",
+        ),
+        (
+            "169.254.169.254.nip.io",
+            "169.254.169.254.nip.io is a name of nip.io, a wildcard-DNS service answering the "
+            "address written in the name, e.g. 10.0.0.1.nip.io or 10-0-0-1.nip.io "
+            "(https://nip.io/); write the public IP address itself, or a name its owner runs",
+        ),
+    ],
+)
+def test_a_refused_entry_names_its_index_value_reason_and_fix(entry: str, expected: str) -> None:
+    assert problems("kubernetes", KUBERNETES, allow(entry)) == [
+        Problem("sandboxkit:profile.egress.allow[1]", entry, ENTRY + expected)
+    ]
+
+
+def test_every_refused_entry_is_reported_together() -> None:
+    found = problems("kubernetes", KUBERNETES, allow("*.github.io", "[::ffff:8.8.8.8]"))
+    assert [(p.key, p.value) for p in found] == [
+        ("sandboxkit:profile.egress.allow[1]", "*.github.io"),
+        ("sandboxkit:profile.egress.allow[2]", "[::ffff:8.8.8.8]"),
+    ]
+    assert found[1].expected.endswith("write the IPv4 address 8.8.8.8 instead")
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "value", "fragment"),
+    [
+        # Allowed even with egress deny, so it would open anyone's buckets: refused.
+        (
+            {"controlPlaneUrl": "https://storage.googleapis.com/upload"},
+            "sandboxkit:aws-microvm.controlPlaneUrl",
+            "https://storage.googleapis.com/upload",
+            "storage.googleapis.com serves anyone's content by path",
+        ),
+        (
+            {"controlPlaneUrl": "https://10-0-0-1.sslip.io/api"},
+            "sandboxkit:aws-microvm.controlPlaneUrl",
+            "https://10-0-0-1.sslip.io/api",
+            "is a name of sslip.io, a wildcard-DNS service",
+        ),
+        (
+            {"controlPlaneHosts": ["telemetry.example.com", "s3.eu-west-1.amazonaws.com"]},
+            "sandboxkit:aws-microvm.controlPlaneHosts[1]",
+            "s3.eu-west-1.amazonaws.com",
+            "s3.eu-west-1.amazonaws.com serves anyone's content by path",
+        ),
+    ],
+)
+def test_control_plane_hosts_pass_the_same_refusals(
+    settings: dict[str, Any], key: str, value: str, fragment: str
+) -> None:
+    found = problems("aws-microvm", {**MICROVM, **settings}, {})
+    assert [(p.key, p.value) for p in found] == [(key, value)]
+    assert fragment in found[0].expected
+
+
+def test_the_cli_exits_2_without_a_traceback(tmp_path: Path, project_dir: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text((project_dir / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    config = {
+        "sandboxkit:environment": "dev",
+        "sandboxkit:targets": ["kubernetes"],
+        "sandboxkit:profile": {"egress": {"mode": "allowlist", "allow": ["*.s3.amazonaws.com"]}},
+        "sandboxkit:kubernetes": KUBERNETES,
+    }
+    (tmp_path / "stacks" / "Pulumi.bad.yaml").write_text(yaml.safe_dump({"config": config}))
+    components = Path(__file__).resolve().parents[2] / "components"
+    result = subprocess.run(
+        [sys.executable, "-m", "sandboxkit", "preview", "--stack", "bad"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(components)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert (
+        "sandboxkit:profile.egress.allow[0]: got '*.s3.amazonaws.com'; expected a specific "
+        "public host[:port] entry: *.s3.amazonaws.com covers names anyone can publish"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
