@@ -1,0 +1,535 @@
+"""What a target's rendered resources let a sandbox reach, in terms the egress contract checks.
+
+A per-target reader takes the target's rendered resources, never the profile, and returns an
+``EffectiveEgress``: the ``Grant``s for connections and for name resolution, each saying what it
+matches, on which ports, how the platform matches it (``Enforcement``) and whether that is the
+kit's own tested code or documented platform behaviour (``Basis``, with the citation). The same
+reader runs on the offline render and inside the policy pack, because it reads
+``ResourceView``s: a type token, a name and plain JSON-like props.
+
+``compare`` checks an ``EffectiveEgress`` against the ``EgressContract`` on ``Probe``s derived
+from a stack's entries (``derive_probes``) and returns each difference marked wider or
+narrower; ``inexpressible`` flags, without a profile, grants no contract can express.
+
+Core layer: this module reads the egress model and its tables only; no provider SDK, no render.
+
+Example (a reader's result, checked)::
+
+    effective = EffectiveEgress(
+        "aws-microvm",
+        connect=(Grant("pythonhosted.org", "exact-and-below", frozenset({443}), "claimed-name",
+                       "platform-doc", "Network Firewall RulesSourceList: '.x' matches x too"),),
+        resolve=(),
+    )
+    contract = EgressContract("allowlist", (parse_rule("*.pythonhosted.org"),))
+    compare(effective, contract, derive_probes(contract.rules))  # the apex: wider
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from ipaddress import ip_network
+from typing import Final, Literal, TypeAlias
+
+from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks
+from sandboxkit.egress import EgressContract, EgressRule, destination_of
+from sandboxkit.names import is_at_or_below, is_below, registrable_domain
+
+JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
+
+
+def plain(value: object) -> JSONValue:
+    """``value`` as plain JSON-like data: mappings become dicts (keys as text), other
+    sequences but text become lists.
+
+    Works on the policy pack's input proxies (``Mapping`` / ``Sequence``) and on rendered
+    inputs alike. Reading an input that is unknown during a preview raises inside the proxy.
+
+    Raises:
+        TypeError: for a value that is none of text, number, bool, None, mapping or sequence.
+    """
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): plain(value[key]) for key in value}
+    if isinstance(value, Sequence):
+        return [plain(item) for item in value]
+    raise TypeError(f"{type(value).__name__} is not JSON-like")
+
+
+@dataclass(frozen=True)
+class ResourceView:
+    """One rendered resource as readers see it.
+
+    Attributes:
+        type: the Pulumi type token (``kubernetes:networking.k8s.io/v1:NetworkPolicy``).
+        name: the logical name.
+        props: the inputs, camelCase keys, plain JSON-like values (``plain``).
+    """
+
+    type: str
+    name: str
+    props: Mapping[str, JSONValue] = field(hash=False)
+
+    @classmethod
+    def of(cls, type_token: str, name: str, props: Mapping[str, object]) -> ResourceView:
+        """A view of inputs given as dicts or as policy-pack proxies (``plain``)."""
+        converted = plain(props)
+        assert isinstance(converted, dict)
+        return cls(type_token, name, converted)
+
+    def at(self, path: str) -> JSONValue:
+        """The value at a dotted path (``spec.egress``; a list index as a number,
+        ``spec.egress.0.to``), or ``None`` where the path does not exist."""
+        current: JSONValue = dict(self.props)
+        for part in path.split("."):
+            if isinstance(current, dict):
+                current = current.get(part)
+            elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+                current = current[int(part)]
+            else:
+                return None
+        return current
+
+
+Scope = Literal["exact", "below", "one-label", "exact-and-below", "any"]
+"""What a name grant matches: ``exact`` the name; ``below`` every name below it at any depth,
+not the name; ``one-label`` names exactly one label below (Cilium ``*.x``); ``exact-and-below``
+the name and every name below (a Network Firewall ``.x``); ``any`` every name (host ``*``).
+Address grants are ``exact``: every address of the block."""
+
+Enforcement = Literal["name-l7", "resolved-address", "claimed-name", "address", "query-name"]
+"""How a platform matches a grant."""
+
+ENFORCEMENT_TEXT: Final[Mapping[Enforcement, str]] = {
+    "name-l7": "name at L7 (SNI/Host checked against the destination)",
+    "resolved-address": "resolved address only",
+    "claimed-name": "claimed name only",
+    "address": "address",
+    "query-name": "queried name (DNS)",
+}
+
+Basis = Literal["kit-code", "platform-doc"]
+"""``kit-code``: the kit's own code decides and its tests run it here; ``platform-doc``:
+documented platform behaviour, not testable here (``Grant.source`` cites the document)."""
+
+Ports = frozenset[int] | Literal["any"]
+
+_ANY_NAME = "*"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One thing a target lets a sandbox reach (or resolve).
+
+    Attributes:
+        host: a DNS name (any form; kept in normal form) for a name grant, ``*`` with scope
+            ``any``; an address or CIDR block (kept as a CIDR) for an address grant.
+        scope: what a name grant matches (``Scope``); ``exact`` for an address grant.
+        ports: TCP ports, or ``"any"``; resolution grants use ``"any"``.
+        enforced: how the platform matches it; ``address`` for address grants (and only
+            them); ``query-name`` for resolution grants (and only them).
+        basis: ``kit-code`` or ``platform-doc``.
+        source: the citation: a test module for kit code, the document (URL or API reference
+            field) for platform behaviour.
+        resource: the resource the reader read it from (``type name``), for explanations.
+        excluded: CIDR blocks an address grant takes out (NetworkPolicy ``except``).
+
+    Raises:
+        ValueError: for a host that is neither a name nor an address/CIDR for its enforcement,
+            a scope an address grant cannot have, ``*`` without scope ``any``, an empty or
+            out-of-range port set, an empty source, or exclusions on a name grant or outside
+            the block.
+    """
+
+    host: str
+    scope: Scope
+    ports: Ports
+    enforced: Enforcement
+    basis: Basis
+    source: str
+    resource: str = ""
+    excluded: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.source:
+            raise ValueError(f"grant {self.host}: a source citation is required")
+        if self.ports != "any" and (not self.ports or not all(1 <= p <= 65535 for p in self.ports)):
+            raise ValueError(f"grant {self.host}: ports are 'any' or a set of 1 to 65535")
+        if self.enforced == "address":
+            self._normalize_network()
+        else:
+            self._normalize_name()
+
+    def _normalize_network(self) -> None:
+        try:
+            block = ip_network(self.host.strip("[]"))
+            excluded = [ip_network(text) for text in self.excluded]
+        except ValueError as exc:
+            raise ValueError(f"address grant {self.host}: {exc}") from None
+        if self.scope != "exact":
+            raise ValueError(f"address grant {self.host}: scope is exact, not {self.scope}")
+        outside = [str(n) for n in excluded if n.version != block.version or not n.subnet_of(block)]  # type: ignore[arg-type]
+        if outside:
+            raise ValueError(f"address grant {block}: exclusions {outside} are not inside it")
+        object.__setattr__(self, "host", str(block))
+        object.__setattr__(self, "excluded", tuple(str(n) for n in excluded))
+
+    def _normalize_name(self) -> None:
+        if self.excluded:
+            raise ValueError(f"name grant {self.host}: only address grants exclude blocks")
+        if (self.host == _ANY_NAME) != (self.scope == "any"):
+            raise ValueError(f"name grant {self.host}: host '*' goes with scope any, only")
+        if self.scope == "any":
+            return
+        name = destination_of(self.host)
+        if not isinstance(name, str):
+            raise ValueError(f"name grant {self.host}: not a fully qualified DNS name")
+        object.__setattr__(self, "host", name)
+
+    @property
+    def network(self) -> IPNetwork | None:
+        """The block of an address grant (``None`` for a name grant)."""
+        return ip_network(self.host) if self.enforced == "address" else None
+
+    def covers_port(self, port: int) -> bool:
+        """Whether the grant opens TCP ``port``."""
+        return self.ports == "any" or port in self.ports
+
+    def matches_name(self, name: str) -> bool:
+        """Whether a name grant matches ``name`` (normal form) by its scope."""
+        if self.network is not None:
+            return False
+        if self.scope == "any":
+            return True
+        if self.scope == "exact":
+            return name == self.host
+        if self.scope == "below":
+            return is_below(name, self.host)
+        if self.scope == "one-label":
+            return is_below(name, self.host) and "." not in name[: -len(self.host) - 1]
+        return is_at_or_below(name, self.host)
+
+    def matches_address(self, address: IPAddress) -> bool:
+        """Whether an address grant's block, less its exclusions, holds ``address``."""
+        block = self.network
+        return (
+            block is not None
+            and address in block
+            and not any(address in ip_network(text) for text in self.excluded)
+        )
+
+    def opens_every_open_address(self) -> bool:
+        """Whether an address grant holds every address ``open`` mode admits in its family
+        (its block is ``/0`` and it excludes nothing outside ``exclusion_blocks``): then any
+        name reaches whatever public address it resolves to."""
+        block = self.network
+        if block is None or block.prefixlen != 0:
+            return False
+        shut = exclusion_blocks(block.version)  # type: ignore[arg-type]
+        return all(
+            any(ip_network(text).subnet_of(s) for s in shut)  # type: ignore[arg-type]
+            for text in self.excluded
+        )
+
+    def __str__(self) -> str:
+        ports = "every port" if self.ports == "any" else "/".join(map(str, sorted(self.ports)))
+        what = f"{self.host} ({self.scope})" if self.network is None else self.host
+        if self.excluded:
+            what += f" except {', '.join(self.excluded)}"
+        return f"{what} on {ports}, {ENFORCEMENT_TEXT[self.enforced]} [{self.basis}: {self.source}]"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer to one question about an ``EffectiveEgress``.
+
+    Attributes:
+        admitted: whether it is admitted (``bool(verdict)`` too).
+        grants: the grants that admit it, in the order the reader listed them (empty when not
+            admitted).
+    """
+
+    admitted: bool
+    grants: tuple[Grant, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.admitted
+
+    @property
+    def enforced(self) -> tuple[str, ...]:
+        """How the admitting grants are matched, distinct, in ``ENFORCEMENT_TEXT`` words."""
+        return tuple(dict.fromkeys(ENFORCEMENT_TEXT[g.enforced] for g in self.grants))
+
+
+@dataclass(frozen=True)
+class EffectiveEgress:
+    """What a target's resources let its sandboxes reach, as a reader computed it.
+
+    Attributes:
+        target: the target name (``aws-microvm``).
+        connect: grants for TCP connections.
+        resolve: grants for name resolution: name grants, ports ``"any"``, enforced
+            ``query-name``.
+
+    Raises:
+        ValueError: for a resolution grant that is not such a name grant, or a connection
+            grant enforced ``query-name``.
+    """
+
+    target: str
+    connect: tuple[Grant, ...]
+    resolve: tuple[Grant, ...]
+
+    def __post_init__(self) -> None:
+        for grant in self.resolve:
+            if grant.enforced != "query-name" or grant.ports != "any":
+                raise ValueError(f"resolution grant {grant}: query-name, on any port")
+        for grant in self.connect:
+            if grant.enforced == "query-name":
+                raise ValueError(f"connection grant {grant}: query-name is for resolution")
+
+    def admits(self, host: str, port: int) -> Verdict:
+        """Whether a sandbox may connect to ``host`` on TCP ``port``.
+
+        An address is admitted by an address grant holding it; a name by a name grant
+        matching it, or by an address grant that holds every address ``open`` admits (the
+        name reaches whatever public address it resolves to). Text that is neither an address
+        nor a fully qualified name is never admitted.
+        """
+        destination = destination_of(host)
+        if destination is None:
+            return Verdict(False)
+        found = tuple(g for g in self.connect if g.covers_port(port) and _admits(g, destination))
+        return Verdict(bool(found), found)
+
+    def resolves(self, name: str) -> Verdict:
+        """Whether a sandbox's query for ``name`` is answered."""
+        destination = destination_of(name)
+        if not isinstance(destination, str):
+            return Verdict(False)
+        found = tuple(g for g in self.resolve if g.matches_name(destination))
+        return Verdict(bool(found), found)
+
+
+def _admits(grant: Grant, destination: IPAddress | str) -> bool:
+    if isinstance(destination, str):
+        return grant.matches_name(destination) or grant.opens_every_open_address()
+    return grant.matches_address(destination)
+
+
+# --- Probes --------------------------------------------------------------------------------------
+
+ProbeKind = Literal[
+    "entry", "one-below", "two-below", "apex", "other-port", "metadata", "metadata-nat64"
+]
+
+# Labels a probe adds below a name: chosen so no real entry is likely to name them.
+PROBE_LABELS: Final = ("sbx-probe", "sbx-probe-2")
+# The cloud metadata address, and its NAT64 (64:ff9b::/96) form, probed on every stack.
+METADATA_PROBES: Final = (("169.254.169.254", "metadata"), ("64:ff9b::a9fe:a9fe", "metadata-nat64"))
+METADATA_PORT: Final = 80
+# Tried in order when a stack's entries use no other port.
+_SPARE_PORTS = (8443, 443, 80, 22)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One destination to ask a target and the contract about.
+
+    Attributes:
+        host: a name in normal form or an address text.
+        port: TCP port.
+        kind: how it was derived (``ProbeKind``).
+        origin: the entry it derives from (``*.pythonhosted.org:443``); ``""`` for the
+            metadata probes.
+    """
+
+    host: str
+    port: int
+    kind: ProbeKind
+    origin: str = ""
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def _other_ports(rule: EgressRule, rules: Sequence[EgressRule]) -> list[int]:
+    own = {r.port for r in rules if (r.host, r.kind) == (rule.host, rule.kind)}
+    others = sorted({r.port for r in rules} - own)
+    return others or [next(p for p in _SPARE_PORTS if p not in own)]
+
+
+def _probes_of(rule: EgressRule, rules: Sequence[EgressRule]) -> Iterable[Probe]:
+    origin = str(rule)
+    if rule.kind == "ip":
+        yield Probe(rule.host, rule.port, "entry", origin)
+        for port in _other_ports(rule, rules):
+            yield Probe(rule.host, port, "other-port", origin)
+        return
+    one, two = (
+        f"{PROBE_LABELS[0]}.{rule.host}",
+        f"{PROBE_LABELS[1]}.{PROBE_LABELS[0]}.{rule.host}",
+    )
+    name = rule.host if rule.kind == "name" else one
+    if rule.kind == "name":
+        yield Probe(name, rule.port, "entry", origin)
+    yield Probe(one, rule.port, "one-below", origin)
+    yield Probe(two, rule.port, "two-below", origin)
+    apex = rule.host if rule.kind == "wildcard" else registrable_domain(rule.host)
+    if apex is not None and apex != name:
+        yield Probe(apex, rule.port, "apex", origin)
+    for port in _other_ports(rule, rules):
+        yield Probe(name, port, "other-port", origin)
+
+
+def derive_probes(
+    rules: Iterable[EgressRule], control_plane: Iterable[EgressRule] = ()
+) -> tuple[Probe, ...]:
+    """The probes for a stack's entries and a target's control-plane hosts.
+
+    Per name entry: the name itself (exact entries), one and two labels below it
+    (``sbx-probe.``, ``sbx-probe-2.sbx-probe.``), the apex (``x`` for ``*.x``; the registrable
+    domain of an exact name when it differs), and on every other port the entries use (8443
+    when they use one port) the name, or for ``*.x`` the name one label below. Per IP entry:
+    the address on its port and on the other ports. Always: 169.254.169.254 and its NAT64 form
+    64:ff9b::a9fe:a9fe on port 80. Each ``(host, port)`` once, first derivation kept, in
+    derivation order.
+    """
+    listed = [*rules, *control_plane]
+    found: dict[tuple[str, int], Probe] = {}
+    derived = [p for rule in listed for p in _probes_of(rule, listed)]
+    derived += [Probe(host, METADATA_PORT, kind) for host, kind in METADATA_PROBES]
+    for probe in derived:
+        found.setdefault((probe.host, probe.port), probe)
+    return tuple(found.values())
+
+
+# --- Comparison ----------------------------------------------------------------------------------
+
+Question = Literal["connect", "resolve"]
+Direction = Literal["wider", "narrower"]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A probe the target and the contract answer differently.
+
+    Attributes:
+        probe: the probe.
+        question: ``connect`` (host and port) or ``resolve`` (the name).
+        direction: ``wider`` when the target admits what the contract refuses, ``narrower``
+            when it refuses what the contract admits.
+        verdict: the target's answer (its grants say why it admits).
+    """
+
+    probe: Probe
+    question: Question
+    direction: Direction
+    verdict: Verdict
+
+    def __str__(self) -> str:
+        what = str(self.probe) if self.question == "connect" else f"resolving {self.probe.host}"
+        origin = f" ({self.probe.kind} of {self.probe.origin})" if self.probe.origin else ""
+        if self.direction == "wider":
+            by = "; ".join(str(g) for g in self.verdict.grants)
+            return f"wider: {what}{origin} is admitted by {by}; the contract refuses it"
+        return f"narrower: {what}{origin} is refused; the contract admits it"
+
+
+def compare(
+    effective: EffectiveEgress, contract: EgressContract, probes: Iterable[Probe]
+) -> tuple[Difference, ...]:
+    """Every probe the target answers unlike the contract: connections for each probe, then
+    resolution for each distinct probe name, in probe order."""
+    probes = tuple(probes)
+    found: list[Difference] = []
+    for probe in probes:
+        verdict = effective.admits(probe.host, probe.port)
+        if verdict.admitted != contract.admits(probe.host, probe.port):
+            found.append(Difference(probe, "connect", _direction(verdict), verdict))
+    asked: set[str] = set()
+    for probe in probes:
+        if not isinstance(destination_of(probe.host), str) or probe.host in asked:
+            continue
+        asked.add(probe.host)
+        verdict = effective.resolves(probe.host)
+        if verdict.admitted != contract.may_resolve(probe.host):
+            found.append(Difference(probe, "resolve", _direction(verdict), verdict))
+    return tuple(found)
+
+
+def _direction(verdict: Verdict) -> Direction:
+    return "wider" if verdict.admitted else "narrower"
+
+
+FindingKind = Literal[
+    "apex-by-wildcard",
+    "name-on-every-port",
+    "one-label-wildcard",
+    "claimed-name-only",
+    "resolved-address-only",
+]
+
+_FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
+    "apex-by-wildcard": "a wildcard that also admits its apex; the contract's *.x never admits x",
+    "name-on-every-port": "a name on every port; a contract entry names one port",
+    "one-label-wildcard": "a wildcard one label deep; the contract's *.x admits every depth",
+    "claimed-name-only": "matched by the name the client claims, not where it connects",
+    "resolved-address-only": "matched by the addresses the name resolved to, so any site "
+    "on those addresses passes",
+}
+
+
+@dataclass(frozen=True)
+class Inexpressible:
+    """A grant the contract cannot express, or matches only weakly.
+
+    Attributes:
+        kind: ``apex-by-wildcard``, ``name-on-every-port``, ``one-label-wildcard``,
+            ``claimed-name-only`` (the contract cannot express these four) or
+            ``resolved-address-only`` (expressible, but any site sharing the addresses
+            passes: the policy gate decides whether that is allowed).
+        question: ``connect`` or ``resolve``.
+        grant: the grant.
+    """
+
+    kind: FindingKind
+    question: Question
+    grant: Grant
+
+    def __str__(self) -> str:
+        return f"{self.question} {self.grant}: {_FINDING_TEXT[self.kind]}"
+
+
+def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
+    """Flag, without a profile, the grants no contract expresses (``Inexpressible``).
+
+    Connection grants: scope ``exact-and-below`` or ``one-label``; a name grant (scope other
+    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``.
+    Resolution grants: scope ``exact-and-below`` or ``one-label``.
+    """
+    found: list[Inexpressible] = []
+    asked: tuple[tuple[Question, tuple[Grant, ...]], ...] = (
+        ("connect", effective.connect),
+        ("resolve", effective.resolve),
+    )
+    for question, grants in asked:
+        for grant in grants:
+            kinds: list[FindingKind] = []
+            if grant.scope == "exact-and-below":
+                kinds.append("apex-by-wildcard")
+            if grant.scope == "one-label":
+                kinds.append("one-label-wildcard")
+            if question == "connect":
+                named = grant.network is None and grant.scope != "any"
+                if named and grant.ports == "any":
+                    kinds.append("name-on-every-port")
+                if grant.enforced == "claimed-name":
+                    kinds.append("claimed-name-only")
+                if grant.enforced == "resolved-address":
+                    kinds.append("resolved-address-only")
+            found += [Inexpressible(k, question, grant) for k in kinds]
+    return tuple(found)
