@@ -413,7 +413,7 @@ def open_admits(address: IPAddress) -> bool:
     flat = ip_network(judgement.address)
     return judgement.public and not any(
         flat.subnet_of(block)  # type: ignore[arg-type]
-        for block in exclusion_blocks(judgement.address.version)  # type: ignore[arg-type]
+        for block in exclusion_blocks(judgement.address.version)
     )
 
 

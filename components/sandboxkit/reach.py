@@ -41,7 +41,8 @@ JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, J
 
 def plain(value: object) -> JSONValue:
     """``value`` as plain JSON-like data: mappings become dicts (keys as text), other
-    sequences but text become lists.
+    sequences but text become lists, and integral floats become ints (the offline render's
+    wire form carries every number as a float: port 443 arrives as ``443.0``).
 
     Works on the policy pack's input proxies (``Mapping`` / ``Sequence``) and on rendered
     inputs alike. Reading an input that is unknown during a preview raises inside the proxy.
@@ -49,6 +50,8 @@ def plain(value: object) -> JSONValue:
     Raises:
         TypeError: for a value that is none of text, number, bool, None, mapping or sequence.
     """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, Mapping):
@@ -74,7 +77,8 @@ class ResourceView:
 
     @classmethod
     def of(cls, type_token: str, name: str, props: Mapping[str, object]) -> ResourceView:
-        """A view of inputs given as dicts or as policy-pack proxies (``plain``)."""
+        """A view of inputs given as the policy pack's proxies or as a rendered resource's
+        ``inputs`` (``plain``)."""
         converted = plain(props)
         assert isinstance(converted, dict)
         return cls(type_token, name, converted)
@@ -155,8 +159,10 @@ class Grant:
     def __post_init__(self) -> None:
         if not self.source:
             raise ValueError(f"grant {self.host}: a source citation is required")
-        if self.ports != "any" and (not self.ports or not all(1 <= p <= 65535 for p in self.ports)):
-            raise ValueError(f"grant {self.host}: ports are 'any' or a set of 1 to 65535")
+        if self.ports != "any":
+            if not self.ports or not all(1 <= p <= 65535 for p in self.ports):
+                raise ValueError(f"grant {self.host}: ports are 'any' or a set of 1 to 65535")
+            object.__setattr__(self, "ports", frozenset(self.ports))
         if self.enforced == "address":
             self._normalize_network()
         else:
@@ -227,7 +233,7 @@ class Grant:
         block = self.network
         if block is None or block.prefixlen != 0:
             return False
-        shut = exclusion_blocks(block.version)  # type: ignore[arg-type]
+        shut = exclusion_blocks(block.version)
         return all(
             any(ip_network(text).subnet_of(s) for s in shut)  # type: ignore[arg-type]
             for text in self.excluded
@@ -328,7 +334,10 @@ ProbeKind = Literal[
 # Labels a probe adds below a name: chosen so no real entry is likely to name them.
 PROBE_LABELS: Final = ("sbx-probe", "sbx-probe-2")
 # The cloud metadata address, and its NAT64 (64:ff9b::/96) form, probed on every stack.
-METADATA_PROBES: Final = (("169.254.169.254", "metadata"), ("64:ff9b::a9fe:a9fe", "metadata-nat64"))
+METADATA_PROBES: Final[tuple[tuple[str, ProbeKind], ...]] = (
+    ("169.254.169.254", "metadata"),
+    ("64:ff9b::a9fe:a9fe", "metadata-nat64"),
+)
 METADATA_PORT: Final = 80
 # Tried in order when a stack's entries use no other port.
 _SPARE_PORTS = (8443, 443, 80, 22)

@@ -10,6 +10,7 @@ import pytest
 from sandboxkit.contract import NON_PUBLIC_IPV4
 from sandboxkit.egress import EgressContract, parse_rule
 from sandboxkit.reach import (
+    Basis,
     EffectiveEgress,
     Grant,
     Inexpressible,
@@ -21,7 +22,7 @@ from sandboxkit.reach import (
     plain,
 )
 
-DOC = "platform-doc"
+DOC: Basis = "platform-doc"
 NFW = "Network Firewall RulesSourceList: a target '.x' matches x and every name below it"
 CILIUM = "Cilium toFQDNs matchPattern: '*' matches one DNS label (cilium/cilium#22081)"
 
@@ -302,9 +303,11 @@ class Proxy(Mapping[str, Any]):
 
 
 def test_a_resource_view_holds_plain_values_from_proxies_and_dicts() -> None:
-    props = {"spec": {"egress": [{"to": [{"ipBlock": {"cidr": "8.8.8.8/32"}}]}], "n": (1, 2)}}
+    props = {"spec": {"egress": [{"to": [{"ipBlock": {"cidr": "8.8.8.8/32"}}]}], "n": (1.0, 2.5)}}
     view = ResourceView.of("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", Proxy(props))
-    assert view.props == {**props, "spec": {**props["spec"], "n": [1, 2]}}
+    # Sequences become lists, and the render's integral floats ints.
+    assert view.props == {**props, "spec": {**props["spec"], "n": [1, 2.5]}}
+    assert type(view.at("spec.n.0")) is int
     assert type(view.props["spec"]) is dict
     assert view.at("spec.egress.0.to.0.ipBlock.cidr") == "8.8.8.8/32"
     assert view.at("spec.egress.1") is None and view.at("spec.missing.x") is None
