@@ -26,6 +26,7 @@ from sandboxkit.checkov_bridge.runner import (
 )
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import find_project_dir, list_stacks
 from sandboxkit.render import RenderedStack, render_stack, to_display
@@ -139,14 +140,62 @@ def _print_text(rendered: RenderedStack, console: Console) -> None:
         console.print(f"[yellow]warning:[/] {warning}")
 
 
+def _print_egress(explained: list[TargetEgress], console: Console) -> None:
+    for item in explained:
+        contract = item.contract
+        head = f"[bold]Egress of {item.target}[/]: mode {contract.mode}"
+        if contract.control_plane:
+            head += f"; control plane {', '.join(map(str, contract.control_plane))}"
+        console.print(head)
+        if item.effective is None:
+            console.print("  [red]no egress reader: this target's egress is not explained[/]")
+            continue
+        table = Table(show_lines=False)
+        for column in ("probe", "kind", "target", "contract", "how", "basis"):
+            table.add_column(column)
+        for probe in item.probes:
+            verdict = item.effective.admits(probe.host, probe.port)
+            contract_says = contract.admits(probe.host, probe.port)
+            mark = "" if verdict.admitted == contract_says else " [red]<- differs[/]"
+            table.add_row(
+                str(probe),
+                probe.kind,
+                ("admitted" if verdict else "refused") + mark,
+                "admitted" if contract_says else "refused",
+                "; ".join(verdict.enforced),
+                ", ".join(sorted({g.basis for g in verdict.grants})),
+            )
+        console.print(table)
+        for line in (*map(str, item.differences), *map(str, item.findings)):
+            console.print(f"  [red]{line}[/]")
+        if item.matches_contract:
+            console.print("  no difference from the contract")
+
+
 @app.command()
 def preview(
     stack: StackOption,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    explain_egress: Annotated[
+        bool,
+        typer.Option(
+            "--explain-egress",
+            help="Instead of the resources: each target's effective egress, read from its "
+            "rendered resources, against the egress contract.",
+        ),
+    ] = False,
     project_dir: ProjectOption = None,
 ) -> None:
     """Render STACK offline: every resource `pulumi up` would create, and the enforcement map."""
     rendered = load(stack, project_dir)
+    if explain_egress:
+        explained = explain_stack(rendered)
+        if as_json:
+            document = {"stack": rendered.stack, "egress": explanation_document(explained)}
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        else:
+            _print_egress(explained, _console())
+        return
     if as_json:
         document = rendered.display()
         document["enforcement"] = enforcement_table(rendered)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
@@ -26,7 +26,9 @@ from sandboxkit.contract import (
     STACK_LABEL,
     TARGET_LABEL,
 )
+from sandboxkit.egress import EgressRule
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
+from sandboxkit.reach import EffectiveEgress, ResourceView
 
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
 TARGET_MODULES: dict[str, str] = {
@@ -240,6 +242,24 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
         """What this target needs applied outside Pulumi, for a file written at ``out``;
         ``None`` (the default) when it needs nothing (``sandboxkit external-config``)."""
         return None
+
+    def control_plane(self, settings: SettingsT) -> tuple[EgressRule, ...]:
+        """The hosts this target's own code must reach whatever the egress mode (exact names,
+        ``deny`` included): part of its egress contract. None by default."""
+        return ()
+
+    def read_egress(self, resources: Sequence[ResourceView]) -> EffectiveEgress | None:
+        """The effective egress of this target's rendered resources, as its folder's reader
+        (``<folder>/reach.py``: ``read_egress(resources) -> EffectiveEgress``) computes it from
+        the resources alone, never from the profile; ``None`` when the folder has no reader.
+        """
+        module = f"{type(self).__module__.rpartition('.')[0]}.reach"
+        if importlib.util.find_spec(module) is None:
+            return None
+        reader = importlib.import_module(module).read_egress
+        found = reader(resources)
+        assert isinstance(found, EffectiveEgress)
+        return found
 
     def build(self, plan: PlanT) -> Deployment:
         """Create the component from ``plan`` and collect its stack outputs."""

@@ -4,6 +4,7 @@ renders, the checkov export says why it is not exported, the pack's generic rule
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,3 +69,20 @@ def test_preview_explains_where_it_enforces_each_field(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "config.guest.memoryMb" in result.output
     assert "Fly Machines have no egress filter" in result.output
+
+
+def test_preview_explains_its_egress_against_the_contract(tmp_path: Path) -> None:
+    root = project(tmp_path, "team-a")
+    arguments = ["preview", "--stack", "t", "--explain-egress", "--json"]
+    result = CliRunner().invoke(cli.app, [*arguments, "--project-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    [flyio] = json.loads(result.output)["egress"]
+    assert (flyio["target"], flyio["mode"], flyio["read"]) == ("flyio", "deny", True)
+    assert flyio["matchesContract"] is False
+    metadata = next(p for p in flyio["probes"] if p["probe"] == "169.254.169.254:80")
+    assert metadata["connect"]["target"] is True and metadata["connect"]["contract"] is False
+    assert metadata["connect"]["basis"] == ["platform-doc"]
+    assert [d.split(" is admitted")[0] for d in flyio["differences"]] == [
+        "wider: 169.254.169.254:80",
+        "wider: [64:ff9b::a9fe:a9fe]:80",
+    ]

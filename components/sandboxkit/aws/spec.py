@@ -346,6 +346,15 @@ def control_plane_rule(url: str) -> EgressRule:
         raise ValueError(f"a URL whose host is allowed: {exc}") from None
 
 
+def control_plane_rules(settings: MicrovmSettings) -> tuple[EgressRule, ...]:
+    """The control-plane hosts, allowed in every egress mode: ``controlPlaneUrl``'s host first,
+    then ``controlPlaneHosts`` (each already validated as one exact public name)."""
+    return (
+        control_plane_rule(settings.control_plane_url),
+        *(parse_rule(entry) for entry in settings.control_plane_hosts),
+    )
+
+
 def _plan_problem(key: str, rule: EgressRule, why: str) -> Problem:
     return Problem(key, str(rule), why)
 
@@ -361,12 +370,9 @@ def egress_plan(profile: SandboxProfile, settings: MicrovmSettings) -> EgressPla
     Raises:
         ConfigError: naming each entry the network cannot enforce exactly.
     """
-    sources: list[tuple[str, EgressRule]] = [
-        (f"{SETTINGS_KEY}.controlPlaneUrl", control_plane_rule(settings.control_plane_url))
-    ]
-    sources += [
-        (f"{SETTINGS_KEY}.controlPlaneHosts", parse_rule(e)) for e in settings.control_plane_hosts
-    ]
+    url, *hosts = control_plane_rules(settings)
+    sources: list[tuple[str, EgressRule]] = [(f"{SETTINGS_KEY}.controlPlaneUrl", url)]
+    sources += [(f"{SETTINGS_KEY}.controlPlaneHosts", rule) for rule in hosts]
     sources += [(f"{PROFILE_KEY}.egress.allow", rule) for rule in profile.egress.allow]
     problems: list[Problem] = []
     names: set[EgressRule] = set()
@@ -532,6 +538,10 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
                 "rounded up to an allowed value",
             ),
         }
+
+    def control_plane(self, settings: MicrovmSettings) -> tuple[EgressRule, ...]:
+        """See ``control_plane_rules``."""
+        return control_plane_rules(settings)
 
     def component(self, plan: MicrovmSandboxArgs) -> KitComponent:
         """The ``MicrovmSandbox`` component."""

@@ -1,0 +1,139 @@
+"""``sandboxkit preview --explain-egress``: each target's effective egress against the contract.
+
+For every target a stack lists, the target's reader (``TargetSpec.read_egress``) computes what
+its rendered resources let a sandbox reach, from those resources alone; the stack's profile and
+the target's control-plane hosts give the egress contract (``egress.EgressContract``). Probes
+derived from the entries (``reach.derive_probes``) are asked of both; every answer says how the
+target enforces it and whether that is the kit's own tested code or documented platform
+behaviour, and every difference from the contract is marked wider or narrower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sandboxkit.egress import EgressContract, EgressRule, destination_of
+from sandboxkit.reach import (
+    Difference,
+    EffectiveEgress,
+    Inexpressible,
+    Probe,
+    ResourceView,
+    Verdict,
+    compare,
+    derive_probes,
+    inexpressible,
+)
+from sandboxkit.render import RenderedStack, to_display
+from sandboxkit.targets import get_target
+
+
+@dataclass(frozen=True)
+class TargetEgress:
+    """One target's egress, explained.
+
+    Attributes:
+        target: the target name.
+        contract: what the contract admits for this target (profile plus control plane).
+        probes: the probes asked, in derivation order.
+        effective: the reader's result; ``None`` when the target has no reader.
+        differences: probes the target answers unlike the contract.
+        findings: grants the contract cannot express, or matches by resolved address only.
+    """
+
+    target: str
+    contract: EgressContract
+    probes: tuple[Probe, ...]
+    effective: EffectiveEgress | None
+    differences: tuple[Difference, ...]
+    findings: tuple[Inexpressible, ...]
+
+    @property
+    def matches_contract(self) -> bool:
+        """Read, with no difference and no inexpressible grant."""
+        return self.effective is not None and not self.differences and not self.findings
+
+
+def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
+    """The rendered resources ``target``'s component owns, as readers take them (plain values;
+    secrets stay ``[secret]``)."""
+    return [
+        ResourceView.of(r.type, r.name, to_display(r.inputs))
+        for r in rendered.resources
+        if rendered.target_of(r) == target
+    ]
+
+
+def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
+    """Explain one listed target's egress (see the module docstring)."""
+    spec = get_target(target)
+    control_plane: tuple[EgressRule, ...] = spec.control_plane(rendered.spec.settings[target])
+    contract = EgressContract.of(rendered.spec.profile.egress, control_plane)
+    probes = derive_probes(contract.rules, control_plane)
+    effective = spec.read_egress(resource_views(rendered, target))
+    if effective is None:
+        return TargetEgress(target, contract, probes, None, (), ())
+    return TargetEgress(
+        target,
+        contract,
+        probes,
+        effective,
+        compare(effective, contract, probes),
+        inexpressible(effective),
+    )
+
+
+def explain_stack(rendered: RenderedStack) -> list[TargetEgress]:
+    """Every listed target's egress, in the stack's order."""
+    return [explain_target(rendered, target) for target in rendered.spec.targets]
+
+
+def _verdict(verdict: Verdict, contract: bool) -> dict[str, Any]:
+    return {
+        "target": verdict.admitted,
+        "contract": contract,
+        "enforced": list(verdict.enforced),
+        "grants": [str(g) for g in verdict.grants],
+        "basis": sorted({g.basis for g in verdict.grants}),
+    }
+
+
+def explanation_document(explained: Sequence[TargetEgress]) -> list[dict[str, Any]]:
+    """The JSON of ``--explain-egress --json``: per target, its contract, every probe's two
+    answers (connect and, for names, resolve) and the differences and findings as text."""
+    out = []
+    for item in explained:
+        probes = []
+        for probe in item.probes:
+            entry: dict[str, Any] = {
+                "probe": str(probe),
+                "kind": probe.kind,
+                "origin": probe.origin,
+            }
+            if item.effective is not None:
+                entry["connect"] = _verdict(
+                    item.effective.admits(probe.host, probe.port),
+                    item.contract.admits(probe.host, probe.port),
+                )
+                if isinstance(destination_of(probe.host), str):
+                    entry["resolve"] = _verdict(
+                        item.effective.resolves(probe.host),
+                        item.contract.may_resolve(probe.host),
+                    )
+            probes.append(entry)
+        out.append(
+            {
+                "target": item.target,
+                "mode": item.contract.mode,
+                "entries": [str(r) for r in item.contract.rules],
+                "controlPlane": [str(r) for r in item.contract.control_plane],
+                "read": item.effective is not None,
+                "matchesContract": item.matches_contract,
+                "probes": probes,
+                "differences": [str(d) for d in item.differences],
+                "findings": [str(f) for f in item.findings],
+            }
+        )
+    return out
