@@ -1,0 +1,185 @@
+"""The aws-microvm Suricata rules: their exact text, and what Suricata 7 admits with them.
+
+The behaviour tests run Debian's Suricata offline over written flows (see ``suricata_lab``): a
+ClientHello or HTTP request naming a host, to an address and port. They show what the kit's
+rules admit on their own; the firewall policy's resolved-IP validation (an AWS check, not
+Suricata's) is what stops a correct name sent to the wrong address, and is tested elsewhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from suricata_lab import Probe, verdicts
+
+from sandboxkit.aws.suricata import FIRST_SID, egress_rules, ip_rules, name_rules, open_rule
+from sandboxkit.egress import EgressRule, parse_rule
+
+PYPI = "151.101.0.223"  # any public address: the rules alone do not check where a name goes
+DOH = "1.1.1.1"  # a DNS-over-HTTPS resolver address
+LITERAL = "93.184.216.34"
+
+
+def rules(*entries: str) -> list[EgressRule]:
+    return sorted(parse_rule(e) for e in entries)
+
+
+def test_exact_name_matches_whole_sni_and_host_on_its_port() -> None:
+    assert name_rules(rules("pypi.org"), 7) == [
+        'pass tls $HOME_NET any -> $EXTERNAL_NET 443 (msg:"sandboxkit allow pypi.org:443 '
+        'tls.sni"; flow:to_server, established; ssl_state:client_hello; tls.sni; '
+        'content:"pypi.org"; nocase; startswith; endswith; sid:7; rev:1;)',
+        'pass http $HOME_NET any -> $EXTERNAL_NET 443 (msg:"sandboxkit allow pypi.org:443 '
+        'http.host"; flow:to_server, established; http.host; content:"pypi.org"; startswith; '
+        "endswith; sid:8; rev:1;)",
+    ]
+
+
+def test_wildcard_matches_a_dotted_suffix_without_dotprefix() -> None:
+    tls, http = name_rules(rules("*.pythonhosted.org:8443"), 1)
+    assert 'tls.sni; content:".pythonhosted.org"; nocase; endswith; sid:1;' in tls
+    assert 'http.host; content:".pythonhosted.org"; endswith; sid:2;' in http
+    assert "-> $EXTERNAL_NET 8443 " in tls
+    assert "dotprefix" not in tls + http
+    assert "startswith" not in tls + http
+
+
+def test_name_rules_keep_off_the_ip_entries_addresses() -> None:
+    excluded = rules("93.184.216.34:8443", "8.8.4.4:22")
+    (tls, http) = name_rules(rules("pypi.org"), 1, excluded)
+    assert "-> [$EXTERNAL_NET,!8.8.4.4,!93.184.216.34] 443 " in tls
+    assert "-> [$EXTERNAL_NET,!8.8.4.4,!93.184.216.34] 443 " in http
+
+
+def test_ip_entry_is_exactly_its_address_and_port_from_the_first_packet() -> None:
+    assert ip_rules(rules("93.184.216.34:8443"), 5) == [
+        "pass tcp $HOME_NET any -> 93.184.216.34 8443 "
+        '(msg:"sandboxkit allow 93.184.216.34:8443"; sid:5; rev:1;)'
+    ]
+
+
+def test_whole_rule_set_numbers_ip_rules_then_name_rules() -> None:
+    text = egress_rules("allowlist", rules("pypi.org", "github.com:80"), rules("93.184.216.34"))
+    lines = text.split("\n")
+    assert [line.split("sid:")[1].split(";")[0] for line in lines] == [
+        str(FIRST_SID + i) for i in range(5)
+    ]
+    assert lines[0].startswith("pass tcp $HOME_NET any -> 93.184.216.34 443 ")
+    assert "github.com:80 tls.sni" in lines[1]
+    assert "github.com:80 http.host" in lines[2]
+    assert "pypi.org:443 tls.sni" in lines[3]
+    assert egress_rules("open", rules("pypi.org"), ()) == open_rule(FIRST_SID)
+    assert egress_rules("deny", (), ()) == ""
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: name_rules(rules("93.184.216.34"), 1), "is an IP entry"),
+        (lambda: ip_rules(rules("pypi.org"), 1), "an IPv4 address entry"),
+        (lambda: ip_rules([EgressRule("2001:db8::1", 443, "ip")], 1), "an IPv4 address entry"),
+        (lambda: name_rules([EgressRule('x";pass', 443, "name")], 1), "letters, digits"),
+        (lambda: egress_rules("maybe", (), ()), "deny, allowlist or open"),
+    ],
+)
+def test_refuses_what_it_cannot_write(call: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()  # type: ignore[operator]
+
+
+ALLOWLIST = egress_rules(
+    "allowlist",
+    rules(
+        "agents.example.com",
+        "pypi.org",
+        "*.pythonhosted.org",
+        "github.com:80",
+        "mirror.example.org:8443",
+    ),
+    rules("93.184.216.34:8443"),
+)
+
+# (probe, what the kit's rules alone do with it)
+ALLOWLIST_CASES: list[tuple[Probe, str]] = [
+    (Probe("tls", "pypi.org", PYPI, 443), "pass"),
+    (Probe("tls", "PyPI.Org", PYPI, 443), "pass"),  # DNS names ignore case
+    (Probe("tls", "pypi.org", PYPI, 8443), "drop"),  # another port
+    (Probe("tls", "pypi.org.evil.example", PYPI, 443), "drop"),
+    (Probe("tls", "evilpypi.org", PYPI, 443), "drop"),
+    (Probe("tls", "files.pythonhosted.org", PYPI, 443), "pass"),
+    (Probe("tls", "a.b.files.pythonhosted.org", PYPI, 443), "pass"),  # any depth
+    (Probe("tls", "pythonhosted.org", PYPI, 443), "drop"),  # the wildcard's apex
+    (Probe("tls", "xpythonhosted.org", PYPI, 443), "drop"),
+    (Probe("http", "github.com", PYPI, 80), "pass"),
+    (Probe("http", "github.com:80", PYPI, 80), "pass"),  # Host with its port
+    (Probe("tls", "github.com", PYPI, 443), "drop"),  # github.com:80 does not open :443
+    (Probe("http", "pypi.org", PYPI, 80), "drop"),  # nor port 80 for other names
+    (Probe("tls", "mirror.example.org", PYPI, 8443), "pass"),
+    (Probe("http", "mirror.example.org", PYPI, 8443), "pass"),
+    (Probe("tcp", "", PYPI, 443), "drop"),  # no name claimed
+    (Probe("tcp", "", LITERAL, 8443), "pass"),  # IP entry: exactly IP:port
+    (Probe("tcp", "", LITERAL, 443), "drop"),
+    (Probe("tls", "pypi.org", LITERAL, 443), "drop"),  # a name never reaches an IP entry
+    (Probe("tls", "cloudflare-dns.com", DOH, 443), "drop"),  # DoH by its own name
+    # A listed name sent to any address passes the rules: resolved-IP validation stops it.
+    (Probe("tls", "agents.example.com", DOH, 443), "pass"),
+]
+
+
+def test_allowlist_rules_admit_exactly_the_contract_in_suricata(tmp_path: Path) -> None:
+    probes = [probe for probe, _ in ALLOWLIST_CASES]
+    assert verdicts(ALLOWLIST, probes, tmp_path) == [want for _, want in ALLOWLIST_CASES]
+
+
+def test_deny_rules_admit_only_the_control_plane_in_suricata(tmp_path: Path) -> None:
+    deny = egress_rules("deny", rules("agents.example.com"), ())
+    probes = [
+        Probe("tls", "agents.example.com", PYPI, 443),
+        Probe("http", "agents.example.com", PYPI, 80),
+        Probe("tls", "pypi.org", PYPI, 443),
+        Probe("tcp", "", DOH, 53),
+    ]
+    assert verdicts(deny, probes, tmp_path) == ["pass", "drop", "drop", "drop"]
+
+
+def test_open_rule_admits_any_tcp_in_suricata(tmp_path: Path) -> None:
+    probes = [Probe("tcp", "", DOH, 22), Probe("tls", "anything.example", PYPI, 443)]
+    assert verdicts(open_rule(FIRST_SID), probes, tmp_path) == ["pass", "pass"]
+
+
+# The rules Network Firewall generates for a TLS_SNI + HTTP_HOST ALLOWLIST of
+# [".amazon.com", "example.com"], as its developer guide lists them ("Examples of stateful rules
+# for Network Firewall", domain list rules), without the `priority` keyword that strict order
+# does not allow. The reader's golden fixture for domain lists.
+AWS_GENERATED_ALLOWLIST = "\n".join(
+    [
+        'pass tls $HOME_NET any -> $EXTERNAL_NET any (ssl_state:client_hello; tls.sni; dotprefix; content:".amazon.com"; nocase; endswith; msg:"matching TLS allowlisted FQDNs"; flow:to_server, established; sid:1; rev:1;)',  # noqa: E501
+        'pass tls $HOME_NET any -> $EXTERNAL_NET any (ssl_state:client_hello; tls.sni; content:"example.com"; startswith; nocase; endswith; msg:"matching TLS allowlisted FQDNs"; flow:to_server, established; sid:2; rev:1;)',  # noqa: E501
+        'pass http $HOME_NET any -> $EXTERNAL_NET any (http.host; dotprefix; content:".amazon.com"; endswith; msg:"matching HTTP allowlisted FQDNs"; flow:to_server, established; sid:3; rev:1;)',  # noqa: E501
+        'pass http $HOME_NET any -> $EXTERNAL_NET any (http.host; content:"example.com"; startswith; endswith; msg:"matching HTTP allowlisted FQDNs"; flow:to_server, established; sid:4; rev:1;)',  # noqa: E501
+    ]
+)
+
+
+def test_a_domain_list_is_broader_than_the_contract_in_suricata(tmp_path: Path) -> None:
+    # Why the kit does not use a domain list: ".x" admits x itself, and any port.
+    probes = [
+        Probe("tls", "amazon.com", PYPI, 443),
+        Probe("tls", "www.amazon.com", PYPI, 8443),
+        Probe("http", "example.com", PYPI, 443),
+        Probe("tls", "example.org", PYPI, 443),
+    ]
+    assert verdicts(AWS_GENERATED_ALLOWLIST, probes, tmp_path) == ["pass", "pass", "pass", "drop"]
+
+
+def test_a_to_server_pass_rule_would_drop_the_replies_in_suricata(tmp_path: Path) -> None:
+    # The kit's IP and open rules carried flow:to_server before; Suricata 7 then passes only the
+    # client's packets and the server's replies meet aws:drop_established. Without a flow
+    # keyword (an IP-only rule) the SYN passes the whole flow.
+    probe = Probe("tcp", "", LITERAL, 8443)
+    old = f'pass tcp $HOME_NET any -> {LITERAL} 8443 (msg:"old"; flow:to_server; sid:1; rev:1;)'
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    assert verdicts(old, [probe], tmp_path / "old") == ["drop"]
+    assert verdicts(ip_rules(rules(f"{LITERAL}:8443"), 1)[0], [probe], tmp_path / "new") == ["pass"]
