@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from sandboxkit.aws.microvm import LAUNCHER_DIR
+from sandboxkit.aws.webhook import LAUNCHER_DIR
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
 from sandboxkit.targets import KitContext

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxkit.aws.microvm import resolver_address, subnet_layout, suricata_rules
+from sandboxkit.aws.firewall import suricata_rules
+from sandboxkit.aws.network import resolver_address, subnet_layout
 from sandboxkit.aws.spec import (
     LOG_RETENTION_DAYS,
     SPEC,

@@ -1,0 +1,122 @@
+"""The MicroVMs' only way out: the kit's Lambda ``CoreNetworkConnector`` in the private subnets,
+with its security group and an operator role limited to this connector's subnets and group."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.network import ANYWHERE, resolver_address
+from sandboxkit.aws.plan import EgressPlan, MicrovmSandboxArgs
+
+CONNECTOR_PRINCIPAL = "network-connectors.lambda.amazonaws.com"
+
+
+def security_group_egress(
+    plan: EgressPlan, vpc_cidr: str
+) -> list[aws.ec2.SecurityGroupEgressArgsDict]:
+    """The connector security group's egress rules (ingress: none).
+
+    TCP 443 (and 80 where an entry asks for it) to any address, since the firewall checks the
+    name; each IP-literal entry's own port to that address only; DNS to the VPC resolver.
+    With ``open``, all TCP.
+    """
+    resolver = f"{resolver_address(vpc_cidr)}/32"
+    rules: list[aws.ec2.SecurityGroupEgressArgsDict] = [
+        {"protocol": "udp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
+        {"protocol": "tcp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
+    ]
+    if plan.mode == "open":
+        return [
+            *rules,
+            {"protocol": "tcp", "from_port": 0, "to_port": 65535, "cidr_blocks": [ANYWHERE]},
+        ]
+    for port in plan.tcp_ports:
+        rules.append(
+            {"protocol": "tcp", "from_port": port, "to_port": port, "cidr_blocks": [ANYWHERE]}
+        )
+    for rule in plan.ip_rules:
+        if rule.port not in plan.tcp_ports:
+            rules.append(
+                {
+                    "protocol": "tcp",
+                    "from_port": rule.port,
+                    "to_port": rule.port,
+                    "cidr_blocks": [f"{rule.host}/32"],
+                }
+            )
+    return rules
+
+
+def connector(
+    kit: Children, args: MicrovmSandboxArgs, vpc: aws.ec2.Vpc, subnets: list[aws.ec2.Subnet]
+) -> aws.lambda_.CoreNetworkConnector:
+    """``-connector-sg``, ``-connector-role``, ``-connector-policy`` and ``-connector`` (MicroVM
+    ENIs in ``subnets``, IPv4)."""
+    group = aws.ec2.SecurityGroup(
+        f"{kit.name}-connector-sg",
+        vpc_id=vpc.id,
+        description="sandboxkit MicroVM egress: HTTPS (the firewall checks names) and DNS",
+        ingress=[],
+        egress=security_group_egress(args["egress"], args["vpc_cidr"]),
+        revoke_rules_on_delete=True,
+        tags=kit.tags,
+        opts=kit.opts,
+    )
+    # AWSLambdaNetworkConnectorOperatorPolicy, narrowed to this connector's subnets and
+    # security group.
+    policy = pulumi.Output.all(group.arn, *(s.arn for s in subnets)).apply(
+        lambda arns: json.dumps(
+            policy_document(
+                {
+                    "Sid": "CreateEniInKitSubnets",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateNetworkInterface",
+                    "Resource": sorted(arns),
+                },
+                {
+                    "Sid": "CreateEniWithLambdaTags",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateNetworkInterface",
+                    "Resource": "arn:aws:ec2:*:*:network-interface/*",
+                    "Condition": {
+                        "ForAllValues:StringEquals": {
+                            "aws:TagKeys": [
+                                "aws:lambda:networkConnectorName",
+                                "aws:lambda:networkConnectorId",
+                            ]
+                        }
+                    },
+                },
+                {
+                    "Sid": "TagEniOnCreate",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateTags",
+                    "Resource": "arn:aws:ec2:*:*:network-interface/*",
+                    "Condition": {
+                        "StringEquals": {
+                            "ec2:CreateAction": "CreateNetworkInterface",
+                            "ec2:ManagedResourceOperator": CONNECTOR_PRINCIPAL,
+                        }
+                    },
+                },
+            )
+        )
+    )
+    role = kit.role("connector", CONNECTOR_PRINCIPAL, policy)
+    return aws.lambda_.CoreNetworkConnector(
+        f"{kit.name}-connector",
+        operator_role=role.arn,
+        configuration={
+            "vpc_egress_configuration": {
+                "associated_compute_resource_types": ["MicroVm"],
+                "network_protocol": "IPv4",
+                "subnet_ids": [s.id for s in subnets],
+                "security_group_ids": [group.id],
+            }
+        },
+        opts=kit.opts,
+    )

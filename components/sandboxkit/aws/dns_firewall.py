@@ -1,0 +1,58 @@
+"""The Route 53 Resolver DNS Firewall on the kit's VPC: the listed names resolve, every other
+name gets NXDOMAIN (not with ``open``), and the firewall fails closed."""
+
+from __future__ import annotations
+
+import pulumi_aws as aws
+
+from sandboxkit.aws.children import Children
+from sandboxkit.aws.plan import EgressPlan
+
+# DNS Firewall: allow the listed names first, then block every other name.
+DNS_ALLOW_PRIORITY = 100
+DNS_BLOCK_PRIORITY = 200
+DNS_ASSOCIATION_PRIORITY = 101
+
+
+def dns_firewall(kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc) -> None:
+    """``-dns-allowed``, ``-dns-all``, ``-dns-rules``, ``-dns-allow``, ``-dns-block`` (not
+    ``open``), ``-dns-association`` and ``-dns-config``."""
+    name, opts = kit.name, kit.opts
+    allowed = aws.route53.ResolverFirewallDomainList(
+        f"{name}-dns-allowed", domains=list(plan.dns_names), tags=kit.tags, opts=opts
+    )
+    everything = aws.route53.ResolverFirewallDomainList(
+        f"{name}-dns-all", domains=["*"], tags=kit.tags, opts=opts
+    )
+    group = aws.route53.ResolverFirewallRuleGroup(f"{name}-dns-rules", tags=kit.tags, opts=opts)
+    aws.route53.ResolverFirewallRule(
+        f"{name}-dns-allow",
+        firewall_rule_group_id=group.id,
+        firewall_domain_list_id=allowed.id,
+        action="ALLOW",
+        priority=DNS_ALLOW_PRIORITY,
+        opts=opts,
+    )
+    if plan.mode != "open":
+        aws.route53.ResolverFirewallRule(
+            f"{name}-dns-block",
+            firewall_rule_group_id=group.id,
+            firewall_domain_list_id=everything.id,
+            action="BLOCK",
+            block_response="NXDOMAIN",
+            priority=DNS_BLOCK_PRIORITY,
+            opts=opts,
+        )
+    aws.route53.ResolverFirewallRuleGroupAssociation(
+        f"{name}-dns-association",
+        vpc_id=vpc.id,
+        firewall_rule_group_id=group.id,
+        priority=DNS_ASSOCIATION_PRIORITY,
+        mutation_protection="ENABLED",
+        tags=kit.tags,
+        opts=opts,
+    )
+    # Fail closed: if the DNS Firewall cannot answer, queries fail rather than bypass it.
+    aws.route53.ResolverFirewallConfig(
+        f"{name}-dns-config", resource_id=vpc.id, firewall_fail_open="DISABLED", opts=opts
+    )

@@ -1,0 +1,261 @@
+"""The webhook path: the two secrets, the launcher Lambda behind an API Gateway HTTP API
+(``POST /launch``), the launcher's role, and the ingress policy for MicroVM auth tokens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.image import LAMBDA_PRINCIPAL
+from sandboxkit.aws.plan import MicrovmSandboxArgs
+from sandboxkit.contract import (
+    LAUNCHER_CONNECTOR_ARN,
+    LAUNCHER_CONTROL_PLANE_URL,
+    LAUNCHER_EXEC_TIMEOUT_SECONDS,
+    LAUNCHER_EXECUTION_ROLE_ARN,
+    LAUNCHER_IDLE_TIMEOUT_SECONDS,
+    LAUNCHER_IMAGE_ARN,
+    LAUNCHER_MAX_DURATION_SECONDS,
+    LAUNCHER_REPLAY_WINDOW_SECONDS,
+    LAUNCHER_WEBHOOK_SECRET_ARN,
+    LAUNCHER_WORKER_KEY_SECRET_ARN,
+)
+from sandboxkit.secrets import SecretValue
+
+# The launcher's code: the folder beside this module (handler ``handler.handler``).
+LAUNCHER_DIR = Path(__file__).resolve().parent / "launcher"
+LAUNCHER_HANDLER = "handler.handler"
+LAUNCHER_RUNTIME = "python3.12"
+# An HTTP API waits 30 s for its integration; the launcher answers well within that.
+LAUNCHER_TIMEOUT_SECONDS = 25
+LAUNCHER_MEMORY_MIB = 256
+WEBHOOK_ROUTE = "POST /launch"
+
+
+def _secret(
+    kit: Children, part: str, value: SecretValue, description: str, tags: dict[str, str]
+) -> aws.secretsmanager.Secret:
+    secret = aws.secretsmanager.Secret(
+        f"{kit.name}-{part}",
+        description=description,
+        recovery_window_in_days=7,
+        tags=tags,
+        opts=kit.opts,
+    )
+    aws.secretsmanager.SecretVersion(
+        f"{kit.name}-{part}-value",
+        secret_id=secret.id,
+        secret_string=value.output(),
+        opts=kit.opts,
+    )
+    return secret
+
+
+def launcher(
+    kit: Children,
+    args: MicrovmSandboxArgs,
+    image: aws.lambdamicrovms.Image,
+    connector: aws.lambda_.CoreNetworkConnector,
+    execution_role: aws.iam.Role | None,
+) -> tuple[aws.lambda_.Function, aws.apigatewayv2.Api]:
+    """Secrets ``-webhook-secret(-value)`` and ``-worker-key(-value)``; ``-launcher-logs``,
+    ``-launcher-role``, ``-launcher-policy``, ``-launcher``; ``-api``, ``-api-integration``,
+    ``-api-route``, ``-api-logs``, ``-api-stage``, ``-api-permission``.
+
+    Returns:
+        The launcher function and its HTTP API.
+    """
+    name, opts = kit.name, kit.opts
+    webhook = _secret(
+        kit, "webhook-secret", args["webhook_secret"], "sandboxkit webhook HMAC key", kit.tags
+    )
+    max_age = str(args["worker_key_max_age_days"])
+    worker_key = _secret(
+        kit,
+        "worker-key",
+        args["worker_key"],
+        f"sandboxkit job-scoped worker key; replace within {max_age} days",
+        {**kit.tags, "sandboxkit-max-age-days": max_age},
+    )
+    logs = kit.log_group("launcher-logs")
+    role_arn = execution_role.arn if execution_role is not None else None
+    policy = pulumi.Output.all(
+        image.arn, connector.arn, webhook.arn, worker_key.arn, logs.arn, role_arn
+    ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
+    role = kit.role("launcher", LAMBDA_PRINCIPAL, policy)
+    environment: dict[str, pulumi.Input[str]] = {
+        LAUNCHER_IMAGE_ARN: image.arn,
+        LAUNCHER_CONNECTOR_ARN: connector.arn,
+        LAUNCHER_WEBHOOK_SECRET_ARN: webhook.arn,
+        LAUNCHER_WORKER_KEY_SECRET_ARN: worker_key.arn,
+        LAUNCHER_MAX_DURATION_SECONDS: str(args["max_duration_seconds"]),
+        LAUNCHER_IDLE_TIMEOUT_SECONDS: str(args["idle_timeout_seconds"]),
+        LAUNCHER_EXEC_TIMEOUT_SECONDS: str(args["exec_timeout_seconds"]),
+        LAUNCHER_REPLAY_WINDOW_SECONDS: str(args["replay_window_seconds"]),
+        LAUNCHER_CONTROL_PLANE_URL: args["control_plane_url"],
+    }
+    if execution_role is not None:
+        environment[LAUNCHER_EXECUTION_ROLE_ARN] = execution_role.arn
+    function = aws.lambda_.Function(
+        f"{name}-launcher",
+        runtime=LAUNCHER_RUNTIME,
+        handler=LAUNCHER_HANDLER,
+        code=pulumi.FileArchive(str(LAUNCHER_DIR)),
+        role=role.arn,
+        architectures=["arm64"],
+        timeout=LAUNCHER_TIMEOUT_SECONDS,
+        memory_size=LAUNCHER_MEMORY_MIB,
+        reserved_concurrent_executions=args["launcher_concurrency"],
+        layers=list(args["launcher_layers"]),
+        environment={"variables": environment},
+        logging_config={"log_format": "JSON", "log_group": logs.name},
+        tags=kit.tags,
+        opts=kit.after(logs),
+    )
+    # An HTTP API rather than a function URL: one POST route only, stage throttling, access
+    # logs, and an invoke permission scoped to this API's route instead of a public
+    # "principal *" URL policy. Both deliver the payload-format-2.0 event the launcher reads.
+    api = aws.apigatewayv2.Api(
+        f"{name}-api",
+        protocol_type="HTTP",
+        description="sandboxkit launcher webhook",
+        tags=kit.tags,
+        opts=opts,
+    )
+    integration = aws.apigatewayv2.Integration(
+        f"{name}-api-integration",
+        api_id=api.id,
+        integration_type="AWS_PROXY",
+        integration_uri=function.invoke_arn,
+        integration_method="POST",
+        payload_format_version="2.0",
+        opts=opts,
+    )
+    aws.apigatewayv2.Route(
+        f"{name}-api-route",
+        api_id=api.id,
+        route_key=WEBHOOK_ROUTE,
+        target=integration.id.apply(lambda i: f"integrations/{i}"),
+        opts=opts,
+    )
+    api_logs = kit.log_group("api-logs")
+    concurrency = args["launcher_concurrency"]
+    aws.apigatewayv2.Stage(
+        f"{name}-api-stage",
+        api_id=api.id,
+        name="$default",
+        auto_deploy=True,
+        access_log_settings={
+            "destination_arn": api_logs.arn,
+            "format": json.dumps(
+                {
+                    "requestId": "$context.requestId",
+                    "ip": "$context.identity.sourceIp",
+                    "time": "$context.requestTime",
+                    "route": "$context.routeKey",
+                    "status": "$context.status",
+                    "integrationStatus": "$context.integrationStatus",
+                }
+            ),
+        },
+        default_route_settings={
+            "throttling_burst_limit": concurrency,
+            "throttling_rate_limit": float(concurrency),
+        },
+        tags=kit.tags,
+        opts=opts,
+    )
+    aws.lambda_.Permission(
+        f"{name}-api-permission",
+        action="lambda:InvokeFunction",
+        function=function.name,
+        principal="apigateway.amazonaws.com",
+        source_arn=api.execution_arn.apply(lambda arn: f"{arn}/*/POST/launch"),
+        opts=opts,
+    )
+    return function, api
+
+
+def ingress_policy(
+    kit: Children, args: MicrovmSandboxArgs, image: aws.lambdamicrovms.Image
+) -> None:
+    """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens."""
+    port = args["ingress_port"]
+    region = args["region"]
+    aws.iam.Policy(
+        f"{kit.name}-ingress-policy",
+        description=(
+            "sandboxkit: mint short-lived auth tokens for the MicroVMs' HTTPS endpoint; "
+            f"request allowedPorts [{{port: {port}}}] only"
+        ),
+        policy=image.arn.apply(
+            lambda arn: json.dumps(
+                policy_document(
+                    {
+                        "Effect": "Allow",
+                        "Action": "lambda:CreateMicrovmAuthToken",
+                        "Resource": f"arn:aws:lambda:{region}:{arn.split(':')[4]}:microvm:*",
+                    }
+                )
+            )
+        ),
+        tags={**kit.tags, "sandboxkit-ingress-port": str(port)},
+        opts=kit.opts,
+    )
+
+
+def launcher_policy(
+    image_arn: str,
+    connector_arn: str,
+    secret_arns: list[str],
+    log_group_arn: str,
+    execution_role_arn: str | None,
+) -> dict[str, Any]:
+    """The launcher role's only policy: run this image with this connector, read the two
+    secrets, write its own logs, and pass the execution role if there is one.
+
+    Actions are in IAM's ``lambda:`` namespace (the ``lambda-microvms`` API authorizes as
+    ``lambda:RunMicrovm``; ``lambda:PassNetworkConnector`` is RunMicrovm's dependent action
+    for the connectors it names).
+    """
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "RunKitImage",
+            "Effect": "Allow",
+            "Action": "lambda:RunMicrovm",
+            "Resource": image_arn,
+        },
+        {
+            "Sid": "PassKitConnector",
+            "Effect": "Allow",
+            "Action": "lambda:PassNetworkConnector",
+            "Resource": connector_arn,
+        },
+        {
+            "Sid": "ReadLaunchSecrets",
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": secret_arns,
+        },
+        {
+            "Sid": "WriteOwnLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"{log_group_arn}:*",
+        },
+    ]
+    if execution_role_arn is not None:
+        statements.append(
+            {
+                "Sid": "PassExecutionRole",
+                "Effect": "Allow",
+                "Action": "iam:PassRole",
+                "Resource": execution_role_arn,
+            }
+        )
+    return policy_document(*statements)
