@@ -61,13 +61,16 @@ def policy_of(resources: list[RenderedResource], name: str) -> dict[str, Any]:
     return json.loads(document)
 
 
-def firewall_domains(resources: list[RenderedResource]) -> list[str]:
+def firewall_names(resources: list[RenderedResource]) -> list[str]:
+    """The entries of the name rule group, from its rules' messages: each twice (SNI, Host)."""
     group = named(resources, f"{T}-fw-domains").inputs["ruleGroup"]
-    source_list = group["rulesSource"]["rulesSourceList"]
-    assert source_list["generatedRulesType"] == "ALLOWLIST"
-    assert source_list["targetTypes"] == ["TLS_SNI", "HTTP_HOST"]
     assert group["statefulRuleOptions"] == {"ruleOrder": "STRICT_ORDER"}
-    return list(source_list["targets"])
+    assert "rulesSourceList" not in group["rulesSource"]
+    lines = group["rulesSource"]["rulesString"].split("\n") if group["rulesSource"] else []
+    messages = [line.split('msg:"sandboxkit allow ')[1].split('"')[0] for line in lines]
+    entries = [m.removesuffix(" tls.sni") for m in messages[0::2]]
+    assert [m.removesuffix(" http.host") for m in messages[1::2]] == entries
+    return entries
 
 
 def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True) -> set[str]:
@@ -212,14 +215,18 @@ def test_firewall_policy_is_strict_order_and_drops_established(engine: Recorder)
 
 def test_allowlist_holds_exactly_control_plane_and_profile_names(engine: Recorder) -> None:
     resources = build(engine, {"egress": DEV_EGRESS})
-    assert firewall_domains(resources) == [".pythonhosted.org", "agents.example.com", "pypi.org"]
+    assert firewall_names(resources) == [
+        "agents.example.com:443",
+        "pypi.org:443",
+        "*.pythonhosted.org:443",
+    ]
     dns = named(resources, f"{T}-dns-allowed").inputs["domains"]
     assert dns == ["*.pythonhosted.org", "agents.example.com", "pypi.org"]
 
 
 def test_deny_allows_only_the_control_plane(engine: Recorder) -> None:
     resources = build(engine, controlPlaneHosts=["telemetry.example.com"])
-    assert firewall_domains(resources) == ["agents.example.com", "telemetry.example.com"]
+    assert firewall_names(resources) == ["agents.example.com:443", "telemetry.example.com:443"]
     assert of_type(resources, "aws:networkfirewall/ruleGroup:RuleGroup") == [
         named(resources, f"{T}-fw-domains")
     ]
@@ -267,11 +274,27 @@ def test_ip_entries_get_a_pass_rule_and_their_own_port(engine: Recorder) -> None
     group = named(resources, f"{T}-fw-ip-rules").inputs["ruleGroup"]
     assert group["rulesSource"]["rulesString"] == (
         'pass tcp $HOME_NET any -> 93.184.216.34 8443 (msg:"sandboxkit allow 93.184.216.34:8443"; '
-        "flow:to_server; sid:1000001; rev:1;)"
+        "sid:1000001; rev:1;)"
     )
     policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
     assert [r["priority"] for r in policy["statefulRuleGroupReferences"]] == [100, 200]
-    assert firewall_domains(resources) == ["agents.example.com", "example.org"]
+    assert firewall_names(resources) == ["agents.example.com:443", "example.org:80"]
+    names = named(resources, f"{T}-fw-domains").inputs["ruleGroup"]["rulesSource"]["rulesString"]
+    assert names.split("\n")[2] == (
+        "pass tls $HOME_NET any -> [$EXTERNAL_NET,!93.184.216.34] 80 "
+        '(msg:"sandboxkit allow example.org:80 tls.sni"; flow:to_server, established; '
+        'ssl_state:client_hello; tls.sni; content:"example.org"; nocase; startswith; endswith; '
+        "sid:1000004; rev:1;)"
+    )
+
+
+def test_a_name_on_another_port_opens_that_port_only(engine: Recorder) -> None:
+    egress = {"mode": "allowlist", "allow": ["grpc.example.org:8443"]}
+    resources = build(engine, {"egress": egress}, controlPlaneUrl="https://agents.example.com:8443")
+    assert firewall_names(resources) == ["agents.example.com:8443", "grpc.example.org:8443"]
+    assert named(resources, f"{T}-connector-sg").inputs["egress"][2:] == [
+        {"protocol": "tcp", "fromPort": 8443, "toPort": 8443, "cidrBlocks": ["0.0.0.0/0"]},
+    ]
 
 
 def test_open_passes_all_tcp_and_blocks_no_names(engine: Recorder) -> None:
@@ -443,7 +466,7 @@ def test_prod_stack_renders_the_target(project_dir: Path) -> None:
     rendered = render_stack(project_dir, "prod")
     mine = [r for r in rendered.resources if rendered.target_of(r) == T]
     assert named(mine, f"{T}-image").type == "aws:lambdamicrovms/image:Image"
-    assert firewall_domains(mine) == ["agents.example.com"]
+    assert firewall_names(mine) == ["agents.example.com:443"]
     assert set(rendered.outputs[T]) == {
         "webhookUrl",
         "launcherFunctionName",
@@ -469,16 +492,10 @@ def test_prod_stack_renders_the_target(project_dir: Path) -> None:
             "sandboxkit:profile.limits.idleTimeoutSeconds",
         ),
         (
-            {"egress": {"mode": "allowlist", "allow": ["example.org:8443"]}},
-            {},
-            "sandboxkit:profile.egress.allow",
-        ),
-        (
             {"egress": {"mode": "allowlist", "allow": ["[2001:4860::8888]:443"]}},
             {},
             "sandboxkit:profile.egress.allow",
         ),
-        ({}, {"controlPlaneHosts": ["grpc.example.com:8443"]}, f"sandboxkit:{T}.controlPlaneHosts"),
         ({}, {"controlPlaneUrl": "http://agents.example.com"}, f"sandboxkit:{T}.controlPlaneUrl"),
         ({}, {"sessionKey": "sk-live"}, f"sandboxkit:{T}.sessionKey"),
         ({}, {"apiKey": "sk-live"}, f"sandboxkit:{T}.apiKey"),
@@ -588,10 +605,10 @@ def test_wide_grants_and_hosts_exit_2_naming_the_entry(
 
 def test_exact_control_plane_hosts_are_accepted(engine: Recorder) -> None:
     resources = build(engine, controlPlaneHosts=["telemetry.example.com", "logs.example.com:443"])
-    assert firewall_domains(resources) == [
-        "agents.example.com",
-        "logs.example.com",
-        "telemetry.example.com",
+    assert firewall_names(resources) == [
+        "agents.example.com:443",
+        "logs.example.com:443",
+        "telemetry.example.com:443",
     ]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxkit.aws.firewall import suricata_rules
 from sandboxkit.aws.network import resolver_address, subnet_layout
 from sandboxkit.aws.spec import (
     LOG_RETENTION_DAYS,
@@ -47,23 +46,38 @@ def test_registered_under_its_public_name() -> None:
 
 def test_plan_for_deny_holds_only_the_control_plane() -> None:
     plan = egress_plan(profile(), settings(controlPlaneHosts=["cdn.example.com"]))
-    assert plan.firewall_domains == ("agents.example.com", "cdn.example.com")
+    assert plan.names == (parse_rule("agents.example.com"), parse_rule("cdn.example.com"))
     assert plan.dns_names == ("agents.example.com", "cdn.example.com")
     assert plan.tcp_ports == (443,)
     assert plan.ip_rules == ()
 
 
 def test_plan_splits_names_ports_and_ips() -> None:
-    allow = ("pypi.org", "*.pythonhosted.org", "mirror.example.org:80", "93.184.216.34:8443")
-    plan = egress_plan(profile("allowlist", allow), settings())
-    assert plan.firewall_domains == (
-        ".pythonhosted.org",
-        "agents.example.com",
-        "mirror.example.org",
+    allow = (
         "pypi.org",
+        "*.pythonhosted.org",
+        "mirror.example.org:80",
+        "grpc.example.org:8443",
+        "93.184.216.34:8443",
     )
-    assert plan.tcp_ports == (80, 443)
+    plan = egress_plan(profile("allowlist", allow), settings())
+    assert [str(rule) for rule in plan.names] == [
+        "agents.example.com:443",
+        "grpc.example.org:8443",
+        "mirror.example.org:80",
+        "pypi.org:443",
+        "*.pythonhosted.org:443",
+    ]
+    assert plan.tcp_ports == (80, 443, 8443)
     assert plan.ip_rules == (parse_rule("93.184.216.34:8443"),)
+
+
+def test_plan_opens_no_port_no_name_uses() -> None:
+    plan = egress_plan(
+        profile("allowlist", ("mirror.example.org:8443",)),
+        settings(controlPlaneUrl="https://agents.example.com:8443/api"),
+    )
+    assert plan.tcp_ports == (8443,)
 
 
 def test_plan_refuses_each_unenforceable_entry_by_value() -> None:
@@ -72,9 +86,36 @@ def test_plan_refuses_each_unenforceable_entry_by_value() -> None:
         egress_plan(bad, settings())
     assert [(p.key, p.value) for p in caught.value.problems] == [
         ("sandboxkit:profile.egress.allow", "[2001:4860::8888]:443"),
-        ("sandboxkit:profile.egress.allow", "example.org:8443"),
     ]
-    assert "TLS SNI and HTTP Host" in caught.value.problems[1].expected
+    assert "IPv4-only" in caught.value.problems[0].expected
+
+
+@pytest.mark.parametrize(
+    ("allow", "value", "expected"),
+    [
+        (
+            [f"host{i}.example.org" for i in range(500)],
+            "501 entries",
+            "at most 500 names (two firewall rules each, in a rule group of 1000)",
+        ),
+        (
+            [f"8.8.{i // 200}.{i % 200 + 1}" for i in range(101)],
+            "101 entries",
+            "at most 100 IP addresses (resolved-IP validation exempts at most 100)",
+        ),
+    ],
+)
+def test_plan_refuses_more_entries_than_the_firewall_holds(
+    allow: list[str], value: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        egress_plan(profile("allowlist", tuple(allow)), settings())
+    (problem,) = caught.value.problems
+    assert (problem.key, problem.value) == ("sandboxkit:profile.egress.allow", value)
+    assert problem.expected.startswith(expected)
+    assert "wildcard" in problem.expected
+    # One fewer fits (the control plane is the 500th name).
+    assert egress_plan(profile("allowlist", tuple(allow[:-1])), settings()).mode == "allowlist"
 
 
 def test_control_plane_url_gives_host_and_port() -> None:
@@ -103,10 +144,6 @@ def test_subnet_layout_and_resolver() -> None:
         "public": ["10.40.4.0/24", "10.40.5.0/24"],
     }
     assert resolver_address("10.40.0.0/20") == "10.40.0.2"
-
-
-def test_no_pass_rules_without_ip_entries() -> None:
-    assert suricata_rules(egress_plan(profile(), settings())) == ""
 
 
 def test_enforcement_map_says_where_each_field_is_enforced() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from suricata_lab import Probe, verdicts
 
-from sandboxkit.aws.suricata import FIRST_SID, egress_rules, ip_rules, name_rules, open_rule
+from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule, read_rules
 from sandboxkit.egress import EgressRule, parse_rule
 
 PYPI = "151.101.0.223"  # any public address: the rules alone do not check where a name goes
@@ -59,18 +59,18 @@ def test_ip_entry_is_exactly_its_address_and_port_from_the_first_packet() -> Non
     ]
 
 
-def test_whole_rule_set_numbers_ip_rules_then_name_rules() -> None:
-    text = egress_rules("allowlist", rules("pypi.org", "github.com:80"), rules("93.184.216.34"))
-    lines = text.split("\n")
+def test_name_rules_are_numbered_tls_then_http_per_entry() -> None:
+    lines = name_rules(rules("pypi.org", "github.com:80"), FIRST_SID)
     assert [line.split("sid:")[1].split(";")[0] for line in lines] == [
-        str(FIRST_SID + i) for i in range(5)
+        str(FIRST_SID + i) for i in range(4)
     ]
-    assert lines[0].startswith("pass tcp $HOME_NET any -> 93.184.216.34 443 ")
-    assert "github.com:80 tls.sni" in lines[1]
-    assert "github.com:80 http.host" in lines[2]
-    assert "pypi.org:443 tls.sni" in lines[3]
-    assert egress_rules("open", rules("pypi.org"), ()) == open_rule(FIRST_SID)
-    assert egress_rules("deny", (), ()) == ""
+    assert [line.split('msg:"')[1].split('"')[0] for line in lines] == [
+        "sandboxkit allow github.com:80 tls.sni",
+        "sandboxkit allow github.com:80 http.host",
+        "sandboxkit allow pypi.org:443 tls.sni",
+        "sandboxkit allow pypi.org:443 http.host",
+    ]
+    assert name_rules((), FIRST_SID) == []
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,6 @@ def test_whole_rule_set_numbers_ip_rules_then_name_rules() -> None:
         (lambda: ip_rules(rules("pypi.org"), 1), "an IPv4 address entry"),
         (lambda: ip_rules([EgressRule("2001:db8::1", 443, "ip")], 1), "an IPv4 address entry"),
         (lambda: name_rules([EgressRule('x";pass', 443, "name")], 1), "letters, digits"),
-        (lambda: egress_rules("maybe", (), ()), "deny, allowlist or open"),
     ],
 )
 def test_refuses_what_it_cannot_write(call: object, message: str) -> None:
@@ -88,16 +87,20 @@ def test_refuses_what_it_cannot_write(call: object, message: str) -> None:
         call()  # type: ignore[operator]
 
 
-ALLOWLIST = egress_rules(
-    "allowlist",
-    rules(
-        "agents.example.com",
-        "pypi.org",
-        "*.pythonhosted.org",
-        "github.com:80",
-        "mirror.example.org:8443",
-    ),
-    rules("93.184.216.34:8443"),
+IP_ENTRIES = rules("93.184.216.34:8443")
+ALLOWLIST = "\n".join(
+    ip_rules(IP_ENTRIES, FIRST_SID)
+    + name_rules(
+        rules(
+            "agents.example.com",
+            "pypi.org",
+            "*.pythonhosted.org",
+            "github.com:80",
+            "mirror.example.org:8443",
+        ),
+        FIRST_SID + 1,
+        excluded=IP_ENTRIES,
+    )
 )
 
 # (probe, what the kit's rules alone do with it)
@@ -133,7 +136,7 @@ def test_allowlist_rules_admit_exactly_the_contract_in_suricata(tmp_path: Path) 
 
 
 def test_deny_rules_admit_only_the_control_plane_in_suricata(tmp_path: Path) -> None:
-    deny = egress_rules("deny", rules("agents.example.com"), ())
+    deny = "\n".join(name_rules(rules("agents.example.com"), FIRST_SID))
     probes = [
         Probe("tls", "agents.example.com", PYPI, 443),
         Probe("http", "agents.example.com", PYPI, 80),
@@ -183,3 +186,66 @@ def test_a_to_server_pass_rule_would_drop_the_replies_in_suricata(tmp_path: Path
     (tmp_path / "new").mkdir()
     assert verdicts(old, [probe], tmp_path / "old") == ["drop"]
     assert verdicts(ip_rules(rules(f"{LITERAL}:8443"), 1)[0], [probe], tmp_path / "new") == ["pass"]
+
+
+def test_reading_the_kits_rules_gives_back_each_entry() -> None:
+    entries = rules("pypi.org", "*.pythonhosted.org", "github.com:80")
+    read = read_rules("\n".join(name_rules(entries, 1, excluded=rules("93.184.216.34"))))
+    assert [(r.buffer, r.name, r.scope, r.port, r.excluded) for r in read] == [
+        ("tls.sni", "github.com", "exact", 80, ("93.184.216.34",)),
+        ("http.host", "github.com", "exact", 80, ("93.184.216.34",)),
+        ("tls.sni", "pypi.org", "exact", 443, ("93.184.216.34",)),
+        ("http.host", "pypi.org", "exact", 443, ("93.184.216.34",)),
+        ("tls.sni", "pythonhosted.org", "below", 443, ("93.184.216.34",)),
+        ("http.host", "pythonhosted.org", "below", 443, ("93.184.216.34",)),
+    ]
+    (ip,) = read_rules(ip_rules(rules("93.184.216.34:8443"), 9)[0])
+    assert (ip.protocol, ip.destination, ip.port, ip.scope, ip.sid) == (
+        "tcp",
+        "93.184.216.34",
+        8443,
+        "any",
+        9,
+    )
+
+
+def test_reading_network_firewalls_generated_domain_list_rules() -> None:
+    # The developer guide's own generated rules: ".amazon.com" is the name and below, any port.
+    read = read_rules(AWS_GENERATED_ALLOWLIST)
+    assert [(r.buffer, r.name, r.scope, r.port) for r in read] == [
+        ("tls.sni", "amazon.com", "exact-and-below", None),
+        ("tls.sni", "example.com", "exact", None),
+        ("http.host", "amazon.com", "exact-and-below", None),
+        ("http.host", "example.com", "exact", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        'tls.sni; content:"example.com"; endswith;',  # a suffix without its dot
+        'tls.sni; pcre:"/example/";',
+        "tls.sni;",
+        'tls.sni; content:"example.com"; startswith; endswith; content:"x";',
+        "",
+    ],
+)
+def test_what_the_reader_cannot_read_admits_any_name(options: str) -> None:
+    (rule,) = read_rules(f"pass tls $HOME_NET any -> $EXTERNAL_NET 443 ({options} sid:5;)")
+    assert (rule.name, rule.scope) == (None, "any")
+
+
+def test_reader_skips_comments_and_non_pass_rules_and_reads_port_lists_as_any() -> None:
+    text = "\n".join(
+        [
+            "# a comment",
+            "",
+            "drop tcp any any -> any any (sid:1;)",
+            'pass tls $HOME_NET any -> $EXTERNAL_NET [443,8443] (tls.sni; content:"a.example"; '
+            "startswith; endswith; sid:2;)",
+        ]
+    )
+    (rule,) = read_rules(text)
+    assert (rule.port, rule.name, rule.sid) == (None, "a.example", 2)
+    with pytest.raises(ValueError, match="not a Suricata rule"):
+        read_rules("pass everything please")

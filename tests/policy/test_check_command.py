@@ -109,11 +109,12 @@ def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy
     result = run_cli("check", "--stack", "prod", cwd=project_copy)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == "Stack prod (prod): 7 violation(s), 7 mandatory, 0 advisory"
+    assert lines[0] == "Stack prod (prod): 8 violation(s), 8 mandatory, 0 advisory"
     resources = {line.rsplit("::", 1)[-1] for line in lines[1:-2:2]}
     assert resources == {
         "kubernetes-network-policy",
         "aws-microvm-connector-sg",
+        "aws-microvm-fw-ip-rules",
         "gcp-cloudrun-allow-public-ipv4",
         "gcp-cloudrun-allow-public-ipv6",
         "gcp-gke-agent-sandbox-network-policy",

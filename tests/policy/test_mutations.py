@@ -147,7 +147,11 @@ IMAGE = "aws-microvm-image"
 LAUNCHER = "aws-microvm-launcher"
 LAUNCHER_ENV = ("environment", "variables")
 FIREWALL_POLICY = "aws-microvm-fw-policy"
-DOMAINS = ("ruleGroup", "rulesSource", "rulesSourceList")
+NAME_RULES = "aws-microvm-fw-domains"
+RULES_SOURCE = ("ruleGroup", "rulesSource")
+RULES_STRING = (*RULES_SOURCE, "rulesString")
+TLS_PASS = "pass tls $HOME_NET any -> $EXTERNAL_NET"
+SNI = "flow:to_server, established; ssl_state:client_hello; tls.sni;"
 RUN = "gcp-cloudrun-service"
 RUN_CONTAINER = ("template", "containers", 0)
 GVISOR_POOL = "gcp-gke-gvisor-pool"
@@ -169,6 +173,7 @@ ROWS = [
             ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv4"),
             ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv6"),
             ("SBX-NET-001", "aws-microvm-connector-sg"),
+            ("SBX-NET-001", "aws-microvm-fw-ip-rules"),
         ),
         config=_open_egress,
     ),
@@ -488,16 +493,79 @@ ROWS = [
         inputs=_drop("aws-microvm-connector"),
     ),
     Row(
+        "name-rule-any-name",
+        "prod",
+        _caught(("SBX-NET-002", NAME_RULES)),
+        inputs=_set(NAME_RULES, RULES_STRING, f"{TLS_PASS} 443 ({SNI} sid:1;)"),
+    ),
+    Row(
+        "name-rule-wildcard-apex",
+        "prod",
+        _caught(("SBX-NET-002", NAME_RULES)),
+        inputs=_set(
+            NAME_RULES,
+            RULES_STRING,
+            f'{TLS_PASS} 443 ({SNI} dotprefix; content:".example.com"; nocase; endswith; sid:1;)',
+        ),
+    ),
+    Row(
+        "name-rule-any-port",
+        "prod",
+        _caught(("SBX-NET-001", NAME_RULES)),
+        inputs=_set(
+            NAME_RULES,
+            RULES_STRING,
+            f'{TLS_PASS} any ({SNI} content:"agents.example.com"; nocase; startswith; endswith; '
+            "sid:1;)",
+        ),
+    ),
+    Row(
+        "tcp-pass-to-every-address",
+        "prod",
+        _caught(("SBX-NET-002", NAME_RULES)),
+        inputs=_set(
+            NAME_RULES, RULES_STRING, "pass tcp $HOME_NET any -> $EXTERNAL_NET 443 (sid:1;)"
+        ),
+    ),
+    Row(
+        "ip-pass-rule-metadata-address",
+        "prod",
+        _caught(("SBX-NET-002", NAME_RULES)),
+        inputs=_set(
+            NAME_RULES, RULES_STRING, "pass tcp $HOME_NET any -> 169.254.169.254 80 (sid:1;)"
+        ),
+    ),
+    Row(
         "domain-list-everything",
         "prod",
-        _caught(("SBX-NET-002", "aws-microvm-fw-domains")),
-        inputs=_set("aws-microvm-fw-domains", (*DOMAINS, "targets"), ["*"]),
+        _caught(("SBX-NET-002", NAME_RULES)),
+        inputs=_set(
+            NAME_RULES,
+            RULES_SOURCE,
+            {
+                "rulesSourceList": {
+                    "generatedRulesType": "ALLOWLIST",
+                    "targetTypes": ["TLS_SNI"],
+                    "targets": ["*"],
+                }
+            },
+        ),
     ),
     Row(
         "domain-list-denylist",
         "prod",
-        _caught(("SBX-NET-003", "aws-microvm-fw-domains")),
-        inputs=_set("aws-microvm-fw-domains", (*DOMAINS, "generatedRulesType"), "DENYLIST"),
+        _caught(("SBX-NET-003", NAME_RULES)),
+        inputs=_set(
+            NAME_RULES,
+            RULES_SOURCE,
+            {
+                "rulesSourceList": {
+                    "generatedRulesType": "DENYLIST",
+                    "targetTypes": ["TLS_SNI"],
+                    "targets": ["evil.example"],
+                }
+            },
+        ),
     ),
     Row(
         "firewall-default-action-order",

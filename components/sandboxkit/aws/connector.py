@@ -20,9 +20,11 @@ def security_group_egress(
 ) -> list[aws.ec2.SecurityGroupEgressArgsDict]:
     """The connector security group's egress rules (ingress: none).
 
-    TCP 443 (and 80 where an entry asks for it) to any address, since the firewall checks the
-    name; each IP-literal entry's own port to that address only; DNS to the VPC resolver.
-    With ``open``, all TCP.
+    Each name entry's port to any address (a security group cannot follow resolved addresses;
+    the firewall checks the name on that port and that the address was resolved); each
+    IP-literal entry's own port to that address only; DNS to the VPC resolver. No port opens
+    for nothing: 443 only when a name (the control plane's, usually) uses it. With ``open``,
+    all TCP.
     """
     resolver = f"{resolver_address(vpc_cidr)}/32"
     rules: list[aws.ec2.SecurityGroupEgressArgsDict] = [

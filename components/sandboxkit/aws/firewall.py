@@ -9,30 +9,15 @@ import pulumi
 import pulumi_aws as aws
 
 from sandboxkit.aws.children import Children
-from sandboxkit.aws.plan import EgressPlan
+from sandboxkit.aws.plan import MAX_IP_ENTRIES, MAX_NAME_ENTRIES, EgressPlan
+from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule
 
-# Network Firewall rule-group capacity cannot change after creation: room for 500 names with
-# both target types, and for 100 IP pass rules.
-DOMAIN_LIST_CAPACITY = 1000
-IP_RULES_CAPACITY = 100
-# Strict-order priorities: IP pass rules, then the domain allowlist.
+# Rule-group capacity cannot change after creation (see plan.MAX_NAME_ENTRIES).
+NAME_RULES_CAPACITY = 2 * MAX_NAME_ENTRIES
+IP_RULES_CAPACITY = MAX_IP_ENTRIES
+# Strict-order priorities: IP pass rules, then the name rules.
 IP_RULES_PRIORITY = 100
-DOMAIN_RULES_PRIORITY = 200
-FIRST_SID = 1_000_001
-
-
-def suricata_rules(plan: EgressPlan) -> str:
-    """Stateful pass rules: one per IP-literal entry (exactly IP:port), or all TCP for ``open``."""
-    if plan.mode == "open":
-        return (
-            'pass tcp $HOME_NET any -> $EXTERNAL_NET any (msg:"sandboxkit egress open"; '
-            f"flow:to_server; sid:{FIRST_SID}; rev:1;)"
-        )
-    return "\n".join(
-        f'pass tcp $HOME_NET any -> {rule.host} {rule.port} (msg:"sandboxkit allow {rule}"; '
-        f"flow:to_server; sid:{FIRST_SID + index}; rev:1;)"
-        for index, rule in enumerate(plan.ip_rules)
-    )
+NAME_RULES_PRIORITY = 200
 
 
 def _field(value: Any, snake: str, camel: str) -> Any:
@@ -66,8 +51,12 @@ def endpoints(
 def network_firewall(
     kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc, subnets: list[aws.ec2.Subnet]
 ) -> aws.networkfirewall.Firewall:
-    """``-fw-ip-rules`` (IP entries or ``open``), ``-fw-domains``, ``-fw-policy``, ``-fw`` in
-    ``subnets``, ``-fw-alert-logs``, ``-fw-flow-logs`` and ``-fw-logging``."""
+    """``-fw-ip-rules`` (IP entries or ``open``), ``-fw-domains`` (name rules), ``-fw-policy``,
+    ``-fw`` in ``subnets``, ``-fw-alert-logs``, ``-fw-flow-logs`` and ``-fw-logging``.
+
+    Both rule groups hold Suricata pass rules from ``sandboxkit.aws.suricata`` (no domain list:
+    its rules match any port and a ``.x`` target matches ``x`` too).
+    """
     name, opts = kit.name, kit.opts
     strict: aws.networkfirewall.RuleGroupRuleGroupStatefulRuleOptionsArgsDict = {
         "rule_order": "STRICT_ORDER"
@@ -76,38 +65,37 @@ def network_firewall(
         aws.networkfirewall.FirewallPolicyFirewallPolicyStatefulRuleGroupReferenceArgsDict
     ] = []
     if plan.mode == "open" or plan.ip_rules:
-        ip_rules = aws.networkfirewall.RuleGroup(
+        lines = (
+            [open_rule(FIRST_SID)] if plan.mode == "open" else ip_rules(plan.ip_rules, FIRST_SID)
+        )
+        ip_group = aws.networkfirewall.RuleGroup(
             f"{name}-fw-ip-rules",
             type="STATEFUL",
             capacity=IP_RULES_CAPACITY,
             description="sandboxkit: IP-literal allowlist entries (or all TCP when open)",
             rule_group={
-                "rules_source": {"rules_string": suricata_rules(plan)},
+                "rules_source": {"rules_string": "\n".join(lines)},
                 "stateful_rule_options": strict,
             },
             tags=kit.tags,
             opts=opts,
         )
-        references.append({"resource_arn": ip_rules.arn, "priority": IP_RULES_PRIORITY})
+        references.append({"resource_arn": ip_group.arn, "priority": IP_RULES_PRIORITY})
+    names = name_rules(plan.names, FIRST_SID + len(plan.ip_rules), excluded=plan.ip_rules)
     domains = aws.networkfirewall.RuleGroup(
         f"{name}-fw-domains",
         type="STATEFUL",
-        capacity=DOMAIN_LIST_CAPACITY,
-        description="sandboxkit: control-plane hosts and the profile's allowlisted names",
+        capacity=NAME_RULES_CAPACITY,
+        description="sandboxkit: TLS SNI and HTTP Host of the control-plane hosts and the "
+        "profile's names, each on its own port",
         rule_group={
-            "rules_source": {
-                "rules_source_list": {
-                    "generated_rules_type": "ALLOWLIST",
-                    "target_types": ["TLS_SNI", "HTTP_HOST"],
-                    "targets": list(plan.firewall_domains),
-                }
-            },
+            "rules_source": {"rules_string": "\n".join(names)},
             "stateful_rule_options": strict,
         },
         tags=kit.tags,
         opts=opts,
     )
-    references.append({"resource_arn": domains.arn, "priority": DOMAIN_RULES_PRIORITY})
+    references.append({"resource_arn": domains.arn, "priority": NAME_RULES_PRIORITY})
     policy = aws.networkfirewall.FirewallPolicy(
         f"{name}-fw-policy",
         firewall_policy={

@@ -17,23 +17,33 @@ MAX_DURATION_SECONDS = 28_800  # RunMicrovmRequestMaximumDurationInSecondsIntege
 MIN_IDLE_SECONDS = 60  # IdlePolicyMaxIdleDurationSecondsInteger: min 60
 
 
+# Network Firewall rule-group capacity is fixed when the group is created (developer guide,
+# "Setting rule group capacity"): the kit's name rule group holds two Suricata rules per name
+# entry (TLS SNI and HTTP Host) in 1,000, its IP rule group one per IP entry in 100. Resolved-IP
+# validation exempts at most 100 destination ranges (botocore shape
+# Route53ResolvedIPValidationAddresses), one per IP entry.
+MAX_NAME_ENTRIES = 500
+MAX_IP_ENTRIES = 100
+
+
 @dataclass(frozen=True)
 class EgressPlan:
     """What the network enforces, derived from the profile and the control-plane settings.
 
     Attributes:
         mode: ``deny``, ``allowlist`` or ``open``.
-        firewall_domains: Network Firewall domain-list targets, sorted: ``.x`` for ``*.x``,
-            the exact name otherwise (control-plane hosts included in every mode).
+        names: name and wildcard entries with their ports, sorted (control-plane hosts
+            included in every mode); each becomes a TLS SNI and an HTTP Host pass rule on its
+            port (``sandboxkit.aws.suricata``).
         dns_names: Route 53 Resolver DNS Firewall domains, sorted: ``*.x`` or the exact name.
-        tcp_ports: TCP ports the connector's security group opens to any address (443, and
-            80 where an entry asks for it); with ``open``, every port.
-        ip_rules: IP-literal entries, enforced by a stateful pass rule for exactly IP:port and
+        tcp_ports: TCP ports the connector's security group opens to any address: the ports
+            of ``names`` (the firewall ties each name to its own); with ``open``, every port.
+        ip_rules: IPv4-literal entries, enforced by a stateful pass rule for exactly IP:port and
             a security-group rule for that address.
     """
 
     mode: str
-    firewall_domains: tuple[str, ...]
+    names: tuple[EgressRule, ...]
     dns_names: tuple[str, ...]
     tcp_ports: tuple[int, ...]
     ip_rules: tuple[EgressRule, ...]

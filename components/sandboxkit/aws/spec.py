@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sandboxkit.aws.plan import (
     MAX_DURATION_SECONDS,
+    MAX_IP_ENTRIES,
+    MAX_NAME_ENTRIES,
     MIN_IDLE_SECONDS,
     EgressPlan,
     MicrovmSandboxArgs,
@@ -75,10 +77,8 @@ LOG_RETENTION_SOURCE = (
     "(botocore `logs` shape Days); other values round up to the next allowed one"
 )
 
-# HTTPS carries the control plane and nearly every package index; port 80 opens only for an
-# entry that asks for it, where the firewall's HTTP Host rules cover it.
+# A control-plane URL without a port is HTTPS on 443.
 HTTPS_PORT = 443
-HTTP_PORT = 80
 # Five minutes of clock skew: the common webhook default (the launcher's own default too).
 DEFAULT_REPLAY_WINDOW_SECONDS = 300
 # A leaked worker key is useful until it is replaced; thirty days bounds that without rotation.
@@ -362,13 +362,14 @@ def _plan_problem(key: str, rule: EgressRule, why: str) -> Problem:
 def egress_plan(profile: SandboxProfile, settings: MicrovmSettings) -> EgressPlan:
     """Split the control-plane hosts and ``profile.egress.allow`` into what each layer holds.
 
-    Names go to the firewall's domain list (TLS SNI and HTTP Host) and the DNS Firewall; their
-    ports must be 443 or 80 (the domain list cannot bind a name to another port). IPv4
-    literals go to a stateful 5-tuple pass rule and a security-group rule. IPv6 literals are
-    refused: the VPC is IPv4-only.
+    Names (any port) go to the firewall's Suricata pass rules, TLS SNI and HTTP Host on their
+    own port, and to the DNS Firewall. IPv4 literals go to a stateful pass rule for exactly
+    IP:port, a security-group rule and the resolved-IP validation's exemptions. IPv6 literals
+    are refused: the VPC is IPv4-only.
 
     Raises:
-        ConfigError: naming each entry the network cannot enforce exactly.
+        ConfigError: naming each entry the network cannot enforce exactly, and more than
+            ``MAX_NAME_ENTRIES`` names or ``MAX_IP_ENTRIES`` addresses.
     """
     url, *hosts = control_plane_rules(settings)
     sources: list[tuple[str, EgressRule]] = [(f"{SETTINGS_KEY}.controlPlaneUrl", url)]
@@ -378,44 +379,41 @@ def egress_plan(profile: SandboxProfile, settings: MicrovmSettings) -> EgressPla
     names: set[EgressRule] = set()
     ips: set[EgressRule] = set()
     for key, rule in sources:
-        if rule.kind == "ip":
-            if ":" in rule.host:
-                problems.append(
-                    _plan_problem(
-                        key,
-                        rule,
-                        "an IPv4 address or a name: the kit's VPC and its connector are IPv4-only",
-                    )
-                )
-            else:
-                ips.add(rule)
-        elif rule.port not in (HTTPS_PORT, HTTP_PORT):
+        if rule.kind != "ip":
+            names.add(rule)
+        elif ":" in rule.host:
             problems.append(
                 _plan_problem(
                     key,
                     rule,
-                    f"port 443 or 80 for a name on target {TARGET}: AWS Network Firewall domain "
-                    "lists match TLS SNI and HTTP Host, not ports, so another port cannot be "
-                    "tied to this name. Use the service's HTTPS port, or a public IPv4 address",
+                    "an IPv4 address or a name: the kit's VPC and its connector are IPv4-only",
                 )
             )
         else:
-            names.add(rule)
+            ips.add(rule)
+    for found, most, what in (
+        (names, MAX_NAME_ENTRIES, "names (two firewall rules each, in a rule group of 1000)"),
+        (ips, MAX_IP_ENTRIES, "IP addresses (resolved-IP validation exempts at most 100)"),
+    ):
+        if len(found) > most:
+            problems.append(
+                Problem(
+                    f"{PROFILE_KEY}.egress.allow",
+                    f"{len(found)} entries",
+                    f"at most {most} {what} on target {TARGET}; cover several hosts of one "
+                    "domain you trust with a wildcard (*.example.com), or use a target with an "
+                    "egress proxy",
+                )
+            )
     if problems:
         raise ConfigError(*problems)
-    ports = {HTTPS_PORT} | {rule.port for rule in names}
     return EgressPlan(
         mode=profile.egress.mode,
-        firewall_domains=tuple(sorted({_firewall_domain(r) for r in names})),
+        names=tuple(sorted(names)),
         dns_names=tuple(sorted({r.pattern for r in names})),
-        tcp_ports=tuple(sorted(ports)),
+        tcp_ports=tuple(sorted({rule.port for rule in names})),
         ip_rules=tuple(sorted(ips)),
     )
-
-
-def _firewall_domain(rule: EgressRule) -> str:
-    # Network Firewall writes "any name below x" as ".x".
-    return f".{rule.host}" if rule.kind == "wildcard" else rule.host
 
 
 def log_retention(days: int) -> int:
@@ -492,11 +490,12 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
             f"group (TCP {', '.join(map(str, egress.tcp_ports))} and DNS to the VPC resolver); "
         )
         egress_where = {
-            "deny": walls + "Network Firewall STRICT_ORDER, aws:drop_established, domain "
-            "allowlist of the control-plane hosts only; DNS Firewall blocks every other name",
-            "allowlist": walls + "Network Firewall STRICT_ORDER, aws:drop_established, domain "
-            "allowlist (TLS_SNI, HTTP_HOST) plus IP pass rules; DNS Firewall allows the "
-            "listed names only",
+            "deny": walls + "Network Firewall STRICT_ORDER, aws:drop_established, TLS SNI and "
+            "HTTP Host pass rules for the control-plane hosts on their ports only; DNS Firewall "
+            "blocks every other name",
+            "allowlist": walls + "Network Firewall STRICT_ORDER, aws:drop_established, TLS SNI "
+            "and HTTP Host pass rules per name on its port, IP pass rules for exactly IP:port; "
+            "DNS Firewall allows the listed names only",
             "open": "connector security group allows all TCP; Network Firewall passes all TCP "
             "(still logs flows); DNS Firewall blocks nothing",
         }[egress.mode]

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from sandboxkit.egress import EgressRule
 
@@ -126,25 +128,117 @@ def open_rule(sid: int) -> str:
     )
 
 
-def egress_rules(mode: str, names: Sequence[EgressRule], ips: Sequence[EgressRule]) -> str:
-    """The whole rules string of the kit's stateful rule group for ``mode``.
+# --- reading rules back (the egress reader and the policy pack) ---------------------------------
 
-    Args:
-        mode: ``deny``, ``allowlist`` or ``open``.
-        names: name and wildcard entries (control-plane hosts included), sorted.
-        ips: IPv4-literal entries, sorted (none in ``deny``).
+NameScope = Literal["exact", "below", "exact-and-below", "any"]
+_HEADER = re.compile(
+    r"^(?P<action>\w+)\s+(?P<proto>[\w-]+)\s+(?P<src>\[[^\]]*\]|\S+)\s+(?P<sport>\S+)\s+"
+    r"(?P<direction>->|<>)\s+(?P<dst>\[[^\]]*\]|\S+)\s+(?P<dport>\[[^\]]*\]|\S+)\s+"
+    r"\((?P<options>.*)\)\s*$"
+)
+_OPTION = re.compile(r'\s*([\w.]+)\s*(?::\s*((?:"(?:[^"\\]|\\.)*"|[^;])*))?;')
+# Options that change nothing about which flows a pass rule takes, given its buffer and content.
+_NEUTRAL = frozenset({"msg", "sid", "rev", "priority", "flow", "ssl_state", "nocase", "metadata"})
+_BUFFERS = frozenset({"tls.sni", "http.host"})
 
-    Returns:
-        Newline-separated rules: IP rules, then name rules, signature ids from ``FIRST_SID``;
-        for ``open``, one rule.
+
+@dataclass(frozen=True)
+class PassRule:
+    """What one Suricata ``pass`` rule admits, as far as the kit reads rules.
+
+    Attributes:
+        protocol: the header protocol (``tls``, ``http``, ``tcp``, ``ip`` ...).
+        destination: the destination addresses as written (``$EXTERNAL_NET``, an address,
+            or a ``[...]`` group).
+        excluded: addresses a ``[$EXTERNAL_NET,!a,!b]`` destination takes out.
+        port: the destination port, or ``None`` for ``any`` (and for lists and ranges, read as
+            any port: wider, never narrower).
+        buffer: ``tls.sni`` or ``http.host`` when the rule matches a name, else ``None``.
+        name: the name matched (without a leading dot), ``None`` for scope ``any``.
+        scope: ``exact`` (the whole buffer), ``below`` (``.x`` with ``endswith``: names below
+            x), ``exact-and-below`` (``dotprefix`` then ``.x``: x and below, as Network
+            Firewall's domain lists generate), ``any`` (no name condition the kit reads: a
+            missing content, a suffix without a dot, ``pcre`` ...).
+        sid: the signature id.
+    """
+
+    protocol: str
+    destination: str
+    excluded: tuple[str, ...]
+    port: int | None
+    buffer: str | None
+    name: str | None
+    scope: NameScope
+    sid: int | None
+
+
+def _options(text: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    position = 0
+    while position < len(text):
+        match = _OPTION.match(text, position)
+        if match is None:
+            break
+        found.append((match.group(1).lower(), (match.group(2) or "").strip()))
+        position = match.end()
+    return found
+
+
+def _name_match(options: list[tuple[str, str]]) -> tuple[str | None, str | None, NameScope]:
+    buffer: str | None = None
+    content: str | None = None
+    flags: set[str] = set()
+    for keyword, value in options:
+        if keyword in _BUFFERS:
+            buffer = keyword
+        elif keyword == "content" and content is None and buffer is not None:
+            content = value.strip('"').lower()
+        elif keyword in ("startswith", "endswith", "dotprefix"):
+            flags.add(keyword)
+        elif keyword not in _NEUTRAL:
+            return buffer, None, "any"  # pcre, bsize, a second content ...: not read, so any
+    if buffer is None or content is None or "endswith" not in flags:
+        return buffer, None, "any"
+    if "dotprefix" in flags and content.startswith("."):
+        return buffer, content[1:], "exact-and-below"
+    if "startswith" in flags and not content.startswith("."):
+        return buffer, content, "exact"
+    if content.startswith(".") and "startswith" not in flags:
+        return buffer, content[1:], "below"
+    return buffer, None, "any"
+
+
+def read_rules(text: str) -> list[PassRule]:
+    """The ``pass`` rules of a Suricata rules string, read for what they admit.
+
+    Comment and blank lines are skipped; rules with another action are left out (the kit's
+    groups hold only ``pass`` rules; ``drop``/``reject`` only narrow). A rule the kit cannot
+    read is returned with scope ``any`` and port ``None``, so a reader errs wide.
 
     Raises:
-        ValueError: as ``name_rules`` and ``ip_rules``, or for another mode.
+        ValueError: for a non-comment line that is not a Suricata rule.
     """
-    if mode == "open":
-        return open_rule(FIRST_SID)
-    if mode not in ("deny", "allowlist"):
-        raise ValueError(f"egress mode {mode!r}: deny, allowlist or open")
-    lines = ip_rules(ips, FIRST_SID)
-    lines += name_rules(names, FIRST_SID + len(lines), excluded=ips)
-    return "\n".join(lines)
+    rules: list[PassRule] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        header = _HEADER.match(line)
+        if header is None:
+            raise ValueError(f"not a Suricata rule: {line[:80]}")
+        if header["action"] != "pass":
+            continue
+        options = _options(header["options"])
+        buffer, name, scope = _name_match(options)
+        destination = header["dst"]
+        excluded = tuple(
+            part.strip()[1:]
+            for part in destination.strip("[]").split(",")
+            if destination.startswith("[") and part.strip().startswith("!")
+        )
+        port = int(header["dport"]) if header["dport"].isdigit() else None
+        sid = next((int(v) for k, v in options if k == "sid" and v.isdigit()), None)
+        rules.append(
+            PassRule(header["proto"].lower(), destination, excluded, port, buffer, name, scope, sid)
+        )
+    return rules

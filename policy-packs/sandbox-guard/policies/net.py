@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.aws.suricata import read_rules
 from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
@@ -239,6 +241,25 @@ def _egress_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     yield from _ports_problem(what, [_sg_span(props, "ipProtocol")], ctx)
 
 
+def _stateful_pass_rules(props: Mapping[str, Any], ctx: Context) -> Iterator[Any]:
+    text = dig(props, "ruleGroup.rulesSource.rulesString")
+    if not isinstance(text, str):
+        return
+    try:
+        yield from read_rules(text)
+    except ValueError as exc:
+        raise ValueError(f"Network Firewall rule group {ctx.name}: {exc}") from None
+
+
+@EGRESS_CLOSED.on("aws:networkfirewall/ruleGroup:RuleGroup")
+def _suricata_ports(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    for rule in _stateful_pass_rules(props, ctx):
+        what = f"Network Firewall rule group {ctx.name} pass rule sid {rule.sid}"
+        yield from _ports_problem(
+            what, [None if rule.port is None else (rule.port, rule.port)], ctx
+        )
+
+
 @EGRESS_CLOSED.on("gcp:cloudrunv2/service:Service")
 def _cloud_run_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     egress = dig(props, "template.vpcAccess.egress")
@@ -399,6 +420,39 @@ def _aws_rule_group_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[
     # Network Firewall writes a subdomain wildcard as a leading dot (".example.com").
     entries = [f"*{t}" if str(t).startswith(".") else str(t) for t in items(source.get("targets"))]
     yield from _entries_problems("Network Firewall rule group", ctx.name, entries)
+
+
+def _address_rule_problems(kind: str, name: str, rule: Any) -> Iterator[str]:
+    # A pass rule without a name match admits its destination addresses whatever they serve.
+    try:
+        address = ipaddress.ip_address(rule.destination)
+    except ValueError:
+        if rule.port is None:
+            return  # every address on every port: SBX-NET-001 reports it (egress open)
+        yield (
+            f"{kind} {name} pass rule sid {rule.sid} admits {rule.protocol} to "
+            f"{rule.destination}, not one address; pass an IP entry's exact address, or match "
+            "names with tls.sni / http.host."
+        )
+        return
+    yield from _cidr_problems(kind, name, f"{address}/{address.max_prefixlen}", ())
+
+
+@ALLOWLIST_SPECIFIC.on("aws:networkfirewall/ruleGroup:RuleGroup")
+def _suricata_names(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    kind = "Network Firewall rule group"
+    for rule in _stateful_pass_rules(props, ctx):
+        if rule.buffer is None:
+            yield from _address_rule_problems(kind, ctx.name, rule)
+            continue
+        if rule.scope == "exact-and-below":
+            yield (
+                f"{kind} {ctx.name} pass rule sid {rule.sid} matches {rule.name} itself as well "
+                f"as the names below it (dotprefix); '*.{rule.name}' never includes "
+                f'{rule.name}: match content:".{rule.name}"; endswith; without dotprefix.'
+            )
+        entry = {"exact": rule.name, "below": f"*.{rule.name}"}.get(rule.scope, "*")
+        yield from _entries_problems(kind, ctx.name, [str(entry)])
 
 
 @ALLOWLIST_SPECIFIC.on("gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
