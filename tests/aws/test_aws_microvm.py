@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ SETTINGS: dict[str, Any] = {
 }
 DEV_EGRESS = {"mode": "allowlist", "allow": ["pypi.org:443", "*.pythonhosted.org:443"]}
 ACCOUNT_REGION = "us-east-1:123456789012"  # what the offline mocks put in ARNs
+RULE_GROUP_ARN = f"arn:aws:networkfirewall:{ACCOUNT_REGION}:rulegroup"
 
 
 def source(profile: dict[str, Any] | None = None, **settings: Any) -> ConfigSource:
@@ -144,6 +146,28 @@ def test_children_are_exactly_the_walled_stack(engine: Recorder) -> None:
     provider = named(resources, f"{T}-provider")
     assert provider.type == "pulumi:providers:aws"
     assert provider.inputs["region"] == "eu-west-1"
+    assert "profile" not in provider.inputs
+    assert "assumeRoles" not in provider.inputs
+
+
+def test_provider_and_firewall_policy_share_profile_and_role(engine: Recorder) -> None:
+    role = {"roleArn": "arn:aws:iam::123456789012:role/deployer", "externalId": "kit-ext"}
+    resources = build(engine, awsProfile="sandboxes", assumeRole=role)
+    provider = named(resources, f"{T}-provider").inputs
+    assert (provider["region"], provider["profile"]) == ("eu-west-1", "sandboxes")
+    assert json.loads(provider["assumeRoles"]) == [
+        {
+            "roleArn": "arn:aws:iam::123456789012:role/deployer",
+            "externalId": "kit-ext",
+            "sessionName": "sandboxkit-firewall-policy",
+        }
+    ]
+    assert named(resources, f"{T}-fw-policy").inputs["access"] == {
+        "region": "eu-west-1",
+        "profile": "sandboxes",
+        "roleArn": "arn:aws:iam::123456789012:role/deployer",
+        "externalId": "kit-ext",
+    }
 
 
 def test_every_taggable_child_carries_the_kit_tags(engine: Recorder) -> None:
@@ -203,14 +227,32 @@ def test_connector_uses_private_subnets_and_its_own_security_group(engine: Recor
     }
 
 
-def test_firewall_policy_is_strict_order_and_drops_established(engine: Recorder) -> None:
+def test_firewall_policy_is_strict_drop_established_and_validates_resolved_addresses(
+    engine: Recorder,
+) -> None:
     resources = build(engine)
-    policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
-    assert policy["statefulEngineOptions"] == {"ruleOrder": "STRICT_ORDER"}
-    assert policy["statefulDefaultActions"] == ["aws:drop_established", "aws:alert_established"]
-    assert policy["statelessDefaultActions"] == ["aws:forward_to_sfe"]
-    assert policy["statelessFragmentDefaultActions"] == ["aws:forward_to_sfe"]
-    assert [r["priority"] for r in policy["statefulRuleGroupReferences"]] == [200]
+    policy = named(resources, f"{T}-fw-policy")
+    assert policy.type == "pulumi-python:dynamic/networkfirewall:FirewallPolicy"
+    document = copy.deepcopy(dict(policy.inputs["firewallPolicy"]))
+    validation = document["Route53ResolvedIPValidation"]
+    assert validation.pop("DNSFirewallRuleGroupId").startswith(f"{T}-dns-rules-")
+    (reference,) = document["StatefulRuleGroupReferences"]
+    assert reference.pop("ResourceArn").startswith(f"{RULE_GROUP_ARN}/{T}-fw-domains-")
+    assert document == {
+        "StatelessDefaultActions": ["aws:forward_to_sfe"],
+        "StatelessFragmentDefaultActions": ["aws:forward_to_sfe"],
+        "StatefulEngineOptions": {"RuleOrder": "STRICT_ORDER", "StreamExceptionPolicy": "DROP"},
+        "StatefulDefaultActions": ["aws:drop_established", "aws:alert_established"],
+        "StatefulRuleGroupReferences": [{"Priority": 200}],
+        # No SourceIPRanges: omitted means the firewall's VPC; [] would validate no source.
+        "Route53ResolvedIPValidation": {"Action": "REJECT", "DNSExpiryExceptionPolicy": "REJECT"},
+    }
+    assert policy.inputs["access"] == {"region": "eu-west-1"}
+    assert policy.inputs["namePrefix"] == f"{T}-fw-policy"
+    firewall = named(resources, f"{T}-fw").inputs
+    assert firewall["firewallPolicyArn"].startswith(
+        "arn:aws:network-firewall:us-east-1:123456789012:firewall-policy/aws-microvm-fw-policy-"
+    )
 
 
 def test_allowlist_holds_exactly_control_plane_and_profile_names(engine: Recorder) -> None:
@@ -277,7 +319,12 @@ def test_ip_entries_get_a_pass_rule_and_their_own_port(engine: Recorder) -> None
         "sid:1000001; rev:1;)"
     )
     policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
-    assert [r["priority"] for r in policy["statefulRuleGroupReferences"]] == [100, 200]
+    assert [r["Priority"] for r in policy["StatefulRuleGroupReferences"]] == [100, 200]
+    # The literal is never resolved: it is exempt from resolved-IP validation, and only there.
+    validation = policy["Route53ResolvedIPValidation"]
+    assert validation["BypassDestinationValidationIPRanges"] == [
+        {"AddressDefinition": "93.184.216.34/32"}
+    ]
     assert firewall_names(resources) == ["agents.example.com:443", "example.org:80"]
     names = named(resources, f"{T}-fw-domains").inputs["ruleGroup"]["rulesSource"]["rulesString"]
     assert names.split("\n")[2] == (
@@ -311,7 +358,9 @@ def test_open_passes_all_tcp_and_blocks_no_names(engine: Recorder) -> None:
         "cidrBlocks": ["0.0.0.0/0"],
     }
     policy = named(resources, f"{T}-fw-policy").inputs["firewallPolicy"]
-    assert policy["statefulDefaultActions"] == ["aws:drop_established", "aws:alert_established"]
+    assert policy["StatefulDefaultActions"] == ["aws:drop_established", "aws:alert_established"]
+    # open admits every address: no resolved-IP validation.
+    assert "Route53ResolvedIPValidation" not in policy
 
 
 def test_routes_send_both_directions_through_the_firewall(engine: Recorder) -> None:
@@ -515,6 +564,12 @@ def test_prod_stack_renders_the_target(project_dir: Path) -> None:
         ),
         ({}, {"vpcCidr": "8.8.0.0/16"}, f"sandboxkit:{T}.vpcCidr"),
         ({}, {"availabilityZones": ["us-east-1a"]}, f"sandboxkit:{T}.availabilityZones"),
+        (
+            {},
+            {"assumeRole": {"roleArn": "arn:aws:iam::123:role/x"}},
+            f"sandboxkit:{T}.assumeRole.roleArn",
+        ),
+        ({}, {"awsProfile": "two words"}, f"sandboxkit:{T}.awsProfile"),
     ],
 )
 def test_bad_config_exits_2_naming_the_key(

@@ -26,6 +26,7 @@ from pulumi_policy import (
 )
 
 from sandboxkit import gate
+from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 
 PROJECT = Path(__file__).resolve().parents[2]
 POLICIES = gate.load_policies(gate.pack_dir(PROJECT)).ALL_POLICIES
@@ -111,12 +112,19 @@ HAPPY: dict[str, dict[str, Any]] = {
         "cidrIpv4": "0.0.0.0/0",
         "tags": tags("aws-microvm"),
     },
-    "aws:networkfirewall/firewallPolicy:FirewallPolicy": {
+    FIREWALL_POLICY_DOCUMENT: {
+        "namePrefix": "aws-microvm-fw-policy",
+        "access": {"region": "eu-west-1"},
         "firewallPolicy": {
-            "statefulEngineOptions": {"ruleOrder": "STRICT_ORDER"},
-            "statefulDefaultActions": ["aws:drop_established", "aws:alert_established"],
-            "statelessDefaultActions": ["aws:forward_to_sfe"],
-            "statelessFragmentDefaultActions": ["aws:forward_to_sfe"],
+            "StatefulEngineOptions": {"RuleOrder": "STRICT_ORDER", "StreamExceptionPolicy": "DROP"},
+            "StatefulDefaultActions": ["aws:drop_established", "aws:alert_established"],
+            "StatelessDefaultActions": ["aws:forward_to_sfe"],
+            "StatelessFragmentDefaultActions": ["aws:forward_to_sfe"],
+            "Route53ResolvedIPValidation": {
+                "Action": "REJECT",
+                "DNSFirewallRuleGroupId": "rslvr-frg-0123456789abcdef",
+                "DNSExpiryExceptionPolicy": "REJECT",
+            },
         },
         "tags": tags("aws-microvm"),
     },
@@ -300,21 +308,69 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
     ),
     (
         "firewall-default-order",
-        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
-        _set("firewallPolicy.statefulEngineOptions.ruleOrder", "DEFAULT_ACTION_ORDER"),
+        FIREWALL_POLICY_DOCUMENT,
+        _set("firewallPolicy.StatefulEngineOptions.RuleOrder", "DEFAULT_ACTION_ORDER"),
         "net-003",
     ),
     (
         "firewall-no-default-drop",
-        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
-        _set("firewallPolicy.statefulDefaultActions", ["aws:alert_established"]),
+        FIREWALL_POLICY_DOCUMENT,
+        _set("firewallPolicy.StatefulDefaultActions", ["aws:alert_established"]),
         "net-003",
     ),
     (
         "firewall-stateless-pass",
-        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
-        _set("firewallPolicy.statelessDefaultActions", ["aws:pass"]),
+        FIREWALL_POLICY_DOCUMENT,
+        _set("firewallPolicy.StatelessDefaultActions", ["aws:pass"]),
         "net-003",
+    ),
+    (
+        "firewall-fragments-pass",
+        FIREWALL_POLICY_DOCUMENT,
+        _set("firewallPolicy.StatelessFragmentDefaultActions", ["aws:pass"]),
+        "net-003",
+    ),
+    (
+        "firewall-no-resolved-ip-validation",
+        FIREWALL_POLICY_DOCUMENT,
+        _drop("firewallPolicy.Route53ResolvedIPValidation"),
+        "net-003",
+    ),
+    (
+        "firewall-resolved-ip-validation-alert",
+        FIREWALL_POLICY_DOCUMENT,
+        _set("firewallPolicy.Route53ResolvedIPValidation.Action", "ALERT"),
+        "net-003",
+    ),
+    (
+        "firewall-resolved-ip-validation-no-source",
+        FIREWALL_POLICY_DOCUMENT,
+        _set("firewallPolicy.Route53ResolvedIPValidation.SourceIPRanges", []),
+        "net-003",
+    ),
+    (
+        "name-rule-every-port",
+        "aws:networkfirewall/ruleGroup:RuleGroup",
+        _set(
+            "ruleGroup.rulesSource",
+            {
+                "rulesString": "pass tls $HOME_NET any -> $EXTERNAL_NET any (tls.sni; "
+                'content:"api.example.com"; startswith; endswith; sid:1;)'
+            },
+        ),
+        "net-001",
+    ),
+    (
+        "name-rule-wildcard-apex",
+        "aws:networkfirewall/ruleGroup:RuleGroup",
+        _set(
+            "ruleGroup.rulesSource",
+            {
+                "rulesString": "pass tls $HOME_NET any -> $EXTERNAL_NET 443 (tls.sni; "
+                'dotprefix; content:".pythonhosted.org"; endswith; sid:1;)'
+            },
+        ),
+        "net-002",
     ),
     ("gke-legacy-datapath", "gcp:container/cluster:Cluster", _drop("datapathProvider"), "net-003"),
     (
@@ -528,3 +584,16 @@ def test_stack_policy_fires_on_a_missing_control(
     stack: list[tuple[str, dict[str, Any]]], policy: str
 ) -> None:
     assert fired_on_stack(stack) == {f"sbx-{policy}"}
+
+
+def test_a_pulumi_aws_firewall_policy_is_reported_as_a_door() -> None:
+    # aws.networkfirewall.FirewallPolicy cannot hold resolved-IP validation: swapping the kit's
+    # FirewallPolicyDocument back for it reopens door 1, whatever else it sets.
+    props = {
+        "firewallPolicy": {
+            "statefulEngineOptions": {"ruleOrder": "STRICT_ORDER"},
+            "statefulDefaultActions": ["aws:drop_established"],
+            "statelessDefaultActions": ["aws:forward_to_sfe"],
+        }
+    }
+    assert fired("aws:networkfirewall/firewallPolicy:FirewallPolicy", props) == {"sbx-net-003"}

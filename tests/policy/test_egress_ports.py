@@ -113,6 +113,11 @@ CASES = {
                 "Security group aws-microvm-connector-sg egress rule 3 admits egress on port 25, "
                 f"{REMEDY}",
             ),
+            (
+                "aws-microvm-fw-ip-rules",
+                "Network Firewall rule group aws-microvm-fw-ip-rules pass rule sid 1000001 "
+                f"admits egress on port 25, {REMEDY}",
+            ),
         },
     ),
 }

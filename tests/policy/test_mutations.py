@@ -147,6 +147,7 @@ IMAGE = "aws-microvm-image"
 LAUNCHER = "aws-microvm-launcher"
 LAUNCHER_ENV = ("environment", "variables")
 FIREWALL_POLICY = "aws-microvm-fw-policy"
+RESOLVED_IP = ("firewallPolicy", "Route53ResolvedIPValidation")
 NAME_RULES = "aws-microvm-fw-domains"
 RULES_SOURCE = ("ruleGroup", "rulesSource")
 RULES_STRING = (*RULES_SOURCE, "rulesString")
@@ -174,6 +175,7 @@ ROWS = [
             ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv6"),
             ("SBX-NET-001", "aws-microvm-connector-sg"),
             ("SBX-NET-001", "aws-microvm-fw-ip-rules"),
+            ("SBX-NET-003", FIREWALL_POLICY),
         ),
         config=_open_egress,
     ),
@@ -573,7 +575,7 @@ ROWS = [
         _caught(("SBX-NET-003", FIREWALL_POLICY)),
         inputs=_set(
             FIREWALL_POLICY,
-            ("firewallPolicy", "statefulEngineOptions", "ruleOrder"),
+            ("firewallPolicy", "StatefulEngineOptions", "RuleOrder"),
             "DEFAULT_ACTION_ORDER",
         ),
     ),
@@ -582,8 +584,27 @@ ROWS = [
         "prod",
         _caught(("SBX-NET-003", FIREWALL_POLICY)),
         inputs=_set(
-            FIREWALL_POLICY, ("firewallPolicy", "statefulDefaultActions"), ["aws:alert_established"]
+            FIREWALL_POLICY, ("firewallPolicy", "StatefulDefaultActions"), ["aws:alert_established"]
         ),
+    ),
+    # Door 1 (a forged SNI to any address): resolved-IP validation removed or weakened.
+    Row(
+        "firewall-no-resolved-ip-validation",
+        "prod",
+        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        inputs=_set(FIREWALL_POLICY, RESOLVED_IP, REMOVE),
+    ),
+    Row(
+        "firewall-resolved-ip-validation-alert-only",
+        "prod",
+        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        inputs=_set(FIREWALL_POLICY, (*RESOLVED_IP, "Action"), "ALERT"),
+    ),
+    Row(
+        "firewall-resolved-ip-validation-no-source",
+        "prod",
+        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        inputs=_set(FIREWALL_POLICY, (*RESOLVED_IP, "SourceIPRanges"), []),
     ),
     Row(
         "dns-firewall-fails-open",

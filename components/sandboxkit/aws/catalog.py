@@ -9,6 +9,7 @@ from typing import Any
 
 from pulumi.runtime import MockResourceArgs
 
+from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.catalog import TAGS, TF_AWS, OutputRule, ResourceKind, TerraformType, mock_hash
 
 # A documentation account id (AWS uses 123456789012 in its examples); never a real account.
@@ -56,6 +57,16 @@ def _aws_network_firewall(args: MockResourceArgs, resource_id: str) -> dict[str,
     return {
         **_aws_arn(args, resource_id),
         "firewallStatuses": [{"syncStates": [{"attachments": [a]} for a in attachments]}],
+    }
+
+
+def _firewall_policy_document(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # What FirewallPolicyProvider.create returns: the name gets a random suffix in AWS.
+    name = f"{args.inputs.get('namePrefix', resource_id)}-{mock_hash(resource_id)[:8]}"
+    return {
+        "arn": f"arn:aws:network-firewall:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:"
+        f"firewall-policy/{name}",
+        "firewallPolicyName": name,
     }
 
 
@@ -240,6 +251,15 @@ KINDS: tuple[ResourceKind, ...] = (
             ),
             renames={"firewallPolicy.statefulRuleGroupReferences": "stateful_rule_group_reference"},
         ),
+    ),
+    ResourceKind(
+        FIREWALL_POLICY_DOCUMENT,
+        not_exported=(
+            "a dynamic resource holding the Network Firewall policy in the API's own shape "
+            "(resolved-IP validation, which terraform-provider-aws cannot express); judged by "
+            "the CrossGuard pack (SBX-NET-003)"
+        ),
+        mock_outputs=_firewall_policy_document,
     ),
     ResourceKind(
         "aws:networkfirewall/ruleGroup:RuleGroup",

@@ -14,9 +14,16 @@ DNS_BLOCK_PRIORITY = 200
 DNS_ASSOCIATION_PRIORITY = 101
 
 
-def dns_firewall(kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc) -> None:
+def dns_firewall(
+    kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc
+) -> aws.route53.ResolverFirewallRuleGroup:
     """``-dns-allowed``, ``-dns-all``, ``-dns-rules``, ``-dns-allow``, ``-dns-block`` (not
-    ``open``), ``-dns-association`` and ``-dns-config``."""
+    ``open``), ``-dns-association`` and ``-dns-config``.
+
+    Returns:
+        The rule group (``-dns-rules``), whose VPC's answers validate the firewall's
+        destinations.
+    """
     name, opts = kit.name, kit.opts
     allowed = aws.route53.ResolverFirewallDomainList(
         f"{name}-dns-allowed", domains=list(plan.dns_names), tags=kit.tags, opts=opts
@@ -56,3 +63,4 @@ def dns_firewall(kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc) -> None:
     aws.route53.ResolverFirewallConfig(
         f"{name}-dns-config", resource_id=vpc.id, firewall_fail_open="DISABLED", opts=opts
     )
+    return group

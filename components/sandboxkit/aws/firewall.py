@@ -9,7 +9,8 @@ import pulumi
 import pulumi_aws as aws
 
 from sandboxkit.aws.children import Children
-from sandboxkit.aws.plan import MAX_IP_ENTRIES, MAX_NAME_ENTRIES, EgressPlan
+from sandboxkit.aws.firewall_policy import FirewallPolicyDocument, kit_document
+from sandboxkit.aws.plan import MAX_IP_ENTRIES, MAX_NAME_ENTRIES, AwsAccess, EgressPlan
 from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule
 
 # Rule-group capacity cannot change after creation (see plan.MAX_NAME_ENTRIES).
@@ -49,10 +50,18 @@ def endpoints(
 
 
 def network_firewall(
-    kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc, subnets: list[aws.ec2.Subnet]
+    kit: Children,
+    plan: EgressPlan,
+    vpc: aws.ec2.Vpc,
+    subnets: list[aws.ec2.Subnet],
+    *,
+    dns_rules: aws.route53.ResolverFirewallRuleGroup,
+    access: AwsAccess,
 ) -> aws.networkfirewall.Firewall:
-    """``-fw-ip-rules`` (IP entries or ``open``), ``-fw-domains`` (name rules), ``-fw-policy``,
-    ``-fw`` in ``subnets``, ``-fw-alert-logs``, ``-fw-flow-logs`` and ``-fw-logging``.
+    """``-fw-ip-rules`` (IP entries or ``open``), ``-fw-domains`` (name rules), ``-fw-policy``
+    (the whole policy document, resolved-IP validation against ``dns_rules`` included, written
+    through the API as ``access``), ``-fw`` in ``subnets``, ``-fw-alert-logs``,
+    ``-fw-flow-logs`` and ``-fw-logging``.
 
     Both rule groups hold Suricata pass rules from ``sandboxkit.aws.suricata`` (no domain list:
     its rules match any port and a ``.x`` target matches ``x`` too).
@@ -61,9 +70,7 @@ def network_firewall(
     strict: aws.networkfirewall.RuleGroupRuleGroupStatefulRuleOptionsArgsDict = {
         "rule_order": "STRICT_ORDER"
     }
-    references: list[
-        aws.networkfirewall.FirewallPolicyFirewallPolicyStatefulRuleGroupReferenceArgsDict
-    ] = []
+    references: list[tuple[pulumi.Output[str], int]] = []
     if plan.mode == "open" or plan.ip_rules:
         lines = (
             [open_rule(FIRST_SID)] if plan.mode == "open" else ip_rules(plan.ip_rules, FIRST_SID)
@@ -80,7 +87,7 @@ def network_firewall(
             tags=kit.tags,
             opts=opts,
         )
-        references.append({"resource_arn": ip_group.arn, "priority": IP_RULES_PRIORITY})
+        references.append((ip_group.arn, IP_RULES_PRIORITY))
     names = name_rules(plan.names, FIRST_SID + len(plan.ip_rules), excluded=plan.ip_rules)
     domains = aws.networkfirewall.RuleGroup(
         f"{name}-fw-domains",
@@ -95,18 +102,19 @@ def network_firewall(
         tags=kit.tags,
         opts=opts,
     )
-    references.append({"resource_arn": domains.arn, "priority": NAME_RULES_PRIORITY})
-    policy = aws.networkfirewall.FirewallPolicy(
+    references.append((domains.arn, NAME_RULES_PRIORITY))
+    # Resolved-IP validation: a destination must be an address the VPC resolver returned (for
+    # an allowed name: the DNS Firewall answers no other); IP entries are exempt. Not with
+    # open, where any address is allowed.
+    policy = FirewallPolicyDocument(
         f"{name}-fw-policy",
-        firewall_policy={
-            "stateless_default_actions": ["aws:forward_to_sfe"],
-            "stateless_fragment_default_actions": ["aws:forward_to_sfe"],
-            "stateful_engine_options": {"rule_order": "STRICT_ORDER"},
-            # Drop whatever no pass rule matched once the flow is established (the TLS
-            # SNI / HTTP Host is known only then), and log it.
-            "stateful_default_actions": ["aws:drop_established", "aws:alert_established"],
-            "stateful_rule_group_references": references,
-        },
+        document=kit_document(
+            references,
+            None if plan.mode == "open" else dns_rules.id,
+            [rule.cidr for rule in plan.ip_rules],
+        ),
+        access=access,
+        description="sandboxkit: strict order, drop established, resolved-IP validation",
         tags=kit.tags,
         opts=opts,
     )

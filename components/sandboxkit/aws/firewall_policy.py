@@ -21,13 +21,14 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
 import pulumi
 import pulumi.dynamic
 from botocore.exceptions import ClientError
+
+from sandboxkit.aws.plan import AwsAccess
 
 # The engine's type token: pulumi-python:dynamic/networkfirewall:FirewallPolicy.
 RESOURCE_TYPE = "pulumi-python:dynamic/networkfirewall:FirewallPolicy"
@@ -54,43 +55,6 @@ DNS_EXPIRY_POLICY = "REJECT"
 # Inputs whose change needs a new policy: the name is fixed at creation, and a policy lives in
 # one region (and account).
 _REPLACE_ON = ("namePrefix", "access")
-
-
-@dataclass(frozen=True)
-class AwsAccess:
-    """Where and as whom the API is called.
-
-    Attributes:
-        region: AWS region of the policy (the stack's ``region`` setting).
-        profile: shared-config profile to start from, or ``None`` for the default chain.
-        role_arn: role to assume from that identity, or ``None``.
-        external_id: the role's external id, if its trust policy asks for one.
-    """
-
-    region: str
-    profile: str | None = None
-    role_arn: str | None = None
-    external_id: str | None = None
-
-    def inputs(self) -> dict[str, str]:
-        """The ``access`` input: the set fields, camel-cased."""
-        fields = {
-            "region": self.region,
-            "profile": self.profile,
-            "roleArn": self.role_arn,
-            "externalId": self.external_id,
-        }
-        return {key: value for key, value in fields.items() if value is not None}
-
-    @staticmethod
-    def of(inputs: Mapping[str, Any]) -> AwsAccess:
-        """The ``AwsAccess`` an ``access`` input describes."""
-        return AwsAccess(
-            region=inputs["region"],
-            profile=inputs.get("profile"),
-            role_arn=inputs.get("roleArn"),
-            external_id=inputs.get("externalId"),
-        )
 
 
 def assume_role_params(access: AwsAccess) -> dict[str, str]:

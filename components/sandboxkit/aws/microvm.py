@@ -20,7 +20,32 @@ import pulumi_aws as aws
 
 from sandboxkit.aws import connector, dns_firewall, firewall, image, network, webhook
 from sandboxkit.aws.children import Children
-from sandboxkit.aws.plan import MAX_DURATION_SECONDS, MIN_IDLE_SECONDS, MicrovmSandboxArgs
+from sandboxkit.aws.firewall_policy import ASSUME_ROLE_SESSION
+from sandboxkit.aws.plan import (
+    MAX_DURATION_SECONDS,
+    MIN_IDLE_SECONDS,
+    AwsAccess,
+    MicrovmSandboxArgs,
+)
+
+
+def provider_args(access: AwsAccess) -> dict[str, Any]:
+    """The explicit ``aws.Provider``'s region and, when set, profile and role to assume: the
+    same identity the firewall policy's API calls use (``firewall_policy.session``)."""
+    found: dict[str, Any] = {"region": access.region}
+    if access.profile is not None:
+        found["profile"] = access.profile
+    if access.role_arn is not None:
+        # An Args class, not a dict: the provider's nested config reaches the engine as JSON,
+        # and only the class carries the wire (camel case) names.
+        found["assume_roles"] = [
+            aws.ProviderAssumeRoleArgs(
+                role_arn=access.role_arn,
+                session_name=ASSUME_ROLE_SESSION,
+                external_id=access.external_id,
+            )
+        ]
+    return found
 
 
 class MicrovmSandbox(pulumi.ComponentResource):
@@ -32,15 +57,16 @@ class MicrovmSandbox(pulumi.ComponentResource):
         ``-firewall-<az>-default``, ``-public-<az>-default``, ``-public-<az>-return``),
         ``-nat-eip-<az>``, ``-nat-<az>``; ``-connector-sg``, ``-connector-role``,
         ``-connector-policy``, ``-connector``; firewall: ``-fw-domains``, ``-fw-ip-rules``
-        (IP entries or ``open``), ``-fw-policy``, ``-fw``, ``-fw-alert-logs``, ``-fw-flow-logs``,
-        ``-fw-logging``; DNS: ``-dns-allowed``, ``-dns-all``, ``-dns-rules``, ``-dns-allow``,
-        ``-dns-block`` (not ``open``), ``-dns-association``, ``-dns-config``; flow logs:
-        ``-flow-logs``, ``-flow-log-role``, ``-flow-log-policy``, ``-flow-log``; image:
-        ``-build-role``, ``-build-policy``, ``-image``; ``-execution-role`` and
-        ``-execution-policy`` (if configured); secrets: ``-webhook-secret(-value)``,
-        ``-worker-key(-value)``; launcher: ``-launcher-logs``, ``-launcher-role``,
-        ``-launcher-policy``, ``-launcher``, ``-api``, ``-api-logs``, ``-api-integration``,
-        ``-api-route``, ``-api-stage``, ``-api-permission``; ``-ingress-policy`` (``authToken``).
+        (IP entries or ``open``), ``-fw-policy`` (a ``FirewallPolicyDocument``), ``-fw``,
+        ``-fw-alert-logs``, ``-fw-flow-logs``, ``-fw-logging``; DNS: ``-dns-allowed``,
+        ``-dns-all``, ``-dns-rules``, ``-dns-allow``, ``-dns-block`` (not ``open``),
+        ``-dns-association``, ``-dns-config``; flow logs: ``-flow-logs``, ``-flow-log-role``,
+        ``-flow-log-policy``, ``-flow-log``; image: ``-build-role``, ``-build-policy``,
+        ``-image``; ``-execution-role`` and ``-execution-policy`` (if configured); secrets:
+        ``-webhook-secret(-value)``, ``-worker-key(-value)``; launcher: ``-launcher-logs``,
+        ``-launcher-role``, ``-launcher-policy``, ``-launcher``, ``-api``, ``-api-logs``,
+        ``-api-integration``, ``-api-route``, ``-api-stage``, ``-api-permission``;
+        ``-ingress-policy`` (``authToken``).
 
     Raises:
         ValueError: for a lifetime above 28,800 s, an idle timeout below 60 s, an exec timeout
@@ -68,7 +94,9 @@ class MicrovmSandbox(pulumi.ComponentResource):
             raise ValueError("launcher_concurrency: at least 1")
 
         provider = aws.Provider(
-            f"{name}-provider", region=args["region"], opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-provider",
+            **provider_args(args["access"]),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         kit = Children(
             name=name,
@@ -78,11 +106,15 @@ class MicrovmSandbox(pulumi.ComponentResource):
         )
         plan = args["egress"]
         net = network.vpc(kit, args)
-        walls = firewall.network_firewall(kit, plan, net.vpc, net.subnets["firewall"])
+        # The DNS Firewall rule group first: the firewall policy validates destinations
+        # against the addresses its VPC's resolver returned.
+        dns_rules = dns_firewall.dns_firewall(kit, plan, net.vpc)
+        walls = firewall.network_firewall(
+            kit, plan, net.vpc, net.subnets["firewall"], dns_rules=dns_rules, access=args["access"]
+        )
         network.routes(kit, net, firewall.endpoints(walls, net.subnets["firewall"]))
         way_out = connector.connector(kit, args, net.vpc, net.subnets["private"])
         network.flow_log(kit, net.vpc)
-        dns_firewall.dns_firewall(kit, plan, net.vpc)
         microvm_image = image.image(kit, args, way_out)
         execution_role = image.execution_role(kit, args, self)
         launcher, api = webhook.launcher(kit, args, microvm_image, way_out, execution_role)

@@ -49,11 +49,50 @@ class EgressPlan:
     ip_rules: tuple[EgressRule, ...]
 
 
+@dataclass(frozen=True)
+class AwsAccess:
+    """Where and as whom the stack calls AWS: the explicit provider's settings, which the
+    firewall policy's API calls use too (never ``AWS_REGION`` or ``AWS_DEFAULT_REGION``).
+
+    Attributes:
+        region: AWS region of every resource.
+        profile: shared-config profile to start from, or ``None`` for the default chain.
+        role_arn: role to assume from that identity, or ``None``.
+        external_id: the role's external id, if its trust policy asks for one.
+    """
+
+    region: str
+    profile: str | None = None
+    role_arn: str | None = None
+    external_id: str | None = None
+
+    def inputs(self) -> dict[str, str]:
+        """The set fields, camel-cased (a dynamic resource's ``access`` input)."""
+        fields = {
+            "region": self.region,
+            "profile": self.profile,
+            "roleArn": self.role_arn,
+            "externalId": self.external_id,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+    @staticmethod
+    def of(inputs: Any) -> AwsAccess:
+        """The ``AwsAccess`` an ``inputs()`` mapping describes."""
+        return AwsAccess(
+            region=inputs["region"],
+            profile=inputs.get("profile"),
+            role_arn=inputs.get("roleArn"),
+            external_id=inputs.get("externalId"),
+        )
+
+
 class MicrovmSandboxArgs(TypedDict, total=False):
     """Inputs of ``MicrovmSandbox``; ``spec.microvm_args`` builds them from profile and settings."""
 
-    region: str
-    """AWS region of every child (an explicit ``aws.Provider``)."""
+    access: AwsAccess
+    """Region and credentials of every child (an explicit ``aws.Provider``) and of the firewall
+    policy's API calls."""
     egress: EgressPlan
     """What the firewall, DNS Firewall and security group allow (``spec.egress_plan``)."""
     control_plane_url: str

@@ -19,6 +19,7 @@ from sandboxkit.aws.plan import (
     MAX_IP_ENTRIES,
     MAX_NAME_ENTRIES,
     MIN_IDLE_SECONDS,
+    AwsAccess,
     EgressPlan,
     MicrovmSandboxArgs,
 )
@@ -100,6 +101,8 @@ _SESSION_KEY_NAME = re.compile(
 # the service default (the AWS-managed INTERNET_EGRESS connector) is never used.
 _NETWORK_PATH_NAME = re.compile(r"(egress|connector)", re.I)
 _REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]+$"
+_PROFILE = r"^[A-Za-z0-9_.@+-]+$"
+_ROLE_ARN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$"
 _BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 # IAM matches * and ? anywhere in an action ("s3:Get*", "iam:?ut*"): each one grants a family.
 _ACTION_WILDCARDS = ("*", "?")
@@ -131,11 +134,34 @@ class WorkerArtifact(BaseModel):
         return f"arn:aws:s3:::{self.bucket}/{self.key}"
 
 
+class AssumeRole(BaseModel):
+    """``sandboxkit:aws-microvm.assumeRole``: the role the stack's AWS calls run as.
+
+    Attributes:
+        roleArn: IAM role ARN (``arn:aws:iam::<account>:role/<name>``), assumed from the
+            ``awsProfile`` identity (or the default chain).
+        externalId: the external id the role's trust policy asks for, if any (STS AssumeRole
+            ExternalId: 2 to 1224 characters of letters, digits and ``_+=,.@:/-``).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    role_arn: Annotated[str, Field(pattern=_ROLE_ARN)] = Field(alias="roleArn")
+    external_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")] | None = Field(
+        None, alias="externalId"
+    )
+
+
 class MicrovmSettings(TargetSettings):
     """``sandboxkit:aws-microvm`` settings.
 
     Attributes:
         region: AWS region of every resource (explicit: never the ambient default).
+        awsProfile: shared-config profile the stack's AWS calls start from (the explicit
+            provider's ``profile``, and the firewall policy's API calls); default the standard
+            credential chain.
+        assumeRole: ``{roleArn, externalId}`` of a role to assume from that identity (the
+            provider's ``assumeRoles``, and the firewall policy's calls); default none.
         controlPlaneUrl: ``https://`` base URL of the agent platform API the worker calls; its
             host (one exact name, never a wildcard) is always allowed (``CONTROL_PLANE_URL`` of
             the launcher).
@@ -176,6 +202,10 @@ class MicrovmSettings(TargetSettings):
     """
 
     region: Annotated[str, Field(pattern=_REGION)]
+    aws_profile: Annotated[str, Field(min_length=1, max_length=64, pattern=_PROFILE)] | None = (
+        Field(None, alias="awsProfile")
+    )
+    assume_role: AssumeRole | None = Field(None, alias="assumeRole")
     control_plane_url: str = Field(alias="controlPlaneUrl")
     control_plane_hosts: tuple[str, ...] = Field((), alias="controlPlaneHosts")
     worker_artifact: WorkerArtifact = Field(alias="workerArtifact")
@@ -437,8 +467,14 @@ def microvm_args(
         ConfigError: for allowlist entries the network cannot enforce (see ``egress_plan``).
     """
     limits = profile.limits
+    role = settings.assume_role
     return MicrovmSandboxArgs(
-        region=settings.region,
+        access=AwsAccess(
+            region=settings.region,
+            profile=settings.aws_profile,
+            role_arn=role.role_arn if role else None,
+            external_id=role.external_id if role else None,
+        ),
         egress=egress_plan(profile, settings),
         control_plane_url=settings.control_plane_url.rstrip("/"),
         worker_artifact_uri=settings.worker_artifact.uri,

@@ -186,7 +186,7 @@ def ingress_policy(
 ) -> None:
     """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens."""
     port = args["ingress_port"]
-    region = args["region"]
+    region = args["access"].region
     aws.iam.Policy(
         f"{kit.name}-ingress-policy",
         description=(

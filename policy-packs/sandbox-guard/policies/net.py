@@ -9,6 +9,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.suricata import read_rules
 from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
@@ -512,6 +513,63 @@ def _firewall_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
         yield (
             f"Firewall policy {ctx.name} passes stateless traffic by default, bypassing the "
             "stateful allowlist; set statelessDefaultActions to aws:forward_to_sfe."
+        )
+    yield (
+        f"Firewall policy {ctx.name} cannot hold resolved-IP validation (pulumi-aws has no "
+        "Route53ResolvedIPValidation), so a TLS SNI or HTTP Host naming an allowed host passes "
+        "to any address; use the kit's FirewallPolicyDocument."
+    )
+
+
+# Resolved-IP validation actions that stop a connection (ALERT only logs it).
+_BLOCKING = ("DROP", "REJECT")
+
+
+@DEFAULT_DENY.on(FIREWALL_POLICY_DOCUMENT)
+def _firewall_policy_document(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    # The kit's dynamic resource: the policy in the Network Firewall API's own shape.
+    policy = dig(props, "firewallPolicy", {})
+    what = f"Firewall policy {ctx.name}"
+    order = dig(policy, "StatefulEngineOptions.RuleOrder", "DEFAULT_ACTION_ORDER")
+    if order != "STRICT_ORDER":
+        yield (
+            f"{what} uses rule order {order}; set StatefulEngineOptions.RuleOrder to "
+            "STRICT_ORDER so the default action applies."
+        )
+    defaults = [str(a) for a in items(policy.get("StatefulDefaultActions"))]
+    if "aws:drop_established" not in defaults:
+        yield (
+            f"{what} has StatefulDefaultActions {defaults}; include aws:drop_established so "
+            "traffic no pass rule takes is dropped (and the TLS handshake still reaches the "
+            "SNI match)."
+        )
+    for key in ("StatelessDefaultActions", "StatelessFragmentDefaultActions"):
+        if "aws:pass" in [str(a) for a in items(policy.get(key))]:
+            yield (
+                f"{what} passes stateless traffic by default ({key}), bypassing the stateful "
+                "rules; set it to aws:forward_to_sfe."
+            )
+    yield from _resolved_ip_validation(what, dig(policy, "Route53ResolvedIPValidation"))
+
+
+def _resolved_ip_validation(what: str, validation: Any) -> Iterator[str]:
+    if not isinstance(validation, Mapping):
+        yield (
+            f"{what} has no Route53ResolvedIPValidation, so a TLS SNI or HTTP Host naming an "
+            "allowed host passes to any address (a DNS-over-HTTPS resolver, an attacker's "
+            "server); validate destinations against the DNS Firewall rule group's VPC answers."
+        )
+        return
+    action = validation.get("Action")
+    if action not in _BLOCKING:
+        yield (
+            f"{what} resolved-IP validation Action is {action}, which lets unresolved "
+            "destinations through; set it to REJECT or DROP."
+        )
+    if "SourceIPRanges" in validation and not items(validation.get("SourceIPRanges")):
+        yield (
+            f"{what} resolved-IP validation has an empty SourceIPRanges, which validates no "
+            "source; omit it so the firewall's own VPCs are validated."
         )
 
 
