@@ -279,6 +279,9 @@ def test_dns_firewall_allows_listed_names_then_blocks_all_fail_closed(engine: Re
     allow = named(resources, f"{T}-dns-allow").inputs
     block = named(resources, f"{T}-dns-block").inputs
     assert (allow["action"], allow["priority"]) == ("ALLOW", 100)
+    # Allowed names resolve through their CNAME chains; unlisted names still meet the block.
+    assert allow["firewallDomainRedirectionAction"] == "TRUST_REDIRECTION_DOMAIN"
+    assert "firewallDomainRedirectionAction" not in block
     assert allow["firewallDomainListId"].startswith(f"{T}-dns-allowed-")
     assert (block["action"], block["priority"], block["blockResponse"]) == (
         "BLOCK",

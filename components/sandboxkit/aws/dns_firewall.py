@@ -1,5 +1,6 @@
-"""The Route 53 Resolver DNS Firewall on the kit's VPC: the listed names resolve, every other
-name gets NXDOMAIN (not with ``open``), and the firewall fails closed."""
+"""The Route 53 Resolver DNS Firewall on the kit's VPC: the listed names resolve (through their
+CNAME chains), every other name gets NXDOMAIN (not with ``open``), and the firewall fails
+closed."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def dns_firewall(
         firewall_domain_list_id=allowed.id,
         action="ALLOW",
         priority=DNS_ALLOW_PRIORITY,
+        # An allowed name resolves through its CNAME chain: only the first name in the chain is
+        # checked (Route 53 CreateFirewallRule FirewallDomainRedirectionAction). With the
+        # default INSPECT_REDIRECTION_DOMAIN an unlisted name in the chain met the block-all
+        # rule and the allowed name got NXDOMAIN (terraform-provider-aws #37197). A query for
+        # an unlisted name is still first in its own chain, so the block rule still answers it.
+        firewall_domain_redirection_action="TRUST_REDIRECTION_DOMAIN",
         opts=opts,
     )
     if plan.mode != "open":
