@@ -353,7 +353,9 @@ def test_open_passes_all_tcp_and_blocks_no_names(engine: Recorder) -> None:
         2, ip_rules=True, block=False
     )
     rules = named(resources, f"{T}-fw-ip-rules").inputs["ruleGroup"]["rulesSource"]
-    assert rules["rulesString"].startswith("pass tcp $HOME_NET any -> $EXTERNAL_NET any ")
+    assert rules["rulesString"].startswith(
+        "pass tcp $HOME_NET any -> [$EXTERNAL_NET,!0.0.0.0/8,!10.0.0.0/8,!100.64.0.0/10,"
+    )
     assert named(resources, f"{T}-connector-sg").inputs["egress"][-1] == {
         "protocol": "tcp",
         "fromPort": 0,

@@ -146,9 +146,14 @@ def test_deny_rules_admit_only_the_control_plane_in_suricata(tmp_path: Path) -> 
     assert verdicts(deny, probes, tmp_path) == ["pass", "drop", "drop", "drop"]
 
 
-def test_open_rule_admits_any_tcp_in_suricata(tmp_path: Path) -> None:
-    probes = [Probe("tcp", "", DOH, 22), Probe("tls", "anything.example", PYPI, 443)]
-    assert verdicts(open_rule(FIRST_SID), probes, tmp_path) == ["pass", "pass"]
+def test_open_rule_admits_any_tcp_to_public_addresses_in_suricata(tmp_path: Path) -> None:
+    probes = [
+        Probe("tcp", "", DOH, 22),
+        Probe("tls", "anything.example", PYPI, 443),
+        Probe("http", "metadata", "169.254.169.254", 80),
+        Probe("tcp", "", "100.64.0.1", 443),
+    ]
+    assert verdicts(open_rule(FIRST_SID), probes, tmp_path) == ["pass", "pass", "drop", "drop"]
 
 
 # The rules Network Firewall generates for a TLS_SNI + HTTP_HOST ALLOWLIST of

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sandboxkit.addresses import exclusion_blocks
 from sandboxkit.egress import EgressRule
 
 # Suricata signature ids are unsigned 32-bit; the kit's start clear of common community sets.
@@ -121,9 +122,11 @@ def ip_rules(rules: Sequence[EgressRule], first_sid: int) -> list[str]:
 
 
 def open_rule(sid: int) -> str:
-    """The ``open`` mode's one rule: every TCP flow from the VPC to outside it."""
+    """The ``open`` mode's one rule: every TCP flow from the VPC to a public IPv4 address (the
+    egress contract's ``open``: ``addresses.exclusion_blocks(4)`` are left out)."""
+    shut = ",".join(f"!{block}" for block in exclusion_blocks(4))
     return (
-        'pass tcp $HOME_NET any -> $EXTERNAL_NET any (msg:"sandboxkit egress open"; '
+        f'pass tcp $HOME_NET any -> [$EXTERNAL_NET,{shut}] any (msg:"sandboxkit egress open"; '
         f"sid:{sid}; {_TAIL})"
     )
 
