@@ -346,7 +346,8 @@ ALLOWLIST_SPECIFIC = ResourceRule(
         title="Allowlist entries are specific public hosts",
         severity=Severity.HIGH,
         description="Prohibits allowlist entries that cover everything, a whole top-level "
-        "domain, or a private, loopback, link-local or metadata address.",
+        "domain, or a private, loopback, link-local or metadata address; and Network Firewall "
+        "pass rules matching any name, a wildcard's apex (dotprefix) or every address.",
         remediation="List each public host sandboxes need as host[:port] in "
         "sandboxkit:profile.egress.allow; never a wildcard over everything or an internal "
         "address.",
@@ -483,11 +484,13 @@ DEFAULT_DENY = ResourceRule(
         title="Egress firewalls deny by default",
         severity=Severity.HIGH,
         description="Checks that egress firewalls drop what no rule allows: Network Firewall "
-        "policies in strict order with aws:drop_established and stateless traffic forwarded to "
-        "the stateful engine, domain lists as allowlists, GKE clusters with Dataplane V2 so "
-        "network policies are enforced.",
+        "policies in strict order with aws:drop_established, stateless traffic forwarded to "
+        "the stateful engine and resolved-IP validation (DROP or REJECT, no empty "
+        "SourceIPRanges), domain lists as allowlists, GKE clusters with Dataplane V2 so network "
+        "policies are enforced.",
         remediation="Keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
-        "aws:forward_to_sfe, ALLOWLIST domain rule groups, and ADVANCED_DATAPATH on GKE.",
+        "aws:forward_to_sfe, resolved-IP validation in the kit's FirewallPolicyDocument, "
+        "ALLOWLIST domain rule groups, and ADVANCED_DATAPATH on GKE.",
     )
 )
 
