@@ -49,6 +49,24 @@ def endpoints(
     ]
 
 
+def _rule_group(
+    kit: Children, part: str, capacity: int, description: str, lines: list[str]
+) -> aws.networkfirewall.RuleGroup:
+    # A stateful group of Suricata rules in strict order (the policy's order must match).
+    return aws.networkfirewall.RuleGroup(
+        f"{kit.name}-{part}",
+        type="STATEFUL",
+        capacity=capacity,
+        description=description,
+        rule_group={
+            "rules_source": {"rules_string": "\n".join(lines)},
+            "stateful_rule_options": {"rule_order": "STRICT_ORDER"},
+        },
+        tags=kit.tags,
+        opts=kit.opts,
+    )
+
+
 def network_firewall(
     kit: Children,
     plan: EgressPlan,
@@ -67,40 +85,26 @@ def network_firewall(
     its rules match any port and a ``.x`` target matches ``x`` too).
     """
     name, opts = kit.name, kit.opts
-    strict: aws.networkfirewall.RuleGroupRuleGroupStatefulRuleOptionsArgsDict = {
-        "rule_order": "STRICT_ORDER"
-    }
     references: list[tuple[pulumi.Output[str], int]] = []
     if plan.mode == "open" or plan.ip_rules:
         lines = (
             [open_rule(FIRST_SID)] if plan.mode == "open" else ip_rules(plan.ip_rules, FIRST_SID)
         )
-        ip_group = aws.networkfirewall.RuleGroup(
-            f"{name}-fw-ip-rules",
-            type="STATEFUL",
-            capacity=IP_RULES_CAPACITY,
-            description="sandboxkit: IP-literal allowlist entries (or all TCP when open)",
-            rule_group={
-                "rules_source": {"rules_string": "\n".join(lines)},
-                "stateful_rule_options": strict,
-            },
-            tags=kit.tags,
-            opts=opts,
+        ip_group = _rule_group(
+            kit,
+            "fw-ip-rules",
+            IP_RULES_CAPACITY,
+            "sandboxkit: IP-literal allowlist entries (or all TCP when open)",
+            lines,
         )
         references.append((ip_group.arn, IP_RULES_PRIORITY))
-    names = name_rules(plan.names, FIRST_SID + len(plan.ip_rules), excluded=plan.ip_rules)
-    domains = aws.networkfirewall.RuleGroup(
-        f"{name}-fw-domains",
-        type="STATEFUL",
-        capacity=NAME_RULES_CAPACITY,
-        description="sandboxkit: TLS SNI and HTTP Host of the control-plane hosts and the "
-        "profile's names, each on its own port",
-        rule_group={
-            "rules_source": {"rules_string": "\n".join(names)},
-            "stateful_rule_options": strict,
-        },
-        tags=kit.tags,
-        opts=opts,
+    domains = _rule_group(
+        kit,
+        "fw-domains",
+        NAME_RULES_CAPACITY,
+        "sandboxkit: TLS SNI and HTTP Host of the control-plane hosts and the profile's names, "
+        "each on its own port",
+        name_rules(plan.names, FIRST_SID + len(plan.ip_rules), excluded=plan.ip_rules),
     )
     references.append((domains.arn, NAME_RULES_PRIORITY))
     # Resolved-IP validation: a destination must be an address the VPC resolver returned (for

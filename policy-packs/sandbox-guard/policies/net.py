@@ -495,30 +495,43 @@ DEFAULT_DENY = ResourceRule(
 )
 
 
-@DEFAULT_DENY.on("aws:networkfirewall/firewallPolicy:FirewallPolicy")
-def _firewall_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    policy = dig(props, "firewallPolicy", {})
-    order = dig(policy, "statefulEngineOptions.ruleOrder", "DEFAULT_ACTION_ORDER")
+def _policy_defaults(
+    what: str, policy: Mapping[str, Any], order_key: str, stateful: str, stateless: Sequence[str]
+) -> Iterator[str]:
+    """Rule order and default actions of a policy document, whatever its key spelling (the
+    pulumi-aws input's camel case or the API's Pascal case)."""
+    order = dig(policy, order_key, "DEFAULT_ACTION_ORDER")
     if order != "STRICT_ORDER":
         yield (
-            f"Firewall policy {ctx.name} uses rule order {order}; set "
-            "statefulEngineOptions.ruleOrder to STRICT_ORDER so the default action applies."
+            f"{what} uses rule order {order}; set {order_key} to STRICT_ORDER so the default "
+            "action applies."
         )
-    defaults = [str(a) for a in items(policy.get("statefulDefaultActions"))]
+    defaults = [str(a) for a in items(policy.get(stateful))]
     if "aws:drop_established" not in defaults:
         yield (
-            f"Firewall policy {ctx.name} has statefulDefaultActions {defaults}; include "
-            "aws:drop_established so traffic no allowlist rule passes is dropped (and the TLS "
-            "handshake still reaches the SNI match)."
+            f"{what} has {stateful} {defaults}; include aws:drop_established so traffic no "
+            "pass rule takes is dropped (and the TLS handshake still reaches the SNI match)."
         )
-    stateless = [str(a) for a in items(policy.get("statelessDefaultActions"))]
-    if "aws:pass" in stateless:
-        yield (
-            f"Firewall policy {ctx.name} passes stateless traffic by default, bypassing the "
-            "stateful allowlist; set statelessDefaultActions to aws:forward_to_sfe."
-        )
+    for key in stateless:
+        if "aws:pass" in [str(a) for a in items(policy.get(key))]:
+            yield (
+                f"{what} passes stateless traffic by default ({key}), bypassing the stateful "
+                "rules; set it to aws:forward_to_sfe."
+            )
+
+
+@DEFAULT_DENY.on("aws:networkfirewall/firewallPolicy:FirewallPolicy")
+def _firewall_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    what = f"Firewall policy {ctx.name}"
+    yield from _policy_defaults(
+        what,
+        dig(props, "firewallPolicy", {}),
+        "statefulEngineOptions.ruleOrder",
+        "statefulDefaultActions",
+        ("statelessDefaultActions",),
+    )
     yield (
-        f"Firewall policy {ctx.name} cannot hold resolved-IP validation (pulumi-aws has no "
+        f"{what} cannot hold resolved-IP validation (pulumi-aws has no "
         "Route53ResolvedIPValidation), so a TLS SNI or HTTP Host naming an allowed host passes "
         "to any address; use the kit's FirewallPolicyDocument."
     )
@@ -533,25 +546,13 @@ def _firewall_policy_document(props: Mapping[str, Any], ctx: Context) -> Iterato
     # The kit's dynamic resource: the policy in the Network Firewall API's own shape.
     policy = dig(props, "firewallPolicy", {})
     what = f"Firewall policy {ctx.name}"
-    order = dig(policy, "StatefulEngineOptions.RuleOrder", "DEFAULT_ACTION_ORDER")
-    if order != "STRICT_ORDER":
-        yield (
-            f"{what} uses rule order {order}; set StatefulEngineOptions.RuleOrder to "
-            "STRICT_ORDER so the default action applies."
-        )
-    defaults = [str(a) for a in items(policy.get("StatefulDefaultActions"))]
-    if "aws:drop_established" not in defaults:
-        yield (
-            f"{what} has StatefulDefaultActions {defaults}; include aws:drop_established so "
-            "traffic no pass rule takes is dropped (and the TLS handshake still reaches the "
-            "SNI match)."
-        )
-    for key in ("StatelessDefaultActions", "StatelessFragmentDefaultActions"):
-        if "aws:pass" in [str(a) for a in items(policy.get(key))]:
-            yield (
-                f"{what} passes stateless traffic by default ({key}), bypassing the stateful "
-                "rules; set it to aws:forward_to_sfe."
-            )
+    yield from _policy_defaults(
+        what,
+        policy,
+        "StatefulEngineOptions.RuleOrder",
+        "StatefulDefaultActions",
+        ("StatelessDefaultActions", "StatelessFragmentDefaultActions"),
+    )
     yield from _resolved_ip_validation(what, dig(policy, "Route53ResolvedIPValidation"))
 
 
