@@ -1,0 +1,407 @@
+"""The sandbox resolver (issue 13, door 2): the generated dnsmasq configuration, run for real.
+
+dnsmasq from Debian (``apt-get install dnsmasq``, done by ``.ci/run``) runs on loopback with the
+text ``resolver_config`` generates, in front of a stand-in upstream that answers like a
+recursive resolver and records every question it receives: a refused name must not reach it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import socketserver
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dns.flags
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import dns.rrset
+import pytest
+
+from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.kubernetes.resolver import (
+    EgressMode,
+    forwarded_domains,
+    resolver_args,
+    resolver_config,
+)
+
+# What the stand-in upstream knows: name -> records, each ("A"|"AAAA"|"CNAME"|"HTTPS", value).
+# It recurses as kube-dns does: a CNAME's target is answered in the same reply.
+RECORDS: dict[str, list[tuple[str, str]]] = {
+    "pypi.org.": [("A", "151.101.0.223")],
+    "x.pypi.org.": [("A", "151.101.0.224")],
+    "pythonhosted.org.": [("A", "151.101.0.225")],
+    "files.pythonhosted.org.": [("CNAME", "dualstack.python.map.fastly.net.")],
+    "dualstack.python.map.fastly.net.": [("A", "151.101.1.1")],
+    "a.b.pythonhosted.org.": [("A", "151.101.0.226")],
+    "x.attacker.example.": [("A", "93.184.215.14")],
+    "ten.pythonhosted.org.": [("A", "10.0.0.1")],
+    "meta.pythonhosted.org.": [("A", "169.254.169.254")],
+    "mixed.pythonhosted.org.": [("A", "10.0.0.1"), ("A", "151.101.0.9")],
+    "cgnat.pythonhosted.org.": [("A", "100.64.0.1")],
+    "v6.pythonhosted.org.": [("AAAA", "fe80::1")],
+    "ula.pythonhosted.org.": [("AAAA", "fd00::1")],
+    "chain.pythonhosted.org.": [("CNAME", "inside.attacker.example.")],
+    "inside.attacker.example.": [("A", "10.1.2.3")],
+    "hint.pythonhosted.org.": [("HTTPS", "1 . alpn=h2 ipv4hint=10.0.0.1")],
+}
+
+
+class Upstream:
+    """A recursive-resolver stand-in on 127.0.0.1 (UDP and TCP): answers from ``RECORDS`` and
+    keeps every question as ``(name, type)`` in ``seen``."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+        upstream = self
+
+        class Udp(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                data, sock = self.request
+                sock.sendto(upstream.answer(data), self.client_address)
+
+        class Tcp(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                (length,) = struct.unpack("!H", self.request.recv(2))
+                reply = upstream.answer(self.request.recv(length))
+                self.request.sendall(struct.pack("!H", len(reply)) + reply)
+
+        self.tcp = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Tcp)
+        self.port = self.tcp.server_address[1]
+        self.udp = socketserver.ThreadingUDPServer(("127.0.0.1", self.port), Udp)
+        for server in (self.tcp, self.udp):
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def answer(self, wire: bytes) -> bytes:
+        query = dns.message.from_wire(wire)
+        question = query.question[0]
+        name, rdtype = question.name.to_text().lower(), question.rdtype
+        self.seen.append((name, dns.rdatatype.to_text(rdtype)))
+        response = dns.message.make_response(query)
+        response.flags |= dns.flags.RA
+        if name not in RECORDS:
+            response.set_rcode(dns.rcode.NXDOMAIN)
+        while name in RECORDS:
+            target = None
+            for kind, value in RECORDS[name]:
+                if kind == "CNAME":
+                    target = value
+                if kind == "CNAME" or dns.rdatatype.from_text(kind) == rdtype:
+                    response.answer.append(dns.rrset.from_text(name, 300, "IN", kind, value))
+            if target is None:
+                break
+            name = target
+        return response.to_wire()
+
+    def asked(self, name: str) -> bool:
+        """Whether any question for ``name`` (any type) reached the upstream."""
+        return any(seen == f"{name.lower().rstrip('.')}." for seen, _ in self.seen)
+
+    def close(self) -> None:
+        for server in (self.tcp, self.udp):
+            server.shutdown()
+            server.server_close()
+
+
+def dnsmasq_binary() -> str:
+    found = shutil.which("dnsmasq", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
+    if found is None:
+        pytest.fail("dnsmasq is not installed: apt-get install -y dnsmasq (.ci/run does)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Resolver:
+    """dnsmasq run with a generated configuration on 127.0.0.1, in front of an ``Upstream``."""
+
+    def __init__(self, config: str, workdir: Path) -> None:
+        path = workdir / "dnsmasq.conf"
+        path.write_text(config)
+        self.port = free_port()
+        args = resolver_args("127.0.0.1", port=self.port, config_path=str(path))
+        self.process = subprocess.Popen(
+            [dnsmasq_binary(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    output = self.process.communicate()[0].decode()
+                    raise AssertionError(f"dnsmasq did not start:\n{output}") from None
+                time.sleep(0.05)
+
+    def ask(self, name: str, rdtype: str = "A", *, tcp: bool = False) -> dns.message.Message:
+        query = dns.message.make_query(name, rdtype)
+        if tcp:
+            return dns.query.tcp(query, "127.0.0.1", port=self.port, timeout=5)
+        return dns.query.udp(query, "127.0.0.1", port=self.port, timeout=5)
+
+    def close(self) -> str:
+        self.process.terminate()
+        return self.process.communicate(timeout=10)[0].decode()
+
+
+def rules(*entries: str) -> tuple[EgressRule, ...]:
+    return tuple(parse_rule(entry) for entry in entries)
+
+
+def addresses(response: dns.message.Message) -> set[str]:
+    return {
+        item.to_text()
+        for rrset in response.answer
+        if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA)
+        for item in rrset
+    }
+
+
+ALLOWLIST = rules("pypi.org", "*.pythonhosted.org", "8.8.4.4:8443")
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Upstream]:
+    server = Upstream()
+    yield server
+    server.close()
+
+
+def run(
+    mode: EgressMode, entries: tuple[EgressRule, ...], upstream: Upstream, workdir: Path
+) -> Iterator[Resolver]:
+    config = resolver_config(mode, entries, ["127.0.0.1"], upstream_port=upstream.port)
+    resolver = Resolver(config, workdir)
+    yield resolver
+    resolver.close()
+
+
+@pytest.fixture(scope="module")
+def allowlist(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Resolver]:
+    yield from run("allowlist", ALLOWLIST, upstream, tmp_path_factory.mktemp("allowlist"))
+
+
+@pytest.fixture(scope="module")
+def deny(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Resolver]:
+    yield from run("deny", (), upstream, tmp_path_factory.mktemp("deny"))
+
+
+@pytest.fixture(scope="module")
+def open_mode(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Resolver]:
+    yield from run("open", (), upstream, tmp_path_factory.mktemp("open"))
+
+
+# --- the resolver running the generated configuration ------------------------------------------
+
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("pypi.org", {"151.101.0.223"}),
+        ("PyPI.Org.", {"151.101.0.223"}),
+        # Below a wildcard at any depth.
+        ("a.b.pythonhosted.org", {"151.101.0.226"}),
+        # An allowed name's CNAME chain resolves, though the chain's target is not listed.
+        ("files.pythonhosted.org", {"151.101.1.1"}),
+    ],
+)
+def test_allowlist_resolves_listed_names(
+    allowlist: Resolver, upstream: Upstream, name: str, expected: set[str], tcp: bool
+) -> None:
+    response = allowlist.ask(name, tcp=tcp)
+    assert dns.rcode.to_text(response.rcode()) == "NOERROR"
+    assert addresses(response) == expected
+    assert upstream.asked(name)
+
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+@pytest.mark.parametrize(
+    ("name", "rdtype"),
+    [
+        ("x.attacker.example", "A"),
+        ("x.attacker.example", "TXT"),
+        ("x.attacker.example", "AAAA"),
+        ("x.attacker.example", "ANY"),
+        # An exact name admits nothing below it.
+        ("x.pypi.org", "A"),
+        # A wildcard never admits its apex.
+        ("pythonhosted.org", "A"),
+        ("pypi.org.attacker.example", "A"),
+        ("metadata.google.internal", "A"),
+        ("kubernetes.default.svc.cluster.local", "A"),
+        ("single-label", "A"),
+    ],
+)
+def test_allowlist_refuses_other_names_without_asking_upstream(
+    allowlist: Resolver, upstream: Upstream, name: str, rdtype: str, tcp: bool
+) -> None:
+    response = allowlist.ask(name, rdtype, tcp=tcp)
+    assert dns.rcode.to_text(response.rcode()) == "NXDOMAIN"
+    assert response.answer == []
+    assert not upstream.asked(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "rdtype"),
+    [
+        ("ten.pythonhosted.org", "A"),
+        ("meta.pythonhosted.org", "A"),
+        # 100.64.0.0/10 is in the contract's list and not in dnsmasq's own rebind list: this
+        # row fails if the kit's ranges are not applied.
+        ("cgnat.pythonhosted.org", "A"),
+        ("mixed.pythonhosted.org", "A"),
+        ("v6.pythonhosted.org", "AAAA"),
+        ("ula.pythonhosted.org", "AAAA"),
+        # Rebinding behind a CNAME to a name nobody listed.
+        ("chain.pythonhosted.org", "A"),
+    ],
+)
+def test_answers_with_non_public_addresses_are_dropped(
+    allowlist: Resolver, upstream: Upstream, name: str, rdtype: str
+) -> None:
+    response = allowlist.ask(name, rdtype)
+    assert upstream.asked(name)
+    assert addresses(response) == set()
+    assert dns.rcode.to_text(response.rcode()) == "NXDOMAIN"
+
+
+def test_address_hints_in_https_records_are_removed(
+    allowlist: Resolver, upstream: Upstream
+) -> None:
+    response = allowlist.ask("hint.pythonhosted.org", "HTTPS")
+    assert upstream.asked("hint.pythonhosted.org")
+    assert dns.rcode.to_text(response.rcode()) == "NOERROR"
+    assert response.answer == []
+
+
+@pytest.mark.parametrize("name", ["pypi.org", "x.attacker.example", "files.pythonhosted.org"])
+def test_deny_resolves_nothing_and_asks_nobody(
+    deny: Resolver, upstream: Upstream, name: str
+) -> None:
+    before = len(upstream.seen)
+    response = deny.ask(name)
+    assert dns.rcode.to_text(response.rcode()) == "NXDOMAIN"
+    assert response.answer == []
+    assert len(upstream.seen) == before
+
+
+def test_open_forwards_any_name_but_still_drops_non_public_answers(
+    open_mode: Resolver, upstream: Upstream
+) -> None:
+    assert addresses(open_mode.ask("x.attacker.example")) == {"93.184.215.14"}
+    assert upstream.asked("x.attacker.example")
+    dropped = open_mode.ask("inside.attacker.example")
+    assert upstream.asked("inside.attacker.example")
+    assert (dns.rcode.to_text(dropped.rcode()), addresses(dropped)) == ("NXDOMAIN", set())
+
+
+# --- the generated text -------------------------------------------------------------------------
+
+BLOCKED = [f"bogus-nxdomain={block}" for block in (*NON_PUBLIC_IPV4, *NON_PUBLIC_IPV6)]
+HEADER = [
+    "# sandboxkit: the sandbox resolver (generated; see sandboxkit.kubernetes.resolver)",
+    "no-resolv",
+    "no-hosts",
+    "domain-needed",
+    "bogus-priv",
+    "stop-dns-rebind",
+    "log-queries",
+    "filter-rr=SVCB,HTTPS",
+    *BLOCKED,
+]
+
+
+def test_deny_config_forwards_nothing() -> None:
+    assert resolver_config("deny", (), []).splitlines() == [*HEADER, "address=/#/"]
+
+
+def test_allowlist_config_is_exact() -> None:
+    text = resolver_config("allowlist", ALLOWLIST, ["10.20.0.10", "fd00::a"])
+    assert text.splitlines() == [
+        *HEADER,
+        "address=/#/",
+        "server=/*.pythonhosted.org/10.20.0.10#53",
+        "server=/*.pythonhosted.org/fd00::a#53",
+        "server=/pypi.org/10.20.0.10#53",
+        "server=/pypi.org/fd00::a#53",
+        "address=/*.pypi.org/",
+    ]
+    assert text.endswith("\n")
+
+
+def test_open_config_forwards_everything() -> None:
+    assert resolver_config("open", (), ["169.254.169.254"]).splitlines() == [
+        *HEADER,
+        "server=169.254.169.254#53",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entries", "forwarded", "refused"),
+    [
+        (("pypi.org",), ["pypi.org"], ["*.pypi.org"]),
+        (("*.pythonhosted.org",), ["*.pythonhosted.org"], []),
+        # The name and a wildcard over it: the name and everything below it.
+        (("example.com", "*.example.com"), ["example.com"], []),
+        # Covered by a wildcard: nothing more to say.
+        (("*.example.com", "a.b.example.com", "*.c.example.com"), ["*.example.com"], []),
+        # A wildcard below an exact name: dnsmasq picks the longer pattern for c.b.example.com.
+        (("example.com", "*.b.example.com"), ["*.b.example.com", "example.com"], ["*.example.com"]),
+        (
+            ("example.com", "a.example.com"),
+            ["a.example.com", "example.com"],
+            ["*.a.example.com", "*.example.com"],
+        ),
+        # Ports do not matter to DNS; IP entries need no name.
+        (("pypi.org:443", "pypi.org:8443", "8.8.4.4"), ["pypi.org"], ["*.pypi.org"]),
+    ],
+)
+def test_forwarded_domains(
+    entries: tuple[str, ...], forwarded: list[str], refused: list[str]
+) -> None:
+    assert forwarded_domains(rules(*entries)) == (forwarded, refused)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: resolver_config("everything", (), ["10.0.0.10"]), "mode 'everything'"),  # type: ignore[arg-type]
+        (lambda: resolver_config("allowlist", ALLOWLIST, []), "at least one address"),
+        (lambda: resolver_config("open", (), ["kube-dns.kube-system"]), "an IP address"),
+        (lambda: resolver_config("open", (), ["10.0.0.10"], upstream_port=0), "from 1 to 65535"),
+        (
+            lambda: resolver_config("deny", (), [], blocked_ranges=["10.0.0.1/8"]),
+            "has host bits set",
+        ),
+        (
+            lambda: resolver_config(
+                "allowlist", (EgressRule("a.example/x", 443, "name"),), ["10.0.0.10"]
+            ),
+            "a lower-case DNS name",
+        ),
+        (lambda: resolver_args("127.0.0.1", port=70000), "from 1 to 65535"),
+    ],
+)
+def test_bad_inputs_are_refused(call: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()  # type: ignore[operator]
+
+
+def test_deny_config_names_no_upstream_even_when_given_one() -> None:
+    assert "server=" not in resolver_config("deny", (), ["10.20.0.10"])
