@@ -32,6 +32,21 @@ TARGET_LABEL: Final = "sandboxkit-target"
 
 # The label every sandbox pod carries; the kit's NetworkPolicy selects pods by it.
 SANDBOX_POD_LABEL: Final = "sandboxkit-sandbox"
+# The label of the kit's DNS resolver pods (kubernetes, gcp-gke): the only DNS peer of sandboxes.
+RESOLVER_POD_LABEL: Final = "sandboxkit-resolver"
+# Cluster resolvers on a link-local address of every node, which the resolver's NetworkPolicy
+# names as a /32 on port 53 (a pod selector never matches them, tektoncd/operator #4000):
+# NodeLocal DNSCache's default (kubernetes cluster/addons/dns/nodelocaldns README) and the GCE
+# metadata server, which serves Cloud DNS for GKE and the VPC resolver
+# (https://cloud.google.com/dns/docs/vpc-name-res-order). The pack admits exactly these.
+LINK_LOCAL_RESOLVERS: Final = {
+    "node-local-dns": "169.254.20.10",
+    "metadata-server": "169.254.169.254",
+}
+# The node label of gcp-gke's system pool: the one node pool without GKE Sandbox, where no
+# sandbox pod can land (they select the gVisor label), for kube-dns, the controller and resolver.
+NODE_POOL_LABEL: Final = "sandboxkit-node-pool"
+SYSTEM_NODE_POOL: Final = "system"
 
 # --- Cloudflare Worker bindings (the header comment of worker/src/index.js) -------------------
 DURABLE_OBJECT_CLASS: Final = "Sandbox"

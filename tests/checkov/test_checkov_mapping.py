@@ -45,7 +45,7 @@ def _variants() -> list[tuple[str, ConfigSource]]:
     dev = read_stack_file(stack_file(PROJECT_DIR, "dev"))
     k8s = dict(dev.values["kubernetes"])
     for settings in (
-        {**k8s, "fqdnPolicy": "gke"},
+        {**k8s, "resolver": {**k8s["resolver"], "upstream": "node-local-dns"}},
         {**k8s, "runtimeClass": {"name": "gvisor", "create": False}},
     ):
         out.append(("dev", replace(dev, values={**dev.values, "kubernetes": settings})))
@@ -85,8 +85,12 @@ def test_every_stack_exports_strictly_and_every_mapped_resource_is_exported(
 
 def test_the_variants_reach_the_optional_kubernetes_children(rendered: list[RenderedStack]) -> None:
     types = {r.type for stack in rendered for r in stack.resources}
-    assert "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy" in types
     assert "kubernetes:cilium.io/v2:CiliumNetworkPolicy" in types
+    assert {
+        "kubernetes:core/v1:ConfigMap",
+        "kubernetes:apps/v1:Deployment",
+        "kubernetes:core/v1:Service",
+    } <= types
 
 
 def test_exclusions_carry_reasons_and_do_not_overlap_the_table() -> None:

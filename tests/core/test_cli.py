@@ -46,7 +46,9 @@ def test_preview_dev_prints_the_resource_tree_counts_map_and_outputs(project_dir
     assert (
         "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate  kubernetes-template" in out
     )
-    assert "target kubernetes: 9 resources" in out
+    # The sandbox objects, the Cilium policy and the resolver's ConfigMap, Deployment, Service
+    # and NetworkPolicy.
+    assert "target kubernetes: 13 resources" in out
     assert "Enforcement map" in out
     assert "limits.execTimeoutSeconds" in out and "300 (default)" in out
     assert '"sandboxTemplateName": "sandboxkit-dev"' in out

@@ -34,5 +34,6 @@ def test_engine_config_error_exits_2_with_every_problem_and_no_traceback(
         "sandboxkit:environment: got 'nope'; expected one of dev, staging, prod",
         "sandboxkit:kubernetes.namespce: got '[value not shown]'; expected no such key "
         "(did you mean 'namespace'?); known keys: unenforced, image, namespace, createNamespace, "
-        "entryNamespace, entryPort, runAsUser, context, runtimeClass, fqdnPolicy",
+        "entryNamespace, entryPort, runAsUser, resolver, context, runtimeClass, fqdnPolicy, "
+        "ciliumVersion",
     ]

@@ -42,7 +42,11 @@ def test_open_egress_is_rendered_with_a_visible_warning(project_dir: Path) -> No
         "environment": "dev",
         "targets": ["kubernetes"],
         "profile": {"egress": {"mode": "open"}},
-        "kubernetes": {"context": "kind-test", "image": "example.com/sandbox:1"},
+        "kubernetes": {
+            "context": "kind-test",
+            "image": "example.com/sandbox:1",
+            "resolver": {"image": "example.com/resolver:1"},
+        },
     }
     rendered = render_source(project_dir, "dev", ConfigSource(values=values))
     assert rendered.warnings == (

@@ -49,10 +49,47 @@ def test_a_wildcard_entry_exits_2_naming_the_entry_and_secure_web_proxy() -> Non
     assert "exact names only for target gcp-cloudrun" in problem.expected
 
 
-def test_the_gke_target_takes_wildcards_through_its_fqdn_policy() -> None:
-    profile = {"egress": {"mode": "allowlist", "allow": ["*.pythonhosted.org"]}}
-    spec = load("gcp-gke", GKE, profile)
-    assert spec.enforcement["gcp-gke"]["egress.mode"].where.endswith("gke FQDN policy")
+def test_the_gke_target_refuses_name_entries_naming_each_and_the_alternative() -> None:
+    """GKE FQDNNetworkPolicy learns addresses only from kube-dns or Cloud DNS answers; sandbox
+    DNS goes to the kit's resolver, so names would resolve and never connect."""
+    profile = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org"]}}
+    with pytest.raises(ConfigError) as caught:
+        load("gcp-gke", GKE, profile)
+    (problem,) = caught.value.problems
+    assert problem.key == "sandboxkit:profile.egress.allow"
+    assert problem.value == ["pypi.org:443", "*.pythonhosted.org:443"]
+    assert problem.expected.startswith("IP entries only on target gcp-gke: GKE FQDNNetworkPolicy")
+    assert problem.expected.endswith(
+        "Use target kubernetes with fqdnPolicy cilium (Cilium 1.19 or later) for name entries"
+    )
+
+
+def test_the_gke_target_takes_ip_entries_without_a_resolver() -> None:
+    spec = load("gcp-gke", GKE, {"egress": {"mode": "allowlist", "allow": ["8.8.8.8:443"]}})
+    assert "resolver" not in spec.plans["gcp-gke"]["sandbox"]
+    assert spec.enforcement["gcp-gke"]["egress.mode"].where.startswith(
+        "NetworkPolicy for IP entries"
+    )
+
+
+def test_open_egress_on_gke_needs_the_resolver_image() -> None:
+    assert problems("gcp-gke", GKE, {"egress": {"mode": "open"}}) == {
+        "sandboxkit:gcp-gke.resolver.image": "the image of the kit's DNS resolver, needed with "
+        "egress mode open (build images/resolver and pin it by digest): sandbox pods resolve "
+        "names only through it"
+    }
+
+
+def test_the_gke_resolver_forwards_to_the_metadata_server_by_default() -> None:
+    settings = {**GKE, "resolver": {"image": "example.com/resolver:1"}}
+    resolver = load("gcp-gke", settings, {"egress": {"mode": "open"}}).plans["gcp-gke"]["sandbox"][
+        "resolver"
+    ]
+    assert (resolver["upstream"], resolver["upstream_address"]) == (
+        "metadata-server",
+        "169.254.169.254",
+    )
+    assert resolver["config"].splitlines()[-1] == "server=169.254.169.254#53"
 
 
 def test_a_sandbox_larger_than_the_largest_instance_names_the_profile_key() -> None:

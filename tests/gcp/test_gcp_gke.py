@@ -58,6 +58,7 @@ def test_children_are_exactly_the_documented_set(engine: Recorder) -> None:
             ("gcp:compute/router:Router", "gcp-gke-router"),
             ("gcp:compute/routerNat:RouterNat", "gcp-gke-nat"),
             (CLUSTER, "gcp-gke-cluster"),
+            (POOL, "gcp-gke-system-pool"),
             (POOL, "gcp-gke-gvisor-pool"),
             ("pulumi:providers:kubernetes", "gcp-gke-k8s-provider"),
             ("gcp:logging/projectBucketConfig:ProjectBucketConfig", "gcp-gke-log-bucket"),
@@ -89,7 +90,8 @@ def test_the_cluster_is_private_hardened_and_runs_agent_sandbox(engine: Recorder
     assert cluster["enableShieldedNodes"] is True
     assert cluster["enableLegacyAbac"] is False
     assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
-    assert cluster["enableFqdnNetworkPolicy"] is True
+    # FQDN network policy cannot learn from the kit's resolver: the (paid) feature stays off.
+    assert "enableFqdnNetworkPolicy" not in cluster
     assert cluster["addonsConfig"] == {"agentSandboxConfig": {"enabled": True}}
     assert cluster["removeDefaultNodePool"] is True
     assert cluster["deletionProtection"] is True
@@ -102,7 +104,7 @@ def test_the_gvisor_pool_is_shielded_with_the_metadata_server_and_a_minimal_acco
     engine: Recorder,
 ) -> None:
     resources = build(engine)
-    pool = one(resources, POOL).inputs
+    pool = named(resources, "gcp-gke-gvisor-pool").inputs
     node = pool["nodeConfig"]
     assert node["sandboxConfig"] == {"type": "GVISOR"}
     assert node["imageType"] == "COS_CONTAINERD"
@@ -146,13 +148,36 @@ def test_the_kubeconfig_is_a_secret_built_from_the_cluster(engine: Recorder) -> 
     assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
 
 
-def test_allowlist_uses_the_gke_fqdn_policy(engine: Recorder) -> None:
-    profile = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org"]}}
-    resources = build(engine, profile)
-    policy = named(resources, "gcp-gke-agent-sandbox-fqdn-policy")
-    assert policy.type == "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
-    (egress,) = policy.inputs["spec"]["egress"]
-    assert egress["matches"] == [{"name": "pypi.org"}, {"pattern": "*.pythonhosted.org"}]
+def test_system_pods_get_an_untainted_pool_without_gke_sandbox(engine: Recorder) -> None:
+    """GKE Sandbox needs a second, non-sandboxed pool for system pods (kube-dns, the Agent
+    Sandbox controller, the kit's resolver): the gVisor pool is tainted."""
+    resources = build(engine, systemMachineType="e2-standard-4", systemNodes=2)
+    pool = named(resources, "gcp-gke-system-pool").inputs
+    node = pool["nodeConfig"]
+    assert "sandboxConfig" not in node
+    assert "taints" not in node
+    assert node["labels"] == {"sandboxkit-node-pool": "system"}
+    assert node["machineType"] == "e2-standard-4"
+    assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert node["serviceAccount"] == "sbx-test-nodes@example-project.iam.gserviceaccount.com"
+    assert (pool["name"], pool["nodeCount"]) == ("sbx-test-system", 2)
+    assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
+
+
+def test_open_egress_deploys_the_resolver_forwarding_to_the_metadata_server_only(
+    engine: Recorder,
+) -> None:
+    resources = build(engine, {"egress": {"mode": "open"}}, resolver={"image": "example.com/r:1"})
+    policy = named(resources, "gcp-gke-agent-sandbox-resolver-policy").inputs["spec"]
+    assert policy["egress"] == [
+        {
+            "to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        }
+    ]
+    resolver = named(resources, "gcp-gke-agent-sandbox-resolver").inputs["spec"]["template"]
+    # No gVisor toleration: the resolver runs on the system pool.
+    assert "tolerations" not in resolver["spec"]
 
 
 def test_an_existing_cluster_gets_only_the_node_pool(engine: Recorder) -> None:
@@ -160,6 +185,7 @@ def test_an_existing_cluster_gets_only_the_node_pool(engine: Recorder) -> None:
     types = {r.type for r in resources}
     assert CLUSTER not in types
     assert "gcp:compute/network:Network" not in types
+    # The existing cluster keeps its own pool for system pods.
     assert one(resources, POOL).inputs["cluster"] == "agents"
     sink = one(resources, "gcp:logging/projectSink:ProjectSink").inputs
     assert 'resource.labels.cluster_name="agents"' in sink["filter"]

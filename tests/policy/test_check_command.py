@@ -301,7 +301,6 @@ def test_sarif_of_clean_stacks_validates(project_dir: Path, shared_dir: Path) ->
     ]
     assert sorted(found) == [
         ("SBX-SEC-003", "warning", "stacks/Pulumi.dev.yaml"),
-        ("SBX-SEC-003", "warning", "stacks/Pulumi.dev.yaml"),
         ("SBX-SEC-003", "warning", "stacks/Pulumi.staging.yaml"),
         ("SBX-SEC-003", "warning", "stacks/Pulumi.staging.yaml"),
     ]

@@ -40,6 +40,12 @@ K8S_FILE = "kubernetes.yaml"  # per target: kubernetes.<target>.yaml
 ARM_SCHEMA = "https://schema.management.azure.com/schemas/2019-04-01/deploymentTemplate.json#"
 # Marks a PodTemplate the export derives from a custom resource's pod template.
 DERIVED_ANNOTATION = "sandboxkit.io/derived-from"
+# Kinds whose spec.template checkov checks as a nested Pod, which it names after the parent and
+# the template's labels (checkov kubernetes_utils SUPPORTED_POD_CONTAINERS_TYPES and
+# build_resource_id_from_labels).
+POD_CONTROLLERS = frozenset(
+    {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job", "ReplicationController"}
+)
 
 # libyaml's dumper when PyYAML was built with it: ten times faster on large stacks.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -306,7 +312,7 @@ def kubernetes_manifests(
 
     Returns:
         The manifests and a map from each checkov id (``<kind>.<namespace>.<name>``, namespace
-        ``default`` when unset) to the resource.
+        ``default`` when unset; for a Deployment also its nested ``Pod`` id) to the resource.
     """
     documents: list[dict[str, Any]] = []
     ids: dict[str, RenderedResource] = {}
@@ -320,6 +326,10 @@ def kubernetes_manifests(
         documents.append(manifest)
         namespace = metadata.get("namespace") or "default"
         ids[f"{spec.kind}.{namespace}.{metadata['name']}"] = resource
+        if spec.kind in POD_CONTROLLERS:
+            labels = _dig(manifest, "spec.template.metadata.labels") or {}
+            nested = ".".join(f"{key}-{value}" for key, value in labels.items()) or "default"
+            ids[f"Pod.{namespace}.{metadata['name']}.{nested}"] = resource
         template = _dig(manifest, spec.pod_template) if spec.pod_template else None
         if template is not None:
             derived_meta = {

@@ -7,19 +7,33 @@ Agent Sandbox add-on installs them). See docs/targets/kubernetes.md.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, SANDBOX_POD_LABEL
-from sandboxkit.egress import EgressRule
+from sandboxkit.contract import (
+    NON_PUBLIC_IPV4,
+    NON_PUBLIC_IPV6,
+    RESOLVER_POD_LABEL,
+    SANDBOX_POD_LABEL,
+)
+from sandboxkit.kubernetes.cilium import name_egress
+from sandboxkit.kubernetes.dns import (
+    RESOLVER_LIMIT_MIB,
+    RESOLVER_LIMIT_VCPU,
+    deploy_resolver,
+    dns_ports,
+    resolver_selector,
+)
 from sandboxkit.kubernetes.plan import AgentSandboxArgs
 
 API_VERSION = "extensions.agents.x-k8s.io/v1beta1"
 # Writable scratch space: the root filesystem is read-only.
 SCRATCH_SIZE = "1Gi"
+# The nameserver of sandbox pods that need no DNS: nothing answers there, so a lookup fails at
+# once and no query leaves the pod.
+NO_DNS_NAMESERVER = "127.0.0.1"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -33,18 +47,27 @@ def _port(port: int) -> dict[str, Any]:
 
 
 class AgentSandbox(pulumi.ComponentResource):
-    """Namespace, RuntimeClass, SandboxTemplate, NetworkPolicy (+ FQDN policy), ResourceQuota
-    and SandboxWarmPool for one sandbox profile.
+    """Namespace, RuntimeClass, SandboxTemplate, NetworkPolicy (+ Cilium policy), the kit's DNS
+    resolver, ResourceQuota and SandboxWarmPool for one sandbox profile.
+
+    Sandbox DNS: with a ``resolver`` the pods' only nameserver is the resolver's Service
+    (``dnsPolicy: None``) and their only DNS peer the resolver pods; without one, nameserver
+    ``127.0.0.1`` and no DNS egress at all. Never kube-dns, which recurses for any name.
 
     Children (``<name>`` is the component name):
         ``<name>-provider`` (if ``kubeconfig_context``), ``<name>-namespace`` (if created),
-        ``<name>-runtime-class`` (if created), ``<name>-template``, ``<name>-network-policy``,
-        ``<name>-fqdn-policy`` (allowlist with an FQDN flavour), ``<name>-quota``,
-        ``<name>-warm-pool``.
+        ``<name>-runtime-class`` (if created), the resolver's ``<name>-resolver-config``,
+        ``<name>-resolver``, ``<name>-resolver-service`` and ``<name>-resolver-policy`` (if
+        ``resolver``; see ``dns.deploy_resolver``), ``<name>-template``,
+        ``<name>-network-policy``, ``<name>-fqdn-policy`` (a CiliumNetworkPolicy: allowlist
+        names with ``fqdn_policy: cilium``), ``<name>-quota``, ``<name>-warm-pool``.
 
     Raises:
         ValueError: for an object name that is not DNS-1123, a non-positive limit, a pool with
-            ``pool_ready`` above ``max_concurrent``, or ``allowlist`` with ``fqdn_policy: none``.
+            ``pool_ready`` above ``max_concurrent``, ``allowlist`` with ``fqdn_policy: none``,
+            allowlist names with ``fqdn_policy: gke`` (GKE FQDNNetworkPolicy does not learn
+            from the kit's resolver) or without a ``resolver``, or names with ``cilium`` and no
+            ``cilium_version``.
     """
 
     namespace: pulumi.Output[str]
@@ -66,6 +89,14 @@ class AgentSandbox(pulumi.ComponentResource):
             raise ValueError(f"pool_ready {args['pool_ready']}: from 0 to max_concurrent")
         if args["egress_mode"] == "allowlist" and args["fqdn_policy"] == "none":
             raise ValueError("egress_mode allowlist needs fqdn_policy cilium or gke")
+        names = [r for r in args["egress_rules"] if r.kind != "ip"]
+        if args["egress_mode"] == "allowlist" and names:
+            if args["fqdn_policy"] != "cilium":
+                raise ValueError("allowlist names need fqdn_policy cilium (IP entries only)")
+            if "resolver" not in args or "cilium_version" not in args:
+                raise ValueError("allowlist names need a resolver and a cilium_version")
+        if args["egress_mode"] == "open" and "resolver" not in args:
+            raise ValueError("egress_mode open needs a resolver for sandbox DNS")
 
         self._args = args
         self._labels = dict(args["labels"])
@@ -102,12 +133,22 @@ class AgentSandbox(pulumi.ComponentResource):
                 opts=depends,
             )
 
+        nameserver: pulumi.Input[str] = NO_DNS_NAMESERVER
+        if "resolver" in args:
+            nameserver = deploy_resolver(
+                name,
+                object_name,
+                namespace,
+                resolver=args["resolver"],
+                labels=self._labels,
+                opts=depends,
+            )
         template = k8s.apiextensions.CustomResource(
             f"{name}-template",
             api_version=API_VERSION,
             kind="SandboxTemplate",
             metadata=self._meta(object_name, namespace),
-            spec=self._template_spec(),
+            spec=self._template_spec(nameserver),
             opts=depends,
         )
         network_policy = k8s.networking.v1.NetworkPolicy(
@@ -116,17 +157,22 @@ class AgentSandbox(pulumi.ComponentResource):
             spec=self._network_policy_spec(),
             opts=depends,
         )
-        if args["egress_mode"] == "allowlist":
-            self._fqdn_policy(name, object_name, namespace, depends)
+        if args["egress_mode"] == "allowlist" and names:
+            self._cilium_policy(name, object_name, namespace, depends)
         sandboxes = args["max_concurrent"] + args["pool_ready"]
+        # The resolver's pods share the namespace and its quota.
+        resolvers = args["resolver"]["replicas"] if "resolver" in args else 0
+        memory_mib = args["memory_mib"] * sandboxes + RESOLVER_LIMIT_MIB * resolvers
         k8s.core.v1.ResourceQuota(
             f"{name}-quota",
             metadata=self._meta(f"{object_name}-quota", namespace),
             spec=k8s.core.v1.ResourceQuotaSpecArgs(
                 hard={
-                    "pods": str(sandboxes),
-                    "limits.cpu": cpu_quantity(args["vcpu"] * sandboxes),
-                    "limits.memory": f"{args['memory_mib'] * sandboxes}Mi",
+                    "pods": str(sandboxes + resolvers),
+                    "limits.cpu": cpu_quantity(
+                        args["vcpu"] * sandboxes + RESOLVER_LIMIT_VCPU * resolvers
+                    ),
+                    "limits.memory": f"{memory_mib}Mi",
                 }
             ),
             opts=depends,
@@ -166,7 +212,7 @@ class AgentSandbox(pulumi.ComponentResource):
             name=object_name, namespace=namespace, labels=self._labels
         )
 
-    def _template_spec(self) -> dict[str, Any]:
+    def _template_spec(self, nameserver: pulumi.Input[str]) -> dict[str, Any]:
         args = self._args
         resources = {"cpu": cpu_quantity(args["vcpu"]), "memory": f"{args['memory_mib']}Mi"}
         return {
@@ -186,6 +232,9 @@ class AgentSandbox(pulumi.ComponentResource):
                     "hostIPC": False,
                     "activeDeadlineSeconds": args["max_lifetime_seconds"],
                     "restartPolicy": "Never",
+                    # Only the kit's resolver (or nothing): never the node's or kube-dns.
+                    "dnsPolicy": "None",
+                    "dnsConfig": {"nameservers": [nameserver]},
                     **({"tolerations": args["tolerations"]} if args.get("tolerations") else {}),
                     **(
                         {"nodeSelector": args["node_selector"]} if args.get("node_selector") else {}
@@ -236,20 +285,13 @@ class AgentSandbox(pulumi.ComponentResource):
             }
         ]
         egress: list[dict[str, Any]] = []
-        dns = {
-            "to": [
-                {
-                    "namespaceSelector": {
-                        "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
-                    },
-                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                }
-            ],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        }
         if args["egress_mode"] == "open":
             egress = [
-                dns,
+                # L4 only: no Cilium DNS rule exists in open mode for it to void.
+                {
+                    "to": [{"podSelector": resolver_selector(args["object_name"])}],
+                    "ports": dns_ports(),
+                },
                 {
                     "to": [
                         {"ipBlock": {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_IPV4)}},
@@ -258,11 +300,13 @@ class AgentSandbox(pulumi.ComponentResource):
                 },
             ]
         elif args["egress_mode"] == "allowlist":
-            egress = [dns]
-            for rule in (r for r in args["egress_rules"] if r.kind == "ip"):
-                egress.append(
-                    {"to": [{"ipBlock": {"cidr": rule.cidr}}], "ports": [_port(rule.port)]}
-                )
+            # DNS for names goes through the Cilium policy's L7 rule: an L4 rule on port 53 to
+            # the same pods here would void it (Cilium docs, Layer 7 policies).
+            egress = [
+                {"to": [{"ipBlock": {"cidr": rule.cidr}}], "ports": [_port(rule.port)]}
+                for rule in args["egress_rules"]
+                if rule.kind == "ip"
+            ]
         return {
             "podSelector": {"matchLabels": {SANDBOX_POD_LABEL: args["object_name"]}},
             "policyTypes": ["Ingress", "Egress"],
@@ -270,81 +314,29 @@ class AgentSandbox(pulumi.ComponentResource):
             "egress": egress,
         }
 
-    def _fqdn_policy(
+    def _cilium_policy(
         self,
         name: str,
         object_name: str,
         namespace: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
     ) -> None:
-        by_port: dict[int, list[EgressRule]] = defaultdict(list)
-        for rule in self._args["egress_rules"]:
-            if rule.kind != "ip":
-                by_port[rule.port].append(rule)
-        if not by_port:
-            return
-        meta = self._meta(f"{object_name}-fqdn", namespace)
-        selector = {"matchLabels": {SANDBOX_POD_LABEL: object_name}}
-        if self._args["fqdn_policy"] == "gke":
-            k8s.apiextensions.CustomResource(
-                f"{name}-fqdn-policy",
-                api_version="networking.gke.io/v1alpha1",
-                kind="FQDNNetworkPolicy",
-                metadata=meta,
-                spec={
-                    "podSelector": selector,
-                    "egress": [
-                        {
-                            "matches": [
-                                {"pattern": r.pattern} if r.kind == "wildcard" else {"name": r.host}
-                                for r in rules
-                            ],
-                            "ports": [_port(port)],
-                        }
-                        for port, rules in sorted(by_port.items())
-                    ],
-                },
-                opts=opts,
-            )
-            return
+        resolver = {
+            "matchLabels": {
+                "k8s:io.kubernetes.pod.namespace": namespace,
+                f"k8s:{RESOLVER_POD_LABEL}": object_name,
+            }
+        }
         k8s.apiextensions.CustomResource(
             f"{name}-fqdn-policy",
             api_version="cilium.io/v2",
             kind="CiliumNetworkPolicy",
-            metadata=meta,
+            metadata=self._meta(f"{object_name}-fqdn", namespace),
             spec={
-                "endpointSelector": selector,
-                "egress": [
-                    {
-                        # Cilium learns name-to-address mappings only from DNS it proxies.
-                        "toEndpoints": [
-                            {
-                                "matchLabels": {
-                                    "k8s:io.kubernetes.pod.namespace": "kube-system",
-                                    "k8s:k8s-app": "kube-dns",
-                                }
-                            }
-                        ],
-                        "toPorts": [
-                            {
-                                "ports": [{"port": "53", "protocol": "ANY"}],
-                                "rules": {"dns": [{"matchPattern": "*"}]},
-                            }
-                        ],
-                    },
-                    *(
-                        {
-                            "toFQDNs": [
-                                {"matchPattern": r.pattern}
-                                if r.kind == "wildcard"
-                                else {"matchName": r.host}
-                                for r in rules
-                            ],
-                            "toPorts": [{"ports": [{"port": str(port), "protocol": "TCP"}]}],
-                        }
-                        for port, rules in sorted(by_port.items())
-                    ),
-                ],
+                "endpointSelector": {"matchLabels": {SANDBOX_POD_LABEL: object_name}},
+                "egress": name_egress(
+                    self._args["egress_rules"], self._args["cilium_version"], resolver
+                ),
             },
             opts=opts,
         )

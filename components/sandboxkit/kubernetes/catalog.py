@@ -11,11 +11,20 @@ from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.catalog import KubernetesType, ResourceKind
 
+# A cluster IP for the kit's resolver Service in the offline render (the API server assigns the
+# real one from the cluster's service range).
+MOCK_CLUSTER_IP = "10.96.0.53"
+
 
 def _kubernetes_metadata(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     metadata = dict(args.inputs.get("metadata") or {})
     metadata.setdefault("name", resource_id)
     return {"metadata": metadata}
+
+
+def _service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    spec = {**dict(args.inputs.get("spec") or {}), "clusterIP": MOCK_CLUSTER_IP}
+    return {**_kubernetes_metadata(args, resource_id), "spec": spec}
 
 
 KINDS: tuple[ResourceKind, ...] = (
@@ -44,12 +53,21 @@ KINDS: tuple[ResourceKind, ...] = (
         export=KubernetesType("SandboxWarmPool"),
     ),
     ResourceKind(
-        "kubernetes:cilium.io/v2:CiliumNetworkPolicy",
-        export=KubernetesType("CiliumNetworkPolicy"),
+        "kubernetes:core/v1:ConfigMap",
+        export=KubernetesType("ConfigMap"),
     ),
     ResourceKind(
-        "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy",
-        export=KubernetesType("FQDNNetworkPolicy"),
+        "kubernetes:apps/v1:Deployment",
+        export=KubernetesType("Deployment"),
+    ),
+    ResourceKind(
+        "kubernetes:core/v1:Service",
+        export=KubernetesType("Service"),
+        mock_outputs=_service,
+    ),
+    ResourceKind(
+        "kubernetes:cilium.io/v2:CiliumNetworkPolicy",
+        export=KubernetesType("CiliumNetworkPolicy"),
     ),
     ResourceKind(
         "pulumi:providers:kubernetes",

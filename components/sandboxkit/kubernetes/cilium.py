@@ -23,8 +23,11 @@ Names are compared in lower case, without a trailing dot.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Final
 
 from sandboxkit.egress import EgressRule
 
@@ -42,6 +45,8 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?$")
 _CHAR = "[-a-z0-9_]"
 _LABELS = rf"{_CHAR}+(?:\.{_CHAR}+)*"
 _PATTERN_CHARS = re.compile(r"^[-a-z0-9_.*]+$")
+# Plain HTTP: matched by the Host header (an L7 HTTP rule), since it carries no TLS SNI.
+HTTP_PORT: Final = 80
 
 
 def parse_version(text: str) -> CiliumVersion:
@@ -157,3 +162,67 @@ def _require_multi_label(rule: EgressRule, version: CiliumVersion) -> None:
             f"{version[0]}.{version[1]} cannot say (its '*' is one label; '**.' is read as '*' "
             "before 1.19, cilium/cilium PR #43420)"
         )
+
+
+def http_host(rule: EgressRule) -> str:
+    """The L7 HTTP ``host`` regex admitting exactly the kit's entry (an optional ``:port`` as
+    clients may send it): the name itself, or one or more labels below a wildcard's parent.
+
+    Raises:
+        ValueError: for an IP entry.
+    """
+    if rule.kind == "ip":
+        raise ValueError(f"{rule} is an IP entry: it needs no host rule")
+    below = rf"({_CHAR}+\.)+" if rule.kind == "wildcard" else ""
+    return rf"^{below}{re.escape(rule.host)}(:{rule.port})?$"
+
+
+def _unique(items: Iterable[dict[str, str]]) -> list[dict[str, str]]:
+    return [json.loads(text) for text in sorted({json.dumps(item) for item in items})]
+
+
+def name_egress(
+    rules: Iterable[EgressRule], version: CiliumVersion, resolver: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """CiliumNetworkPolicy egress rules for the allowlist's names on ``version``.
+
+    The first rule sends DNS to the kit's resolver (``resolver``: an endpoint selector) through
+    Cilium's DNS proxy, which answers a query for any other name REFUSED and learns the
+    addresses ``toFQDNs`` selects. Then one rule per port: ``toFQDNs`` for the names on that
+    port, matched again at L7 by Cilium's Envoy: TLS ``serverNames`` (exactly those names), or
+    the HTTP ``host`` on port 80.
+
+    Raises:
+        ValueError: as ``fqdn_selector``.
+    """
+    by_port: dict[int, list[EgressRule]] = defaultdict(list)
+    for rule in rules:
+        if rule.kind != "ip":
+            by_port[rule.port].append(rule)
+    names = [rule for port_rules in by_port.values() for rule in port_rules]
+    egress: list[dict[str, Any]] = [
+        {
+            "toEndpoints": [resolver],
+            "toPorts": [
+                {
+                    "ports": [{"port": "53", "protocol": "UDP"}, {"port": "53", "protocol": "TCP"}],
+                    "rules": {"dns": _unique(fqdn_selector(r, version) for r in names)},
+                }
+            ],
+        }
+    ]
+    for port, port_rules in sorted(by_port.items()):
+        to_port: dict[str, Any] = {"ports": [{"port": str(port), "protocol": "TCP"}]}
+        if port == HTTP_PORT:
+            to_port["rules"] = {
+                "http": [{"host": h} for h in sorted({http_host(r) for r in port_rules})]
+            }
+        else:
+            to_port["serverNames"] = sorted({server_name(r, version) for r in port_rules})
+        egress.append(
+            {
+                "toFQDNs": _unique(fqdn_selector(r, version) for r in port_rules),
+                "toPorts": [to_port],
+            }
+        )
+    return egress

@@ -10,6 +10,22 @@ from typing import TypedDict
 from sandboxkit.egress import EgressRule
 
 
+class ResolverArgs(TypedDict):
+    """The kit's DNS resolver for sandbox pods (see ``sandboxkit.kubernetes.resolver``)."""
+
+    image: str
+    """Resolver image (``images/resolver``: Debian's dnsmasq)."""
+    replicas: int
+    """Resolver pods."""
+    config: str
+    """The dnsmasq configuration (``resolver_config``), mounted from a ConfigMap."""
+    upstream: str
+    """``kube-dns``, ``node-local-dns`` or ``metadata-server``: the one peer the resolver's
+    NetworkPolicy lets it send to (UDP and TCP 53)."""
+    upstream_address: str
+    """The upstream's IP address (the kube-dns Service's, or the link-local resolver's)."""
+
+
 class AgentSandboxArgs(TypedDict, total=False):
     """Inputs of ``AgentSandbox``; ``spec.sandbox_args`` builds them from a profile and settings."""
 
@@ -37,6 +53,11 @@ class AgentSandboxArgs(TypedDict, total=False):
     """Allowlist entries (``allowlist`` only)."""
     fqdn_policy: str
     """``none``, ``cilium`` or ``gke``: the FQDN policy flavour for allowlisted names."""
+    cilium_version: tuple[int, int]
+    """The cluster's Cilium release (``fqdn_policy`` ``cilium``): what its patterns mean."""
+    resolver: ResolverArgs
+    """The kit's resolver sandbox pods send DNS to; absent: sandbox pods resolve nothing
+    (nameserver 127.0.0.1, no DNS egress)."""
     runtime_class_name: str
     """RuntimeClass of sandbox pods."""
     runtime_handler: str

@@ -46,6 +46,9 @@ from sandboxkit.egress import EgressRule
 
 # Standard DNS port: the port sandbox pods send to and the upstream resolvers listen on.
 DNS_PORT: Final = 53
+# kube-dns (CoreDNS on most clusters) keeps this label in kube-system on kubeadm, kind and GKE.
+KUBE_DNS_NAMESPACE: Final = "kube-system"
+KUBE_DNS_POD_LABELS: Final = {"k8s-app": "kube-dns"}
 # Where the Deployment mounts the generated configuration (a ConfigMap key).
 CONFIG_PATH: Final = "/etc/sandboxkit/dnsmasq.conf"
 # SVCB (RFC 9460) and HTTPS records carry address hints that bogus-nxdomain does not inspect.

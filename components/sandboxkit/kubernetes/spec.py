@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandboxkit.contract import LINK_LOCAL_RESOLVERS
+from sandboxkit.egress import EgressRule
 from sandboxkit.errors import ConfigError, FieldError, Problem
-from sandboxkit.kubernetes.plan import AgentSandboxArgs
+from sandboxkit.kubernetes.cilium import (
+    MINIMUM_VERSION,
+    MULTI_LABEL_PATTERNS,
+    CiliumVersion,
+    parse_version,
+)
+from sandboxkit.kubernetes.plan import AgentSandboxArgs, ResolverArgs
+from sandboxkit.kubernetes.resolver import resolver_config
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -29,6 +39,13 @@ DEFAULT_ENTRY_NAMESPACE = "agent-sandbox-router"
 DEFAULT_ENTRY_PORT = 8888
 # 65532 is the conventional "nonroot" user of distroless images.
 DEFAULT_RUN_AS_USER = 65532
+# kube-dns's Service address on kubeadm and kind clusters (their default service CIDR
+# 10.96.0.0/12, tenth address); other clusters set resolver.kubeDnsAddress.
+DEFAULT_KUBE_DNS_ADDRESS = "10.96.0.10"
+# Two resolver pods: one answers while the other restarts or moves.
+DEFAULT_RESOLVER_REPLICAS = 2
+# The newest Cilium release whose name matching the kit has read (see kubernetes/cilium.py).
+DEFAULT_CILIUM_VERSION = "1.19"
 
 _NAME = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 # CRI handlers that put a kernel boundary between the sandbox and the node: gVisor and Kata
@@ -68,6 +85,50 @@ class RuntimeClassSettings(BaseModel):
     create: bool = True
 
 
+ResolverUpstream = Literal["kube-dns", "node-local-dns", "metadata-server"]
+
+
+def _ipv4(value: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise ValueError(
+            "the IPv4 address of the kube-dns Service (kubectl -n kube-system get service kube-dns)"
+        ) from None
+
+
+class ResolverSettings(BaseModel):
+    """``resolver``: the kit's DNS resolver for sandbox pods (dnsmasq, ``images/resolver``).
+
+    Sandbox pods send DNS only to it (``dnsPolicy: None``); it forwards the names the egress
+    profile lets resolve and answers everything else NXDOMAIN itself. Deployed with egress
+    ``open`` and with an ``allowlist`` that names hosts; with ``deny`` (or IP entries only)
+    sandbox pods get no DNS at all.
+
+    Attributes:
+        image: the resolver image: build ``images/resolver`` and pin it by digest. Required when
+            the resolver is deployed.
+        upstream: the cluster resolver it forwards to, and the only peer its NetworkPolicy
+            admits (UDP and TCP 53): ``kube-dns`` (kube-dns pods in kube-system, at
+            ``kubeDnsAddress``), ``node-local-dns`` (NodeLocal DNSCache, ``169.254.20.10/32``)
+            or ``metadata-server`` (Cloud DNS for GKE and the Google Cloud VPC resolver,
+            ``169.254.169.254/32``; every other port of that address stays refused). Default:
+            ``kube-dns`` on target kubernetes, ``metadata-server`` on gcp-gke.
+        kubeDnsAddress: the kube-dns Service's IPv4 address, with ``upstream: kube-dns``
+            (default ``10.96.0.10``, kubeadm's and kind's).
+        replicas: resolver pods, 1 to 5.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+    image: Annotated[str, Field(min_length=1)] | None = None
+    upstream: ResolverUpstream | None = None
+    kube_dns_address: Annotated[str, AfterValidator(_ipv4)] = Field(
+        DEFAULT_KUBE_DNS_ADDRESS, alias="kubeDnsAddress"
+    )
+    replicas: Annotated[int, Field(ge=1, le=5)] = DEFAULT_RESOLVER_REPLICAS
+
+
 class SandboxObjectSettings(TargetSettings):
     """Settings of the agent-sandbox objects, shared by every target that deploys them.
 
@@ -80,6 +141,7 @@ class SandboxObjectSettings(TargetSettings):
             sandboxes' own ``namespace``.
         entryPort: the sandbox port the router reaches.
         runAsUser: UID of the sandbox process (non-zero).
+        resolver: see ``ResolverSettings``.
     """
 
     image: Annotated[str, Field(min_length=1)]
@@ -110,6 +172,17 @@ class SandboxObjectSettings(TargetSettings):
     entry_namespace: _NAME = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
     entry_port: Annotated[int, Field(ge=1, le=65535)] = Field(DEFAULT_ENTRY_PORT, alias="entryPort")
     run_as_user: Annotated[int, Field(ge=1)] = Field(DEFAULT_RUN_AS_USER, alias="runAsUser")
+    resolver: ResolverSettings = ResolverSettings()
+
+
+def _cilium_version(value: str) -> str:
+    if parse_version(value) < MINIMUM_VERSION:
+        raise ValueError(
+            f"Cilium {MINIMUM_VERSION[0]}.{MINIMUM_VERSION[1]} or later: the first release that "
+            "enforces TLS serverNames (cilium/cilium PR #22398), which the kit needs to match "
+            "names at L7"
+        )
+    return value
 
 
 class KubernetesSettings(SandboxObjectSettings):
@@ -120,13 +193,19 @@ class KubernetesSettings(SandboxObjectSettings):
         runtimeClass: the runtime class of sandbox pods (see ``RuntimeClassSettings``);
             ``create: false`` references an existing class.
         fqdnPolicy: how ``allowlist`` names are enforced: ``cilium`` (CiliumNetworkPolicy
-            ``toFQDNs``), ``gke`` (GKE FQDNNetworkPolicy) or ``none`` (egress mode ``allowlist``
-            exits 2).
+            ``toFQDNs`` with TLS ``serverNames`` or HTTP ``host`` rules, which need Cilium's L7
+            proxy, Envoy), ``gke`` (GKE FQDNNetworkPolicy: IP entries only, see
+            ``check_names_enforceable``) or ``none`` (egress mode ``allowlist`` exits 2).
+        ciliumVersion: the cluster's Cilium release (``1.19``, ``1.18.4``), 1.13 or later; it
+            decides what the kit's patterns mean. A wildcard entry needs 1.19 or later.
     """
 
     context: Annotated[str, Field(pattern=r"\S")]
     runtime_class: RuntimeClassSettings = Field(RuntimeClassSettings(), alias="runtimeClass")
     fqdn_policy: Literal["none", "cilium", "gke"] = Field("none", alias="fqdnPolicy")
+    cilium_version: Annotated[str, AfterValidator(_cilium_version)] = Field(
+        DEFAULT_CILIUM_VERSION, alias="ciliumVersion"
+    )
 
 
 def check_fqdn_policy(profile: SandboxProfile, fqdn_policy: str, target: str) -> None:
@@ -149,14 +228,110 @@ def check_fqdn_policy(profile: SandboxProfile, fqdn_policy: str, target: str) ->
         )
 
 
+def name_entries(profile: SandboxProfile) -> tuple[EgressRule, ...]:
+    """The allowlist's name and wildcard entries (IP entries need no name)."""
+    return tuple(rule for rule in profile.egress.allow if rule.kind != "ip")
+
+
+def check_names_enforceable(
+    profile: SandboxProfile, fqdn_policy: str, cilium_version: CiliumVersion | None, target: str
+) -> None:
+    """Refuse allowlist names the cluster cannot enforce exactly as the egress contract says.
+
+    Raises:
+        ConfigError: names with the ``gke`` flavour: GKE FQDNNetworkPolicy programs only
+            addresses from kube-dns or Cloud DNS answers to the pod ("Results returned by
+            non-cluster DNS name servers ... are not considered valid", GKE docs, FQDN network
+            policies, Requirements and limitations), while the kit sends sandbox DNS to its own
+            filtering resolver so that a name cannot carry data out; the names would resolve
+            and never connect. Wildcards on Cilium before 1.19, whose patterns cannot say "below
+            at any depth" (``cilium.MULTI_LABEL_PATTERNS``).
+    """
+    if profile.egress.mode != "allowlist":
+        return
+    names = name_entries(profile)
+    if fqdn_policy == "gke" and names:
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.egress.allow",
+                [str(rule) for rule in names],
+                f"IP entries only on target {target}: GKE FQDNNetworkPolicy learns addresses "
+                "only from kube-dns or Cloud DNS answers, and sandbox DNS goes to the kit's "
+                "filtering resolver (which keeps names from carrying data out), so listed names "
+                "would never connect. Use target kubernetes with fqdnPolicy cilium (Cilium 1.19 "
+                "or later) for name entries",
+            )
+        )
+    wildcards = [str(rule) for rule in names if rule.kind == "wildcard"]
+    if (
+        fqdn_policy == "cilium"
+        and wildcards
+        and cilium_version is not None
+        and cilium_version < MULTI_LABEL_PATTERNS
+    ):
+        raise ConfigError(
+            Problem(
+                f"sandboxkit:{target}.ciliumVersion",
+                f"{cilium_version[0]}.{cilium_version[1]}",
+                f"1.19 or later for the wildcard entries {', '.join(wildcards)}: earlier "
+                "Cilium reads '**.' as '*', one label only (cilium/cilium PR #43420). List "
+                "each name the sandboxes need instead, or upgrade Cilium",
+            )
+        )
+
+
+def resolver_plan(
+    profile: SandboxProfile,
+    settings: ResolverSettings,
+    default_upstream: ResolverUpstream,
+    target: str,
+) -> ResolverArgs | None:
+    """The kit's resolver for sandbox pods, or ``None`` where they need no DNS (``deny``, or an
+    allowlist of IP entries only).
+
+    Raises:
+        ConfigError: the resolver is needed and ``resolver.image`` is not set.
+    """
+    mode = profile.egress.mode
+    if mode == "deny" or (mode == "allowlist" and not name_entries(profile)):
+        return None
+    if settings.image is None:
+        raise ConfigError(
+            Problem(
+                f"sandboxkit:{target}.resolver.image",
+                None,
+                f"the image of the kit's DNS resolver, needed with egress mode {mode} (build "
+                "images/resolver and pin it by digest): sandbox pods resolve names only "
+                "through it",
+            )
+        )
+    upstream = settings.upstream or default_upstream
+    address = LINK_LOCAL_RESOLVERS.get(upstream, settings.kube_dns_address)
+    return ResolverArgs(
+        image=settings.image,
+        replicas=settings.replicas,
+        config=resolver_config(mode, profile.egress.allow, [address]),
+        upstream=upstream,
+        upstream_address=address,
+    )
+
+
 def kubernetes_enforcement(profile: SandboxProfile, fqdn_policy: str) -> dict[str, Enforcement]:
     """The enforcement map of the agent-sandbox objects (shared with ``gcp-gke``)."""
     mode = profile.egress.mode
+    names = {
+        "cilium": "CiliumNetworkPolicy: DNS only through the kit's resolver and Cilium's DNS "
+        "proxy, for the listed names; toFQDNs by resolved address plus TLS serverNames (HTTP "
+        "host on port 80) checked by Cilium's Envoy",
+        "gke": "no names (refused: GKE FQDNNetworkPolicy cannot learn from the kit's resolver)",
+        "none": "no names",
+    }[fqdn_policy]
     egress_where = {
-        "deny": "NetworkPolicy denying all egress from sandbox pods",
+        "deny": "NetworkPolicy denying all egress from sandbox pods; no DNS (nameserver 127.0.0.1)",
         "open": "NetworkPolicy allowing public addresses only (private, link-local and "
-        "metadata ranges excluded)",
-        "allowlist": f"NetworkPolicy (DNS, IP entries) plus {fqdn_policy} FQDN policy",
+        "metadata ranges excluded); DNS only through the kit's resolver, which drops answers "
+        "with non-public addresses",
+        "allowlist": f"NetworkPolicy for IP entries; {names}",
     }[mode]
     template = "SandboxTemplate podTemplate.spec"
     return {
@@ -191,10 +366,11 @@ def sandbox_args(
     *,
     fqdn_policy: str,
     runtime_class: RuntimeClassSettings,
+    resolver: ResolverArgs | None,
 ) -> AgentSandboxArgs:
-    """Map the profile, the sandbox-object settings, the FQDN policy flavour and the runtime
-    class to component inputs."""
-    return AgentSandboxArgs(
+    """Map the profile, the sandbox-object settings, the FQDN policy flavour, the runtime
+    class and the planned resolver (``resolver_plan``) to component inputs."""
+    args = AgentSandboxArgs(
         object_name=f"sandboxkit-{context.stack}",
         namespace=settings.namespace,
         create_namespace=settings.create_namespace,
@@ -215,6 +391,9 @@ def sandbox_args(
         run_as_user=settings.run_as_user,
         labels=context.labels(),
     )
+    if resolver is not None:
+        args["resolver"] = resolver
+    return args
 
 
 class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
@@ -230,17 +409,22 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
         """The ``AgentSandbox`` inputs, on the cluster of kubeconfig context ``context``.
 
         Raises:
-            ConfigError: see ``check_fqdn_policy``.
+            ConfigError: see ``check_fqdn_policy``, ``check_names_enforceable`` and
+                ``resolver_plan``.
         """
+        cilium_version = parse_version(settings.cilium_version)
         check_fqdn_policy(profile, settings.fqdn_policy, self.name)
+        check_names_enforceable(profile, settings.fqdn_policy, cilium_version, self.name)
         args = sandbox_args(
             profile,
             settings,
             context,
             fqdn_policy=settings.fqdn_policy,
             runtime_class=settings.runtime_class,
+            resolver=resolver_plan(profile, settings.resolver, "kube-dns", self.name),
         )
         args["kubeconfig_context"] = settings.context
+        args["cilium_version"] = cilium_version
         return args
 
     def enforcement(

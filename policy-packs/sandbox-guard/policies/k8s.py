@@ -7,6 +7,8 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
+
 from ._common import (
     SANDBOX_POD_KINDS,
     Context,
@@ -145,6 +147,10 @@ def _runtime_class(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
 
 @SANDBOXED_RUNTIME.on("gcp:container/nodePool:NodePool")
 def _gvisor_pool(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    # The system pool runs GKE's pods, kube-dns and the kit's resolver; sandbox pods select the
+    # gVisor node label, which only GKE Sandbox pools carry, so none can land there.
+    if (dig(props, "nodeConfig.labels", {}) or {}).get(NODE_POOL_LABEL) == SYSTEM_NODE_POOL:
+        return
     sandbox = dig(props, "nodeConfig.sandboxConfig", {}) or {}
     kind = str(sandbox.get("type") or sandbox.get("sandboxType") or "")
     if kind.upper() != "GVISOR":

@@ -11,7 +11,13 @@ from pulumi_policy import Severity
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.suricata import read_rules
-from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
+from sandboxkit.contract import (
+    EGRESS_POLICY_BINDING,
+    EVERYWHERE,
+    LINK_LOCAL_RESOLVERS,
+    RESOLVER_POD_LABEL,
+    SANDBOX_POD_LABEL,
+)
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
 
@@ -24,6 +30,7 @@ from ._common import (
     dig,
     items,
     non_public_overlap,
+    number,
     numbers,
     plain_bindings,
     target_of,
@@ -384,20 +391,47 @@ def _cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> 
         )
 
 
+_LINK_LOCAL_RESOLVER_BLOCKS = frozenset(f"{a}/32" for a in LINK_LOCAL_RESOLVERS.values())
+
+
+def _dns_only(rule: Any) -> bool:
+    ports = list(items(dig(rule, "ports")))
+    return bool(ports) and all(
+        str(dig(port, "protocol") or "TCP") in ("UDP", "TCP")
+        and number(dig(port, "port")) == "53"
+        and dig(port, "endPort") is None
+        for port in ports
+    )
+
+
+def _resolver_upstream(props: Mapping[str, Any], rule: Any, cidr: str) -> bool:
+    """The kit's resolver reaching a link-local cluster resolver (NodeLocal DNSCache, Cloud DNS
+    for GKE): exactly that /32, DNS ports only."""
+    selected = dig(props, "spec.podSelector.matchLabels", {}) or {}
+    return (
+        RESOLVER_POD_LABEL in selected and cidr in _LINK_LOCAL_RESOLVER_BLOCKS and _dns_only(rule)
+    )
+
+
 @ALLOWLIST_SPECIFIC.on("kubernetes:networking.k8s.io/v1:NetworkPolicy")
 def _np_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     for rule in items(dig(props, "spec.egress")):
         for peer in items(dig(rule, "to")):
             cidr = dig(peer, "ipBlock.cidr")
-            if isinstance(cidr, str):
+            if isinstance(cidr, str) and not _resolver_upstream(props, rule, cidr):
                 excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
                 yield from _cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
+
+
+def _kit_pattern(pattern: str) -> str:
+    # Cilium's '**.' prefix (1.19+: any depth below, never the apex) is the kit's '*.'.
+    return f"*.{pattern[3:]}" if pattern.startswith("**.") else pattern
 
 
 @ALLOWLIST_SPECIFIC.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
 def _cilium_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
     entries = [
-        str(fqdn.get("matchName") or fqdn.get("matchPattern"))
+        _kit_pattern(str(fqdn.get("matchName") or fqdn.get("matchPattern")))
         for rule in items(dig(props, "spec.egress"))
         for fqdn in items(dig(rule, "toFQDNs"))
     ]

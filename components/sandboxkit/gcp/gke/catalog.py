@@ -67,7 +67,9 @@ KINDS: tuple[ResourceKind, ...] = (
                     "nodeConfig.workloadMetadataConfig",
                 }
             ),
-            maps=frozenset({*TAGS, "nodeConfig.metadata", "nodeConfig.resourceLabels"}),
+            maps=frozenset(
+                {*TAGS, "nodeConfig.labels", "nodeConfig.metadata", "nodeConfig.resourceLabels"}
+            ),
         ),
     ),
 )

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.gcp.gke.plan import GVISOR_NODE_LABEL, GVISOR_TOLERATION, GkeAgentSandboxArgs
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox
@@ -70,7 +71,9 @@ class GkeAgentSandbox(pulumi.ComponentResource):
     Children (``<name>`` is the component name):
         ``<name>-node-service-account``, ``<name>-role-<role>`` per ``NODE_ROLES``; unless
         ``existing_cluster``: ``<name>-network``, ``<name>-subnet``, ``<name>-router``,
-        ``<name>-nat``, ``<name>-cluster``; then ``<name>-gvisor-pool``,
+        ``<name>-nat``, ``<name>-cluster``, ``<name>-system-pool`` (untainted, without GKE
+        Sandbox: GKE's own pods, kube-dns, the Agent Sandbox controller and the kit's resolver
+        run there); then ``<name>-gvisor-pool``,
         ``<name>-k8s-provider``, ``<name>-agent-sandbox`` (an ``AgentSandbox`` and its
         children), ``<name>-log-bucket`` and ``<name>-log-sink``.
 
@@ -141,12 +144,31 @@ class GkeAgentSandbox(pulumi.ComponentResource):
                 lambda auths: auths[0].cluster_ca_certificate if auths else None
             )
             pool_depends: list[pulumi.Resource] = list(grants)
+            # The existing cluster keeps its own pool for system pods (see GkeSettings).
+            system_pools: list[pulumi.Resource] = []
         else:
             cluster = self._cluster(name, args, node_config, grants, child)
             cluster_name = cluster.name
             endpoint = cluster.endpoint
             ca_certificate = cluster.master_auth.cluster_ca_certificate
             pool_depends = [cluster, *grants]
+            system_pool = gcp.container.NodePool(
+                f"{name}-system-pool",
+                project=project,
+                location=region,
+                cluster=cluster_name,
+                name=f"{object_name}-system",
+                node_count=args["system_nodes"],
+                management={"auto_repair": True, "auto_upgrade": True},
+                node_config={
+                    **node_config,
+                    "machine_type": args["system_machine_type"],
+                    "image_type": "COS_CONTAINERD",
+                    "labels": {NODE_POOL_LABEL: SYSTEM_NODE_POOL},
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=pool_depends),
+            )
+            system_pools = [system_pool]
 
         pool = gcp.container.NodePool(
             f"{name}-gvisor-pool",
@@ -173,7 +195,9 @@ class GkeAgentSandbox(pulumi.ComponentResource):
         agent_sandbox = AgentSandbox(
             f"{name}-agent-sandbox",
             sandbox,
-            opts=pulumi.ResourceOptions(parent=self, providers=[provider], depends_on=[pool]),
+            opts=pulumi.ResourceOptions(
+                parent=self, providers=[provider], depends_on=[pool, *system_pools]
+            ),
         )
 
         audit_log_bucket(
@@ -254,7 +278,6 @@ class GkeAgentSandbox(pulumi.ComponentResource):
                 "services_secondary_range_name": SERVICES_RANGE,
             },
             datapath_provider="ADVANCED_DATAPATH",
-            enable_fqdn_network_policy=True,
             private_cluster_config={
                 "enable_private_nodes": True,
                 "enable_private_endpoint": args["private_endpoint"],

@@ -52,9 +52,13 @@ class GkeAgentSandboxArgs(TypedDict, total=False):
     """Autoscaling minimum of the gVisor pool, per zone."""
     max_nodes: int
     """Autoscaling maximum of the gVisor pool, per zone."""
+    system_machine_type: str
+    """Machine type of the system pool (created cluster only)."""
+    system_nodes: int
+    """Nodes of the system pool, per zone."""
     log_retention_days: int
     """Days the audit log bucket keeps the sandbox namespace's container logs."""
     labels: dict[str, str]
     """The kit's labels."""
     sandbox: AgentSandboxArgs
-    """The ``AgentSandbox`` inputs (gVisor runtime class, GKE FQDN policy, toleration)."""
+    """The ``AgentSandbox`` inputs (gVisor runtime class, toleration, node selector)."""

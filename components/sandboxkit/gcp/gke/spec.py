@@ -21,7 +21,9 @@ from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
     RuntimeClassSettings,
     SandboxObjectSettings,
+    check_names_enforceable,
     kubernetes_enforcement,
+    resolver_plan,
     sandbox_args,
 )
 from sandboxkit.profile import SandboxProfile
@@ -40,6 +42,13 @@ MIN_MASTER_VERSION_SOURCE = (
 DEFAULT_MACHINE_TYPE = "e2-standard-4"
 DEFAULT_MIN_NODES = 1
 DEFAULT_MAX_NODES = 10
+# The untainted pool for kube-dns, the Agent Sandbox controller, the kit's resolver and GKE's
+# own pods: GKE Sandbox needs one besides the gVisor pool ("GKE-managed system workloads must
+# run separately from untrusted sandboxed workloads",
+# https://cloud.google.com/kubernetes-engine/docs/how-to/sandbox-pods). Two vCPU per node hold
+# them; one node per zone of the regional cluster.
+DEFAULT_SYSTEM_MACHINE_TYPE = "e2-standard-2"
+DEFAULT_SYSTEM_NODES = 1
 # Ranges of the cluster's own subnet (nodes), pods and services, and the control plane's /28.
 DEFAULT_SUBNET_CIDR = "10.10.0.0/20"
 DEFAULT_PODS_CIDR = "10.16.0.0/14"
@@ -88,8 +97,9 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
 
     Attributes:
         existingCluster: name of a cluster in ``region`` to add the gVisor node pool to, instead
-            of creating one; it must already be private, on Dataplane V2 with FQDN network
-            policy, with workload identity and the Agent Sandbox add-on.
+            of creating one; it must already be private, on Dataplane V2, with workload
+            identity, the Agent Sandbox add-on and a node pool without GKE Sandbox for system
+            pods.
         privateEndpoint: the control plane has no public endpoint (created cluster only).
         masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, each at most
             a /8 (IPv4) or /32 (IPv6) wide: ``0.0.0.0/0``, ``::/0`` and other blocks that wide
@@ -105,6 +115,10 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         machineType: machine type of gVisor nodes.
         minNodes: lower autoscaling bound of the gVisor pool, per zone (at most ``maxNodes``).
         maxNodes: upper autoscaling bound of the gVisor pool, per zone.
+        systemMachineType: machine type of the system pool (created cluster only): the
+            untainted, non-sandboxed nodes for kube-dns, the Agent Sandbox controller and the
+            kit's resolver.
+        systemNodes: nodes of the system pool per zone, 1 to 10.
 
     Raises (as a config error on the key): an authorized network wider than /8 (IPv4) or /32
     (IPv6); a ``minMasterVersion`` below ``DEFAULT_MIN_MASTER_VERSION``; ``minNodes`` above
@@ -130,6 +144,12 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
     )
     min_nodes: Annotated[int, Field(ge=0)] = Field(DEFAULT_MIN_NODES, alias="minNodes")
     max_nodes: Annotated[int, Field(ge=1)] = Field(DEFAULT_MAX_NODES, alias="maxNodes")
+    system_machine_type: Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)+$")] = Field(
+        DEFAULT_SYSTEM_MACHINE_TYPE, alias="systemMachineType"
+    )
+    system_nodes: Annotated[int, Field(ge=1, le=10)] = Field(
+        DEFAULT_SYSTEM_NODES, alias="systemNodes"
+    )
 
     @model_validator(mode="after")
     def _min_nodes_within_max(self) -> GkeSettings:
@@ -164,9 +184,23 @@ GVISOR_RUNTIME_CLASS = RuntimeClassSettings(name="gvisor", handler="runsc", crea
 def gke_args(
     profile: SandboxProfile, settings: GkeSettings, context: KitContext
 ) -> GkeAgentSandboxArgs:
-    """Map the profile and ``sandboxkit:gcp-gke`` settings to component inputs."""
+    """Map the profile and ``sandboxkit:gcp-gke`` settings to component inputs.
+
+    Sandbox DNS goes to the kit's resolver, which forwards to the metadata server
+    (``169.254.169.254``, the VPC resolver every GKE node has, also behind Cloud DNS for GKE)
+    unless ``resolver.upstream`` says otherwise.
+
+    Raises:
+        ConfigError: see ``check_names_enforceable`` and ``resolver_plan``.
+    """
+    check_names_enforceable(profile, "gke", None, TARGET)
     sandbox = sandbox_args(
-        profile, settings, context, fqdn_policy="gke", runtime_class=GVISOR_RUNTIME_CLASS
+        profile,
+        settings,
+        context,
+        fqdn_policy="gke",
+        runtime_class=GVISOR_RUNTIME_CLASS,
+        resolver=resolver_plan(profile, settings.resolver, "metadata-server", TARGET),
     )
     sandbox["tolerations"] = [dict(GVISOR_TOLERATION)]
     sandbox["node_selector"] = dict(GVISOR_NODE_LABEL)
@@ -185,6 +219,8 @@ def gke_args(
         machine_type=settings.machine_type,
         min_nodes=settings.min_nodes,
         max_nodes=settings.max_nodes,
+        system_machine_type=settings.system_machine_type,
+        system_nodes=settings.system_nodes,
         log_retention_days=profile.audit.log_retention_days,
         labels=context.labels(),
         sandbox=sandbox,
