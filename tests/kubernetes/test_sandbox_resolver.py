@@ -26,7 +26,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.contract import RESOLVER_DROP_RANGES
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.kubernetes.resolver import (
     EgressMode,
@@ -51,6 +51,7 @@ RECORDS: dict[str, list[tuple[str, str]]] = {
     "cgnat.pythonhosted.org.": [("A", "100.64.0.1")],
     "v6.pythonhosted.org.": [("AAAA", "fe80::1")],
     "ula.pythonhosted.org.": [("AAAA", "fd00::1")],
+    "nat64.pythonhosted.org.": [("AAAA", "64:ff9b::a9fe:a9fe")],
     "chain.pythonhosted.org.": [("CNAME", "inside.attacker.example.")],
     "inside.attacker.example.": [("A", "10.1.2.3")],
     "hint.pythonhosted.org.": [("HTTPS", "1 . alpn=h2 ipv4hint=10.0.0.1")],
@@ -268,6 +269,8 @@ def test_allowlist_refuses_other_names_without_asking_upstream(
         ("mixed.pythonhosted.org", "A"),
         ("v6.pythonhosted.org", "AAAA"),
         ("ula.pythonhosted.org", "AAAA"),
+        # 169.254.169.254 through NAT64.
+        ("nat64.pythonhosted.org", "AAAA"),
         # Rebinding behind a CNAME to a name nobody listed.
         ("chain.pythonhosted.org", "A"),
     ],
@@ -313,7 +316,7 @@ def test_open_forwards_any_name_but_still_drops_non_public_answers(
 
 # --- the generated text -------------------------------------------------------------------------
 
-BLOCKED = [f"bogus-nxdomain={block}" for block in (*NON_PUBLIC_IPV4, *NON_PUBLIC_IPV6)]
+BLOCKED = [f"bogus-nxdomain={block}" for block in RESOLVER_DROP_RANGES]
 HEADER = [
     "# sandboxkit: the sandbox resolver (generated; see sandboxkit.kubernetes.resolver)",
     "no-resolv",

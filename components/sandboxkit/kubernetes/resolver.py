@@ -18,8 +18,8 @@ name):
 - ``open``: every name is forwarded.
 
 In every mode an answer carrying a non-public address is turned into NXDOMAIN
-(``bogus-nxdomain`` for each range of ``contract.NON_PUBLIC_IPV4``/``NON_PUBLIC_IPV6``, IPv4
-and IPv6, also behind a CNAME), dnsmasq's own ``stop-dns-rebind`` list applies on top, and SVCB
+(``bogus-nxdomain`` for each range of ``contract.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
+also behind a CNAME), dnsmasq's own ``stop-dns-rebind`` list applies on top, and SVCB
 and HTTPS records, whose ``ipv4hint``/``ipv6hint`` carry addresses the range check does not read,
 are removed (``filter-rr``). A name list cannot stop DNS rebinding; this is where the kit's
 boundary drops such answers.
@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
-from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.contract import RESOLVER_DROP_RANGES
 from sandboxkit.egress import EgressRule
 
 # Standard DNS port: the port sandbox pods send to and the upstream resolvers listen on.
@@ -107,7 +107,7 @@ def resolver_config(
     upstreams: Sequence[str],
     *,
     upstream_port: int = DNS_PORT,
-    blocked_ranges: Iterable[str] = (*NON_PUBLIC_IPV4, *NON_PUBLIC_IPV6),
+    blocked_ranges: Iterable[str] = RESOLVER_DROP_RANGES,
 ) -> str:
     """The dnsmasq configuration text of the sandbox resolver.
 
@@ -118,8 +118,8 @@ def resolver_config(
             Service address, or the link-local resolver of Cloud DNS for GKE or NodeLocal
             DNSCache); at least one unless ``mode`` is ``deny``.
         upstream_port: the upstream's DNS port (53 on every cluster resolver).
-        blocked_ranges: CIDR blocks whose addresses must never be returned (default: the
-            contract's non-public IPv4 and IPv6 ranges).
+        blocked_ranges: CIDR blocks whose addresses must never be returned (default:
+            ``contract.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block).
 
     Returns:
         The configuration, one option per line, in a fixed order (the same inputs give the same
