@@ -335,6 +335,8 @@ def test_allowlist_with_cilium_sends_dns_through_the_proxy_and_matches_names_at_
     ]
     fqdn = named(resources, "kubernetes-fqdn-policy")
     assert fqdn.type == "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
+    # The release the patterns mean what they say on: the egress reader reads it back.
+    assert fqdn.inputs["metadata"]["annotations"] == {"sandboxkit/cilium-version": "1.19"}
     assert fqdn.inputs["spec"] == {
         "endpointSelector": {"matchLabels": {"sandboxkit-sandbox": "sandboxkit-test"}},
         "egress": [

@@ -408,3 +408,19 @@ def test_bad_inputs_are_refused(call: object, message: str) -> None:
 
 def test_deny_config_names_no_upstream_even_when_given_one() -> None:
     assert "server=" not in resolver_config("deny", (), ["10.20.0.10"])
+
+
+def test_a_default_server_forwards_every_name_despite_a_catch_all(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """What ``kubernetes.reach.dnsmasq_names`` assumes: a ``server=`` without domain beats
+    ``address=/#/``, so such a configuration is no filter at all."""
+    config = f"no-resolv\nno-hosts\naddress=/#/\nserver=127.0.0.1#{upstream.port}\n"
+    resolver = Resolver(config, tmp_path)
+    try:
+        # A name no other test asks: only this resolver can have forwarded it.
+        assert not upstream.asked("forwarded.attacker.example")
+        resolver.ask("forwarded.attacker.example")
+        assert upstream.asked("forwarded.attacker.example")
+    finally:
+        resolver.close()

@@ -18,7 +18,7 @@ from sandboxkit.contract import (
     RESOLVER_POD_LABEL,
     SANDBOX_POD_LABEL,
 )
-from sandboxkit.kubernetes.cilium import name_egress
+from sandboxkit.kubernetes.cilium import VERSION_ANNOTATION, name_egress
 from sandboxkit.kubernetes.dns import (
     RESOLVER_LIMIT_MIB,
     RESOLVER_LIMIT_VCPU,
@@ -327,11 +327,17 @@ class AgentSandbox(pulumi.ComponentResource):
                 f"k8s:{RESOLVER_POD_LABEL}": object_name,
             }
         }
+        major, minor = self._args["cilium_version"]
         k8s.apiextensions.CustomResource(
             f"{name}-fqdn-policy",
             api_version="cilium.io/v2",
             kind="CiliumNetworkPolicy",
-            metadata=self._meta(f"{object_name}-fqdn", namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=f"{object_name}-fqdn",
+                namespace=namespace,
+                labels=self._labels,
+                annotations={VERSION_ANNOTATION: f"{major}.{minor}"},
+            ),
             spec={
                 "endpointSelector": {"matchLabels": {SANDBOX_POD_LABEL: object_name}},
                 "egress": name_egress(

@@ -47,6 +47,9 @@ _LABELS = rf"{_CHAR}+(?:\.{_CHAR}+)*"
 _PATTERN_CHARS = re.compile(r"^[-a-z0-9_.*]+$")
 # Plain HTTP: matched by the Host header (an L7 HTTP rule), since it carries no TLS SNI.
 HTTP_PORT: Final = 80
+# The annotation recording, on the kit's CiliumNetworkPolicy, the Cilium release its patterns
+# were written for: the egress reader reads them with that release's semantics.
+VERSION_ANNOTATION: Final = "sandboxkit/cilium-version"
 
 
 def parse_version(text: str) -> CiliumVersion:

@@ -1,0 +1,504 @@
+"""The kubernetes egress reader: what the rendered objects let a sandbox pod reach and resolve.
+
+Read from the resources alone (never the profile), following each primitive's documented
+semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cilium``):
+
+- ``NetworkPolicy`` selecting the sandbox pods (its ``podSelector`` a subset of the pod
+  template's labels): egress rules add up; an ``ipBlock`` admits its block less ``except`` on
+  the rule's TCP ports (no ``ports``: every port; a rule without ``to``: every address).
+  Pod and namespace peers are in-cluster, not internet reach. Enforced by address
+  (https://kubernetes.io/docs/concepts/services-networking/network-policies/).
+- ``CiliumNetworkPolicy`` selecting them: ``toCIDR``/``toCIDRSet``/``toEntities: world|all`` as
+  addresses; ``toFQDNs`` selectors as names on the rule's TCP ports, with the release's pattern
+  semantics (the ``VERSION_ANNOTATION`` the kit writes; an unannotated policy is read as before
+  1.19, where ``**.`` is one label). A name is matched by the addresses it resolved to, and at
+  L7 as well when the ``toPorts`` entry carries ``serverNames`` (TLS SNI) or HTTP ``host``
+  rules that admit it; the names admitted are those both admit. A ``rules.dns`` rule filters
+  queries (Cilium's DNS proxy), unless an L4-only rule on port 53 voids it (Cilium docs, Layer
+  7 policies: "the layer 7 portions of the latter rule will have no effect").
+- ``FQDNNetworkPolicy`` (GKE): ``name`` exact, ``pattern`` ``*.x`` read as one label below
+  ``x`` (the depth is not stated in the GKE docs read; assumed as Cilium's, to confirm on a
+  first deploy); by resolved address only.
+- Resolution follows the pod template's DNS: ``dnsPolicy: None`` with loopback nameservers
+  resolves nothing; the kit's resolver (its ConfigMap's dnsmasq configuration, read with
+  dnsmasq's documented matching and run by ``tests/kubernetes/test_sandbox_resolver.py``)
+  resolves what it forwards, intersected with Cilium's DNS rules; any other nameserver (the
+  cluster's kube-dns, which recurses) resolves every name if DNS egress reaches it.
+
+Where the reader meets a shape the kit does not write it errs wide: refusals it cannot place are
+ignored, and an unknown pattern is read as the widest scope that holds it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sandboxkit.contract import RESOLVER_POD_LABEL, SANDBOX_POD_LABEL
+from sandboxkit.kubernetes.cilium import (
+    MULTI_LABEL_PATTERNS,
+    SNI_EXACT,
+    SNI_PREFIX_WILDCARDS,
+    VERSION_ANNOTATION,
+    CiliumVersion,
+    parse_version,
+)
+from sandboxkit.kubernetes.resolver import CONFIG_PATH, DNS_PORT
+from sandboxkit.names import is_below
+from sandboxkit.reach import EffectiveEgress, Grant, Ports, ResourceView, Scope
+
+TARGET = "kubernetes"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+CILIUM_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
+GKE_FQDN_POLICY = "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
+SANDBOX_TEMPLATE_KIND = "SandboxTemplate"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+NP_DOC = (
+    "Kubernetes NetworkPolicy: egress ipBlock (cidr, except) and ports "
+    "(kubernetes.io/docs/concepts/services-networking/network-policies)"
+)
+FQDN_DOC = (
+    "Cilium toFQDNs: IPs from DNS answers the DNS proxy saw (docs.cilium.io, policy language, "
+    "DNS based)"
+)
+SNI_DOC = (
+    "Cilium toFQDNs with TLS serverNames checked by Envoy (docs.cilium.io, policy language, "
+    "Limit TLS Server Name Indication)"
+)
+HOST_DOC = "Cilium toFQDNs with L7 HTTP host rules checked by Envoy (docs.cilium.io, Layer 7)"
+CIDR_DOC = "Cilium toCIDR/toCIDRSet/toEntities (docs.cilium.io, policy language, Layer 3)"
+GKE_DOC = (
+    "GKE FQDNNetworkPolicy: addresses from kube-dns or Cloud DNS answers "
+    "(cloud.google.com/kubernetes-engine/docs/how-to/fqdn-network-policies); '*.x' depth "
+    "assumed one label"
+)
+RESOLVER_DOC = (
+    "the kit's dnsmasq configuration, run by tests/kubernetes/test_sandbox_resolver.py "
+    "(dnsmasq(8) --server/--address: the most specific domain wins)"
+)
+CILIUM_DNS_DOC = "Cilium DNS proxy rules.dns (docs.cilium.io, Layer 7, DNS Policy and IP Discovery)"
+CLUSTER_DNS_DOC = "the cluster resolver (kube-dns recurses for any name)"
+# The release semantics of a CiliumNetworkPolicy without the kit's annotation: before '**.'.
+UNANNOTATED_CILIUM: Final[CiliumVersion] = (1, 18)
+_EVERYWHERE = ("0.0.0.0/0", "::/0")
+_WORLD = frozenset({"world", "all"})
+_KIT_HOST = re.compile(
+    r"^\^(?P<below>\(\[-a-z0-9_\]\+\\\.\)\+)?(?P<name>(?:[-a-z0-9_]|\\\.)+)\(:\d+\)\?\$$"
+)
+
+# A name reach, before ports: (host, scope).
+Named = tuple[str, Scope]
+
+
+def contains(outer: Named, inner: Named) -> bool:
+    """Whether every name ``inner`` matches, ``outer`` matches too."""
+    (oh, os), (ih, is_) = outer, inner
+    if os == "any":
+        return True
+    if is_ == "any":
+        return False
+    if os == "exact":
+        return is_ == "exact" and ih == oh
+    if os == "one-label":
+        return is_ == "exact" and is_below(ih, oh) and "." not in ih[: -len(oh) - 1]
+    if os == "below":
+        return is_below(ih, oh) or (ih == oh and is_ in ("below", "one-label"))
+    # exact-and-below
+    return ih == oh or is_below(ih, oh)
+
+
+def intersect(left: Iterable[Named], right: Iterable[Named]) -> list[Named]:
+    """The names both sides match, as the narrower of each contained pair (errs wide where
+    neither contains the other: such pairs are not written by the kit)."""
+    right = list(right)
+    found: list[Named] = []
+    for a in left:
+        for b in right:
+            if contains(a, b):
+                found.append(b)
+            elif contains(b, a):
+                found.append(a)
+    return list(dict.fromkeys(found))
+
+
+def pattern_scope(pattern: str, version: CiliumVersion) -> Named:
+    """A Cilium ``matchPattern`` (or ``serverNames`` entry) as the narrowest ``Named`` that holds
+    every name it matches on ``version``."""
+    text = pattern.strip().lower().removesuffix(".")
+    if set(text) <= {"*"}:
+        return ("*", "any")
+    if "*" not in text:
+        return (text, "exact")
+    first, _, rest = text.partition(".")
+    if "*" in rest or not rest:
+        return ("*", "any")
+    multi = first.startswith("**") and set(first) == {"*"} and version >= MULTI_LABEL_PATTERNS
+    return (rest, "below" if multi else "one-label")
+
+
+def _server_name_scope(pattern: str, version: CiliumVersion) -> Named | None:
+    """What a ``serverNames`` entry admits on ``version`` (``None``: nothing matches)."""
+    text = pattern.strip().lower().removesuffix(".")
+    if "*" not in text:
+        return (text, "exact")
+    if version >= MULTI_LABEL_PATTERNS:
+        return pattern_scope(text, version)
+    if version < SNI_PREFIX_WILDCARDS:
+        return None  # no wildcards before 1.18: a literal '*' matches no real name
+    if text.startswith("**."):
+        return (text[3:], "below")
+    if text.startswith("*.") and "*" not in text[2:]:
+        return (text[2:], "one-label")
+    return None
+
+
+def _host_scope(regex: str) -> Named | None:
+    """The kit's HTTP host regexes (``cilium.http_host``) read back; ``None`` for any other."""
+    match = _KIT_HOST.match(regex)
+    if match is None:
+        return None
+    name = match.group("name").replace("\\.", ".")
+    return (name, "below" if match.group("below") else "exact")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in _list(value) if isinstance(item, dict)]
+
+
+def _port_numbers(port: Mapping[str, Any]) -> tuple[str, set[int] | None]:
+    protocol = str(port.get("protocol") or "TCP").upper()
+    value, end = port.get("port"), port.get("endPort")
+    try:
+        first = int(str(value))
+    except ValueError:
+        return protocol, None  # a named port: any number
+    last = int(str(end)) if end is not None else first
+    return protocol, set(range(first, last + 1))
+
+
+def _tcp_ports(ports: Iterable[Mapping[str, Any]]) -> Ports | None:
+    """TCP ports of a port list: ``"any"`` for an empty list or a named port, ``None`` when it
+    lists UDP only."""
+    found: set[int] = set()
+    listed = list(ports)
+    if not listed:
+        return "any"
+    for port in listed:
+        protocol, numbers = _port_numbers(port)
+        if protocol not in ("TCP", "ANY"):
+            continue
+        if numbers is None:
+            return "any"
+        found |= numbers
+    return frozenset(found) if found else None
+
+
+def _admits_dns(ports: Iterable[Mapping[str, Any]]) -> bool:
+    listed = list(ports)
+    return not listed or any((n := _port_numbers(p)[1]) is None or DNS_PORT in n for p in listed)
+
+
+@dataclass(frozen=True)
+class _Pods:
+    """The sandbox pods' labels and DNS settings, from the SandboxTemplate."""
+
+    labels: Mapping[str, str]
+    dns_policy: str
+    nameservers: tuple[str, ...]
+
+
+def _sandbox_pods(resources: Sequence[ResourceView]) -> _Pods | None:
+    for view in resources:
+        if view.at("kind") == SANDBOX_TEMPLATE_KIND:
+            pod = _dict(view.at("spec.podTemplate"))
+            spec = _dict(pod.get("spec"))
+            return _Pods(
+                {
+                    str(k): str(v)
+                    for k, v in _dict(_dict(pod.get("metadata")).get("labels")).items()
+                },
+                str(spec.get("dnsPolicy") or "ClusterFirst"),
+                tuple(str(n) for n in _list(_dict(spec.get("dnsConfig")).get("nameservers"))),
+            )
+    return None
+
+
+def _selects(selector: Any, labels: Mapping[str, str]) -> bool:
+    wanted = _dict(_dict(selector).get("matchLabels"))
+    return all(labels.get(str(k).removeprefix("k8s:")) == str(v) for k, v in wanted.items())
+
+
+def _policies(resources: Sequence[ResourceView], kind: str, pods: _Pods) -> list[ResourceView]:
+    selector = "spec.endpointSelector" if kind == CILIUM_POLICY else "spec.podSelector"
+    return [v for v in resources if v.type == kind and _selects(v.at(selector), pods.labels)]
+
+
+def _address_grant(cidr: str, ports: Ports, excluded: Iterable[str], where: str, doc: str) -> Grant:
+    return Grant(cidr, "exact", ports, "address", "platform-doc", doc, where, tuple(excluded))
+
+
+def _np_connect(view: ResourceView) -> Iterator[Grant]:
+    where = f"NetworkPolicy {view.name}"
+    for rule in _list(view.at("spec.egress")):
+        ports = _tcp_ports(_list(_dict(rule).get("ports")))
+        if ports is None:
+            continue
+        peers = _list(_dict(rule).get("to"))
+        if not peers:
+            yield from (_address_grant(c, ports, (), where, NP_DOC) for c in _EVERYWHERE)
+        for peer in peers:
+            block = _dict(_dict(peer).get("ipBlock"))
+            if "cidr" in block:
+                excepted = [str(e) for e in _list(block.get("except"))]
+                yield _address_grant(str(block["cidr"]), ports, excepted, where, NP_DOC)
+
+
+def _version(view: ResourceView) -> CiliumVersion:
+    text = _dict(view.at("metadata.annotations")).get(VERSION_ANNOTATION)
+    return parse_version(str(text)) if text else UNANNOTATED_CILIUM
+
+
+def _selector_scope(selector: Mapping[str, Any], version: CiliumVersion) -> Named | None:
+    if "matchName" in selector:
+        return (str(selector["matchName"]).lower().removesuffix("."), "exact")
+    if "matchPattern" in selector:
+        return pattern_scope(str(selector["matchPattern"]), version)
+    return None
+
+
+def _name_grants(
+    selectors: list[Named], to_port: Mapping[str, Any], version: CiliumVersion, where: str
+) -> Iterator[Grant]:
+    ports = _tcp_ports(_list(to_port.get("ports")))
+    if ports is None:
+        return
+    servers = [str(s) for s in _list(to_port.get("serverNames"))]
+    hosts = [str(_dict(r).get("host", "")) for r in _list(_dict(to_port.get("rules")).get("http"))]
+    if servers and version >= SNI_EXACT:
+        admitted = [n for s in servers if (n := _server_name_scope(s, version)) is not None]
+        for host, scope in intersect(selectors, admitted):
+            yield Grant(host, scope, ports, "name-l7", "platform-doc", SNI_DOC, where)
+        return
+    if hosts and all(h for h in hosts):
+        read = [_host_scope(h) for h in hosts]
+        if all(n is not None for n in read):
+            named = [n for n in read if n is not None]
+            for host, scope in intersect(selectors, named):
+                yield Grant(host, scope, ports, "name-l7", "platform-doc", HOST_DOC, where)
+            return
+    for host, scope in selectors:
+        yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)
+
+
+def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
+    where = f"CiliumNetworkPolicy {view.name}"
+    version = _version(view)
+    for rule in _dicts(view.at("spec.egress")):
+        to_ports = [_dict(p) for p in _list(rule.get("toPorts"))] or [{}]
+        selectors = [
+            n for s in _list(rule.get("toFQDNs")) if (n := _selector_scope(_dict(s), version))
+        ]
+        if selectors:
+            for to_port in to_ports:
+                yield from _name_grants(selectors, to_port, version, where)
+            continue
+        blocks = [str(c) for c in _list(rule.get("toCIDR"))]
+        blocks += [str(_dict(c).get("cidr")) for c in _list(rule.get("toCIDRSet"))]
+        if _WORLD & {str(e) for e in _list(rule.get("toEntities"))}:
+            blocks += list(_EVERYWHERE)
+        for to_port in to_ports:
+            ports = _tcp_ports(_list(to_port.get("ports")))
+            if ports is not None:
+                yield from (_address_grant(b, ports, (), where, CIDR_DOC) for b in blocks)
+
+
+def _gke_connect(view: ResourceView) -> Iterator[Grant]:
+    where = f"FQDNNetworkPolicy {view.name}"
+    for rule in _list(view.at("spec.egress")):
+        ports = _tcp_ports(_list(_dict(rule).get("ports")))
+        if ports is None:
+            continue
+        for match in _dicts(_dict(rule).get("matches")):
+            named: Named = (
+                (str(match["name"]).lower(), "exact")
+                if "name" in match
+                else pattern_scope(str(match.get("pattern", "*")), UNANNOTATED_CILIUM)
+            )
+            yield Grant(*named, ports, "resolved-address", "platform-doc", GKE_DOC, where)
+
+
+# --- Resolution ---------------------------------------------------------------------------------
+
+
+def dnsmasq_names(config: str) -> list[Named] | None:
+    """The names a dnsmasq configuration forwards upstream, read as dnsmasq(8) matches them
+    (the most specific ``--server`` / ``--address`` domain wins); ``None`` when it forwards
+    every name: a ``server=`` without domain does, even beside ``address=/#/`` (measured with
+    dnsmasq 2.90: an unlisted name was forwarded)."""
+    forwarded: list[str] = []
+    refused: set[str] = set()
+    default_server = False
+    for line in config.splitlines():
+        key, _, value = line.strip().partition("=")
+        domains = value.split("/")[1:-1] if value.startswith("/") else []
+        if key == "address" and domains:
+            refused.update(domains)
+        elif key == "server" and not domains:
+            default_server = True
+        elif key == "server" and value.split("/")[-1]:
+            forwarded += [d for d in domains if d != "#"]
+    if default_server:
+        return None
+    found: list[Named] = []
+    for domain in dict.fromkeys(forwarded):
+        if domain.startswith("*."):
+            found.append((domain[2:], "below"))
+        elif f"*.{domain}" in refused:
+            found.append((domain, "exact"))
+        else:
+            found.append((domain, "exact-and-below"))
+    return found
+
+
+def _resolver_config(resources: Sequence[ResourceView]) -> str | None:
+    key = CONFIG_PATH.rsplit("/", 1)[-1]
+    for view in resources:
+        config = _dict(view.at("data")).get(key) if view.type == CONFIG_MAP else None
+        if isinstance(config, str):
+            return config
+    return None
+
+
+@dataclass(frozen=True)
+class _DnsPaths:
+    """Where the sandbox pods' DNS may go, from their policies.
+
+    Attributes:
+        resolver: an L4 rule admits port 53 to the kit's resolver pods (or to every pod).
+        cluster: an L4 rule admits port 53 to kube-dns (or to every pod).
+        names: the names Cilium's DNS rules admit, ``None`` when no such rule applies.
+    """
+
+    resolver: bool
+    cluster: bool
+    names: list[Named] | None
+
+
+def _peer_kind(peer: Mapping[str, Any]) -> str:
+    if "ipBlock" in peer:
+        return "address"
+    labels = _dict(_dict(peer.get("podSelector")).get("matchLabels"))
+    labels = {str(k).removeprefix("k8s:"): v for k, v in labels.items()}
+    if RESOLVER_POD_LABEL in labels:
+        return "resolver"
+    if labels.get("k8s-app") == "kube-dns":
+        return "cluster"
+    return "address" if "podSelector" in peer and labels else "every-pod"
+
+
+def _dns_paths(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> _DnsPaths:
+    reached: set[str] = set()
+
+    def admit(peers: list[Any]) -> None:
+        kinds = {_peer_kind(_dict(p)) for p in peers} if peers else {"every-pod"}
+        reached.update({"resolver", "cluster"} if "every-pod" in kinds else kinds)
+
+    for view in nps:
+        for rule in _list(view.at("spec.egress")):
+            if _admits_dns(_list(_dict(rule).get("ports"))):
+                admit(_list(_dict(rule).get("to")))
+    names: list[Named] = []
+    filtered = False
+    for view in cnps:
+        version = _version(view)
+        for rule in _dicts(view.at("spec.egress")):
+            if rule.get("toFQDNs"):
+                continue
+            for to_port in _dicts(rule.get("toPorts")) or [{}]:
+                if not _admits_dns(_list(to_port.get("ports"))):
+                    continue
+                dns = _list(_dict(to_port.get("rules")).get("dns"))
+                if dns:
+                    filtered = True
+                    names += [n for d in dns if (n := _selector_scope(_dict(d), version))]
+                else:
+                    admit(_list(rule.get("toEndpoints")))
+    # An L4-only rule on port 53 to the same pods voids Cilium's L7 DNS rule (Layer 7 docs).
+    void = bool(reached & {"resolver", "cluster"})
+    resolver = "resolver" in reached or (filtered and not void)
+    cluster = "cluster" in reached or (filtered and not void)
+    return _DnsPaths(resolver, cluster, names if filtered and not void else None)
+
+
+def _is_loopback(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
+
+
+def _resolve(
+    resources: Sequence[ResourceView],
+    pods: _Pods,
+    nps: Sequence[ResourceView],
+    cnps: Sequence[ResourceView],
+) -> list[Grant]:
+    paths = _dns_paths(nps, cnps)
+    own = pods.dns_policy == "None"
+    if own and all(_is_loopback(n) for n in pods.nameservers):
+        return []
+    config = _resolver_config(resources) if own else None
+    if not (paths.resolver if config is not None else paths.cluster):
+        return []
+    names: list[Named] = [("*", "any")]
+    doc, basis = CLUSTER_DNS_DOC, "platform-doc"
+    if config is not None:
+        names = dnsmasq_names(config) or [("*", "any")]
+        doc, basis = RESOLVER_DOC, "kit-code"
+    if paths.names is not None:
+        names = intersect(names, paths.names)
+        doc = f"{doc}; {CILIUM_DNS_DOC}"
+    return [
+        Grant(host, scope, "any", "query-name", basis, doc, "SandboxTemplate dnsConfig")  # type: ignore[arg-type]
+        for host, scope in names
+    ]
+
+
+def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> EffectiveEgress:
+    """The effective egress of the agent-sandbox objects (see the module docstring).
+
+    Args:
+        resources: the target's rendered resources as ``ResourceView``s.
+        target: the target name the result carries (``gcp-gke`` reads the same objects).
+
+    Returns:
+        Connection grants (addresses; names by resolved address, and at L7 where Envoy checks
+        them) and resolution grants. No SandboxTemplate: nothing is read, nothing admitted.
+    """
+    pods = _sandbox_pods(resources)
+    if pods is None:
+        return EffectiveEgress(target, (), ())
+    if SANDBOX_POD_LABEL not in pods.labels:
+        return EffectiveEgress(target, (), ())
+    nps = _policies(resources, NETWORK_POLICY, pods)
+    cnps = _policies(resources, CILIUM_POLICY, pods)
+    gke = _policies(resources, GKE_FQDN_POLICY, pods)
+    connect = [
+        *(g for v in nps for g in _np_connect(v)),
+        *(g for v in cnps for g in _cilium_connect(v)),
+        *(g for v in gke for g in _gke_connect(v)),
+    ]
+    resolve = _resolve(resources, pods, nps, cnps)
+    return EffectiveEgress(target, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))

@@ -1,0 +1,405 @@
+"""The kubernetes and gcp-gke egress reader: golden fixtures from the cited docs' own examples,
+the shipped and allowlist stacks with their exact answers, and each DNS door reopened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import support as testing
+from sandboxkit.explain import explain_target, resource_views
+from sandboxkit.gcp.gke.reach import read_egress as read_gke
+from sandboxkit.kubernetes.reach import dnsmasq_names, pattern_scope, read_egress
+from sandboxkit.reach import EffectiveEgress, ResourceView, inexpressible
+from sandboxkit.render import RenderedStack
+
+PROJECT = Path(__file__).resolve().parents[2]
+ALLOWLIST = [
+    "pypi.org",
+    "*.pythonhosted.org",
+    "deb.debian.org:80",
+    "mirror.example.org:8443",
+    "93.184.216.34:8443",
+]
+SANDBOX = {"sandboxkit-sandbox": "s"}
+
+
+def render(stack: str, target: str, egress: dict[str, Any] | None = None) -> RenderedStack:
+    values = testing.stack_values(PROJECT, stack)
+    if target not in values:
+        values[target] = testing.stack_values(PROJECT, "prod")[target]
+    values["targets"] = [target]
+    if egress is not None:
+        values["profile"]["egress"] = egress
+    if target == "kubernetes":
+        values[target]["fqdnPolicy"] = "cilium"
+    return testing.render_values(PROJECT, stack, values)
+
+
+def effective(rendered: RenderedStack, target: str = "kubernetes") -> EffectiveEgress:
+    reader = read_egress if target == "kubernetes" else read_gke
+    return reader(resource_views(rendered, target))
+
+
+@pytest.fixture(scope="module")
+def allowlist() -> RenderedStack:
+    return render("dev", "kubernetes", {"mode": "allowlist", "allow": ALLOWLIST})
+
+
+# --- golden fixtures: the docs' own examples ---------------------------------------------------
+
+
+def template(dns_policy: str | None = None, nameservers: list[str] | None = None) -> ResourceView:
+    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+    if dns_policy:
+        spec["dnsPolicy"] = dns_policy
+    if nameservers is not None:
+        spec["dnsConfig"] = {"nameservers": nameservers}
+    return ResourceView(
+        "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate",
+        "t",
+        {
+            "kind": "SandboxTemplate",
+            "spec": {"podTemplate": {"metadata": {"labels": SANDBOX}, "spec": spec}},
+        },
+    )
+
+
+def view(type_token: str, spec: dict[str, Any], **metadata: Any) -> ResourceView:
+    return ResourceView(type_token, "p", {"metadata": metadata, "spec": spec})
+
+
+NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+CNP = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
+
+
+def test_network_policy_docs_example() -> None:
+    """kubernetes.io network-policies: egress to 10.0.0.0/24 on TCP 5978 (a private block, so
+    the example's own address stands in for a public one: 93.184.216.0/24)."""
+    policy = view(
+        NP,
+        {
+            "podSelector": {"matchLabels": SANDBOX},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [{"ipBlock": {"cidr": "93.184.216.0/24"}}],
+                    "ports": [{"protocol": "TCP", "port": 5978}],
+                }
+            ],
+        },
+    )
+    egress = read_egress([template(), policy])
+    assert egress.admits("93.184.216.34", 5978)
+    assert not egress.admits("93.184.216.34", 443)
+    assert not egress.admits("93.184.217.1", 5978)
+    # No DNS egress at all: even the cluster's resolver is out of reach.
+    assert not egress.resolves("example.com")
+
+
+def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name() -> None:
+    """Policy language, DNS based: DNS to kube-dns with matchPattern '*', toFQDNs matchName
+    my-remote-service.com, no toPorts."""
+    policy = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toEndpoints": [
+                        {
+                            "matchLabels": {
+                                "k8s:io.kubernetes.pod.namespace": "kube-system",
+                                "k8s:k8s-app": "kube-dns",
+                            }
+                        }
+                    ],
+                    "toPorts": [
+                        {
+                            "ports": [{"port": "53", "protocol": "ANY"}],
+                            "rules": {"dns": [{"matchPattern": "*"}]},
+                        }
+                    ],
+                },
+                {"toFQDNs": [{"matchName": "my-remote-service.com"}]},
+            ],
+        },
+    )
+    egress = read_egress([template(), policy])
+    (grant,) = egress.connect
+    assert (grant.host, grant.scope, grant.ports, grant.enforced) == (
+        "my-remote-service.com",
+        "exact",
+        "any",
+        "resolved-address",
+    )
+    # The door of issue 13: every name resolves through kube-dns.
+    assert egress.resolves("x.attacker.example")
+    assert [f.kind for f in inexpressible(egress)] == [
+        "name-on-every-port",
+        "resolved-address-only",
+    ]
+
+
+def test_cilium_layer7_dns_docs_example() -> None:
+    """Layer 7, DNS Policy and IP Discovery: queries for cilium.io, '*.cilium.io' and
+    '*.api.cilium.io'; toFQDNs cilium.io, sub.cilium.io, service1.api.cilium.io and
+    'special*service.api.cilium.io' on port 80."""
+    policy = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toEndpoints": [{"matchLabels": {"k8s:k8s-app": "kube-dns"}}],
+                    "toPorts": [
+                        {
+                            "ports": [{"port": "53", "protocol": "ANY"}],
+                            "rules": {
+                                "dns": [
+                                    {"matchName": "cilium.io"},
+                                    {"matchPattern": "*.cilium.io"},
+                                    {"matchPattern": "*.api.cilium.io"},
+                                ]
+                            },
+                        }
+                    ],
+                },
+                {
+                    "toFQDNs": [
+                        {"matchName": "cilium.io"},
+                        {"matchName": "sub.cilium.io"},
+                        {"matchName": "service1.api.cilium.io"},
+                        {"matchPattern": "special*service.api.cilium.io"},
+                    ],
+                    "toPorts": [{"ports": [{"port": "80", "protocol": "TCP"}]}],
+                },
+            ],
+        },
+    )
+    egress = read_egress([template(), policy])
+    assert egress.resolves("anothersub.cilium.io")
+    assert egress.resolves("x.api.cilium.io")
+    assert egress.resolves("a.api.cilium.io")
+    assert not egress.resolves("a.b.cilium.io")
+    assert not egress.resolves("x.attacker.example")
+    assert egress.admits("sub.cilium.io", 80)
+    # "DNS queries to anothersub.cilium.io are allowed but connections to the returned IPs
+    # are not"; any name in the pattern's label passes (read as one label below).
+    assert not egress.admits("anothersub.cilium.io", 80)
+    assert egress.admits("special-region1-service.api.cilium.io", 80)
+    assert not egress.admits("sub.cilium.io", 443)
+
+
+def test_sni_docs_example_matches_the_name_at_l7() -> None:
+    """Policy language, Limit TLS SNI: TLS to one.one.one.one only (here with toFQDNs)."""
+    policy = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toFQDNs": [{"matchName": "one.one.one.one"}, {"matchName": "cilium.io"}],
+                    "toPorts": [
+                        {
+                            "ports": [{"port": "443", "protocol": "TCP"}],
+                            "serverNames": ["one.one.one.one"],
+                        }
+                    ],
+                }
+            ],
+        },
+        annotations={"sandboxkit/cilium-version": "1.18"},
+    )
+    egress = read_egress([template(), policy])
+    assert egress.admits("one.one.one.one", 443).enforced == (
+        "name at L7 (SNI/Host checked against the destination)",
+    )
+    # "Any other attempt to another SNI (for example, with cilium.io) will be rejected."
+    assert not egress.admits("cilium.io", 443)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "version", "scope"),
+    [
+        ("*.cilium.io", (1, 19), ("cilium.io", "one-label")),
+        # PR #43420: any depth, never the apex, from 1.19; earlier '**' is '*'.
+        ("**.cilium.io", (1, 19), ("cilium.io", "below")),
+        ("**.cilium.io", (1, 18), ("cilium.io", "one-label")),
+        ("*", (1, 19), ("*", "any")),
+        ("cilium.io", (1, 19), ("cilium.io", "exact")),
+        ("part*ial.com", (1, 19), ("com", "one-label")),
+        ("*.ci*.io", (1, 19), ("*", "any")),
+    ],
+)
+def test_pattern_scopes(pattern: str, version: tuple[int, int], scope: tuple[str, str]) -> None:
+    assert pattern_scope(pattern, version) == scope
+
+
+@pytest.mark.parametrize(
+    ("config", "names"),
+    [
+        # dnsmasq(8): /google.com/ is the name and every name below; /*.google.com/ below only.
+        ("server=/google.com/1.2.3.4", [("google.com", "exact-and-below")]),
+        ("server=/*.google.com/1.2.3.4", [("google.com", "below")]),
+        (
+            "address=/#/\nserver=/pypi.org/10.96.0.10#53\naddress=/*.pypi.org/",
+            [("pypi.org", "exact")],
+        ),
+        ("address=/#/", []),
+        ("server=10.96.0.10", None),
+        # A default server forwards every name even beside a catch-all NXDOMAIN (measured
+        # with dnsmasq 2.90).
+        ("address=/#/\nserver=10.96.0.10", None),
+    ],
+)
+def test_dnsmasq_matching(config: str, names: list[tuple[str, str]] | None) -> None:
+    assert dnsmasq_names(config) == names
+
+
+# --- the shipped and allowlist stacks ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("stack", "target"), [("prod", "kubernetes"), ("prod", "gcp-gke")])
+def test_deny_reaches_and_resolves_nothing(stack: str, target: str) -> None:
+    rendered = render(stack, target)
+    egress = effective(rendered, target)
+    assert (egress.connect, egress.resolve) == ((), ())
+    explained = explain_target(rendered, target)
+    assert (explained.differences, explained.findings) == ((), ())
+
+
+def test_the_allowlist_stack_matches_the_contract(allowlist: RenderedStack) -> None:
+    explained = explain_target(allowlist, "kubernetes")
+    assert explained.effective is not None
+    assert [str(d) for d in explained.differences] == []
+    assert [str(f) for f in explained.findings] == []
+
+
+def test_names_are_matched_at_l7_on_their_own_port_only(allowlist: RenderedStack) -> None:
+    egress = effective(allowlist)
+    l7 = ("name at L7 (SNI/Host checked against the destination)",)
+    assert egress.admits("pypi.org", 443).enforced == l7
+    assert egress.admits("deb.debian.org", 80).enforced == l7
+    assert egress.admits("mirror.example.org", 8443).enforced == l7
+    assert not egress.admits("pypi.org", 80)
+    assert not egress.admits("deb.debian.org", 443)
+    assert not egress.admits("mirror.example.org", 443)
+
+
+def test_a_wildcard_never_admits_or_resolves_its_apex(allowlist: RenderedStack) -> None:
+    egress = effective(allowlist)
+    assert egress.admits("a.b.files.pythonhosted.org", 443)
+    assert egress.resolves("a.b.files.pythonhosted.org")
+    assert not egress.admits("pythonhosted.org", 443)
+    assert not egress.resolves("pythonhosted.org")
+
+
+def test_dns_is_no_tunnel_and_the_metadata_server_is_out_of_reach(
+    allowlist: RenderedStack,
+) -> None:
+    egress = effective(allowlist)
+    assert not egress.resolves("x.attacker.example")
+    assert not egress.resolves("metadata.google.internal")
+    assert egress.admits("93.184.216.34", 8443)
+    assert not egress.admits("93.184.216.34", 443)
+    for port in (80, 53):
+        assert not egress.admits("169.254.169.254", port)
+        assert not egress.admits("169.254.20.10", port)
+        assert not egress.admits("64:ff9b::a9fe:a9fe", port)
+
+
+def test_gke_takes_ip_entries_and_resolves_nothing() -> None:
+    rendered = render("prod", "gcp-gke", {"mode": "allowlist", "allow": ["93.184.216.34:8443"]})
+    egress = effective(rendered, "gcp-gke")
+    assert egress.target == "gcp-gke"
+    assert egress.admits("93.184.216.34", 8443)
+    assert not egress.resolves("pypi.org")
+    assert explain_target(rendered, "gcp-gke").matches_contract
+
+
+@pytest.mark.parametrize("target", ["kubernetes", "gcp-gke"])
+def test_open_resolves_through_the_kit_resolver_and_reaches_public_addresses_only(
+    target: str,
+) -> None:
+    rendered = render("prod", target, {"mode": "open"})
+    egress = effective(rendered, target)
+    assert egress.resolves("x.example")
+    assert egress.admits("x.example", 22)
+    assert not egress.admits("169.254.169.254", 80)
+    assert not egress.admits("10.1.2.3", 443)
+    assert [str(d) for d in explain_target(rendered, target).differences] == []
+
+
+# --- each DNS door reopened ---------------------------------------------------------------------
+
+POD_SPEC = ("spec", "podTemplate", "spec")
+
+
+def test_a_forward_everything_resolver_reopens_the_tunnel(allowlist: RenderedStack) -> None:
+    config = "no-resolv\naddress=/#/\nserver=/pypi.org/10.96.0.10#53\nserver=10.96.0.10"
+    weakened = testing.with_input(
+        allowlist, "kubernetes-resolver-config", ("data", "dnsmasq.conf"), config
+    )
+    # Cilium's DNS rule still filters: defence in depth.
+    assert not effective(weakened).resolves("x.attacker.example")
+    dns_rules = ("spec", "egress", 0, "toPorts", 0, "rules")
+    unfiltered = testing.with_input(
+        weakened, "kubernetes-fqdn-policy", dns_rules, {"dns": [{"matchPattern": "*"}]}
+    )
+    assert effective(unfiltered).resolves("x.attacker.example")
+    assert not explain_target(unfiltered, "kubernetes").matches_contract
+
+
+def test_cluster_dns_with_port_53_to_kube_dns_resolves_every_name(
+    allowlist: RenderedStack,
+) -> None:
+    weakened = testing.with_input(
+        allowlist, "kubernetes-template", (*POD_SPEC, "dnsPolicy"), "ClusterFirst"
+    )
+    kube_dns = {
+        "to": [
+            {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                },
+                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+            }
+        ],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }
+    weakened = testing.with_input(
+        weakened, "kubernetes-network-policy", ("spec", "egress"), [kube_dns]
+    )
+    # The L4 rule to kube-dns voids the Cilium DNS rule, and kube-dns recurses.
+    assert effective(weakened).resolves("x.attacker.example")
+    differences = [str(d) for d in explain_target(weakened, "kubernetes").differences]
+    assert any(d.startswith("wider: resolving sbx-probe.pypi.org") for d in differences)
+
+
+def test_without_server_names_names_are_matched_by_resolved_address_only(
+    allowlist: RenderedStack,
+) -> None:
+    weakened = allowlist
+    # Rules 1 to 3: port 80 (HTTP host), 443 and 8443 (serverNames).
+    for index, key in ((1, "rules"), (2, "serverNames"), (3, "serverNames")):
+        path = ("spec", "egress", index, "toPorts", 0, key)
+        weakened = testing.with_input(weakened, "kubernetes-fqdn-policy", path, testing.REMOVE)
+    egress = effective(weakened)
+    assert egress.admits("pypi.org", 443).enforced == ("resolved address only",)
+    kinds = {f.kind for f in inexpressible(egress)}
+    assert kinds == {"resolved-address-only"}
+
+
+def test_an_unannotated_policy_reads_the_double_star_as_one_label(
+    allowlist: RenderedStack,
+) -> None:
+    weakened = testing.with_input(
+        allowlist, "kubernetes-fqdn-policy", ("metadata", "annotations"), testing.REMOVE
+    )
+    egress = effective(weakened)
+    assert egress.admits("files.pythonhosted.org", 443)
+    assert not egress.admits("a.b.files.pythonhosted.org", 443)
+    assert "one-label-wildcard" in {f.kind for f in inexpressible(egress)}
