@@ -99,6 +99,33 @@ def test_network_policy_docs_example() -> None:
     assert not egress.resolves("example.com")
 
 
+def test_every_sandbox_template_is_read() -> None:
+    """A stack with kubernetes and gcp-gke holds two SandboxTemplates (the pack reads every
+    resource at once): each template's pods get their own policies, the reach is the union."""
+    other = ResourceView(
+        "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate",
+        "u",
+        {
+            "kind": "SandboxTemplate",
+            "spec": {"podTemplate": {"metadata": {"labels": {"sandboxkit-sandbox": "u"}}}},
+        },
+    )
+
+    def egress_to(labels: dict[str, str], cidr: str) -> ResourceView:
+        rule = {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": 443}]}
+        return view(NP, {"podSelector": {"matchLabels": labels}, "egress": [rule]})
+
+    egress = read_egress(
+        [
+            template(),
+            other,
+            egress_to(SANDBOX, "93.184.216.34/32"),
+            egress_to({"sandboxkit-sandbox": "u"}, "93.184.216.35/32"),
+        ]
+    )
+    assert [g.host for g in egress.connect] == ["93.184.216.34/32", "93.184.216.35/32"]
+
+
 def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name() -> None:
     """Policy language, DNS based: DNS to kube-dns with matchPattern '*', toFQDNs matchName
     my-remote-service.com, no toPorts."""

@@ -219,20 +219,17 @@ class _Pods:
     nameservers: tuple[str, ...]
 
 
-def _sandbox_pods(resources: Sequence[ResourceView]) -> _Pods | None:
+def _sandbox_pods(resources: Sequence[ResourceView]) -> Iterator[_Pods]:
     for view in resources:
         if view.at("kind") == SANDBOX_TEMPLATE_KIND:
             pod = _dict(view.at("spec.podTemplate"))
             spec = _dict(pod.get("spec"))
-            return _Pods(
-                {
-                    str(k): str(v)
-                    for k, v in _dict(_dict(pod.get("metadata")).get("labels")).items()
-                },
+            labels = _dict(_dict(pod.get("metadata")).get("labels"))
+            yield _Pods(
+                {str(k): str(v) for k, v in labels.items()},
                 str(spec.get("dnsPolicy") or "ClusterFirst"),
                 tuple(str(n) for n in _list(_dict(spec.get("dnsConfig")).get("nameservers"))),
             )
-    return None
 
 
 def _selects(selector: Any, labels: Mapping[str, str]) -> bool:
@@ -485,20 +482,19 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
 
     Returns:
         Connection grants (addresses; names by resolved address, and at L7 where Envoy checks
-        them) and resolution grants. No SandboxTemplate: nothing is read, nothing admitted.
+        them) and resolution grants, the union over every SandboxTemplate read. No
+        SandboxTemplate: nothing is read, nothing admitted.
     """
-    pods = _sandbox_pods(resources)
-    if pods is None:
-        return EffectiveEgress(target, (), ())
-    if SANDBOX_POD_LABEL not in pods.labels:
-        return EffectiveEgress(target, (), ())
-    nps = _policies(resources, NETWORK_POLICY, pods)
-    cnps = _policies(resources, CILIUM_POLICY, pods)
-    gke = _policies(resources, GKE_FQDN_POLICY, pods)
-    connect = [
-        *(g for v in nps for g in _np_connect(v)),
-        *(g for v in cnps for g in _cilium_connect(v)),
-        *(g for v in gke for g in _gke_connect(v)),
-    ]
-    resolve = _resolve(resources, pods, nps, cnps)
+    connect: list[Grant] = []
+    resolve: list[Grant] = []
+    for pods in _sandbox_pods(resources):
+        if SANDBOX_POD_LABEL not in pods.labels:
+            continue
+        nps = _policies(resources, NETWORK_POLICY, pods)
+        cnps = _policies(resources, CILIUM_POLICY, pods)
+        gke = _policies(resources, GKE_FQDN_POLICY, pods)
+        connect += [g for v in nps for g in _np_connect(v)]
+        connect += [g for v in cnps for g in _cilium_connect(v)]
+        connect += [g for v in gke for g in _gke_connect(v)]
+        resolve += _resolve(resources, pods, nps, cnps)
     return EffectiveEgress(target, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))
