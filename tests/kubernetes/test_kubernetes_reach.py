@@ -406,6 +406,36 @@ def test_cluster_dns_with_port_53_to_kube_dns_resolves_every_name(
     assert any(d.startswith("wider: resolving sbx-probe.pypi.org") for d in differences)
 
 
+DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+RESOLVER = {"sandboxkit-resolver": "r"}
+
+
+def test_a_resolver_forwarding_no_name_resolves_nothing() -> None:
+    """Bug: an empty forward list read as every name."""
+    config = ResourceView(
+        "kubernetes:core/v1:ConfigMap", "c", {"data": {"dnsmasq.conf": "no-resolv\naddress=/#/"}}
+    )
+    to_resolver = {"to": [{"podSelector": {"matchLabels": RESOLVER}}], "ports": DNS_PORTS}
+    policy = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "egress": [to_resolver]})
+    egress = read_egress([template("None", ["10.96.0.53"]), policy, config])
+    assert egress.resolve == ()
+    assert not egress.resolves("x.attacker.example")
+
+
+def test_a_cilium_l4_dns_rule_to_the_resolver_does_not_reach_kube_dns() -> None:
+    """Bug: every Cilium endpoint selector was read as every pod, kube-dns included, so pods on
+    the cluster's DNS were read as resolving every name."""
+    rule = {
+        "toEndpoints": [{"matchLabels": {f"k8s:{k}": v for k, v in RESOLVER.items()}}],
+        "toPorts": [{"ports": [{"protocol": "UDP", "port": "53"}]}],
+    }
+    policy = view(CNP, {"endpointSelector": {"matchLabels": SANDBOX}, "egress": [rule]})
+    assert read_egress([template(), policy]).resolve == ()
+    to_kube_dns = {**rule, "toEndpoints": [{"matchLabels": {"k8s:k8s-app": "kube-dns"}}]}
+    policy = view(CNP, {"endpointSelector": {"matchLabels": SANDBOX}, "egress": [to_kube_dns]})
+    assert read_egress([template(), policy]).resolves("x.attacker.example")
+
+
 def test_without_server_names_names_are_matched_by_resolved_address_only(
     allowlist: RenderedStack,
 ) -> None:

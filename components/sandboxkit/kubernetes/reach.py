@@ -205,7 +205,9 @@ def _tcp_ports(ports: Iterable[Mapping[str, Any]]) -> Ports | None:
     return frozenset(found) if found else None
 
 
-def _admits_dns(ports: Iterable[Mapping[str, Any]]) -> bool:
+def admits_dns(ports: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a port list (NetworkPolicy ``ports``, Cilium ``toPorts[].ports``; plain values)
+    admits port 53 on some protocol: an empty list or a named port does."""
     listed = list(ports)
     return not listed or any((n := _port_numbers(p)[1]) is None or DNS_PORT in n for p in listed)
 
@@ -369,13 +371,14 @@ def dnsmasq_names(config: str) -> list[Named] | None:
     return found
 
 
+def resolver_config(view: ResourceView) -> str | None:
+    """The dnsmasq configuration a ConfigMap holds for the kit's resolver, else ``None``."""
+    config = _dict(view.at("data")).get(CONFIG_PATH.rsplit("/", 1)[-1])
+    return config if view.type == CONFIG_MAP and isinstance(config, str) else None
+
+
 def _resolver_config(resources: Sequence[ResourceView]) -> str | None:
-    key = CONFIG_PATH.rsplit("/", 1)[-1]
-    for view in resources:
-        config = _dict(view.at("data")).get(key) if view.type == CONFIG_MAP else None
-        if isinstance(config, str):
-            return config
-    return None
+    return next((c for v in resources if (c := resolver_config(v)) is not None), None)
 
 
 @dataclass(frozen=True)
@@ -393,28 +396,41 @@ class _DnsPaths:
     names: list[Named] | None
 
 
-def _peer_kind(peer: Mapping[str, Any]) -> str:
+# Cilium's endpoint label naming a pod's namespace: it narrows namespaces, not pods.
+_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+
+
+def peer_kind(peer: Mapping[str, Any]) -> str:
+    """Which pods a policy peer selects, as DNS paths go: ``resolver`` (the kit's resolver
+    pods), ``cluster`` (kube-dns), ``every-pod`` (no pod labels: every pod of the selected
+    namespaces), ``address`` (an ``ipBlock``, or pods with other labels).
+
+    Reads a NetworkPolicy peer (``podSelector``, ``namespaceSelector``, ``ipBlock``) and a
+    Cilium endpoint selector (``matchLabels``, ``k8s:`` prefixes) alike; plain values.
+    """
     if "ipBlock" in peer:
         return "address"
-    labels = _dict(_dict(peer.get("podSelector")).get("matchLabels"))
-    labels = {str(k).removeprefix("k8s:"): v for k, v in labels.items()}
+    selector = peer.get("podSelector") if "podSelector" in peer else peer
+    labels = {
+        str(k).removeprefix("k8s:"): v for k, v in _dict(_dict(selector).get("matchLabels")).items()
+    }
     if RESOLVER_POD_LABEL in labels:
         return "resolver"
     if labels.get("k8s-app") == "kube-dns":
         return "cluster"
-    return "address" if "podSelector" in peer and labels else "every-pod"
+    return "address" if set(labels) - {_NAMESPACE_LABEL} else "every-pod"
 
 
 def _dns_paths(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> _DnsPaths:
     reached: set[str] = set()
 
     def admit(peers: list[Any]) -> None:
-        kinds = {_peer_kind(_dict(p)) for p in peers} if peers else {"every-pod"}
+        kinds = {peer_kind(_dict(p)) for p in peers} if peers else {"every-pod"}
         reached.update({"resolver", "cluster"} if "every-pod" in kinds else kinds)
 
     for view in nps:
         for rule in _list(view.at("spec.egress")):
-            if _admits_dns(_list(_dict(rule).get("ports"))):
+            if admits_dns(_list(_dict(rule).get("ports"))):
                 admit(_list(_dict(rule).get("to")))
     names: list[Named] = []
     filtered = False
@@ -424,7 +440,7 @@ def _dns_paths(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> _Dn
             if rule.get("toFQDNs"):
                 continue
             for to_port in _dicts(rule.get("toPorts")) or [{}]:
-                if not _admits_dns(_list(to_port.get("ports"))):
+                if not admits_dns(_list(to_port.get("ports"))):
                     continue
                 dns = _list(_dict(to_port.get("rules")).get("dns"))
                 if dns:
@@ -462,7 +478,8 @@ def _resolve(
     names: list[Named] = [("*", "any")]
     doc, basis = CLUSTER_DNS_DOC, "platform-doc"
     if config is not None:
-        names = dnsmasq_names(config) or [("*", "any")]
+        forwarded = dnsmasq_names(config)
+        names = [("*", "any")] if forwarded is None else forwarded
         doc, basis = RESOLVER_DOC, "kit-code"
     if paths.names is not None:
         names = intersect(names, paths.names)
