@@ -158,6 +158,20 @@ RUN_CONTAINER = ("template", "containers", 0)
 GVISOR_POOL = "gcp-gke-gvisor-pool"
 WORKER = "cloudflare-script"
 HTTPS = [{"protocol": "TCP", "port": 443}]
+DNS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+KUBE_DNS_RULE = {
+    "to": [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }
+    ],
+    "ports": DNS,
+}
+RESOLVER_DNS_RULE = {
+    "to": [{"podSelector": {"matchLabels": {"sandboxkit-resolver": "sandboxkit-dev"}}}],
+    "ports": DNS,
+}
 METADATA_POLICY = '{"mode":"allowlist","allow":[{"host":"169.254.169.254","port":80}]}'
 
 
@@ -234,6 +248,7 @@ ROWS = [
     Row(
         "network-policy-admits-all",
         "prod",
+        # Open to every destination: SBX-NET-007 leaves the DNS path that adds to SBX-NET-001.
         _caught(("SBX-NET-001", "kubernetes-network-policy")),
         inputs=_set("kubernetes-network-policy", ("spec", "egress"), [{"ports": []}]),
     ),
@@ -276,6 +291,50 @@ ROWS = [
         "dev",
         _caught(("SBX-NET-001", "kubernetes-fqdn-policy")),
         inputs=_set("kubernetes-fqdn-policy", ("spec", "egress", 1, "toEntities"), ["world"]),
+    ),
+    # The DNS doors of issue 13 (door 2), each reopened on the allowlist stack.
+    Row(
+        "cilium-dns-any-name",
+        "dev",
+        _caught(("SBX-NET-007", "kubernetes-fqdn-policy")),
+        inputs=_set(
+            "kubernetes-fqdn-policy",
+            ("spec", "egress", 0, "toPorts", 0, "rules"),
+            {"dns": [{"matchPattern": "*"}]},
+        ),
+    ),
+    Row(
+        "sandbox-dns-to-kube-dns",
+        "dev",
+        _caught(("SBX-NET-007", "kubernetes-network-policy")),
+        inputs=_set("kubernetes-network-policy", ("spec", "egress"), [KUBE_DNS_RULE]),
+    ),
+    Row(
+        "l4-dns-rule-voids-cilium-dns-rule",
+        "dev",
+        _caught(("SBX-NET-007", "kubernetes-network-policy")),
+        inputs=_set("kubernetes-network-policy", ("spec", "egress"), [RESOLVER_DNS_RULE]),
+    ),
+    Row(
+        "resolver-forwards-every-name",
+        "dev",
+        _caught(("SBX-NET-007", "kubernetes-resolver-config")),
+        inputs=_edit(
+            "kubernetes-resolver-config",
+            lambda inputs: inputs["data"].update(
+                {"dnsmasq.conf": inputs["data"]["dnsmasq.conf"] + "server=10.96.0.10\n"}
+            ),
+        ),
+    ),
+    Row(
+        "resolver-upstream-on-every-port",
+        "dev",
+        _caught(("SBX-NET-002", "kubernetes-resolver-policy")),
+        inputs=_set(
+            "kubernetes-resolver-policy",
+            ("spec", "egress"),
+            [{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}],
+        ),
     ),
     Row(
         "service-account-token",
@@ -870,6 +929,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-NET-001",
         "SBX-NET-002",
         "SBX-NET-005",
+        "SBX-NET-007",
         "SBX-IAM-001",
         "SBX-IAM-002",
         "SBX-IAM-003",

@@ -20,6 +20,16 @@ from sandboxkit.contract import (
 )
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
+from sandboxkit.kubernetes.reach import (
+    CILIUM_POLICY,
+    CONFIG_MAP,
+    admits_dns,
+    dnsmasq_names,
+    peer_kind,
+    resolver_config,
+)
+from sandboxkit.kubernetes.reach import NETWORK_POLICY as K8S_NETWORK_POLICY
+from sandboxkit.reach import ResourceView
 
 from ._common import (
     WORKERS_SCRIPT,
@@ -726,4 +736,162 @@ EGRESS_ATTACHED = StackRule(
     _stack_egress_controls,
 )
 
-RULES = [EGRESS_CLOSED, ALLOWLIST_SPECIFIC, DEFAULT_DENY, DNS_FAIL_CLOSED, EGRESS_ATTACHED]
+
+_DNS_TYPES = (K8S_NETWORK_POLICY, CILIUM_POLICY, CONFIG_MAP)
+_L3_PEERS = ("toEndpoints", "toFQDNs", "toCIDR", "toCIDRSet", "toEntities", "toServices")
+# Peers of an L4 rule on port 53 whose DNS Cilium's L7 DNS rule would otherwise filter.
+_POD_PEERS = frozenset({"resolver", "cluster", "every-pod"})
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _all_names(pattern: str) -> bool:
+    return bool(pattern) and set(pattern.rstrip(".")) <= {"*"}
+
+
+def _filtering(cnps: Sequence[ResourceView]) -> list[str]:
+    """The Cilium policies holding an L7 DNS rule (``rules.dns``)."""
+    return [
+        c.name
+        for c in cnps
+        if any(
+            _listed(dig(to_port, "rules.dns"))
+            for rule in _listed(c.at("spec.egress"))
+            for to_port in _listed(rule.get("toPorts"))
+        )
+    ]
+
+
+def _cilium_dns_doors(cnps: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
+    filtering = _filtering(cnps)
+    for policy in cnps:
+        for rule in _listed(policy.at("spec.egress")):
+            # A rule naming no L3 peer admits every destination, pods included.
+            peers = _listed(rule.get("toEndpoints"))
+            bare = not any(rule.get(key) for key in _L3_PEERS)
+            kinds = {peer_kind(p) for p in peers} | ({"every-pod"} if bare else set())
+            for to_port in _listed(rule.get("toPorts")):
+                dns = _listed(dig(to_port, "rules.dns"))
+                for pattern in (str(d.get("matchPattern") or "") for d in dns):
+                    if _all_names(pattern):
+                        yield (
+                            policy.name,
+                            f"CiliumNetworkPolicy {policy.name} lets sandbox pods send every "
+                            f"name to their resolver (rules.dns matchPattern '{pattern}'), so a "
+                            "query such as <data>.attacker.example carries data out; list the "
+                            "allowlisted names only.",
+                        )
+                ports = _listed(to_port.get("ports"))
+                if filtering and not dns and kinds & _POD_PEERS and admits_dns(ports):
+                    yield (
+                        policy.name,
+                        f"CiliumNetworkPolicy {policy.name} admits port 53 to pods without a "
+                        f"DNS rule, which voids the L7 DNS rule of {', '.join(filtering)} "
+                        "(Cilium docs, Layer 7 policies); remove it.",
+                    )
+
+
+def _network_policy_dns_doors(
+    nps: Sequence[ResourceView], filtering: Sequence[str]
+) -> Iterator[tuple[str, str]]:
+    for policy in nps:
+        for index, rule in enumerate(_listed(policy.at("spec.egress"))):
+            if not admits_dns(_listed(rule.get("ports"))):
+                continue
+            peers = _listed(rule.get("to"))
+            kinds = {peer_kind(p) for p in peers} if peers else {"every-pod"}
+            for kind, peer in (("cluster", "kube-dns"), ("every-pod", "every pod")):
+                if kind in kinds:
+                    yield (
+                        policy.name,
+                        f"NetworkPolicy {policy.name} egress rule {index} admits DNS from "
+                        f"sandbox pods to {peer}, where the cluster's resolver answers any "
+                        "name (a DNS tunnel); send sandbox DNS to the kit's resolver only.",
+                    )
+            if "resolver" in kinds and filtering:
+                yield (
+                    policy.name,
+                    f"NetworkPolicy {policy.name} egress rule {index} admits port 53 without "
+                    f"a DNS rule, which voids the L7 DNS rule of {', '.join(filtering)} "
+                    "(Cilium docs, Layer 7 policies); remove it and leave DNS to the Cilium "
+                    "policy.",
+                )
+
+
+def _resolver_doors(views: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
+    for view in views:
+        config = resolver_config(view)
+        if config is not None and dnsmasq_names(config) is None:
+            yield (
+                view.name,
+                f"ConfigMap {view.name} makes the kit's resolver forward every name upstream "
+                "(a 'server=' line without a domain), so sandbox queries reach a recursive "
+                "resolver; forward only the allowlisted names (the kit's resolver "
+                "configuration does).",
+            )
+
+
+def _reaches_internet(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> bool:
+    """Whether the sandbox pods connect to the whole internet (egress mode open, or a rule
+    with no destination), where any name may resolve."""
+    np_rules = [r for v in nps for r in _listed(v.at("spec.egress"))]
+    cilium_rules = [r for v in cnps for r in _listed(v.at("spec.egress"))]
+    return any(_cilium_world(r) for r in cilium_rules) or any(
+        not _listed(r.get("to"))
+        or any(dig(peer, "ipBlock.cidr") in EVERYWHERE for peer in _listed(r.get("to")))
+        for r in np_rules
+    )
+
+
+def _sandbox_dns(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:
+    urns = {r.name: r.urn for r in resources}
+    views = [
+        ResourceView.of(r.resource_type, r.name, r.props)
+        for r in resources
+        if r.resource_type in _DNS_TYPES
+    ]
+    nps = [
+        v
+        for v in views
+        if v.type == K8S_NETWORK_POLICY and _selects_sandboxes(v.at("spec.podSelector"))
+    ]
+    cnps = [
+        v
+        for v in views
+        if v.type == CILIUM_POLICY and _selects_sandboxes(v.at("spec.endpointSelector"))
+    ]
+    if _reaches_internet(nps, cnps):
+        return  # SBX-NET-001 reports it; a DNS tunnel takes out nothing more.
+    for name, sentence in [
+        *_cilium_dns_doors(cnps),
+        *_network_policy_dns_doors(nps, _filtering(cnps)),
+        *_resolver_doors(views),
+    ]:
+        yield sentence, urns.get(name)
+
+
+SANDBOX_DNS_FILTERED = StackRule(
+    Rule(
+        id="SBX-NET-007",
+        title="Sandbox DNS answers only the names the allowlist lets resolve",
+        severity=Severity.HIGH,
+        description="Prohibits DNS paths that let sandbox pods resolve any name (a DNS "
+        "tunnel): a Cilium DNS rule matching every name, sandbox DNS to kube-dns or to every "
+        "pod, an L4-only rule on port 53 that voids a Cilium L7 DNS rule, and a kit resolver "
+        "that forwards every name upstream.",
+        remediation="Send sandbox DNS only to the kit's resolver, through the Cilium policy's "
+        "DNS rule listing the allowlisted names (the kubernetes and gcp-gke targets do).",
+    ),
+    _sandbox_dns,
+)
+
+RULES = [
+    EGRESS_CLOSED,
+    ALLOWLIST_SPECIFIC,
+    DEFAULT_DENY,
+    DNS_FAIL_CLOSED,
+    EGRESS_ATTACHED,
+    SANDBOX_DNS_FILTERED,
+]
