@@ -9,17 +9,9 @@ from typing import Any
 from pulumi_policy import Severity
 
 from sandboxkit.contract import LAUNCHER_EXECUTION_ROLE_ARN
+from sandboxkit.guard import SANDBOX_POD_KINDS, dig, items, launcher_env, sandbox_pod_spec
 
-from ._common import (
-    SANDBOX_POD_KINDS,
-    Context,
-    ResourceRule,
-    Rule,
-    dig,
-    items,
-    launcher_env,
-    sandbox_pod_spec,
-)
+from ._common import Context, ResourceRule, Rule
 
 # AWS managed policies that amount to administrator rights.
 AWS_ADMIN_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")

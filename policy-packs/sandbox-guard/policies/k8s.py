@@ -7,11 +7,8 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import (
+from sandboxkit.guard import (
     SANDBOX_POD_KINDS,
-    Context,
-    ResourceRule,
-    Rule,
     containers_of,
     dig,
     items,
@@ -19,6 +16,8 @@ from ._common import (
     sandbox_pod_spec,
     target_of,
 )
+
+from ._common import Context, ResourceRule, Rule
 
 
 def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -7,7 +7,9 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import Context, ResourceRule, Rule, StackRule, dig, items, number
+from sandboxkit.guard import dig, items, number
+
+from ._common import Context, ResourceRule, Rule, StackRule
 
 RETENTION = ResourceRule(
     Rule(

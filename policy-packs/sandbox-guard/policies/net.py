@@ -14,20 +14,9 @@ from sandboxkit.aws.suricata import read_rules
 from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
+from sandboxkit.guard import dig, items, numbers, plain_bindings, target_of
 
-from ._common import (
-    WORKERS_SCRIPT,
-    Context,
-    ResourceRule,
-    Rule,
-    StackRule,
-    dig,
-    items,
-    non_public_overlap,
-    numbers,
-    plain_bindings,
-    target_of,
-)
+from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule, StackRule, non_public_overlap
 
 
 def worker_egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -16,24 +16,19 @@ from sandboxkit.contract import (
     LAUNCHER_MAX_DURATION_SECONDS,
     MAX_LIFETIME_BINDING,
 )
-
-from ._common import (
+from sandboxkit.guard import (
     SANDBOX_POD_KINDS,
-    WORKERS_SCRIPT,
-    Context,
-    ResourceRule,
-    Rule,
-    StackRule,
     containers_of,
     dig,
     items,
-    kit_cap,
     launcher_env,
     number,
     plain_bindings,
     sandbox_pod_spec,
     target_of,
 )
+
+from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule, StackRule, kit_cap
 
 _BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
 _DECIMAL = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}

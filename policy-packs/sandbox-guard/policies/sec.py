@@ -14,12 +14,8 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import (
+from sandboxkit.guard import (
     SANDBOX_POD_KINDS,
-    WORKERS_SCRIPT,
-    Context,
-    ResourceRule,
-    Rule,
     containers_of,
     dig,
     items,
@@ -27,6 +23,8 @@ from ._common import (
     sandbox_pod_spec,
     walk_strings,
 )
+
+from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule
 
 PLAINTEXT_ENV = ResourceRule(
     Rule(

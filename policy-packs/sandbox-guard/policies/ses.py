@@ -7,7 +7,9 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule, items, launcher_env
+from sandboxkit.guard import items, launcher_env
+
+from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule
 
 
 def _bindings(props: Mapping[str, Any], kind: str) -> list[str]:
