@@ -107,6 +107,12 @@ def type_matches(resource_type: str, pattern: str) -> bool:
     return resource_type == pattern
 
 
+def of_kind(resources: Sequence[StackResource], suffix: str) -> list[StackResource]:
+    """The resources whose type token ends with ``suffix`` (``:NetworkPolicy``,
+    ``lambdamicrovms/image:Image``), in stack order."""
+    return [r for r in resources if r.resource_type.endswith(suffix)]
+
+
 # Thresholds and inputs arrive as protobuf doubles (1000 as 1000.0): print them as the kit does.
 number = plain_number
 

@@ -4,7 +4,6 @@ the checks every registered target declares for them (``sandboxkit.guard``)."""
 from __future__ import annotations
 
 import functools
-import ipaddress
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,6 @@ from pulumi_policy import (
 )
 
 from sandboxkit import targets
-from sandboxkit.addresses import non_public_reach
 from sandboxkit.guard import Handler, StackHandler, target_of, type_matches
 
 
@@ -194,25 +192,6 @@ class StackRule:
     def policy(self) -> StackValidationPolicy:
         """The CrossGuard policy."""
         return StackValidationPolicy(validate=self.validate, **self.rule.common())
-
-
-def network_of(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
-    """The network of a CIDR or address text, or ``None`` if it is neither."""
-    try:
-        return ipaddress.ip_network(cidr, strict=False)
-    except ValueError:
-        return None
-
-
-def non_public_overlap(cidr: str, excepted: Iterable[str] = ()) -> list[str]:
-    """Non-public ranges that ``cidr`` reaches and ``excepted`` does not take out, each as
-    ``block (registry name)``: the egress contract's judgement (``sandboxkit.addresses``)."""
-    network = network_of(cidr)
-    if network is None:
-        return []
-    holes = [n for n in map(network_of, excepted) if n is not None]
-    parts = non_public_reach(network, holes)
-    return list(dict.fromkeys(f"{part.row.network} ({part.row.name})" for part in parts))
 
 
 def kit_cap(target: str | None, profile_field: str) -> Any:

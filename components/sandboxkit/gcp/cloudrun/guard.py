@@ -1,0 +1,129 @@
+"""The sandbox-guard checks of what the gcp-cloudrun target creates: the Cloud Run launcher
+service, its invoker grants and the network firewall policy rules that filter its egress."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.contract import EVERYWHERE
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+)
+from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
+
+SERVICE = "gcp:cloudrunv2/service:Service"
+FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+
+
+# --- SBX-NET-001 -------------------------------------------------------------------------------
+
+
+def _egress(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    egress = dig(props, "template.vpcAccess.egress")
+    if dig(props, "template.vpcAccess") is None:
+        yield (
+            f"Cloud Run service {ctx.name} has no VPC access, so sandboxes launched with "
+            "network on egress straight to the internet; set template.vpcAccess with Direct "
+            "VPC egress ALL_TRAFFIC into the kit's VPC."
+        )
+    elif egress != "ALL_TRAFFIC":
+        yield (
+            f"Cloud Run service {ctx.name} routes only private ranges through the VPC "
+            f"(vpcAccess.egress {egress}); set it to ALL_TRAFFIC so the VPC firewall policy "
+            "sees every connection."
+        )
+
+
+def _firewall_span(port: Any) -> PortSpan:
+    first, _, last = str(port).partition("-")
+    if not first.isdigit() or not (last or first).isdigit():
+        return str(port)
+    return int(first), int(last or first)
+
+
+def _firewall_spans(match: Any) -> list[PortSpan]:
+    """Spans of a firewall match's ``layer4Configs`` (``ports`` such as ``"443"`` or
+    ``"8000-8080"``; protocol ``all``, or no ports, admits every port)."""
+    spans: list[PortSpan] = []
+    for config in [c for c in items(dig(match, "layer4Configs")) if isinstance(c, Mapping)]:
+        ports = items(config.get("ports"))
+        if str(config.get("ipProtocol", "")).lower() == "all" or not ports:
+            spans.append(None)
+        else:
+            spans.extend(_firewall_span(p) for p in ports)
+    return spans or [None]
+
+
+def _egress_allow(props: Mapping[str, Any]) -> bool:
+    return props.get("direction") == "EGRESS" and props.get("action") == "allow"
+
+
+def _firewall_rule_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _egress_allow(props):
+        return
+    wide = [c for c in items(dig(props, "match.destIpRanges")) if c in EVERYWHERE]
+    if wide:
+        yield (
+            f"Firewall policy rule {ctx.name} allows egress to {wide[0]}; allow only the "
+            "allowlisted FQDNs and let the deny-all rule take the rest."
+        )
+    else:
+        what = f"Firewall policy rule {ctx.name}"
+        yield from ports_problem(what, _firewall_spans(props.get("match")), ctx)
+
+
+# --- SBX-NET-002 -------------------------------------------------------------------------------
+
+
+def _firewall_rule_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _egress_allow(props):
+        return
+    fqdns = [str(f) for f in items(dig(props, "match.destFqdns"))]
+    yield from entries_problems("Firewall policy rule", ctx.name, fqdns)
+    for cidr in items(dig(props, "match.destIpRanges")):
+        yield from cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
+
+
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _services_without_deny_all(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    rules = of_kind(resources, "compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+    egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
+    deny_all = [
+        r
+        for r in egress_rules
+        if r.props.get("action") == "deny"
+        and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
+    ]
+    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
+    for service in of_kind(resources, "cloudrunv2/service:Service"):
+        if not deny_all:
+            yield (
+                f"Cloud Run service {service.name} has no deny-all egress rule in a network "
+                "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
+                service.urn,
+            )
+        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
+            yield (
+                f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
+                "before an allow rule; give it a larger priority number than every allow rule.",
+                service.urn,
+            )
+
+
+HANDLERS = (
+    Handler("SBX-NET-001", (SERVICE,), _egress),
+    Handler("SBX-NET-001", (FIREWALL_RULE,), _firewall_rule_open),
+    Handler("SBX-NET-002", (FIREWALL_RULE,), _firewall_rule_entries),
+    StackHandler("SBX-NET-005", _services_without_deny_all),
+)

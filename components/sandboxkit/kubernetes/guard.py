@@ -1,0 +1,200 @@
+"""The sandbox-guard checks of the Kubernetes objects the kit creates (agent-sandbox templates,
+network policies, quotas), on any cluster; gcp-gke re-exports them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.contract import EVERYWHERE, SANDBOX_POD_LABEL
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+    target_of,
+)
+from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
+
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+CILIUM_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
+GKE_FQDN_POLICY = "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
+SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
+
+
+# --- SBX-NET-001 -------------------------------------------------------------------------------
+
+
+def _span(port: Any, end_port: Any = None) -> PortSpan:
+    """A rule's port (a number, digits, a name; absent or 0 for every port) and end port."""
+    if port is None or str(port) in ("0", "0.0"):
+        return None
+    if isinstance(port, str) and not port.isdigit():
+        return port
+    first = int(port)
+    last = int(end_port) if isinstance(end_port, int | float) else first
+    return first, last
+
+
+def _listed_spans(ports: Any) -> list[PortSpan]:
+    """Spans of a ``ports`` list of ``{protocol, port, endPort}`` (absent or empty: every
+    port), as NetworkPolicy, FQDNNetworkPolicy and Cilium ``toPorts[].ports`` write them."""
+    entries = [p for p in items(ports) if isinstance(p, Mapping)]
+    if not entries:
+        return [None]
+    return [_span(p.get("port"), p.get("endPort")) for p in entries]
+
+
+def _selects_sandboxes(selector: Any) -> bool:
+    """Whether a pod/endpoint selector's matchLabels take in the kit's sandbox pods."""
+    labels = dig(selector, "matchLabels", {}) or {}
+    return not labels or SANDBOX_POD_LABEL in labels
+
+
+def _network_policy_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.podSelector")):
+        return
+    spec = dig(props, "spec", {})
+    if "Egress" not in items(spec.get("policyTypes")):
+        yield (
+            f"NetworkPolicy {ctx.name} selects sandbox pods but does not restrict egress; "
+            "add Egress to spec.policyTypes."
+        )
+    for index, rule in enumerate(items(spec.get("egress"))):
+        # One finding per rule: a rule open to every destination needs no port finding too.
+        peers = items(dig(rule, "to"))
+        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
+        if not peers:
+            yield (
+                f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
+                "destination; list the destinations or use egress mode deny."
+            )
+        elif wide:
+            yield (
+                f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
+                "open); set sandboxkit:profile.egress.mode to deny or allowlist."
+            )
+        else:
+            what = f"NetworkPolicy {ctx.name} egress rule {index}"
+            yield from ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
+
+
+def _template_managed_policy(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    management = dig(props, "spec.networkPolicyManagement", "Managed")
+    if management != "Unmanaged":
+        yield (
+            f"SandboxTemplate {ctx.name} has networkPolicyManagement {management}: the "
+            "controller's managed policy admits the public internet and policies add up; set it "
+            "to Unmanaged so the kit's NetworkPolicy alone decides."
+        )
+
+
+def _cilium_world(rule: Any) -> bool:
+    entities = {str(e) for e in items(dig(rule, "toEntities"))}
+    cidrs = {str(c) for c in items(dig(rule, "toCIDR"))}
+    return bool(entities & {"world", "all"} or cidrs & set(EVERYWHERE))
+
+
+def _cilium_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for rule in items(dig(props, "spec.egress")):
+        if _cilium_world(rule):
+            yield (
+                f"CiliumNetworkPolicy {ctx.name} admits egress to the whole internet; "
+                "allow only toFQDNs entries from the profile's allowlist."
+            )
+
+
+def _cilium_ports(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.endpointSelector")):
+        return
+    for index, rule in enumerate(items(dig(props, "spec.egress"))):
+        if _cilium_world(rule):
+            continue  # _cilium_open reports it; one finding per rule.
+        to_ports = [t for t in items(dig(rule, "toPorts")) if isinstance(t, Mapping)]
+        # A rule without toPorts (or a toPorts entry without ports) admits every port.
+        spans = [s for t in to_ports for s in _listed_spans(t.get("ports"))] or [None]
+        yield from ports_problem(f"CiliumNetworkPolicy {ctx.name} egress rule {index}", spans, ctx)
+
+
+def _gke_fqdn_ports(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.podSelector")):
+        return
+    for index, rule in enumerate(items(dig(props, "spec.egress"))):
+        what = f"FQDNNetworkPolicy {ctx.name} egress rule {index}"
+        yield from ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
+
+
+# --- SBX-NET-002 -------------------------------------------------------------------------------
+
+
+def _np_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for rule in items(dig(props, "spec.egress")):
+        for peer in items(dig(rule, "to")):
+            cidr = dig(peer, "ipBlock.cidr")
+            if isinstance(cidr, str):
+                excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
+                yield from cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
+
+
+def _cilium_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    entries = [
+        str(fqdn.get("matchName") or fqdn.get("matchPattern"))
+        for rule in items(dig(props, "spec.egress"))
+        for fqdn in items(dig(rule, "toFQDNs"))
+    ]
+    yield from entries_problems("CiliumNetworkPolicy", ctx.name, entries)
+
+
+def _gke_fqdn_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    entries = [
+        str(match.get("name") or match.get("pattern"))
+        for rule in items(dig(props, "spec.egress"))
+        for match in items(dig(rule, "matches"))
+    ]
+    yield from entries_problems("FQDNNetworkPolicy", ctx.name, entries)
+
+
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _templates_without_policy(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    policies = of_kind(resources, ":NetworkPolicy")
+    for template in of_kind(resources, ":SandboxTemplate"):
+        namespace = dig(template.props, "metadata.namespace")
+        pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
+        # Same target (cluster) and namespace: two targets may use the same namespace name.
+        covering = [
+            p
+            for p in policies
+            if dig(p.props, "metadata.namespace") == namespace
+            and target_of(p.props) == target_of(template.props)
+            and "Egress" in items(dig(p.props, "spec.policyTypes"))
+            and all(
+                pod_labels.get(k) == v
+                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
+            )
+        ]
+        if not covering:
+            yield (
+                f"SandboxTemplate {template.name} has no NetworkPolicy restricting egress of its "
+                "pods in its namespace; keep the kit's NetworkPolicy alongside it.",
+                template.urn,
+            )
+
+
+HANDLERS = (
+    Handler("SBX-NET-001", (NETWORK_POLICY,), _network_policy_open),
+    Handler("SBX-NET-001", (SANDBOX_TEMPLATE,), _template_managed_policy),
+    Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_open),
+    Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_ports),
+    Handler("SBX-NET-001", (GKE_FQDN_POLICY,), _gke_fqdn_ports),
+    Handler("SBX-NET-002", (NETWORK_POLICY,), _np_entries),
+    Handler("SBX-NET-002", (CILIUM_POLICY,), _cilium_entries),
+    Handler("SBX-NET-002", (GKE_FQDN_POLICY,), _gke_fqdn_entries),
+    StackHandler("SBX-NET-005", _templates_without_policy),
+)
