@@ -104,3 +104,12 @@ def cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> I
             f"{kind} {name} allows {cidr}, which reaches non-public range(s) "
             f"{', '.join(reached)}; allow only public host addresses."
         )
+
+
+# --- SBX-IAM-002: guest-visible identities ------------------------------------------------------
+
+
+def identity_allowed(ctx: CheckContext) -> bool:
+    """Whether the resource is named in SBX-IAM-002's ``allowedGuestIdentities`` (an explicit,
+    reviewed override)."""
+    return ctx.name in ctx.setting("allowedGuestIdentities")

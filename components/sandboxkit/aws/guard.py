@@ -4,12 +4,14 @@ launcher function, the connector's security group, Network Firewall, DNS firewal
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.suricata import read_rules
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
+from sandboxkit.contract import LAUNCHER_EXECUTION_ROLE_ARN
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -17,10 +19,17 @@ from sandboxkit.guard import (
     StackResource,
     dig,
     items,
+    launcher_env,
     of_kind,
     target_of,
 )
-from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
+from sandboxkit.guard_checks import (
+    PortSpan,
+    cidr_problems,
+    entries_problems,
+    identity_allowed,
+    ports_problem,
+)
 
 MICROVM_IMAGE = "aws:lambdamicrovms/image:Image"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
@@ -28,6 +37,14 @@ SECURITY_GROUP_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgres
 RULE_GROUP = "aws:networkfirewall/ruleGroup:RuleGroup"
 FIREWALL_POLICY = "aws:networkfirewall/firewallPolicy:FirewallPolicy"
 DNS_FIREWALL_CONFIG = "aws:route53/resolverFirewallConfig:ResolverFirewallConfig"
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+POLICY = "aws:iam/policy:Policy"
+POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+FUNCTION = "aws:lambda/function:Function"
+
+# AWS managed policies that amount to administrator rights.
+AWS_ADMIN_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
 
 
 # --- SBX-NET-001 -------------------------------------------------------------------------------
@@ -235,6 +252,93 @@ def _dns_fail_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         )
 
 
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def _statements(document: Any) -> list[Mapping[str, Any]]:
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return []
+    if not isinstance(document, Mapping):
+        return []
+    statements = document.get("Statement", [])
+    if isinstance(statements, Mapping):
+        return [statements]
+    return [s for s in items(statements) if isinstance(s, Mapping)]
+
+
+def _wildcard_actions(document: Any) -> list[str]:
+    found: list[str] = []
+    for statement in _statements(document):
+        if statement.get("Effect", "Allow") != "Allow":
+            continue
+        if "NotAction" in statement:
+            found.append("NotAction")
+        actions = statement.get("Action", [])
+        for action in [actions] if isinstance(actions, str) else items(actions):
+            # IAM matches * and ? anywhere: "s3:Get*" and "iam:?ut*" grant families too.
+            if "*" in str(action) or "?" in str(action):
+                found.append(str(action))
+    return found
+
+
+def _policy_document(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    wild = _wildcard_actions(props.get("policy"))
+    if wild:
+        yield (
+            f"IAM policy {ctx.name} allows {', '.join(wild)}; list the exact actions the role "
+            "needs instead of a wildcard."
+        )
+
+
+def _admin_arns(arns: Any) -> list[str]:
+    return [str(a) for a in items(arns) if str(a).rsplit("/", 1)[-1] in AWS_ADMIN_POLICIES]
+
+
+def _attachment(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for arn in _admin_arns([props.get("policyArn")]):
+        yield f"{ctx.name} attaches {arn}; attach a policy with only the actions the role needs."
+
+
+def _role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for arn in _admin_arns(props.get("managedPolicyArns")):
+        yield f"Role {ctx.name} carries {arn}; attach a policy with only the actions it needs."
+    for inline in items(props.get("inlinePolicies")):
+        wild = _wildcard_actions(dig(inline, "policy"))
+        if wild:
+            yield (
+                f"Role {ctx.name} has an inline policy allowing {', '.join(wild)}; list the "
+                "exact actions instead of a wildcard."
+            )
+
+
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _pass_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for statement in _statements(props.get("policy")):
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else items(actions)
+        if "iam:PassRole" in actions and not identity_allowed(ctx):
+            yield (
+                f"IAM policy {ctx.name} lets the launcher pass an execution role to MicroVMs, "
+                "which the guest can read; run MicroVMs without one or name this resource in "
+                "allowedGuestIdentities."
+            )
+
+
+def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props) or {}
+    if variables.get(LAUNCHER_EXECUTION_ROLE_ARN) and not identity_allowed(ctx):
+        yield (
+            f"Launcher function {ctx.name} starts MicroVMs with an execution role, whose "
+            "credentials the guest reads through IMDSv2; remove the role, or name this resource "
+            "in allowedGuestIdentities after granting it least privilege."
+        )
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -268,4 +372,9 @@ HANDLERS = (
     Handler("SBX-NET-003", (RULE_GROUP,), _rule_group_kind),
     Handler("SBX-NET-004", (DNS_FIREWALL_CONFIG,), _dns_fail_open),
     StackHandler("SBX-NET-005", _images_without_egress_controls),
+    Handler("SBX-IAM-001", (ROLE_POLICY, POLICY), _policy_document),
+    Handler("SBX-IAM-001", (POLICY_ATTACHMENT,), _attachment),
+    Handler("SBX-IAM-001", (ROLE,), _role),
+    Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
+    Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
 )

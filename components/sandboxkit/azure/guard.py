@@ -6,9 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sandboxkit.guard import CheckContext, Handler, dig
+from sandboxkit.guard import CheckContext, Handler, dig, items
+from sandboxkit.guard_checks import identity_allowed
 
 SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+
+# Azure built-in role definition ids (stable across tenants): Owner, Contributor,
+# User Access Administrator, Role Based Access Control Administrator.
+AZURE_ADMIN_ROLES = {
+    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
+    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
+    "18d7d88d-d35e-4fb5-a5c3-7773c6a72a9b": "User Access Administrator",
+    "f58310d9-a9f6-439a-9e8d-f62e7b41a168": "Role Based Access Control Administrator",
+}
+# "Azure ContainerApps Session Executor" built-in role.
+AZURE_SESSION_EXECUTOR = "0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0"
+_ZERO_GUID = "00000000-0000-0000-0000-000000000000"
 
 
 # --- SBX-NET-001 -------------------------------------------------------------------------------
@@ -24,4 +38,59 @@ def _pool_egress(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         )
 
 
-HANDLERS = (Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),)
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def _role_id(props: Mapping[str, Any]) -> str:
+    return str(props.get("roleDefinitionId", "")).rsplit("/", 1)[-1].lower()
+
+
+def _admin_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    role_id = _role_id(props)
+    if role_id in AZURE_ADMIN_ROLES:
+        yield (
+            f"Role assignment {ctx.name} grants {AZURE_ADMIN_ROLES[role_id]}; assign the "
+            "narrowest built-in role (e.g. Azure ContainerApps Session Executor) instead."
+        )
+
+
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _pool_identity(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for setting in items(props.get("managedIdentitySettings")):
+        lifecycle = dig(setting, "lifecycle", "All")
+        if lifecycle in ("Main", "All") and not identity_allowed(ctx):
+            yield (
+                f"Session pool {ctx.name} makes managed identity {dig(setting, 'identity')} "
+                f"available with lifecycle {lifecycle}, so session code can use it; set "
+                "lifecycle to Init or None."
+            )
+
+
+# --- SBX-IAM-004 -------------------------------------------------------------------------------
+
+
+def _executor_scope(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if _role_id(props) != AZURE_SESSION_EXECUTOR:
+        return
+    scope = str(props.get("scope", ""))
+    if "/sessionpools/" not in scope.lower():
+        yield (
+            f"Role assignment {ctx.name} grants Session Executor at scope {scope}, wider than "
+            "one session pool; scope it to the pool's resource id."
+        )
+    principal = str(props.get("principalId", ""))
+    if not principal or principal == _ZERO_GUID:
+        yield (
+            f"Role assignment {ctx.name} grants Session Executor without a named principal; "
+            "set principalId to the caller's identity."
+        )
+
+
+HANDLERS = (
+    Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),
+    Handler("SBX-IAM-001", (ROLE_ASSIGNMENT,), _admin_role),
+    Handler("SBX-IAM-002", (SESSION_POOL,), _pool_identity),
+    Handler("SBX-IAM-004", (ROLE_ASSIGNMENT,), _executor_scope),
+)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sandboxkit.contract import EVERYWHERE, SANDBOX_POD_LABEL
 from sandboxkit.guard import (
+    SANDBOX_POD_KINDS,
     CheckContext,
     Handler,
     StackHandler,
@@ -15,14 +16,25 @@ from sandboxkit.guard import (
     dig,
     items,
     of_kind,
+    sandbox_pod_spec,
     target_of,
 )
-from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
+from sandboxkit.guard_checks import (
+    PortSpan,
+    cidr_problems,
+    entries_problems,
+    identity_allowed,
+    ports_problem,
+)
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 CILIUM_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
 GKE_FQDN_POLICY = "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
+ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
+ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
+
+KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
 
 
 # --- SBX-NET-001 -------------------------------------------------------------------------------
@@ -157,6 +169,35 @@ def _gke_fqdn_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[s
     yield from entries_problems("FQDNNetworkPolicy", ctx.name, entries)
 
 
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def _admin_binding(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    role = dig(props, "roleRef.name")
+    if role in KUBERNETES_ADMIN_ROLES:
+        yield f"{ctx.name} binds {role}; bind a Role with only the verbs and resources needed."
+
+
+def _wildcard_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for rule in items(props.get("rules")):
+        for key in ("verbs", "resources", "apiGroups"):
+            if "*" in items(dig(rule, key)):
+                yield f"Role {ctx.name} allows '*' {key}; list them explicitly."
+
+
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _token_mounted(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if sandbox_pod_spec(props).get("automountServiceAccountToken") is not False:
+        if identity_allowed(ctx):
+            return
+        yield (
+            f"{ctx.name} mounts a service-account token into sandbox pods; set "
+            "automountServiceAccountToken to false."
+        )
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -197,4 +238,7 @@ HANDLERS = (
     Handler("SBX-NET-002", (CILIUM_POLICY,), _cilium_entries),
     Handler("SBX-NET-002", (GKE_FQDN_POLICY,), _gke_fqdn_entries),
     StackHandler("SBX-NET-005", _templates_without_policy),
+    Handler("SBX-IAM-001", ROLE_BINDINGS, _admin_binding),
+    Handler("SBX-IAM-001", ROLES, _wildcard_role),
+    Handler("SBX-IAM-002", SANDBOX_POD_KINDS, _token_mounted),
 )

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.contract import EVERYWHERE
+from sandboxkit.gcp import guard as gcp_guard
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -20,6 +21,11 @@ from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, p
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+INVOKER_GRANTS = (
+    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+    "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
+)
+GCP_PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 
 
 # --- SBX-NET-001 -------------------------------------------------------------------------------
@@ -91,6 +97,27 @@ def _firewall_rule_entries(props: Mapping[str, Any], ctx: CheckContext) -> Itera
         yield from cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
 
 
+# --- SBX-IAM-003 -------------------------------------------------------------------------------
+
+
+def _invoker_check_off(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if props.get("invokerIamDisabled") is True:
+        yield (
+            f"Cloud Run service {ctx.name} disables the invoker IAM check, so anyone can call "
+            "it; set invokerIamDisabled to false."
+        )
+
+
+def _public_member(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    members = [props.get("member"), *items(props.get("members"))]
+    public = [m for m in members if m in GCP_PUBLIC_MEMBERS]
+    if public:
+        yield (
+            f"{ctx.name} grants {props.get('role')} to {public[0]}; grant it to the named "
+            "caller service account only."
+        )
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -122,8 +149,12 @@ def _services_without_deny_all(
 
 
 HANDLERS = (
+    *gcp_guard.HANDLERS,
     Handler("SBX-NET-001", (SERVICE,), _egress),
     Handler("SBX-NET-001", (FIREWALL_RULE,), _firewall_rule_open),
     Handler("SBX-NET-002", (FIREWALL_RULE,), _firewall_rule_entries),
+    Handler("SBX-IAM-001", INVOKER_GRANTS, gcp_guard.broad_role),
+    Handler("SBX-IAM-003", (SERVICE,), _invoker_check_off),
+    Handler("SBX-IAM-003", INVOKER_GRANTS, _public_member),
     StackHandler("SBX-NET-005", _services_without_deny_all),
 )

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sandboxkit.guard import CheckContext, Handler
+from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.guard import CheckContext, Handler, dig
+from sandboxkit.guard_checks import identity_allowed
 from sandboxkit.kubernetes import guard as kubernetes_guard
 
 CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
 
 
 # --- SBX-NET-003 -------------------------------------------------------------------------------
@@ -23,7 +26,21 @@ def _datapath(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         )
 
 
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _node_metadata(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    mode = dig(props, "nodeConfig.workloadMetadataConfig.mode")
+    if mode != "GKE_METADATA" and not identity_allowed(ctx):
+        yield (
+            f"Node pool {ctx.name} has workload metadata mode {mode}, so pods can read the "
+            "node's credentials; set nodeConfig.workloadMetadataConfig.mode to GKE_METADATA."
+        )
+
+
 HANDLERS = (
+    *gcp_guard.HANDLERS,
     *kubernetes_guard.HANDLERS,
     Handler("SBX-NET-003", (CLUSTER,), _datapath),
+    Handler("SBX-IAM-002", (NODE_POOL,), _node_metadata),
 )
