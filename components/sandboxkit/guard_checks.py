@@ -113,3 +113,12 @@ def identity_allowed(ctx: CheckContext) -> bool:
     """Whether the resource is named in SBX-IAM-002's ``allowedGuestIdentities`` (an explicit,
     reviewed override)."""
     return ctx.name in ctx.setting("allowedGuestIdentities")
+
+
+# --- SBX-SES-001..003: secrets named by fragments -------------------------------------------------
+
+
+def matching(names: Sequence[str], fragments: Sequence[str]) -> list[str]:
+    """The ``names`` that contain one of ``fragments`` (a policy's configured name fragments,
+    e.g. ``WEBHOOK_SECRET``), case-insensitively."""
+    return [n for n in names if any(p.upper() in n.upper() for p in fragments)]

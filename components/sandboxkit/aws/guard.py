@@ -28,6 +28,7 @@ from sandboxkit.guard_checks import (
     cidr_problems,
     entries_problems,
     identity_allowed,
+    matching,
     ports_problem,
 )
 
@@ -339,6 +340,21 @@ def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+# --- SBX-SES-003 -------------------------------------------------------------------------------
+
+
+def _webhook_secret(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None:
+        return
+    if not matching(list(variables), ctx.setting("webhookSecretVariables")):
+        yield (
+            f"Launcher function {ctx.name} is not given a webhook signing secret, so it cannot "
+            "verify webhooks; pass the secret's ARN in its environment and verify each "
+            "signature."
+        )
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -377,4 +393,5 @@ HANDLERS = (
     Handler("SBX-IAM-001", (ROLE,), _role),
     Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
+    Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
 )

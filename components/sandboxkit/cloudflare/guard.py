@@ -9,9 +9,10 @@ from typing import Any
 
 from sandboxkit.contract import EGRESS_POLICY_BINDING
 from sandboxkit.guard import CheckContext, Handler, items, plain_bindings
-from sandboxkit.guard_checks import entries_problems
+from sandboxkit.guard_checks import entries_problems, matching
 
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 
 
 def _egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -55,7 +56,48 @@ def _worker_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
     yield from entries_problems("Worker egress policy", ctx.name, entries)
 
 
+# --- SBX-SES-001, SBX-SES-002 ------------------------------------------------------------------
+
+
+def _bindings(props: Mapping[str, Any], kind: str) -> list[str]:
+    return [
+        str(b.get("name", ""))
+        for b in items(props.get("bindings"))
+        if isinstance(b, Mapping) and b.get("type") == kind
+    ]
+
+
+def _id_key(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _bindings(props, "durable_object_namespace"):
+        return
+    if not matching(_bindings(props, "secret_text"), ctx.setting("sessionKeyBindings")):
+        yield (
+            f"Worker {ctx.name} routes to Durable Objects without a secret id key binding, so "
+            "object ids come from client input; add the session-id key as a secret_text "
+            "binding."
+        )
+
+
+def _auth_key(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not matching(_bindings(props, "secret_text"), ctx.setting("authBindings")):
+        yield (
+            f"Worker {ctx.name} has no secret binding to authenticate requests with; bind the "
+            "bearer or JWT key as a secret_text binding and reject other requests with 401."
+        )
+
+
+def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if props.get("enabled") is True and not ctx.setting("allowWorkersDev"):
+        yield (
+            f"{ctx.name} exposes the sandbox Worker on workers.dev; set enabled to false and "
+            "route through the account's own domain."
+        )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
+    Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
+    Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
+    Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),
 )
