@@ -9,12 +9,15 @@ through ``ctx.setting`` (the keys of that policy's config schema in the sandbox-
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
+from sandboxkit import targets
 from sandboxkit.addresses import non_public_reach
 from sandboxkit.contract import EVERYWHERE
 from sandboxkit.egress import parse_rule
-from sandboxkit.guard import CheckContext, numbers
+from sandboxkit.guard import CheckContext, number, numbers
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -113,6 +116,112 @@ def identity_allowed(ctx: CheckContext) -> bool:
     """Whether the resource is named in SBX-IAM-002's ``allowedGuestIdentities`` (an explicit,
     reviewed override)."""
     return ctx.name in ctx.setting("allowedGuestIdentities")
+
+
+# --- SBX-RES-001..003: sizes, times and counts ---------------------------------------------------
+
+_BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+_DECIMAL = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def cpu_of(value: Any) -> float | None:
+    """vCPU of a Kubernetes/Cloud Run/Azure CPU value (``500m``, ``2``, ``0.5``)."""
+    text = str(value)
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        return None
+
+
+def mib_of(value: Any) -> float | None:
+    """MiB of a memory quantity (``512Mi``, ``2Gi``, ``1G``, ``250Mb``, bytes)."""
+    match = re.fullmatch(r"([0-9.]+)\s*([KMGT]i|[kMGT])?[bB]?", str(value).strip())
+    if not match:
+        return None
+    amount, unit = float(match.group(1)), match.group(2)
+    if unit in _BINARY:
+        return amount * _BINARY[unit]
+    return amount * _DECIMAL.get(unit or "", 1) / (1024 * 1024)
+
+
+def seconds_of(value: Any) -> float | None:
+    """The number in a number or a duration text such as ``300s`` (also counts like ``"60"``)."""
+    text = str(value).removesuffix("s")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def size_problems(kind: str, name: str, cpu: Any, memory: Any, ctx: CheckContext) -> Iterator[str]:
+    """SBX-RES-001 on one container's CPU and memory limits (``None`` when unset), against the
+    policy's ``maxVcpu`` and ``maxMemoryMiB``."""
+    vcpu, mib = cpu_of(cpu) if cpu is not None else None, None
+    if memory is not None:
+        mib = mib_of(memory)
+    if vcpu is None:
+        yield f"{kind} {name} sets no CPU limit; set one from sandboxkit:profile.limits.vcpu."
+    elif vcpu > ctx.setting("maxVcpu"):
+        yield (
+            f"{kind} {name} allows {number(vcpu)} vCPU, above the maximum of "
+            f"{number(ctx.setting('maxVcpu'))}; lower sandboxkit:profile.limits.vcpu."
+        )
+    if mib is None:
+        yield (
+            f"{kind} {name} sets no memory limit; set one from sandboxkit:profile.limits.memoryMiB."
+        )
+    elif mib > ctx.setting("maxMemoryMiB"):
+        yield (
+            f"{kind} {name} allows {number(mib)} MiB, above the maximum of "
+            f"{number(ctx.setting('maxMemoryMiB'))}; lower sandboxkit:profile.limits.memoryMiB."
+        )
+
+
+def kit_cap(target: str | None, profile_field: str) -> Any:
+    """The kit's ``Cap`` for a target's profile field, or ``None`` (unknown target, no cap).
+
+    The checks reuse the kit's own caps (``TargetSpec.caps``, each with its source) rather than
+    restating them.
+    """
+    if target not in targets.TARGET_MODULES:
+        return None
+    return next((c for c in targets.get_target(target).caps if c.field == profile_field), None)
+
+
+def time_problems(ctx: CheckContext, label: str, field: str, value: Any, key: str) -> Iterator[str]:
+    """SBX-RES-002: violations of ``label``'s ``field`` (seconds) against the policy's
+    ``maxLifetimeSeconds`` and the kit's cap for profile field ``limits.<key>`` on the
+    resource's target."""
+    seconds = seconds_of(value) if value is not None else None
+    if seconds is None:
+        yield f"{label} has no {field}; set it from sandboxkit:profile.limits.{key}."
+        return
+    limit = ctx.setting("maxLifetimeSeconds")
+    if seconds > limit:
+        yield (
+            f"{label} sets {field} to {number(seconds)} s, above the maximum of {number(limit)} s; "
+            f"lower sandboxkit:profile.limits.{key}."
+        )
+    cap = kit_cap(ctx.target, f"limits.{key}")
+    if cap is not None and not cap.admits(seconds):
+        yield (
+            f"{label} sets {field} to {number(seconds)} s; target {ctx.target} accepts "
+            f"{cap.describe()} (source: {cap.source}). Set sandboxkit:profile.limits.{key} "
+            "within it."
+        )
+
+
+def count_problems(label: str, field: str, value: Any, limit: float, key: str) -> Iterator[str]:
+    """SBX-RES-003: one sentence when ``label``'s ``field`` (a number of sandboxes) is unset or
+    above ``limit`` (the policy's ``maxConcurrentSandboxes`` or ``maxReadySandboxes``)."""
+    count = seconds_of(value) if value is not None else None
+    if count is None:
+        yield f"{label} has no {field}, so the pool is unbounded; set it."
+    elif count > limit:
+        yield (
+            f"{label} sets {field} to {number(count)}, above the maximum of {number(limit)}; lower "
+            f"sandboxkit:profile.pool.{key}."
+        )
 
 
 # --- SBX-SES-001..003: secrets named by fragments -------------------------------------------------

@@ -11,7 +11,12 @@ from typing import Any
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.suricata import read_rules
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
-from sandboxkit.contract import LAUNCHER_EXECUTION_ROLE_ARN
+from sandboxkit.contract import (
+    LAUNCHER_EXEC_TIMEOUT_SECONDS,
+    LAUNCHER_EXECUTION_ROLE_ARN,
+    LAUNCHER_IDLE_TIMEOUT_SECONDS,
+    LAUNCHER_MAX_DURATION_SECONDS,
+)
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -26,10 +31,12 @@ from sandboxkit.guard import (
 from sandboxkit.guard_checks import (
     PortSpan,
     cidr_problems,
+    count_problems,
     entries_problems,
     identity_allowed,
     matching,
     ports_problem,
+    time_problems,
 )
 
 MICROVM_IMAGE = "aws:lambdamicrovms/image:Image"
@@ -340,6 +347,34 @@ def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+# --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------
+
+
+def _launcher_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None:
+        return
+    label = f"Launcher function {ctx.name}"
+    for variable, key in (
+        (LAUNCHER_MAX_DURATION_SECONDS, "maxLifetimeSeconds"),
+        (LAUNCHER_IDLE_TIMEOUT_SECONDS, "idleTimeoutSeconds"),
+        (LAUNCHER_EXEC_TIMEOUT_SECONDS, "execTimeoutSeconds"),
+    ):
+        yield from time_problems(ctx, label, variable, variables.get(variable), key)
+
+
+def _launcher_concurrency(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if launcher_env(props) is None:
+        return
+    yield from count_problems(
+        f"Launcher function {ctx.name}",
+        "reservedConcurrentExecutions",
+        props.get("reservedConcurrentExecutions"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+
+
 # --- SBX-SES-003 -------------------------------------------------------------------------------
 
 
@@ -393,5 +428,7 @@ HANDLERS = (
     Handler("SBX-IAM-001", (ROLE,), _role),
     Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
+    Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
+    Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
     Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
 )

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sandboxkit.guard import CheckContext, Handler, dig, items
-from sandboxkit.guard_checks import identity_allowed
+from sandboxkit.guard_checks import count_problems, identity_allowed, size_problems, time_problems
 
 SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
@@ -88,9 +88,52 @@ def _executor_scope(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+# --- SBX-RES-001..003 --------------------------------------------------------------------------
+
+
+def _pool_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "customContainerTemplate.containers")):
+        resources = dig(container, "resources", {}) or {}
+        label = f"{ctx.name} container {dig(container, 'name')}"
+        yield from size_problems(
+            "Session pool", label, resources.get("cpu"), resources.get("memory"), ctx
+        )
+
+
+def _pool_lifecycle(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    lifecycle = dig(props, "dynamicPoolConfiguration.lifecycleConfiguration", {}) or {}
+    label = f"Session pool {ctx.name}"
+    if lifecycle.get("lifecycleType") == "Timed":
+        field, key = "cooldownPeriodInSeconds", "idleTimeoutSeconds"
+    else:
+        field, key = "maxAlivePeriodInSeconds", "maxLifetimeSeconds"
+    yield from time_problems(ctx, label, field, lifecycle.get(field), key)
+
+
+def _pool_scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    scale = dig(props, "scaleConfiguration", {}) or {}
+    yield from count_problems(
+        f"Session pool {ctx.name}",
+        "maxConcurrentSessions",
+        scale.get("maxConcurrentSessions"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+    yield from count_problems(
+        f"Session pool {ctx.name}",
+        "readySessionInstances",
+        scale.get("readySessionInstances", 0),
+        ctx.setting("maxReadySandboxes"),
+        "ready",
+    )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),
     Handler("SBX-IAM-001", (ROLE_ASSIGNMENT,), _admin_role),
     Handler("SBX-IAM-002", (SESSION_POOL,), _pool_identity),
     Handler("SBX-IAM-004", (ROLE_ASSIGNMENT,), _executor_scope),
+    Handler("SBX-RES-001", (SESSION_POOL,), _pool_limits),
+    Handler("SBX-RES-002", (SESSION_POOL,), _pool_lifecycle),
+    Handler("SBX-RES-003", (SESSION_POOL,), _pool_scale),
 )

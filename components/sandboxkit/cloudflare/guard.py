@@ -7,9 +7,14 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sandboxkit.contract import EGRESS_POLICY_BINDING
+from sandboxkit.contract import (
+    EGRESS_POLICY_BINDING,
+    EXEC_TIMEOUT_BINDING,
+    IDLE_TIMEOUT_BINDING,
+    MAX_LIFETIME_BINDING,
+)
 from sandboxkit.guard import CheckContext, Handler, items, plain_bindings
-from sandboxkit.guard_checks import entries_problems, matching
+from sandboxkit.guard_checks import entries_problems, matching, time_problems
 
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
@@ -56,6 +61,20 @@ def _worker_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
     yield from entries_problems("Worker egress policy", ctx.name, entries)
 
 
+# --- SBX-RES-002 -------------------------------------------------------------------------------
+
+
+def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    bindings = plain_bindings(props)
+    label = f"Worker {ctx.name}"
+    for binding, key in (
+        (MAX_LIFETIME_BINDING, "maxLifetimeSeconds"),
+        (IDLE_TIMEOUT_BINDING, "idleTimeoutSeconds"),
+        (EXEC_TIMEOUT_BINDING, "execTimeoutSeconds"),
+    ):
+        yield from time_problems(ctx, label, f"binding {binding}", bindings.get(binding), key)
+
+
 # --- SBX-SES-001, SBX-SES-002 ------------------------------------------------------------------
 
 
@@ -97,6 +116,7 @@ def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
+    Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
     Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
     Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
     Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),

@@ -13,6 +13,7 @@ from sandboxkit.guard import (
     Handler,
     StackHandler,
     StackResource,
+    containers_of,
     dig,
     items,
     of_kind,
@@ -22,9 +23,12 @@ from sandboxkit.guard import (
 from sandboxkit.guard_checks import (
     PortSpan,
     cidr_problems,
+    count_problems,
     entries_problems,
     identity_allowed,
     ports_problem,
+    size_problems,
+    time_problems,
 )
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -33,6 +37,8 @@ GKE_FQDN_POLICY = "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
 ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+WARM_POOL = "kubernetes:*:SandboxWarmPool"
 
 KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
 
@@ -198,6 +204,46 @@ def _token_mounted(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         )
 
 
+# --- SBX-RES-001..003 --------------------------------------------------------------------------
+
+
+def _pod_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in containers_of(sandbox_pod_spec(props)):
+        limits = dig(container, "resources.limits", {}) or {}
+        label = f"{ctx.name} container {container.get('name')}"
+        yield from size_problems(
+            "SandboxTemplate", label, limits.get("cpu"), limits.get("memory"), ctx
+        )
+
+
+def _pod_deadline(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    deadline = sandbox_pod_spec(props).get("activeDeadlineSeconds")
+    label = f"SandboxTemplate {ctx.name}"
+    yield from time_problems(ctx, label, "activeDeadlineSeconds", deadline, "maxLifetimeSeconds")
+
+
+def _quota_pods(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if target_of(props) is None:
+        return
+    yield from count_problems(
+        f"ResourceQuota {ctx.name}",
+        "spec.hard.pods",
+        dig(props, "spec.hard.pods"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+
+
+def _warm_pool(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from count_problems(
+        f"SandboxWarmPool {ctx.name}",
+        "spec.replicas",
+        dig(props, "spec.replicas"),
+        ctx.setting("maxReadySandboxes"),
+        "ready",
+    )
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -228,6 +274,29 @@ def _templates_without_policy(
             )
 
 
+# --- SBX-RES-004 -------------------------------------------------------------------------------
+
+
+def _quota_per_namespace(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
+    quotas = {
+        (target_of(r.props), dig(r.props, "metadata.namespace"))
+        for r in resources
+        if r.resource_type == RESOURCE_QUOTA and dig(r.props, "spec.hard.pods")
+    }
+    for r in resources:
+        if r.resource_type.endswith(":SandboxTemplate"):
+            namespace = dig(r.props, "metadata.namespace")
+            if (target_of(r.props), namespace) not in quotas:
+                yield (
+                    f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
+                    "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
+                    r.urn,
+                )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (NETWORK_POLICY,), _network_policy_open),
     Handler("SBX-NET-001", (SANDBOX_TEMPLATE,), _template_managed_policy),
@@ -241,4 +310,9 @@ HANDLERS = (
     Handler("SBX-IAM-001", ROLE_BINDINGS, _admin_binding),
     Handler("SBX-IAM-001", ROLES, _wildcard_role),
     Handler("SBX-IAM-002", SANDBOX_POD_KINDS, _token_mounted),
+    Handler("SBX-RES-001", SANDBOX_POD_KINDS, _pod_limits),
+    Handler("SBX-RES-002", SANDBOX_POD_KINDS, _pod_deadline),
+    Handler("SBX-RES-003", (RESOURCE_QUOTA,), _quota_pods),
+    Handler("SBX-RES-003", (WARM_POOL,), _warm_pool),
+    StackHandler("SBX-RES-004", _quota_per_namespace),
 )

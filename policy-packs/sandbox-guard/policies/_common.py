@@ -194,15 +194,4 @@ class StackRule:
         return StackValidationPolicy(validate=self.validate, **self.rule.common())
 
 
-def kit_cap(target: str | None, profile_field: str) -> Any:
-    """The kit's ``Cap`` for a target's profile field, or ``None`` (unknown target, no cap).
-
-    The pack reuses the kit's own caps (``TargetSpec.caps``, each with its source) rather than
-    restating them.
-    """
-    if target not in targets.TARGET_MODULES:
-        return None
-    return next((c for c in targets.get_target(target).caps if c.field == profile_field), None)
-
-
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"

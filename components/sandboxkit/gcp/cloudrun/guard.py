@@ -17,7 +17,15 @@ from sandboxkit.guard import (
     items,
     of_kind,
 )
-from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
+from sandboxkit.guard_checks import (
+    PortSpan,
+    cidr_problems,
+    count_problems,
+    entries_problems,
+    ports_problem,
+    size_problems,
+    time_problems,
+)
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -118,6 +126,35 @@ def _public_member(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         )
 
 
+# --- SBX-RES-001..003 --------------------------------------------------------------------------
+
+
+def _limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "template.containers")):
+        limits = dig(container, "resources.limits", {}) or {}
+        label = f"{ctx.name} container {dig(container, 'name')}"
+        yield from size_problems(
+            "Cloud Run service", label, limits.get("cpu"), limits.get("memory"), ctx
+        )
+
+
+def _timeout(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The request timeout bounds each sandbox run the launcher serves (gcp-cloudrun's map).
+    timeout = dig(props, "template.timeout")
+    label = f"Cloud Run service {ctx.name}"
+    yield from time_problems(ctx, label, "template.timeout", timeout, "execTimeoutSeconds")
+
+
+def _scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from count_problems(
+        f"Cloud Run service {ctx.name}",
+        "template.scaling.maxInstanceCount",
+        dig(props, "template.scaling.maxInstanceCount"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -156,5 +193,8 @@ HANDLERS = (
     Handler("SBX-IAM-001", INVOKER_GRANTS, gcp_guard.broad_role),
     Handler("SBX-IAM-003", (SERVICE,), _invoker_check_off),
     Handler("SBX-IAM-003", INVOKER_GRANTS, _public_member),
+    Handler("SBX-RES-001", (SERVICE,), _limits),
+    Handler("SBX-RES-002", (SERVICE,), _timeout),
+    Handler("SBX-RES-003", (SERVICE,), _scale),
     StackHandler("SBX-NET-005", _services_without_deny_all),
 )
