@@ -224,6 +224,29 @@ def count_problems(label: str, field: str, value: Any, limit: float, key: str) -
         )
 
 
+# --- SBX-LOG-001: retention --------------------------------------------------------------------
+
+
+def retention_problems(
+    kind: str, name: str, days: Any, ctx: CheckContext, never_expires: bool
+) -> Iterator[str]:
+    """SBX-LOG-001 on a log store keeping logs ``days`` days (``None`` or 0 when unset, which
+    means forever when ``never_expires``), against the policy's ``minimumRetentionDays``."""
+    minimum = ctx.setting("minimumRetentionDays")
+    if days is None or days == 0:
+        if not never_expires:
+            yield (
+                f"{kind} {name} sets no retention; set it to at least {number(minimum)} days from "
+                "sandboxkit:profile.audit.logRetentionDays."
+            )
+        return
+    if days < minimum:
+        yield (
+            f"{kind} {name} keeps logs {number(days)} days, fewer than {number(minimum)}; raise "
+            "sandboxkit:profile.audit.logRetentionDays."
+        )
+
+
 # --- SBX-SES-001..003: secrets named by fragments -------------------------------------------------
 
 

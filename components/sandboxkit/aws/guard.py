@@ -36,6 +36,7 @@ from sandboxkit.guard_checks import (
     identity_allowed,
     matching,
     ports_problem,
+    retention_problems,
     time_problems,
 )
 
@@ -50,6 +51,7 @@ ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 FUNCTION = "aws:lambda/function:Function"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 # AWS managed policies that amount to administrator rights.
 AWS_ADMIN_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
@@ -375,6 +377,14 @@ def _launcher_concurrency(props: Mapping[str, Any], ctx: CheckContext) -> Iterat
     )
 
 
+# --- SBX-LOG-001 -------------------------------------------------------------------------------
+
+
+def _log_group(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # CloudWatch keeps logs forever when retentionInDays is unset or 0.
+    yield from retention_problems("Log group", ctx.name, props.get("retentionInDays"), ctx, True)
+
+
 # --- SBX-SES-003 -------------------------------------------------------------------------------
 
 
@@ -411,6 +421,29 @@ def _images_without_egress_controls(
             )
 
 
+# --- SBX-LOG-002 -------------------------------------------------------------------------------
+
+
+def _firewalls_without_logs(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    logged = {
+        str(dest.get("logType"))
+        for config in of_kind(
+            resources, "networkfirewall/loggingConfiguration:LoggingConfiguration"
+        )
+        for dest in items(dig(config.props, "loggingConfiguration.logDestinationConfigs"))
+    }
+    for firewall in of_kind(resources, "networkfirewall/firewall:Firewall"):
+        missing = sorted({"FLOW", "ALERT"} - logged)
+        if missing:
+            yield (
+                f"Network Firewall {firewall.name} sends no {' or '.join(missing)} logs; add a "
+                "LoggingConfiguration with FLOW and ALERT destinations.",
+                firewall.urn,
+            )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (MICROVM_IMAGE,), _microvm_connectors),
     Handler("SBX-NET-001", (SECURITY_GROUP,), _security_group_open),
@@ -430,5 +463,7 @@ HANDLERS = (
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
     Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
     Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
+    Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
+    StackHandler("SBX-LOG-002", _firewalls_without_logs),
     Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
 )

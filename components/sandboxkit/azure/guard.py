@@ -3,14 +3,29 @@ role assignments and its Log Analytics workspace."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.guard import CheckContext, Handler, dig, items
-from sandboxkit.guard_checks import count_problems, identity_allowed, size_problems, time_problems
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+)
+from sandboxkit.guard_checks import (
+    count_problems,
+    identity_allowed,
+    retention_problems,
+    size_problems,
+    time_problems,
+)
 
 SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+WORKSPACE = "azure-native:operationalinsights:Workspace"
 
 # Azure built-in role definition ids (stable across tenants): Owner, Contributor,
 # User Access Administrator, Role Based Access Control Administrator.
@@ -128,6 +143,28 @@ def _pool_scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
+# --- SBX-LOG-001, SBX-LOG-002 ------------------------------------------------------------------
+
+
+def _workspace(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from retention_problems(
+        "Log Analytics workspace", ctx.name, props.get("retentionInDays"), ctx, False
+    )
+
+
+def _pools_without_workspace(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    workspaces = of_kind(resources, "operationalinsights:Workspace")
+    for pool in of_kind(resources, "app:ContainerAppsSessionPool"):
+        if not workspaces:
+            yield (
+                f"Session pool {pool.name} has no Log Analytics workspace in the stack; send "
+                "the environment's logs to one.",
+                pool.urn,
+            )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),
     Handler("SBX-IAM-001", (ROLE_ASSIGNMENT,), _admin_role),
@@ -136,4 +173,6 @@ HANDLERS = (
     Handler("SBX-RES-001", (SESSION_POOL,), _pool_limits),
     Handler("SBX-RES-002", (SESSION_POOL,), _pool_lifecycle),
     Handler("SBX-RES-003", (SESSION_POOL,), _pool_scale),
+    Handler("SBX-LOG-001", (WORKSPACE,), _workspace),
+    StackHandler("SBX-LOG-002", _pools_without_workspace),
 )

@@ -4,7 +4,7 @@ bindings carry the egress policy, limits and keys) and its workers.dev subdomain
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.contract import (
@@ -13,7 +13,16 @@ from sandboxkit.contract import (
     IDLE_TIMEOUT_BINDING,
     MAX_LIFETIME_BINDING,
 )
-from sandboxkit.guard import CheckContext, Handler, items, plain_bindings
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+    plain_bindings,
+)
 from sandboxkit.guard_checks import entries_problems, matching, time_problems
 
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
@@ -113,6 +122,21 @@ def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         )
 
 
+# --- SBX-LOG-002 -------------------------------------------------------------------------------
+
+
+def _workers_without_observability(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    for script in of_kind(resources, "index/workersScript:WorkersScript"):
+        if dig(script.props, "observability.enabled") is not True:
+            yield (
+                f"Worker {script.name} has observability off, so commands leave no audit "
+                "trail; set observability.enabled to true.",
+                script.urn,
+            )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
@@ -120,4 +144,5 @@ HANDLERS = (
     Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
     Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
     Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),
+    StackHandler("SBX-LOG-002", _workers_without_observability),
 )

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sandboxkit.guard import CheckContext, Handler
+from sandboxkit.guard_checks import retention_problems
 
 GCP_BASIC_ROLES = ("roles/owner", "roles/editor")
 IAM_GRANTS = (
@@ -15,6 +16,7 @@ IAM_GRANTS = (
     "gcp:serviceaccount/iAMMember:IAMMember",
     "gcp:serviceaccount/iAMBinding:IAMBinding",
 )
+LOG_BUCKET = "gcp:logging/projectBucketConfig:ProjectBucketConfig"
 
 
 # --- SBX-IAM-001 -------------------------------------------------------------------------------
@@ -27,4 +29,14 @@ def broad_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         yield f"IAM grant {ctx.name} gives {role}; grant the narrowest predefined role instead."
 
 
-HANDLERS = (Handler("SBX-IAM-001", IAM_GRANTS, broad_role),)
+# --- SBX-LOG-001 -------------------------------------------------------------------------------
+
+
+def _log_bucket(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from retention_problems("Log bucket", ctx.name, props.get("retentionDays"), ctx, False)
+
+
+HANDLERS = (
+    Handler("SBX-IAM-001", IAM_GRANTS, broad_role),
+    Handler("SBX-LOG-001", (LOG_BUCKET,), _log_bucket),
+)
