@@ -247,6 +247,47 @@ def retention_problems(
         )
 
 
+# --- SBX-SEC-001, SBX-SEC-003: plain secrets and unpinned images --------------------------------
+
+
+def _secret_named(name: str, value: Any, ctx: CheckContext) -> bool:
+    upper = name.upper()
+    if any(upper.endswith(s) for s in ctx.setting("referenceSuffixes")):
+        return False
+    if isinstance(value, str) and value.startswith("arn:"):
+        return False
+    return any(p in upper for p in ctx.setting("secretNamePatterns"))
+
+
+def inline_secrets(
+    kind: str, name: str, pairs: Sequence[tuple[str, Any]], ctx: CheckContext
+) -> Iterator[str]:
+    """SBX-SEC-001: a sentence for each ``(variable, value)`` of ``kind`` ``name`` whose name
+    says it holds a secret (the policy's ``secretNamePatterns``, not one of its
+    ``referenceSuffixes``) and whose value is written inline rather than an ARN."""
+    for variable, value in pairs:
+        if value is not None and _secret_named(variable, value, ctx):
+            yield (
+                f"{kind} {name} sets {variable} inline, where anyone who can read the "
+                "configuration reads the secret; move it to a secret store and pass a reference."
+            )
+
+
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+
+
+def unpinned_images(kind: str, name: str, images: Sequence[Any]) -> Iterator[str]:
+    """SBX-SEC-003: a sentence for each image reference of ``kind`` ``name`` without a
+    ``@sha256:<64 hex>`` digest."""
+    # Unknown values (an image from another resource's output) are not strings: not judged.
+    for image in images:
+        if isinstance(image, str) and not DIGEST.search(image):
+            yield (
+                f"{kind} {name} runs image {image} by tag, which can be moved to other "
+                "content; pin it by digest (image@sha256:<64 hex digits>)."
+            )
+
+
 # --- SBX-SES-001..003: secrets named by fragments -------------------------------------------------
 
 

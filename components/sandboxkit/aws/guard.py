@@ -34,6 +34,7 @@ from sandboxkit.guard_checks import (
     count_problems,
     entries_problems,
     identity_allowed,
+    inline_secrets,
     matching,
     ports_problem,
     retention_problems,
@@ -377,6 +378,23 @@ def _launcher_concurrency(props: Mapping[str, Any], ctx: CheckContext) -> Iterat
     )
 
 
+# --- SBX-SEC-001 -------------------------------------------------------------------------------
+
+
+def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = dig(props, "environment.variables", {}) or {}
+    yield from inline_secrets(
+        "Lambda function", ctx.name, [(k, variables[k]) for k in variables], ctx
+    )
+
+
+def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = props.get("environmentVariables") or {}
+    yield from inline_secrets(
+        "MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx
+    )
+
+
 # --- SBX-LOG-001 -------------------------------------------------------------------------------
 
 
@@ -463,6 +481,8 @@ HANDLERS = (
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
     Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
     Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
+    Handler("SBX-SEC-001", (FUNCTION,), _function_env),
+    Handler("SBX-SEC-001", (MICROVM_IMAGE,), _image_env),
     Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
     StackHandler("SBX-LOG-002", _firewalls_without_logs),
     Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),

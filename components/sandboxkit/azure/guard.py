@@ -18,9 +18,11 @@ from sandboxkit.guard import (
 from sandboxkit.guard_checks import (
     count_problems,
     identity_allowed,
+    inline_secrets,
     retention_problems,
     size_problems,
     time_problems,
+    unpinned_images,
 )
 
 SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
@@ -143,6 +145,20 @@ def _pool_scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _pool_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "customContainerTemplate.containers")):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "env"))]
+        yield from inline_secrets("Session pool", ctx.name, pairs, ctx)
+
+
+def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    containers = items(dig(props, "customContainerTemplate.containers"))
+    yield from unpinned_images("Session pool", ctx.name, [dig(c, "image") for c in containers])
+
+
 # --- SBX-LOG-001, SBX-LOG-002 ------------------------------------------------------------------
 
 
@@ -173,6 +189,8 @@ HANDLERS = (
     Handler("SBX-RES-001", (SESSION_POOL,), _pool_limits),
     Handler("SBX-RES-002", (SESSION_POOL,), _pool_lifecycle),
     Handler("SBX-RES-003", (SESSION_POOL,), _pool_scale),
+    Handler("SBX-SEC-001", (SESSION_POOL,), _pool_env),
+    Handler("SBX-SEC-003", (SESSION_POOL,), _pool_images),
     Handler("SBX-LOG-001", (WORKSPACE,), _workspace),
     StackHandler("SBX-LOG-002", _pools_without_workspace),
 )

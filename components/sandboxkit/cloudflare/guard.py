@@ -23,7 +23,7 @@ from sandboxkit.guard import (
     of_kind,
     plain_bindings,
 )
-from sandboxkit.guard_checks import entries_problems, matching, time_problems
+from sandboxkit.guard_checks import entries_problems, inline_secrets, matching, time_problems
 
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
@@ -84,6 +84,13 @@ def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         yield from time_problems(ctx, label, f"binding {binding}", bindings.get(binding), key)
 
 
+# --- SBX-SEC-001 -------------------------------------------------------------------------------
+
+
+def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from inline_secrets("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
+
+
 # --- SBX-SES-001, SBX-SES-002 ------------------------------------------------------------------
 
 
@@ -141,6 +148,7 @@ HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
     Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
+    Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),
     Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
     Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
     Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),

@@ -26,9 +26,11 @@ from sandboxkit.guard_checks import (
     count_problems,
     entries_problems,
     identity_allowed,
+    inline_secrets,
     ports_problem,
     size_problems,
     time_problems,
+    unpinned_images,
 )
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -244,6 +246,20 @@ def _warm_pool(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _pod_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in containers_of(sandbox_pod_spec(props)):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(container.get("env"))]
+        yield from inline_secrets("SandboxTemplate", ctx.name, pairs, ctx)
+
+
+def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
+    yield from unpinned_images("SandboxTemplate", ctx.name, images)
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -315,4 +331,6 @@ HANDLERS = (
     Handler("SBX-RES-003", (RESOURCE_QUOTA,), _quota_pods),
     Handler("SBX-RES-003", (WARM_POOL,), _warm_pool),
     StackHandler("SBX-RES-004", _quota_per_namespace),
+    Handler("SBX-SEC-001", SANDBOX_POD_KINDS, _pod_env),
+    Handler("SBX-SEC-003", SANDBOX_POD_KINDS, _pod_images),
 )

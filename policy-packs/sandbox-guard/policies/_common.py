@@ -192,6 +192,3 @@ class StackRule:
     def policy(self) -> StackValidationPolicy:
         """The CrossGuard policy."""
         return StackValidationPolicy(validate=self.validate, **self.rule.common())
-
-
-WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"

@@ -22,9 +22,11 @@ from sandboxkit.guard_checks import (
     cidr_problems,
     count_problems,
     entries_problems,
+    inline_secrets,
     ports_problem,
     size_problems,
     time_problems,
+    unpinned_images,
 )
 
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -155,6 +157,22 @@ def _scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "template.containers")):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "envs"))]
+        yield from inline_secrets("Cloud Run service", ctx.name, pairs, ctx)
+
+
+def _images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    containers = items(dig(props, "template.containers"))
+    templates = items(dig(props, "template.sandboxes.templates"))
+    images = [dig(entry, "image") for entry in containers + templates]
+    yield from unpinned_images("Cloud Run service", ctx.name, images)
+
+
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
@@ -196,5 +214,7 @@ HANDLERS = (
     Handler("SBX-RES-001", (SERVICE,), _limits),
     Handler("SBX-RES-002", (SERVICE,), _timeout),
     Handler("SBX-RES-003", (SERVICE,), _scale),
+    Handler("SBX-SEC-001", (SERVICE,), _env),
+    Handler("SBX-SEC-003", (SERVICE,), _images),
     StackHandler("SBX-NET-005", _services_without_deny_all),
 )
