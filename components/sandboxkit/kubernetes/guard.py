@@ -1,5 +1,6 @@
 """The sandbox-guard checks of the Kubernetes objects the kit creates (agent-sandbox templates,
-network policies, quotas), on any cluster; gcp-gke re-exports them."""
+network policies, quotas), on any cluster; gcp-gke re-exports them. The pod walls (SBX-K8S-*)
+are in ``pod_guard.py``."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from sandboxkit.guard_checks import (
     time_problems,
     unpinned_images,
 )
+from sandboxkit.kubernetes import pod_guard
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 CILIUM_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
@@ -314,6 +316,7 @@ def _quota_per_namespace(
 
 
 HANDLERS = (
+    *pod_guard.HANDLERS,
     Handler("SBX-NET-001", (NETWORK_POLICY,), _network_policy_open),
     Handler("SBX-NET-001", (SANDBOX_TEMPLATE,), _template_managed_policy),
     Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_open),

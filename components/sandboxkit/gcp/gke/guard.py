@@ -38,9 +38,23 @@ def _node_metadata(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         )
 
 
+# --- SBX-K8S-004 -------------------------------------------------------------------------------
+
+
+def _gvisor_pool(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    sandbox = dig(props, "nodeConfig.sandboxConfig", {}) or {}
+    kind = str(sandbox.get("type") or sandbox.get("sandboxType") or "")
+    if kind.upper() != "GVISOR":
+        yield (
+            f"Node pool {ctx.name} does not run GKE Sandbox; set "
+            "nodeConfig.sandboxConfig.type to GVISOR."
+        )
+
+
 HANDLERS = (
     *gcp_guard.HANDLERS,
     *kubernetes_guard.HANDLERS,
     Handler("SBX-NET-003", (CLUSTER,), _datapath),
     Handler("SBX-IAM-002", (NODE_POOL,), _node_metadata),
+    Handler("SBX-K8S-004", (NODE_POOL,), _gvisor_pool),
 )
