@@ -263,6 +263,27 @@ def _dns_fail_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         )
 
 
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _images_without_egress_controls(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    connectors = of_kind(resources, "lambda/coreNetworkConnector:CoreNetworkConnector")
+    for image in of_kind(resources, "lambdamicrovms/image:Image"):
+        if (
+            not connectors
+            or not of_kind(resources, ":FirewallPolicy")
+            or not of_kind(resources, ":ResolverFirewallConfig")
+        ):
+            yield (
+                f"MicroVM image {image.name} has no CoreNetworkConnector, Network Firewall "
+                "policy and DNS firewall in the stack to hold its egress; deploy them with the "
+                "image (the aws-microvm target does).",
+                image.urn,
+            )
+
+
 # --- SBX-IAM-001 -------------------------------------------------------------------------------
 
 
@@ -350,6 +371,21 @@ def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+# --- SBX-SES-003 -------------------------------------------------------------------------------
+
+
+def _webhook_secret(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None:
+        return
+    if not matching(list(variables), ctx.setting("webhookSecretVariables")):
+        yield (
+            f"Launcher function {ctx.name} is not given a webhook signing secret, so it cannot "
+            "verify webhooks; pass the secret's ARN in its environment and verify each "
+            "signature."
+        )
+
+
 # --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------
 
 
@@ -378,65 +414,12 @@ def _launcher_concurrency(props: Mapping[str, Any], ctx: CheckContext) -> Iterat
     )
 
 
-# --- SBX-SEC-001 -------------------------------------------------------------------------------
-
-
-def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = dig(props, "environment.variables", {}) or {}
-    yield from inline_secrets(
-        "Lambda function", ctx.name, [(k, variables[k]) for k in variables], ctx
-    )
-
-
-def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = props.get("environmentVariables") or {}
-    yield from inline_secrets(
-        "MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx
-    )
-
-
 # --- SBX-LOG-001 -------------------------------------------------------------------------------
 
 
 def _log_group(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     # CloudWatch keeps logs forever when retentionInDays is unset or 0.
     yield from retention_problems("Log group", ctx.name, props.get("retentionInDays"), ctx, True)
-
-
-# --- SBX-SES-003 -------------------------------------------------------------------------------
-
-
-def _webhook_secret(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = launcher_env(props)
-    if variables is None:
-        return
-    if not matching(list(variables), ctx.setting("webhookSecretVariables")):
-        yield (
-            f"Launcher function {ctx.name} is not given a webhook signing secret, so it cannot "
-            "verify webhooks; pass the secret's ARN in its environment and verify each "
-            "signature."
-        )
-
-
-# --- SBX-NET-005 -------------------------------------------------------------------------------
-
-
-def _images_without_egress_controls(
-    resources: Sequence[StackResource], ctx: CheckContext
-) -> Iterator[tuple[str, str | None]]:
-    connectors = of_kind(resources, "lambda/coreNetworkConnector:CoreNetworkConnector")
-    for image in of_kind(resources, "lambdamicrovms/image:Image"):
-        if (
-            not connectors
-            or not of_kind(resources, ":FirewallPolicy")
-            or not of_kind(resources, ":ResolverFirewallConfig")
-        ):
-            yield (
-                f"MicroVM image {image.name} has no CoreNetworkConnector, Network Firewall "
-                "policy and DNS firewall in the stack to hold its egress; deploy them with the "
-                "image (the aws-microvm target does).",
-                image.urn,
-            )
 
 
 # --- SBX-LOG-002 -------------------------------------------------------------------------------
@@ -462,6 +445,23 @@ def _firewalls_without_logs(
             )
 
 
+# --- SBX-SEC-001 -------------------------------------------------------------------------------
+
+
+def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = dig(props, "environment.variables", {}) or {}
+    yield from inline_secrets(
+        "Lambda function", ctx.name, [(k, variables[k]) for k in variables], ctx
+    )
+
+
+def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = props.get("environmentVariables") or {}
+    yield from inline_secrets(
+        "MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx
+    )
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (MICROVM_IMAGE,), _microvm_connectors),
     Handler("SBX-NET-001", (SECURITY_GROUP,), _security_group_open),
@@ -479,11 +479,11 @@ HANDLERS = (
     Handler("SBX-IAM-001", (ROLE,), _role),
     Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
+    Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
     Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
     Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
-    Handler("SBX-SEC-001", (FUNCTION,), _function_env),
-    Handler("SBX-SEC-001", (MICROVM_IMAGE,), _image_env),
     Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
     StackHandler("SBX-LOG-002", _firewalls_without_logs),
-    Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
+    Handler("SBX-SEC-001", (FUNCTION,), _function_env),
+    Handler("SBX-SEC-001", (MICROVM_IMAGE,), _image_env),
 )

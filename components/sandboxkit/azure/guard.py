@@ -145,20 +145,6 @@ def _pool_scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
-# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
-
-
-def _pool_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    for container in items(dig(props, "customContainerTemplate.containers")):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "env"))]
-        yield from inline_secrets("Session pool", ctx.name, pairs, ctx)
-
-
-def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    containers = items(dig(props, "customContainerTemplate.containers"))
-    yield from unpinned_images("Session pool", ctx.name, [dig(c, "image") for c in containers])
-
-
 # --- SBX-LOG-001, SBX-LOG-002 ------------------------------------------------------------------
 
 
@@ -181,6 +167,20 @@ def _pools_without_workspace(
             )
 
 
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _pool_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "customContainerTemplate.containers")):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "env"))]
+        yield from inline_secrets("Session pool", ctx.name, pairs, ctx)
+
+
+def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    containers = items(dig(props, "customContainerTemplate.containers"))
+    yield from unpinned_images("Session pool", ctx.name, [dig(c, "image") for c in containers])
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),
     Handler("SBX-IAM-001", (ROLE_ASSIGNMENT,), _admin_role),
@@ -189,8 +189,8 @@ HANDLERS = (
     Handler("SBX-RES-001", (SESSION_POOL,), _pool_limits),
     Handler("SBX-RES-002", (SESSION_POOL,), _pool_lifecycle),
     Handler("SBX-RES-003", (SESSION_POOL,), _pool_scale),
-    Handler("SBX-SEC-001", (SESSION_POOL,), _pool_env),
-    Handler("SBX-SEC-003", (SESSION_POOL,), _pool_images),
     Handler("SBX-LOG-001", (WORKSPACE,), _workspace),
     StackHandler("SBX-LOG-002", _pools_without_workspace),
+    Handler("SBX-SEC-001", (SESSION_POOL,), _pool_env),
+    Handler("SBX-SEC-003", (SESSION_POOL,), _pool_images),
 )

@@ -70,27 +70,6 @@ def _worker_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
     yield from entries_problems("Worker egress policy", ctx.name, entries)
 
 
-# --- SBX-RES-002 -------------------------------------------------------------------------------
-
-
-def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    bindings = plain_bindings(props)
-    label = f"Worker {ctx.name}"
-    for binding, key in (
-        (MAX_LIFETIME_BINDING, "maxLifetimeSeconds"),
-        (IDLE_TIMEOUT_BINDING, "idleTimeoutSeconds"),
-        (EXEC_TIMEOUT_BINDING, "execTimeoutSeconds"),
-    ):
-        yield from time_problems(ctx, label, f"binding {binding}", bindings.get(binding), key)
-
-
-# --- SBX-SEC-001 -------------------------------------------------------------------------------
-
-
-def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    yield from inline_secrets("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
-
-
 # --- SBX-SES-001, SBX-SES-002 ------------------------------------------------------------------
 
 
@@ -129,6 +108,20 @@ def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         )
 
 
+# --- SBX-RES-002 -------------------------------------------------------------------------------
+
+
+def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    bindings = plain_bindings(props)
+    label = f"Worker {ctx.name}"
+    for binding, key in (
+        (MAX_LIFETIME_BINDING, "maxLifetimeSeconds"),
+        (IDLE_TIMEOUT_BINDING, "idleTimeoutSeconds"),
+        (EXEC_TIMEOUT_BINDING, "execTimeoutSeconds"),
+    ):
+        yield from time_problems(ctx, label, f"binding {binding}", bindings.get(binding), key)
+
+
 # --- SBX-LOG-002 -------------------------------------------------------------------------------
 
 
@@ -144,13 +137,20 @@ def _workers_without_observability(
             )
 
 
+# --- SBX-SEC-001 -------------------------------------------------------------------------------
+
+
+def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from inline_secrets("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
-    Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
-    Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),
     Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
     Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
     Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),
+    Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
     StackHandler("SBX-LOG-002", _workers_without_observability),
+    Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),
 )

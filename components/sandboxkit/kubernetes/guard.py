@@ -179,6 +179,36 @@ def _gke_fqdn_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[s
     yield from entries_problems("FQDNNetworkPolicy", ctx.name, entries)
 
 
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _templates_without_policy(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    policies = of_kind(resources, ":NetworkPolicy")
+    for template in of_kind(resources, ":SandboxTemplate"):
+        namespace = dig(template.props, "metadata.namespace")
+        pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
+        # Same target (cluster) and namespace: two targets may use the same namespace name.
+        covering = [
+            p
+            for p in policies
+            if dig(p.props, "metadata.namespace") == namespace
+            and target_of(p.props) == target_of(template.props)
+            and "Egress" in items(dig(p.props, "spec.policyTypes"))
+            and all(
+                pod_labels.get(k) == v
+                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
+            )
+        ]
+        if not covering:
+            yield (
+                f"SandboxTemplate {template.name} has no NetworkPolicy restricting egress of its "
+                "pods in its namespace; keep the kit's NetworkPolicy alongside it.",
+                template.urn,
+            )
+
+
 # --- SBX-IAM-001 -------------------------------------------------------------------------------
 
 
@@ -248,50 +278,6 @@ def _warm_pool(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
-# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
-
-
-def _pod_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    for container in containers_of(sandbox_pod_spec(props)):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(container.get("env"))]
-        yield from inline_secrets("SandboxTemplate", ctx.name, pairs, ctx)
-
-
-def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
-    yield from unpinned_images("SandboxTemplate", ctx.name, images)
-
-
-# --- SBX-NET-005 -------------------------------------------------------------------------------
-
-
-def _templates_without_policy(
-    resources: Sequence[StackResource], ctx: CheckContext
-) -> Iterator[tuple[str, str | None]]:
-    policies = of_kind(resources, ":NetworkPolicy")
-    for template in of_kind(resources, ":SandboxTemplate"):
-        namespace = dig(template.props, "metadata.namespace")
-        pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
-        # Same target (cluster) and namespace: two targets may use the same namespace name.
-        covering = [
-            p
-            for p in policies
-            if dig(p.props, "metadata.namespace") == namespace
-            and target_of(p.props) == target_of(template.props)
-            and "Egress" in items(dig(p.props, "spec.policyTypes"))
-            and all(
-                pod_labels.get(k) == v
-                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
-            )
-        ]
-        if not covering:
-            yield (
-                f"SandboxTemplate {template.name} has no NetworkPolicy restricting egress of its "
-                "pods in its namespace; keep the kit's NetworkPolicy alongside it.",
-                template.urn,
-            )
-
-
 # --- SBX-RES-004 -------------------------------------------------------------------------------
 
 
@@ -313,6 +299,20 @@ def _quota_per_namespace(
                     "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
                     r.urn,
                 )
+
+
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _pod_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in containers_of(sandbox_pod_spec(props)):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(container.get("env"))]
+        yield from inline_secrets("SandboxTemplate", ctx.name, pairs, ctx)
+
+
+def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
+    yield from unpinned_images("SandboxTemplate", ctx.name, images)
 
 
 HANDLERS = (

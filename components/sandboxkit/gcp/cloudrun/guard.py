@@ -107,6 +107,36 @@ def _firewall_rule_entries(props: Mapping[str, Any], ctx: CheckContext) -> Itera
         yield from cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
 
 
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _services_without_deny_all(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    rules = of_kind(resources, "compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+    egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
+    deny_all = [
+        r
+        for r in egress_rules
+        if r.props.get("action") == "deny"
+        and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
+    ]
+    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
+    for service in of_kind(resources, "cloudrunv2/service:Service"):
+        if not deny_all:
+            yield (
+                f"Cloud Run service {service.name} has no deny-all egress rule in a network "
+                "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
+                service.urn,
+            )
+        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
+            yield (
+                f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
+                "before an allow rule; give it a larger priority number than every allow rule.",
+                service.urn,
+            )
+
+
 # --- SBX-IAM-003 -------------------------------------------------------------------------------
 
 
@@ -173,41 +203,12 @@ def _images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     yield from unpinned_images("Cloud Run service", ctx.name, images)
 
 
-# --- SBX-NET-005 -------------------------------------------------------------------------------
-
-
-def _services_without_deny_all(
-    resources: Sequence[StackResource], ctx: CheckContext
-) -> Iterator[tuple[str, str | None]]:
-    rules = of_kind(resources, "compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
-    egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
-    deny_all = [
-        r
-        for r in egress_rules
-        if r.props.get("action") == "deny"
-        and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
-    ]
-    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
-    for service in of_kind(resources, "cloudrunv2/service:Service"):
-        if not deny_all:
-            yield (
-                f"Cloud Run service {service.name} has no deny-all egress rule in a network "
-                "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
-                service.urn,
-            )
-        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
-            yield (
-                f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
-                "before an allow rule; give it a larger priority number than every allow rule.",
-                service.urn,
-            )
-
-
 HANDLERS = (
     *gcp_guard.HANDLERS,
     Handler("SBX-NET-001", (SERVICE,), _egress),
     Handler("SBX-NET-001", (FIREWALL_RULE,), _firewall_rule_open),
     Handler("SBX-NET-002", (FIREWALL_RULE,), _firewall_rule_entries),
+    StackHandler("SBX-NET-005", _services_without_deny_all),
     Handler("SBX-IAM-001", INVOKER_GRANTS, gcp_guard.broad_role),
     Handler("SBX-IAM-003", (SERVICE,), _invoker_check_off),
     Handler("SBX-IAM-003", INVOKER_GRANTS, _public_member),
@@ -216,5 +217,4 @@ HANDLERS = (
     Handler("SBX-RES-003", (SERVICE,), _scale),
     Handler("SBX-SEC-001", (SERVICE,), _env),
     Handler("SBX-SEC-003", (SERVICE,), _images),
-    StackHandler("SBX-NET-005", _services_without_deny_all),
 )
