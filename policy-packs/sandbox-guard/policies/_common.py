@@ -4,7 +4,7 @@ the checks every registered target declares for them (``sandboxkit.guard``)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from pulumi_policy import (
 )
 
 from sandboxkit import targets
-from sandboxkit.guard import Handler, StackHandler, target_of, type_matches
+from sandboxkit.guard import Check, Handler, StackHandler, target_of
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,6 @@ class Context:
         return self.rule.properties[key]["default"]
 
 
-Check = Callable[[Mapping[str, Any], Context], Iterable[str]]
-StackCheck = Callable[[Sequence[Any], Context], Iterable[tuple[str, str | None]]]
-
-
 def handlers_of(policy_id: str) -> tuple[Handler | StackHandler, ...]:
     """The ``Handler`` and ``StackHandler`` records the registered targets declare for
     ``policy_id`` (each in its folder's ``guard.py``), in registry order."""
@@ -122,33 +118,23 @@ def _declared(
 
 
 class ResourceRule:
-    """A resource policy: the pack's own checks, then the handlers the targets declare for it,
-    each yielding violation sentences."""
+    """A resource policy: the handlers the registered targets declare for its id, after the
+    pack's own check of every resource type if it has one (credential shapes)."""
 
-    def __init__(self, rule: Rule) -> None:
+    def __init__(self, rule: Rule, every_type: Check | None = None) -> None:
         self.rule = rule
-        self.checks: list[tuple[Callable[[str], bool], Check]] = []
+        self.every_type = every_type
 
-    def on(self, *types: str) -> Callable[[Check], Check]:
-        """Register a check for exact type tokens (or ``kubernetes:*:<Kind>`` patterns)."""
-
-        def register(check: Check) -> Check:
-            self.checks.append((lambda t: any(type_matches(t, p) for p in types), check))
-            return check
-
-        return register
-
-    def on_any(self) -> Callable[[Check], Check]:
-        """Register a check for every resource type."""
-
-        def register(check: Check) -> Check:
-            self.checks.append((lambda _t: True, check))
-            return check
-
-        return register
+    def handlers_for(self, resource_type: str) -> list[Handler]:
+        """The target handlers this policy runs on a resource of ``resource_type``."""
+        return [
+            h
+            for h in handlers_of(self.rule.id)
+            if isinstance(h, Handler) and h.applies_to(resource_type)
+        ]
 
     def validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
-        """Run every check registered for the resource's type, then every target handler."""
+        """Run the policy's checks for the resource's type; report each sentence."""
         context = Context(
             self.rule,
             args.get_config(),
@@ -157,12 +143,8 @@ class ResourceRule:
             resource_type=args.resource_type,
             target=target_of(args.props),
         )
-        checks = [check for matches, check in self.checks if matches(args.resource_type)]
-        checks += [
-            h.check
-            for h in handlers_of(self.rule.id)
-            if isinstance(h, Handler) and h.applies_to(args.resource_type)
-        ]
+        checks = [self.every_type] if self.every_type else []
+        checks += [h.check for h in self.handlers_for(args.resource_type)]
         for check in checks:
             for message in check(args.props, context):
                 report(message, None)
@@ -173,20 +155,21 @@ class ResourceRule:
 
 
 class StackRule:
-    """A stack policy: checks over all resources, yielding ``(message, urn or None)``: the
-    pack's own, then the stack handlers the targets declare for it."""
+    """A stack policy: the stack handlers the registered targets declare for its id, each
+    yielding ``(message, urn or None)`` over all the stack's resources."""
 
-    def __init__(self, rule: Rule, check: StackCheck | None = None) -> None:
+    def __init__(self, rule: Rule) -> None:
         self.rule = rule
-        self.check = check
+
+    def handlers(self) -> list[StackHandler]:
+        """The target stack handlers this policy runs, in registry order."""
+        return [h for h in handlers_of(self.rule.id) if isinstance(h, StackHandler)]
 
     def validate(self, args: StackValidationArgs, report: ReportViolation) -> None:
-        """Run the checks over the stack's resources."""
+        """Run the handlers over the stack's resources; report each finding."""
         context = Context(self.rule, args.get_config())
-        checks = [self.check] if self.check else []
-        checks += [h.check for h in handlers_of(self.rule.id) if isinstance(h, StackHandler)]
-        for check in checks:
-            for message, urn in check(args.resources, context):
+        for handler in self.handlers():
+            for message, urn in handler.check(args.resources, context):
                 report(message, urn)
 
     def policy(self) -> StackValidationPolicy:

@@ -17,9 +17,9 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from sandboxkit.guard import items, walk_strings
+from sandboxkit.guard import CheckContext, items, walk_strings
 
-from ._common import Context, ResourceRule, Rule
+from ._common import ResourceRule, Rule
 
 PLAINTEXT_ENV = ResourceRule(
     Rule(
@@ -76,18 +76,6 @@ SECRET_SINKS = {
     "azure-native:app:ManagedEnvironment": ("appLogsConfiguration",),
 }
 
-NO_CREDENTIALS = ResourceRule(
-    Rule(
-        id="SBX-SEC-002",
-        title="No credential in any plain input",
-        severity=Severity.CRITICAL,
-        description="Prohibits values shaped like credentials (cloud access keys, private "
-        "keys, API tokens, JWTs) in any resource input other than a secret store.",
-        remediation="Remove the credential from the stack config or program, rotate it, and "
-        "set it with pulumi config set --secret so it reaches only a secret store.",
-    )
-)
-
 
 def scan_credentials(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(input path, what it looks like)`` for each credential-shaped string in ``props``."""
@@ -111,14 +99,27 @@ def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
     return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
 
 
-@NO_CREDENTIALS.on_any()
-def _credentials(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+def _credentials(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     resource_type = ctx.resource_type
     for path, label in scan_credentials(resource_type, props):
         yield (
             f"Input {path} of {ctx.name} holds what looks like {label} in plain text; remove "
             "it, rotate it, and pass it as a Pulumi secret to a secret store."
         )
+
+
+NO_CREDENTIALS = ResourceRule(
+    Rule(
+        id="SBX-SEC-002",
+        title="No credential in any plain input",
+        severity=Severity.CRITICAL,
+        description="Prohibits values shaped like credentials (cloud access keys, private "
+        "keys, API tokens, JWTs) in any resource input other than a secret store.",
+        remediation="Remove the credential from the stack config or program, rotate it, and "
+        "set it with pulumi config set --secret so it reaches only a secret store.",
+    ),
+    every_type=_credentials,
+)
 
 
 DIGEST_PINNED = ResourceRule(
