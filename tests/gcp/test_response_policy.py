@@ -12,7 +12,6 @@ from sandboxkit.gcp.response_policy import (
     CATCH_ALL_RULE,
     REFUSAL_TEXT,
     ResponseRule,
-    refusal_data,
     response_rules,
     rule_name,
 )
@@ -32,12 +31,7 @@ def as_rendered(rules: tuple[ResponseRule, ...]) -> list[PolicyRule]:
             if r.bypass
             else {
                 "dnsName": r.dns_name,
-                "localData": {
-                    "localDatas": [
-                        {k: v for k, v in d.items() if k != "name"}
-                        for d in refusal_data()["local_datas"]
-                    ]
-                },
+                "localData": {"localDatas": [{"type": "TXT", "rrdatas": [REFUSAL_TEXT]}]},
             }
         )
         for r in rules
@@ -107,11 +101,10 @@ def test_what_a_sandbox_query_gets_from_the_allowlist_policy(qname: str, outcome
     assert answer(policy, qname, "AAAA") is outcome
 
 
-def test_the_refusal_is_a_txt_record_that_says_why() -> None:
+def test_the_refusal_answers_txt_queries_only() -> None:
     policy = as_rendered(response_rules("deny", ()))
     assert answer(policy, "x.attacker.example", "TXT") is Outcome.LOCAL_DATA
-    (data,) = refusal_data()["local_datas"]
-    assert data == {"name": "*.", "type": "TXT", "ttl": 300, "rrdatas": [f'"{REFUSAL_TEXT}"']}
+    assert answer(policy, "x.attacker.example", "HTTPS") is Outcome.NO_DATA
 
 
 def test_rule_names_are_short_labels_distinct_for_names_with_one_slug() -> None:

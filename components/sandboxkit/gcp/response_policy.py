@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from sandboxkit.egress import EgressRule
 
@@ -60,26 +60,13 @@ class ResponseRule:
             ``*.pythonhosted.org.``, or ``*.`` for the catch-all).
         rule_name: the rule's id within the policy (a DNS label of at most 63 characters).
         bypass: ``True`` passes matching queries on to normal resolution
-            (``behavior: bypassResponsePolicy``); ``False`` answers them with ``REFUSAL_DATA``.
+            (``behavior: bypassResponsePolicy``); ``False`` answers them with one TXT record,
+            ``REFUSAL_TEXT``, and no address.
     """
 
     dns_name: str
     rule_name: str
     bypass: bool
-
-
-def refusal_data() -> dict[str, Any]:
-    """The catch-all's ``local_data`` as pulumi-gcp takes it: one TXT record at ``*.``."""
-    return {
-        "local_datas": [
-            {
-                "name": CATCH_ALL,
-                "type": "TXT",
-                "ttl": REFUSAL_TTL_SECONDS,
-                "rrdatas": [f'"{REFUSAL_TEXT}"'],
-            }
-        ]
-    }
 
 
 def rule_name(dns_name: str) -> str:
