@@ -5,12 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.service import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
+from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
 from sandboxkit.render import Recorder, render_stack
 from support import build_target, named, of_type, one
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+DNS_POLICY = "gcp:dns/responsePolicy:ResponsePolicy"
+DNS_RULE = "gcp:dns/responsePolicyRule:ResponsePolicyRule"
 SETTINGS = {
     "project": "example-project",
     "region": "us-central1",
@@ -53,6 +57,9 @@ def test_children_are_exactly_the_documented_set_with_egress_deny(engine: Record
             ),
             (RULE, "gcp-cloudrun-deny-all-ipv4"),
             (RULE, "gcp-cloudrun-deny-all-ipv6"),
+            (DNS_POLICY, "gcp-cloudrun-dns-policy"),
+            (DNS_RULE, "gcp-cloudrun-dns-refuse-everything-else"),
+            (DNS_RULE, f"gcp-cloudrun-dns-{rule_name('metadata.google.internal.')}"),
             (SERVICE, "gcp-cloudrun-service"),
             ("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "gcp-cloudrun-invoker-0"),
             ("gcp:logging/projectBucketConfig:ProjectBucketConfig", "gcp-cloudrun-log-bucket"),
@@ -216,3 +223,62 @@ def test_prod_stack_exports_the_documented_outputs(project_dir: Path) -> None:
         "firewallPolicyName": "sbx-prod-run-egress",
     }
     assert rendered.outputs["gcp-cloudrun"]["serviceUri"].startswith("https://sbx-prod-launcher-")
+
+
+def dns_of(resources: list[Any]) -> list[PolicyRule]:
+    """The rendered response policy rules, read by the readers' model of Cloud DNS."""
+    return [PolicyRule.from_inputs(r.inputs) for r in of_type(resources, DNS_RULE)]
+
+
+def test_deny_answers_every_name_inside_cloud_dns(engine: Recorder) -> None:
+    resources = build(engine)
+    policy = one(resources, DNS_POLICY).inputs
+    service = one(resources, SERVICE).inputs
+    (interface,) = service["template"]["vpcAccess"]["networkInterfaces"]
+    assert policy["responsePolicyName"] == "sbx-test-run-dns"
+    assert policy["networks"] == [{"networkUrl": interface["network"]}]
+    rules = dns_of(resources)
+    # The tunnel: a query carrying data never reaches attacker.example's name servers.
+    assert answer(rules, "c2VjcmV0.x.attacker.example", "A") is Outcome.NO_DATA
+    assert answer(rules, "pypi.org", "AAAA") is Outcome.NO_DATA
+    assert answer(rules, "x.attacker.example", "TXT") is Outcome.LOCAL_DATA
+    # The launcher's credentials come from the metadata server, by name.
+    assert answer(rules, "metadata.google.internal", "A") is Outcome.RESOLVED
+    refusal = named(resources, "gcp-cloudrun-dns-refuse-everything-else").inputs
+    assert refusal["dnsName"] == "*."
+    assert refusal["localData"] == {
+        "localDatas": [{"name": "*.", "type": "TXT", "ttl": 300, "rrdatas": [f'"{REFUSAL_TEXT}"']}]
+    }
+    assert "behavior" not in refusal
+
+
+def test_allowlist_resolves_the_listed_names_only(engine: Recorder) -> None:
+    rules = dns_of(allowlist(engine))
+    resolved = {
+        name
+        for name in (
+            "pypi.org",
+            "files.pythonhosted.org",
+            "api.example.com",
+            "x.pypi.org",
+            "pythonhosted.org",
+            "x.attacker.example",
+            "93.184.216.34.nip.io",
+        )
+        if answer(rules, name, "A") is Outcome.RESOLVED
+    }
+    assert resolved == {"pypi.org", "files.pythonhosted.org", "api.example.com"}
+
+
+def test_cname_targets_resolve_and_need_allowlist(engine: Recorder) -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": ["files.pythonhosted.org"]}}
+    chain = ["dualstack.python.map.fastly.net"]
+    rules = dns_of(build(engine, profile, cnameTargets=chain))
+    assert answer(rules, "dualstack.python.map.fastly.net") is Outcome.RESOLVED
+    assert answer(rules, "x.python.map.fastly.net") is Outcome.NO_DATA
+
+
+def test_open_has_no_response_policy(engine: Recorder) -> None:
+    resources = build(engine, {"egress": {"mode": "open"}})
+    assert of_type(resources, DNS_POLICY) == []
+    assert of_type(resources, DNS_RULE) == []

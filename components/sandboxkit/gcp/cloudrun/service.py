@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
+from sandboxkit.gcp.dns import response_policy
 
 # Project roles of the launcher's service account, each for one thing the launcher does:
 LAUNCHER_ROLES = (
@@ -59,8 +60,10 @@ class CloudRunSandbox(pulumi.ComponentResource):
         ``<name>-firewall-association``, the rules ``<name>-deny-all-ipv4`` and
         ``<name>-deny-all-ipv6`` plus ``<name>-allow-fqdn-<port>``, ``<name>-allow-ipv4-<port>``,
         ``<name>-allow-ipv6-<port>`` (allowlist) or ``<name>-deny-non-public-ipv4/6`` and
-        ``<name>-allow-public-ipv4/6`` (open), ``<name>-service``, ``<name>-invoker-<n>`` per
-        invoker, ``<name>-log-bucket`` and ``<name>-log-sink``.
+        ``<name>-allow-public-ipv4/6`` (open), ``<name>-dns-policy`` and ``<name>-dns-<rule>``
+        per response policy rule (``deny`` and ``allowlist``; see ``sandboxkit.gcp.dns``),
+        ``<name>-service``, ``<name>-invoker-<n>`` per invoker, ``<name>-log-bucket`` and
+        ``<name>-log-sink``.
 
     Raises:
         ValueError: an object name that cannot prefix GCP names, slots or instance counts out
@@ -138,6 +141,16 @@ class CloudRunSandbox(pulumi.ComponentResource):
             opts=child,
         )
         rules = self._egress_rules(name, project, policy.name, child)
+        # Sandbox DNS resolves the allowlist only: every other name is answered inside Cloud
+        # DNS, never recursed to its owner's name servers (no DNS tunnel).
+        dns = response_policy(
+            name,
+            project=project,
+            policy_name=f"{object_name}-run-dns",
+            network=network.id,
+            rules=args["dns_rules"],
+            opts=child,
+        )
 
         template: Any = {
             "service_account": account.email,
@@ -180,8 +193,10 @@ class CloudRunSandbox(pulumi.ComponentResource):
             invoker_iam_disabled=False,
             labels=labels,
             template=template,
-            # Egress walls and the account's roles exist before the first sandbox can start.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[association, *rules, *grants]),
+            # Egress and DNS walls and the account's roles exist before the first sandbox starts.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[association, *rules, *dns, *grants]
+            ),
         )
         for index, principal in enumerate(args["invokers"]):
             gcp.cloudrunv2.ServiceIamMember(
@@ -238,10 +253,10 @@ class CloudRunSandbox(pulumi.ComponentResource):
         """Allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up), then the
         catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
 
-        DNS needs no rule: Cloud Run resolves names through the metadata server, which
-        firewall rules never block (https://cloud.google.com/firewall/docs/firewalls
-        "Always allowed traffic"), and which is also the resolver FQDN objects are programmed
-        from.
+        DNS takes no firewall rule: Cloud Run resolves names through the metadata server,
+        which firewall rules never block (https://cloud.google.com/firewall/docs/firewalls
+        "Always allowed traffic"); the response policy (``sandboxkit.gcp.dns``) decides which
+        names resolve, for sandboxes and for the FQDN objects alike.
         """
         specs: list[tuple[str, str, int, Any]] = []
         mode = self._args["egress_mode"]
