@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any
 
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
+from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
 from sandboxkit.gcp.cloudrun.service import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
 from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
 from sandboxkit.render import Recorder, render_stack
@@ -172,11 +174,19 @@ def test_allowlist_allows_exactly_the_profile_per_port(engine: Recorder) -> None
             "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
         },
     }
-    denies = [rule for rule in rules.values() if rule["action"] == "deny"]
-    assert {d["ruleName"] for d in denies} == {"deny-all-ipv4", "deny-all-ipv6"}
-    assert min(d["priority"] for d in denies) > max(a["priority"] for a in allows.values())
-    assert min(a["priority"] for a in allows.values()) == ALLOW_FIRST_PRIORITY
-    assert min(d["priority"] for d in denies) == DENY_ALL_PRIORITY
+    denies = {name: rule for name, rule in rules.items() if rule["action"] == "deny"}
+    assert set(denies) == {
+        "deny-non-public-ipv4",
+        "deny-non-public-ipv6",
+        "deny-all-ipv4",
+        "deny-all-ipv6",
+    }
+    first_allow = min(a["priority"] for a in allows.values())
+    assert first_allow == ALLOW_FIRST_PRIORITY
+    assert denies["deny-non-public-ipv4"]["priority"] < first_allow
+    assert denies["deny-non-public-ipv6"]["priority"] < first_allow
+    assert denies["deny-all-ipv4"]["priority"] == DENY_ALL_PRIORITY
+    assert denies["deny-all-ipv6"]["priority"] > max(a["priority"] for a in allows.values())
     assert all(rule["enableLogging"] is True for rule in rules.values())
     assert len({rule["priority"] for rule in rules.values()}) == len(rules)
 
@@ -282,3 +292,14 @@ def test_open_has_no_response_policy(engine: Recorder) -> None:
     resources = build(engine, {"egress": {"mode": "open"}})
     assert of_type(resources, DNS_POLICY) == []
     assert of_type(resources, DNS_RULE) == []
+
+
+def test_an_allowed_name_rebound_to_a_private_address_reaches_nothing(engine: Recorder) -> None:
+    rules = read_rules((r.name, r.inputs) for r in of_type(allowlist(engine), RULE))
+    for address in ("10.8.0.5", "192.168.1.1", "127.0.0.1", "fd00::1"):
+        rebound = Probe(port=443, name="pypi.org", address=ipaddress.ip_address(address))
+        decision = decide(rules, rebound)
+        assert decision.allowed is False
+        assert decision.rule is not None and decision.rule.startswith("deny-non-public-")
+    public = Probe(port=443, name="pypi.org", address=ipaddress.ip_address("151.101.0.223"))
+    assert decide(rules, public).rule == "allow-fqdn-443"

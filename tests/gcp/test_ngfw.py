@@ -115,3 +115,16 @@ def test_rule_name_falls_back_to_the_resource_name() -> None:
     assert read.name == "resource-name"
     assert decide([read], to(address="2001:db8::1")).allowed is False
     assert decide([read], to(address="192.0.2.1")).allowed is True
+
+
+def test_a_name_resolving_to_a_private_address_meets_the_ranges_too() -> None:
+    rules = read_rules(
+        [
+            rule("deny-private", 900, "deny", destIpRanges=["10.0.0.0/8"]),
+            rule("allow-pypi", 1000, "allow", destFqdns=["pypi.org"]),
+        ]
+    )
+    rebound = Probe(port=443, name="pypi.org", address=ipaddress.ip_address("10.8.0.5"))
+    assert decide(rules, rebound) == Decision(False, "deny-private", False, ())
+    public = Probe(port=443, name="pypi.org", address=ipaddress.ip_address("151.101.0.223"))
+    assert decide(rules, public) == Decision(True, "allow-pypi", True, ())

@@ -116,7 +116,8 @@ class FirewallRule:
 
 @dataclass(frozen=True)
 class Probe:
-    """A connection to decide: a ``name`` or an ``address``, a port and a protocol."""
+    """A connection to decide: a ``name``, an ``address`` or both (a name and the address it
+    resolves to, e.g. a private one when its owner rebinds it), a port and a protocol."""
 
     port: int
     name: str | None = None
@@ -144,13 +145,17 @@ class Decision:
 
 
 def _destination_match(rule: FirewallRule, probe: Probe) -> tuple[bool, bool]:
-    """(matches, by name) for the probe's destination."""
-    if probe.name is not None:
-        if probe.name.lower().removesuffix(".") in rule.fqdns:
-            return True, True
+    """(matches, by name) for the probe's destination.
+
+    A name matches a rule listing it; the address it resolves to (``probe.address``, when the
+    probe gives one) matches the rule's ranges; a name given without an address matches only
+    ranges covering a whole address family.
+    """
+    if probe.name is not None and probe.name.lower().removesuffix(".") in rule.fqdns:
+        return True, True
+    if probe.address is None:
         return any(r in _EVERYTHING.values() for r in rule.ranges), False
-    address = probe.address
-    return any(address is not None and address in r for r in rule.ranges), False
+    return any(probe.address in r for r in rule.ranges), False
 
 
 def decide(rules: Sequence[FirewallRule], probe: Probe) -> Decision:

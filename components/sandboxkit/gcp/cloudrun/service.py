@@ -36,8 +36,9 @@ INGRESS = {
     "internal": "INGRESS_TRAFFIC_INTERNAL_ONLY",
     "internal-and-cloud-load-balancing": "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER",
 }
-# Firewall policy rule priorities: lower numbers win. Every allow sits below ALLOW_LAST, the
-# catch-all deny far above it, so no allow can ever be shadowed by, or outrank, the deny.
+# Firewall policy rule priorities: lower numbers win. The non-public denies come before every
+# allow, the allows from ALLOW_FIRST_PRIORITY up, the catch-all deny far above them, so no
+# allow can outrank the non-public denies or be shadowed by the catch-all.
 DENY_NON_PUBLIC_PRIORITY = 900
 ALLOW_FIRST_PRIORITY = 1000
 DENY_ALL_PRIORITY = 65000
@@ -58,12 +59,12 @@ class CloudRunSandbox(pulumi.ComponentResource):
         ``<name>-network``, ``<name>-subnet``, ``<name>-router`` and ``<name>-nat`` (egress
         ``allowlist`` or ``open`` only), ``<name>-firewall-policy``,
         ``<name>-firewall-association``, the rules ``<name>-deny-all-ipv4`` and
-        ``<name>-deny-all-ipv6`` plus ``<name>-allow-fqdn-<port>``, ``<name>-allow-ipv4-<port>``,
-        ``<name>-allow-ipv6-<port>`` (allowlist) or ``<name>-deny-non-public-ipv4/6`` and
-        ``<name>-allow-public-ipv4/6`` (open), ``<name>-dns-policy`` and ``<name>-dns-<rule>``
-        per response policy rule (``deny`` and ``allowlist``; see ``sandboxkit.gcp.dns``),
-        ``<name>-service``, ``<name>-invoker-<n>`` per invoker, ``<name>-log-bucket`` and
-        ``<name>-log-sink``.
+        ``<name>-deny-all-ipv6``, with ``<name>-deny-non-public-ipv4/6`` ahead of every allow
+        (allowlist and open), plus ``<name>-allow-fqdn-<port>``, ``<name>-allow-ipv4-<port>``,
+        ``<name>-allow-ipv6-<port>`` (allowlist) or ``<name>-allow-public-ipv4/6`` (open),
+        ``<name>-dns-policy`` and ``<name>-dns-<rule>`` per response policy rule (``deny``
+        and ``allowlist``; see ``sandboxkit.gcp.dns``), ``<name>-service``,
+        ``<name>-invoker-<n>`` per invoker, ``<name>-log-bucket`` and ``<name>-log-sink``.
 
     Raises:
         ValueError: an object name that cannot prefix GCP names, slots or instance counts out
@@ -250,8 +251,9 @@ class CloudRunSandbox(pulumi.ComponentResource):
         policy: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
     ) -> list[gcp.compute.NetworkFirewallPolicyRule]:
-        """Allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up), then the
-        catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
+        """Denies of the non-public ranges at ``DENY_NON_PUBLIC_PRIORITY`` (``allowlist`` and
+        ``open``), allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up),
+        then the catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
 
         DNS takes no firewall rule: Cloud Run resolves names through the metadata server,
         which firewall rules never block (https://cloud.google.com/firewall/docs/firewalls
@@ -260,6 +262,18 @@ class CloudRunSandbox(pulumi.ComponentResource):
         """
         specs: list[tuple[str, str, int, Any]] = []
         mode = self._args["egress_mode"]
+        if mode != "deny":
+            # Ahead of every allow: an allowed name that resolves to a private, link-local or
+            # loopback address (DNS rebinding) reaches nothing there.
+            for family, non_public in (("ipv4", NON_PUBLIC_IPV4), ("ipv6", NON_PUBLIC_IPV6)):
+                specs.append(
+                    (
+                        f"deny-non-public-{family}",
+                        "deny",
+                        DENY_NON_PUBLIC_PRIORITY + (family == "ipv6"),
+                        {"dest_ip_ranges": list(non_public), "layer4_configs": _ports(None)},
+                    )
+                )
         if mode == "allowlist":
             by_port: dict[tuple[str, int], list[str]] = defaultdict(list)
             for rule in self._args["egress_rules"]:
@@ -275,18 +289,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
                 match = {field: sorted(hosts), "layer4_configs": _ports(port)}
                 specs.append((f"allow-{kind}-{port}", "allow", priority, match))
         elif mode == "open":
-            for family, non_public, everything in (
-                ("ipv4", NON_PUBLIC_IPV4, "0.0.0.0/0"),
-                ("ipv6", NON_PUBLIC_IPV6, "::/0"),
-            ):
-                specs.append(
-                    (
-                        f"deny-non-public-{family}",
-                        "deny",
-                        DENY_NON_PUBLIC_PRIORITY + (family == "ipv6"),
-                        {"dest_ip_ranges": list(non_public), "layer4_configs": _ports(None)},
-                    )
-                )
+            for family, everything in (("ipv4", "0.0.0.0/0"), ("ipv6", "::/0")):
                 specs.append(
                     (
                         f"allow-public-{family}",
