@@ -28,7 +28,6 @@ ALLOWLIST = [
     "files.pythonhosted.org",
     "api.example.com:8443",
     "93.184.216.34",
-    "[2606:4700:4700::1111]:443",
 ]
 
 
@@ -169,10 +168,6 @@ def test_allowlist_allows_exactly_the_profile_per_port(engine: Recorder) -> None
             "destIpRanges": ["93.184.216.34/32"],
             "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
         },
-        "allow-ipv6-443": {
-            "destIpRanges": ["2606:4700:4700::1111/128"],
-            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
-        },
     }
     denies = {name: rule for name, rule in rules.items() if rule["action"] == "deny"}
     assert set(denies) == {
@@ -303,3 +298,18 @@ def test_an_allowed_name_rebound_to_a_private_address_reaches_nothing(engine: Re
         assert decision.rule is not None and decision.rule.startswith("deny-non-public-")
     public = Probe(port=443, name="pypi.org", address=ipaddress.ip_address("151.101.0.223"))
     assert decide(rules, public).rule == "allow-fqdn-443"
+
+
+def test_more_names_on_one_port_than_one_rule_takes_fill_further_rules(engine: Recorder) -> None:
+    names = [f"host{index:03}.example.com" for index in range(201)]
+    resources = build(engine, {"egress": {"mode": "allowlist", "allow": names}})
+    allows = {
+        r.inputs["ruleName"]: r.inputs
+        for r in of_type(resources, RULE)
+        if r.inputs["action"] == "allow"
+    }
+    assert sorted(allows) == ["allow-fqdn-443", "allow-fqdn-443-2", "allow-fqdn-443-3"]
+    assert [len(allows[n]["match"]["destFqdns"]) for n in sorted(allows)] == [100, 100, 1]
+    listed = [f for n in sorted(allows) for f in allows[n]["match"]["destFqdns"]]
+    assert listed == sorted(names)
+    assert [allows[n]["priority"] for n in sorted(allows)] == [1000, 1001, 1002]

@@ -286,3 +286,13 @@ def test_cname_targets_need_egress_allowlist(mode: str) -> None:
         "targets resolve only for allowlisted names (deny resolves no name; open resolves "
         "every name)"
     }
+
+
+def test_ipv6_entries_exit_2_since_the_subnet_is_ipv4_only() -> None:
+    allow = ["pypi.org", "[2606:4700:4700::1111]:443", "93.184.216.34"]
+    with pytest.raises(ConfigError) as caught:
+        load("gcp-cloudrun", CLOUDRUN, {"egress": {"mode": "allowlist", "allow": allow}})
+    (problem,) = caught.value.problems
+    assert problem.key == "sandboxkit:profile.egress.allow"
+    assert problem.value == "[2606:4700:4700::1111]:443"
+    assert problem.expected.startswith("a name or an IPv4 address for target gcp-cloudrun")

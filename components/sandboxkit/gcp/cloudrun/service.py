@@ -42,6 +42,10 @@ INGRESS = {
 DENY_NON_PUBLIC_PRIORITY = 900
 ALLOW_FIRST_PRIORITY = 1000
 DENY_ALL_PRIORITY = 65000
+# Destinations one rule takes: 100 FQDNs, 5000 IP ranges (pulumi-gcp 10.2
+# compute.NetworkFirewallPolicyRule match.dest_fqdns / dest_ip_ranges); longer lists take
+# further rules, "allow-fqdn-443-2" and on.
+MAX_DESTINATIONS = {"fqdn": 100, "ipv4": 5000}
 _OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$")
 
 
@@ -60,15 +64,16 @@ class CloudRunSandbox(pulumi.ComponentResource):
         ``allowlist`` or ``open`` only), ``<name>-firewall-policy``,
         ``<name>-firewall-association``, the rules ``<name>-deny-all-ipv4`` and
         ``<name>-deny-all-ipv6``, with ``<name>-deny-non-public-ipv4/6`` ahead of every allow
-        (allowlist and open), plus ``<name>-allow-fqdn-<port>``, ``<name>-allow-ipv4-<port>``,
-        ``<name>-allow-ipv6-<port>`` (allowlist) or ``<name>-allow-public-ipv4/6`` (open),
+        (allowlist and open), plus ``<name>-allow-fqdn-<port>[-<n>]`` and
+        ``<name>-allow-ipv4-<port>[-<n>]`` (allowlist; ``-<n>`` from the second rule of a list
+        longer than ``MAX_DESTINATIONS``) or ``<name>-allow-public-ipv4/6`` (open),
         ``<name>-dns-policy`` and ``<name>-dns-<rule>`` per response policy rule (``deny``
         and ``allowlist``; see ``sandboxkit.gcp.dns``), ``<name>-service``,
         ``<name>-invoker-<n>`` per invoker, ``<name>-log-bucket`` and ``<name>-log-sink``.
 
     Raises:
         ValueError: an object name that cannot prefix GCP names, slots or instance counts out
-            of range, a wildcard allowlist entry, or a public invoker.
+            of range, a wildcard or IPv6 allowlist entry, or a public invoker.
     """
 
     service_uri: pulumi.Output[str]
@@ -89,6 +94,8 @@ class CloudRunSandbox(pulumi.ComponentResource):
             raise ValueError(f"min_instances {args['min_instances']}: from 0 to max_instances")
         if any(rule.kind == "wildcard" for rule in args["egress_rules"]):
             raise ValueError("egress_rules: exact names only (Cloud NGFW FQDN objects)")
+        if any(rule.kind == "ip" and ":" in rule.host for rule in args["egress_rules"]):
+            raise ValueError("egress_rules: IPv4 addresses only (the subnet is IPv4-only)")
         if any(
             p.split(":")[0] not in ("user", "group", "serviceAccount") for p in args["invokers"]
         ):
@@ -280,14 +287,17 @@ class CloudRunSandbox(pulumi.ComponentResource):
                 if rule.kind == "name":
                     by_port[("fqdn", rule.port)].append(rule.host)
                 else:
-                    family = "ipv6" if ":" in rule.host else "ipv4"
-                    by_port[(family, rule.port)].append(rule.cidr)
-            for priority, ((kind, port), hosts) in enumerate(
-                sorted(by_port.items()), start=ALLOW_FIRST_PRIORITY
-            ):
+                    by_port[("ipv4", rule.port)].append(rule.cidr)
+            priority = ALLOW_FIRST_PRIORITY
+            for (kind, port), hosts in sorted(by_port.items()):
                 field = "dest_fqdns" if kind == "fqdn" else "dest_ip_ranges"
-                match = {field: sorted(hosts), "layer4_configs": _ports(port)}
-                specs.append((f"allow-{kind}-{port}", "allow", priority, match))
+                size = MAX_DESTINATIONS[kind]
+                for part, start in enumerate(range(0, len(hosts), size), start=1):
+                    rule_name = f"allow-{kind}-{port}" + (f"-{part}" if part > 1 else "")
+                    chunk = sorted(hosts)[start : start + size]
+                    match = {field: chunk, "layer4_configs": _ports(port)}
+                    specs.append((rule_name, "allow", priority, match))
+                    priority += 1
         elif mode == "open":
             for family, everything in (("ipv4", "0.0.0.0/0"), ("ipv6", "::/0")):
                 specs.append(

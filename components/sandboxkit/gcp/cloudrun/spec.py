@@ -333,15 +333,19 @@ def max_concurrent_where(asked: int, slots: int, max_instances: int) -> str:
 
 
 def check_egress(profile: SandboxProfile) -> None:
-    """Refuse allowlist entries Cloud NGFW FQDN objects cannot express.
+    """Refuse allowlist entries this target cannot admit exactly.
+
+    Wildcards: Cloud NGFW FQDN objects match exact names. IPv6 addresses: the Direct VPC
+    egress subnet is IPv4-only, so an IPv6 allow rule would admit nothing (narrower than the
+    profile asks, refused rather than silently dead).
 
     Raises:
-        ConfigError: one problem per wildcard entry, naming ``sandboxkit:profile.egress.allow``.
+        ConfigError: one problem per such entry, naming ``sandboxkit:profile.egress.allow``.
     """
-    wildcards = [rule for rule in profile.egress.allow if rule.kind == "wildcard"]
-    if wildcards:
-        raise ConfigError(
-            *(
+    problems = []
+    for rule in profile.egress.allow:
+        if rule.kind == "wildcard":
+            problems.append(
                 Problem(
                     "sandboxkit:profile.egress.allow",
                     str(rule),
@@ -351,9 +355,19 @@ def check_egress(profile: SandboxProfile) -> None:
                     f"name under {rule.host} sandboxes need, or put Secure Web Proxy (which "
                     "matches wildcard hosts) in front of the VPC yourself",
                 )
-                for rule in wildcards
             )
-        )
+        elif rule.kind == "ip" and ":" in rule.host:
+            problems.append(
+                Problem(
+                    "sandboxkit:profile.egress.allow",
+                    str(rule),
+                    f"a name or an IPv4 address for target {TARGET}: the Direct VPC egress "
+                    "subnet is IPv4-only, so sandboxes could never reach an IPv6 address; "
+                    "list the host's name or its IPv4 address",
+                )
+            )
+    if problems:
+        raise ConfigError(*problems)
 
 
 def template_spec(template: SandboxTemplate) -> dict[str, Any]:
@@ -450,8 +464,8 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
             f"the network answers every name itself{assumed}. Sandboxes start without "
             "network either",
             "allowlist": "network firewall policy on the Direct VPC egress network "
-            "(ALL_TRAFFIC): allow exact FQDN objects (destFqdns) and /32 or /128 IP ranges "
-            "per port, deny everything else; applies even to sandboxes run with --allow-egress. "
+            "(ALL_TRAFFIC): allow exact FQDN objects (destFqdns) and /32 IP ranges per port, "
+            "deny everything else; applies even to sandboxes run with --allow-egress. "
             "Names are enforced by resolved address only: any site on an allowed name's "
             "addresses passes. A Cloud DNS response policy on the network resolves the "
             f"allowlisted names only and answers every other name itself{assumed}",
