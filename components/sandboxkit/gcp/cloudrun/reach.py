@@ -16,15 +16,17 @@ sandbox's connection takes, as Google documents each piece:
    FQDN objects by the names' resolved addresses (``sandboxkit.gcp.cloudrun.ngfw``). The
    metadata server (169.254.169.254) is always reachable: firewall rules never apply to it
    (https://cloud.google.com/firewall/docs/firewalls "Always allowed traffic").
-4. **Way out.** A public destination needs the default route and a Cloud NAT covering the
-   service's subnet (Cloud Run instances have no external address); an IPv6 destination needs
-   an IPv6 subnet (``stackType`` other than ``IPV4_ONLY``, the default).
+4. **Way out.** A public destination needs a Cloud NAT covering the service's subnet (Cloud
+   Run instances have no external address); an IPv6 destination needs an IPv6 subnet
+   (``stackType`` other than ``IPV4_ONLY``, the default).
 
 Resources are linked by the values a render passes between them: the service's
 ``networkInterfaces[].network`` / ``subnetwork`` equal the association's ``attachmentTarget``,
-the response policy's ``networks[].networkUrl``, the router's ``network`` and the NAT's
-``subnetworks[].name``. The network resource itself (default routes, enforcement order) is the
-one network among the service's siblings (children of the same component).
+the response policy's ``networks[].networkUrl``, the subnets' and the router's ``network`` and
+the NAT's ``subnetworks[].name``. Not read, so never counted as narrowing: the network's own
+settings (deleted default routes: the network's id is not among its inputs, so a render cannot
+link it) and VPC firewall rules (the kit sets ``BEFORE_CLASSIC_FIREWALL``, so the policy decides
+first).
 """
 
 from __future__ import annotations
@@ -32,14 +34,26 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.ngfw import FirewallRule, Probe, decide, read_rules
-from sandboxkit.render import RenderedResource
+
+
+class Resource(Protocol):
+    """A rendered resource as the reader reads it: type token, logical name, wire inputs."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def props(self) -> Mapping[str, Any]: ...
+
 
 SERVICE = "gcp:cloudrunv2/service:Service"
-NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 ASSOCIATION = "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -70,8 +84,7 @@ class SandboxPath:
         rules: egress rules of the firewall policies associated with the service's network.
         dns: the response policy rules bound to the network; ``None`` when no policy is bound.
         internet: a public IPv4 destination has a way out (default route and Cloud NAT).
-        ipv6: the service's subnet carries IPv6.
-        enforcement_order: the network's ``networkFirewallPolicyEnforcementOrder``.
+        ipv6: a subnet of the network carries IPv6.
     """
 
     service: str
@@ -80,7 +93,6 @@ class SandboxPath:
     dns: tuple[PolicyRule, ...] | None
     internet: bool
     ipv6: bool
-    enforcement_order: str | None
 
 
 @dataclass(frozen=True)
@@ -101,74 +113,69 @@ class Verdict:
     assumptions: tuple[str, ...] = ()
 
 
-def _interfaces(service: RenderedResource) -> list[Mapping[str, Any]]:
-    vpc = service.inputs.get("template", {}).get("vpcAccess") or {}
+def _interfaces(service: Resource) -> list[Mapping[str, Any]]:
+    vpc = service.props.get("template", {}).get("vpcAccess") or {}
     return list(vpc.get("networkInterfaces") or [])
 
 
-def _is_launcher(service: RenderedResource) -> bool:
-    containers = service.inputs.get("template", {}).get("containers") or []
+def _is_launcher(service: Resource) -> bool:
+    containers = service.props.get("template", {}).get("containers") or []
     return any(c.get("sandboxLauncher") is True for c in containers)
 
 
-def _of(resources: Iterable[RenderedResource], type_token: str) -> list[RenderedResource]:
+def _of(resources: Iterable[Resource], type_token: str) -> list[Resource]:
     return [r for r in resources if r.type == type_token]
 
 
-def _path(resources: Sequence[RenderedResource], service: RenderedResource) -> SandboxPath:
-    vpc = service.inputs.get("template", {}).get("vpcAccess")
+def _path(resources: Sequence[Resource], service: Resource) -> SandboxPath:
+    vpc = service.props.get("template", {}).get("vpcAccess")
     interfaces = _interfaces(service)
     networks = {i.get("network") for i in interfaces} - {None}
     subnets = {i.get("subnetwork") for i in interfaces} - {None}
     policies = {
-        a.inputs.get("firewallPolicy")
+        a.props.get("firewallPolicy")
         for a in _of(resources, ASSOCIATION)
-        if a.inputs.get("attachmentTarget") in networks
+        if a.props.get("attachmentTarget") in networks
     }
     rules = read_rules(
-        (r.name, r.inputs)
-        for r in _of(resources, RULE)
-        if r.inputs.get("firewallPolicy") in policies
+        (r.name, r.props) for r in _of(resources, RULE) if r.props.get("firewallPolicy") in policies
     )
     bound = [
         p
         for p in _of(resources, RESPONSE_POLICY)
-        if any(n.get("networkUrl") in networks for n in p.inputs.get("networks") or [])
+        if any(n.get("networkUrl") in networks for n in p.props.get("networks") or [])
     ]
-    names = {p.inputs.get("responsePolicyName") for p in bound}
+    names = {p.props.get("responsePolicyName") for p in bound}
     dns = tuple(
-        PolicyRule.from_inputs(r.inputs)
+        PolicyRule.from_inputs(r.props)
         for r in _of(resources, RESPONSE_RULE)
-        if r.inputs.get("responsePolicy") in names
+        if r.props.get("responsePolicy") in names
     )
-    siblings = [r for r in _of(resources, NETWORK) if r.parent == service.parent]
-    network = siblings[0].inputs if len(siblings) == 1 else {}
     routers = {
-        r.inputs.get("name") for r in _of(resources, ROUTER) if r.inputs.get("network") in networks
+        r.props.get("name") for r in _of(resources, ROUTER) if r.props.get("network") in networks
     }
     nat = any(
-        n.inputs.get("sourceSubnetworkIpRangesToNat") == "ALL_SUBNETWORKS_ALL_IP_RANGES"
-        or any(s.get("name") in subnets for s in n.inputs.get("subnetworks") or [])
+        n.props.get("sourceSubnetworkIpRangesToNat") == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+        or any(s.get("name") in subnets for s in n.props.get("subnetworks") or [])
         for n in _of(resources, NAT)
-        if n.inputs.get("router") in routers
+        if n.props.get("router") in routers
     )
     subnet_stacks = {
-        s.inputs.get("stackType", "IPV4_ONLY")
+        s.props.get("stackType", "IPV4_ONLY")
         for s in _of(resources, SUBNET)
-        if s.parent == service.parent and s.inputs.get("network") in networks
+        if s.props.get("network") in networks
     }
     return SandboxPath(
         service=service.name,
         vpc_egress=None if vpc is None else str(vpc.get("egress")),
         rules=tuple(rules),
         dns=dns if bound else None,
-        internet=nat and network.get("deleteDefaultRoutesOnCreate") is not True,
+        internet=nat,
         ipv6=bool(subnet_stacks - {"IPV4_ONLY"}),
-        enforcement_order=network.get("networkFirewallPolicyEnforcementOrder"),
     )
 
 
-def sandbox_paths(resources: Iterable[RenderedResource]) -> list[SandboxPath]:
+def sandbox_paths(resources: Iterable[Resource]) -> list[SandboxPath]:
     """One ``SandboxPath`` per Cloud Run service with a sandbox launcher container."""
     rendered = list(resources)
     return [_path(rendered, s) for s in _of(rendered, SERVICE) if _is_launcher(s)]
@@ -221,8 +228,6 @@ def probe(path: SandboxPath, host: str, port: int) -> Verdict:
     notes = list(assumptions)
     if decision.unknown:
         notes.append(f"rules the reader cannot model come first: {', '.join(decision.unknown)}")
-    if path.enforcement_order != "BEFORE_CLASSIC_FIREWALL":
-        notes.append("VPC firewall rules outside this render decide before the policy")
     if not decision.allowed:
         return Verdict(
             False,
