@@ -5,7 +5,16 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from sandboxkit.gcp.cloudrun.ngfw import Decision, FirewallRule, Probe, decide, read_rules
+from sandboxkit.gcp.cloudrun.ngfw import (
+    Allowed,
+    Decision,
+    FirewallRule,
+    Probe,
+    allowed,
+    decide,
+    read_rules,
+    tcp_ports,
+)
 
 
 def rule(name: str, priority: int, action: str, **match: Any) -> tuple[str, dict[str, Any]]:
@@ -128,3 +137,72 @@ def test_a_name_resolving_to_a_private_address_meets_the_ranges_too() -> None:
     assert decide(rules, rebound) == Decision(False, "deny-private", False, ())
     public = Probe(port=443, name="pypi.org", address=ipaddress.ip_address("151.101.0.223"))
     assert decide(rules, public) == Decision(True, "allow-pypi", True, ())
+
+
+V4 = frozenset({4})
+NET = ipaddress.ip_network
+
+
+def test_allowed_takes_out_what_earlier_denies_cover() -> None:
+    rules = read_rules(
+        [
+            rule("deny-private", 900, "deny", destIpRanges=["10.0.0.0/8", "169.254.0.0/16"]),
+            rule("allow-pypi", 1000, "allow", destFqdns=["pypi.org"], l4=[tcp(443)]),
+            rule("allow-ip", 1001, "allow", destIpRanges=["93.184.216.34/32"], l4=[tcp(443)]),
+            rule("deny-all-ipv4", 65000, "deny", destIpRanges=["0.0.0.0/0"]),
+            rule("deny-all-ipv6", 65001, "deny", destIpRanges=["::/0"]),
+        ]
+    )
+    assert allowed(rules, V4) == [
+        Allowed("allow-pypi", frozenset({443}), fqdn="pypi.org"),
+        Allowed("allow-ip", frozenset({443}), block=NET("93.184.216.34/32")),
+    ]
+
+
+def test_the_implied_allow_keeps_what_no_deny_covers() -> None:
+    rules = read_rules(
+        [
+            rule("deny-private", 900, "deny", destIpRanges=["10.0.0.0/8"]),
+            rule("deny-web", 950, "deny", destIpRanges=["0.0.0.0/0"], l4=[tcp(80)]),
+        ]
+    )
+    assert allowed(rules, V4) == [
+        Allowed(None, "any", block=NET("0.0.0.0/0"), excluded=(NET("10.0.0.0/8"),)),
+        Allowed(None, "any", block=NET("::/0")),
+    ]
+
+
+def test_a_deny_on_some_ports_takes_those_ports_out_of_a_held_range() -> None:
+    rules = read_rules(
+        [
+            rule("deny-80", 900, "deny", destIpRanges=["0.0.0.0/0"], l4=[tcp(80)]),
+            rule("allow", 1000, "allow", destIpRanges=["203.0.113.0/24"], l4=[tcp(80, 443)]),
+            rule("allow-names", 1001, "allow", destFqdns=["a.example"], l4=[tcp(80, 443)]),
+            rule("deny-all", 65000, "deny", destIpRanges=["0.0.0.0/0", "::/0"]),
+        ]
+    )
+    assert allowed(rules, V4)[:2] == [
+        Allowed("allow", frozenset({443}), block=NET("203.0.113.0/24")),
+        Allowed("allow-names", frozenset({443}), fqdn="a.example"),
+    ]
+
+
+def test_names_leaving_by_ipv6_too_need_both_families_denied() -> None:
+    rules = read_rules(
+        [
+            rule("deny-v4", 10, "deny", destIpRanges=["0.0.0.0/0"]),
+            rule("allow-name", 20, "allow", destFqdns=["a.example"], l4=[tcp(443)]),
+        ]
+    )
+    assert [a.fqdn for a in allowed(rules, V4) if a.fqdn] == []
+    assert [a.fqdn for a in allowed(rules, frozenset({4, 6})) if a.fqdn] == ["a.example"]
+
+
+def test_udp_only_rules_open_no_tcp() -> None:
+    (only,) = read_rules([rule("dns", 10, "allow", destIpRanges=["8.8.8.8/32"], l4=[udp()])])
+    assert tcp_ports(only) is None
+    assert allowed([only], V4)[0].rule is None
+
+
+def udp() -> dict[str, Any]:
+    return {"ipProtocol": "udp", "ports": ["53"]}

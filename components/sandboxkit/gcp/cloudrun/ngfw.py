@@ -29,7 +29,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -180,3 +180,112 @@ def decide(rules: Sequence[FirewallRule], probe: Probe) -> Decision:
 def read_rules(rendered: Iterable[tuple[str, Mapping[str, Any]]]) -> list[FirewallRule]:
     """The egress rules among ``(name, inputs)`` pairs of rendered firewall policy rules."""
     return [r for name, inputs in rendered if (r := FirewallRule.from_inputs(name, inputs))]
+
+
+TcpPorts = frozenset[int] | Literal["any"]
+
+
+def tcp_ports(rule: FirewallRule) -> TcpPorts | None:
+    """The TCP ports a rule's layer 4 configs take: ``"any"``, a set, or ``None`` (no TCP)."""
+    found: set[int] = set()
+    for config in rule.layer4:
+        if config.protocol not in ("all", "tcp"):
+            continue
+        if config.protocol == "all" or not config.ports:
+            return "any"
+        for span in config.ports:
+            if span is None:
+                return "any"
+            found.update(range(span[0], span[1] + 1))
+    return frozenset(found) if found else None
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """What one destination of an allow rule still admits, on TCP, after every rule before it.
+
+    Attributes:
+        rule: the allow rule's name; ``None`` for the VPC's implied allow.
+        ports: the TCP ports it opens, ``"any"`` or a set (empty: nothing left).
+        fqdn: the name it admits (an FQDN object: by the name's resolved addresses), or
+        block: the address range it admits, less ``excluded``.
+        excluded: blocks inside ``block`` that earlier denies take out.
+    """
+
+    rule: str | None
+    ports: TcpPorts
+    fqdn: str | None = None
+    block: IPNetwork | None = None
+    excluded: tuple[IPNetwork, ...] = ()
+
+
+def _covers_ports(deny: TcpPorts, allow: TcpPorts) -> bool:
+    return deny == "any" or (allow != "any" and allow <= deny)
+
+
+def _ports_left(deny: TcpPorts, allow: TcpPorts) -> TcpPorts:
+    """The allow's ports a deny on the same destinations leaves (``"any"`` less a set is kept
+    whole: wider, never narrower, than the truth)."""
+    if deny == "any":
+        return frozenset()
+    return allow if allow == "any" else allow - deny
+
+
+def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> list[Allowed]:
+    """What every allow rule's destinations still admit, by priority, then the implied allow's
+    (``0.0.0.0/0`` and ``::/0``, every port); destinations with no port left are dropped.
+
+    A deny before an allow takes out of a name the ports it covers when it lists the name, or
+    when it denies the whole address space of every family in ``name_families`` (the families
+    names resolve to and leave through). It takes out of a range the ports it covers when one
+    of its ranges holds the whole range; a block inside the range is excluded when the deny
+    covers every port of the allow. A deny on some ports of an allow on every port takes
+    nothing out, so the result is never narrower than the policy. Rules the model cannot read
+    (``FirewallRule.unmodelled``, actions other than allow, deny and goto_next) are skipped:
+    ``decide`` reports them.
+    """
+    denies: list[tuple[FirewallRule, TcpPorts]] = []
+    found: list[Allowed] = []
+    for rule in sorted(rules, key=lambda r: r.priority):
+        ports = tcp_ports(rule)
+        if rule.unmodelled or ports is None or rule.action not in ("allow", "deny"):
+            continue
+        if rule.action == "deny":
+            denies.append((rule, ports))
+            continue
+        found += [_for_name(rule.name, ports, f, denies, name_families) for f in rule.fqdns]
+        found += [_for_block(rule.name, ports, b, denies) for b in rule.ranges]
+    found += [_for_block(None, "any", b, denies) for b in _EVERYTHING.values()]
+    return [a for a in found if a.ports]
+
+
+def _for_name(
+    rule: str,
+    ports: TcpPorts,
+    fqdn: str,
+    denies: Sequence[tuple[FirewallRule, TcpPorts]],
+    families: frozenset[int],
+) -> Allowed:
+    left = ports
+    for deny, deny_ports in denies:
+        whole = {r.version for r in deny.ranges if r.prefixlen == 0}
+        if fqdn in deny.fqdns or families <= whole:
+            left = _ports_left(deny_ports, left)
+    return Allowed(rule, left, fqdn=fqdn)
+
+
+def _for_block(
+    rule: str | None,
+    ports: TcpPorts,
+    block: IPNetwork,
+    denies: Sequence[tuple[FirewallRule, TcpPorts]],
+) -> Allowed:
+    left, holes = ports, set()
+    for deny, deny_ports in denies:
+        for shut in (r for r in deny.ranges if r.version == block.version):
+            if block.subnet_of(shut):  # type: ignore[arg-type]
+                left = _ports_left(deny_ports, left)
+            elif shut.subnet_of(block) and _covers_ports(deny_ports, ports):  # type: ignore[arg-type]
+                holes.add(shut)
+    excluded = tuple(sorted(holes, key=lambda n: (int(n.network_address), n.prefixlen)))
+    return Allowed(rule, left, block=block, excluded=excluded)
