@@ -1,38 +1,34 @@
-"""The gcp-cloudrun reader on hand-written renders: each link of the path, broken one at a time."""
+"""The gcp-cloudrun reader: hand-written renders with each link of the path broken in turn, and
+the component's own renders compared with the egress contract."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
+from sandboxkit.egress import EgressContract, parse_rule
 from sandboxkit.gcp.cloudrun.reach import (
-    BY_RESOLVED_ADDRESS,
-    DNS_ASSUMED,
-    SandboxPath,
-    probe,
+    DNS_ASSUMPTION,
+    FQDN_DOC,
+    IMPLIED_DOC,
+    read_egress,
     sandbox_paths,
 )
+from sandboxkit.reach import ResourceView, compare, derive_probes, inexpressible
+from sandboxkit.render import Recorder
+from support import build_target
 
 NET = "net-id"
 SUBNET = "subnet-id"
+HTTPS = [{"ipProtocol": "tcp", "ports": ["443"]}]
 
 
-@dataclass(frozen=True)
-class View:
-    """A rendered resource as readers see it: type token, logical name, wire inputs."""
-
-    type: str
-    name: str
-    props: dict[str, Any]
+def res(type_token: str, logical: str, **props: Any) -> ResourceView:
+    return ResourceView.of(type_token, logical, props)
 
 
-def res(type_token: str, logical: str, **props: Any) -> View:
-    return View(type_token, logical, props)
-
-
-def fw_rule(name: str, priority: int, action: str, **match: Any) -> View:
+def fw_rule(name: str, priority: int, action: str, **match: Any) -> ResourceView:
     match.setdefault("layer4Configs", [{"ipProtocol": "all"}])
     return res(
         "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule",
@@ -46,7 +42,7 @@ def fw_rule(name: str, priority: int, action: str, **match: Any) -> View:
     )
 
 
-def dns_rule(name: str, dns_name: str, bypass: bool) -> View:
+def dns_rule(name: str, dns_name: str, bypass: bool) -> ResourceView:
     action: dict[str, Any] = (
         {"behavior": "bypassResponsePolicy"}
         if bypass
@@ -62,14 +58,13 @@ def dns_rule(name: str, dns_name: str, bypass: bool) -> View:
     )
 
 
-def render(egress: str | None = "ALL_TRAFFIC") -> list[View]:
+def render(egress: str | None = "ALL_TRAFFIC") -> list[ResourceView]:
     vpc = {"egress": egress, "networkInterfaces": [{"network": NET, "subnetwork": SUBNET}]}
     template: dict[str, Any] = {"containers": [{"image": "launcher", "sandboxLauncher": True}]}
     if egress is not None:
         template["vpcAccess"] = vpc
     return [
         res("gcp:cloudrunv2/service:Service", "service", template=template),
-        res("gcp:compute/network:Network", "network", name="sandboxes"),
         res("gcp:compute/subnetwork:Subnetwork", "subnet", network=NET, ipCidrRange="10.8.0.0/24"),
         res(
             "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation",
@@ -78,19 +73,9 @@ def render(egress: str | None = "ALL_TRAFFIC") -> list[View]:
             attachmentTarget=NET,
         ),
         fw_rule("deny-non-public-ipv4", 900, "deny", destIpRanges=["10.0.0.0/8"]),
+        fw_rule("allow-fqdn-443", 1000, "allow", destFqdns=["pypi.org"], layer4Configs=HTTPS),
         fw_rule(
-            "allow-fqdn-443",
-            1000,
-            "allow",
-            destFqdns=["pypi.org"],
-            layer4Configs=[{"ipProtocol": "tcp", "ports": ["443"]}],
-        ),
-        fw_rule(
-            "allow-ipv4-443",
-            1001,
-            "allow",
-            destIpRanges=["93.184.216.34/32"],
-            layer4Configs=[{"ipProtocol": "tcp", "ports": ["443"]}],
+            "allow-ipv4-443", 1001, "allow", destIpRanges=["93.184.216.34/32"], layer4Configs=HTTPS
         ),
         fw_rule("deny-all-ipv4", 65000, "deny", destIpRanges=["0.0.0.0/0"]),
         fw_rule("deny-all-ipv6", 65001, "deny", destIpRanges=["::/0"]),
@@ -113,17 +98,16 @@ def render(egress: str | None = "ALL_TRAFFIC") -> list[View]:
     ]
 
 
-def path_of(resources: list[View]) -> SandboxPath:
-    (path,) = sandbox_paths(resources)
-    return path
-
-
-def without(resources: list[View], *names: str) -> list[View]:
+def without(resources: list[ResourceView], *names: str) -> list[ResourceView]:
     return [r for r in resources if r.name not in names]
 
 
+def replaced(resources: list[ResourceView], view: ResourceView) -> list[ResourceView]:
+    return [view if r.name == view.name else r for r in resources]
+
+
 def test_the_path_reads_every_link() -> None:
-    path = path_of(render())
+    (path,) = sandbox_paths(render())
     assert path.vpc_egress == "ALL_TRAFFIC"
     assert [r.name for r in path.rules] == [
         "deny-non-public-ipv4",
@@ -133,95 +117,127 @@ def test_the_path_reads_every_link() -> None:
         "deny-all-ipv6",
     ]
     assert path.dns is not None and len(path.dns) == 2
-    assert path.internet is True
-    assert path.ipv6 is False
+    assert (path.internet, path.ipv6) == (True, False)
 
 
 @pytest.mark.parametrize(
-    ("host", "port", "admitted", "resolves", "how"),
+    ("host", "port", "admitted"),
     [
-        ("pypi.org", 443, True, True, f"{BY_RESOLVED_ADDRESS}, rule allow-fqdn-443"),
-        ("pypi.org", 80, False, True, "denied by rule deny-all-ipv4"),
-        ("x.pypi.org", 443, False, False, "the name does not resolve"),
-        ("x.attacker.example", 443, False, False, "the name does not resolve"),
-        ("93.184.216.34", 443, True, None, "by address, rule allow-ipv4-443"),
-        ("93.184.216.34", 8443, False, None, "denied by rule deny-all-ipv4"),
-        ("10.8.0.5", 443, False, None, "denied by rule deny-non-public-ipv4"),
-        ("2606:4700:4700::1111", 443, False, None, "denied by rule deny-all-ipv6"),
+        ("pypi.org", 443, True),
+        ("pypi.org", 80, False),
+        ("sbx-probe.pypi.org", 443, False),
+        ("93.184.216.34", 443, True),
+        ("93.184.216.34", 8443, False),
+        ("10.8.0.5", 443, False),
+        ("169.254.169.254", 80, False),
+        ("2606:4700:4700::1111", 443, False),
     ],
 )
-def test_what_each_probe_gets(
-    host: str, port: int, admitted: bool, resolves: bool | None, how: str
-) -> None:
-    verdict = probe(path_of(render()), host, port)
-    assert (verdict.admitted, verdict.resolves) == (admitted, resolves)
-    assert verdict.how.startswith(how)
-    if resolves is not None:
-        assert DNS_ASSUMED in verdict.assumptions
+def test_what_each_connection_gets(host: str, port: int, admitted: bool) -> None:
+    assert read_egress(render()).admits(host, port).admitted is admitted
 
 
-def test_the_metadata_server_is_the_platform_s_on_its_own_ports_only() -> None:
-    path = path_of(render())
-    assert probe(path, "169.254.169.254", 80).admitted is True
-    assert probe(path, "169.254.169.254", 80).how.startswith("by the platform")
-    assert probe(path, "169.254.169.254", 22).admitted is False
+def test_names_are_enforced_by_resolved_address_only_and_say_so() -> None:
+    verdict = read_egress(render()).admits("pypi.org", 443)
+    assert verdict.enforced == ("resolved address only",)
+    ((grant,),) = [verdict.grants]
+    assert (grant.basis, grant.source) == ("platform-doc", FQDN_DOC)
+    found = inexpressible(read_egress(render()))
+    assert [(f.kind, f.grant.host) for f in found] == [("resolved-address-only", "pypi.org")]
 
 
-def test_without_the_response_policy_every_name_resolves() -> None:
-    path = path_of(without(render(), "dns-policy"))
-    assert path.dns is None
-    verdict = probe(path, "x.attacker.example", 443)
-    assert (verdict.admitted, verdict.resolves) == (False, True)
-    assert verdict.assumptions == ()
+def test_only_bypassed_names_resolve_and_the_verdict_cites_the_assumption() -> None:
+    effective = read_egress(render())
+    assert [
+        n for n in ("pypi.org", "x.pypi.org", "x.attacker.example") if effective.resolves(n)
+    ] == ["pypi.org"]
+    assert DNS_ASSUMPTION in effective.resolves("pypi.org").grants[0].source
+
+
+def test_without_the_catch_all_every_name_resolves() -> None:
+    for broken in (
+        without(render(), "dns-policy"),
+        without(render(), "refuse"),
+        replaced(render(), dns_rule("refuse", "*.", bypass=True)),
+    ):
+        assert read_egress(broken).resolves("x.attacker.example").admitted is True
 
 
 def test_without_the_association_the_implied_allow_opens_everything() -> None:
-    path = path_of(without(render(), "association"))
-    verdict = probe(path, "93.184.216.34", 8443)
+    effective = read_egress(without(render(), "association"))
+    verdict = effective.admits("151.101.0.223", 8443)
     assert verdict.admitted is True
-    assert "implied allow" in verdict.how
+    assert verdict.grants[0].source == IMPLIED_DOC
 
 
-def test_without_nat_nothing_public_leaves() -> None:
-    verdict = probe(path_of(without(render(), "nat")), "pypi.org", 443)
-    assert verdict.admitted is False
-    assert verdict.how == "no way out: no route or NAT"
+def test_without_nat_only_non_public_parts_remain() -> None:
+    effective = read_egress(without(render(), "nat", "deny-non-public-ipv4", "deny-all-ipv4"))
+    assert effective.admits("pypi.org", 443).admitted is False
+    assert effective.admits("151.101.0.223", 443).admitted is False
+    assert effective.admits("10.8.0.5", 443).admitted is True
 
 
 def test_private_ranges_only_sends_public_traffic_past_every_control() -> None:
     for egress in ("PRIVATE_RANGES_ONLY", None):
-        verdict = probe(path_of(render(egress=egress)), "x.attacker.example", 8443)
-        assert (verdict.admitted, verdict.resolves) == (True, True)
-        assert verdict.how.startswith("not filtered")
+        effective = read_egress(render(egress=egress))
+        assert effective.admits("x.attacker.example", 8443).admitted is True
+        assert effective.resolves("x.attacker.example").admitted is True
 
 
 def test_an_ipv6_allow_needs_an_ipv6_subnet() -> None:
-    resources = render()
-    resources.append(
-        fw_rule(
-            "allow-ipv6-443",
-            1002,
-            "allow",
-            destIpRanges=["2606:4700:4700::1111/128"],
-            layer4Configs=[{"ipProtocol": "tcp", "ports": ["443"]}],
-        )
+    allow6 = fw_rule(
+        "allow-ipv6-443", 1002, "allow", destIpRanges=["2606:4700::1/128"], layer4Configs=HTTPS
     )
-    verdict = probe(path_of(resources), "2606:4700:4700::1111", 443)
-    assert (verdict.admitted, verdict.how) == (False, "no way out: no IPv6 on the subnet")
-    dual = [
-        replace(r, props={**r.props, "stackType": "IPV4_IPV6"}) if r.name == "subnet" else r
-        for r in resources
-    ]
-    assert probe(path_of(dual), "2606:4700:4700::1111", 443).admitted is True
-
-
-def test_unmodelled_rules_are_said() -> None:
-    resources = [*render(), fw_rule("geo", 10, "allow", destRegionCodes=["US"])]
-    verdict = probe(path_of(resources), "pypi.org", 443)
-    assert "rules the reader cannot model come first: geo" in verdict.assumptions
+    resources = [*render(), allow6]
+    assert read_egress(resources).admits("2606:4700::1", 443).admitted is False
+    dual = res("gcp:compute/subnetwork:Subnetwork", "subnet", network=NET, stackType="IPV4_IPV6")
+    assert read_egress(replaced(resources, dual)).admits("2606:4700::1", 443).admitted is True
 
 
 def test_services_without_a_sandbox_launcher_are_not_read() -> None:
-    resources = render()
     plain = res("gcp:cloudrunv2/service:Service", "other", template={"containers": [{}]})
-    assert [p.service for p in sandbox_paths([*resources, plain])] == ["service"]
+    assert [p.service for p in sandbox_paths([*render(), plain])] == ["service"]
+    assert read_egress([plain]).connect == ()
+
+
+# --- The component's own renders, against the contract ------------------------------------------
+
+SETTINGS = {
+    "project": "example-project",
+    "region": "us-central1",
+    "image": "us-docker.pkg.dev/example-project/agents/launcher:1",
+}
+ALLOWLIST = ["pypi.org", "files.pythonhosted.org", "api.example.com:8443", "pypi.org:80"]
+IP_ENTRIES = ["93.184.216.34", "93.184.216.34:8443"]
+
+
+def rendered(engine: Recorder, egress: dict[str, Any]) -> list[ResourceView]:
+    resources = build_target(engine, "gcp-cloudrun", SETTINGS, {"egress": egress})
+    return [ResourceView.of(r.type, r.name, r.inputs) for r in resources if r.custom]
+
+
+@pytest.mark.parametrize(
+    "egress",
+    [
+        {"mode": "deny"},
+        {"mode": "allowlist", "allow": ALLOWLIST},
+        {"mode": "allowlist", "allow": [*ALLOWLIST, *IP_ENTRIES]},
+        {"mode": "open"},
+    ],
+)
+def test_the_component_admits_and_resolves_exactly_what_the_contract_does(
+    engine: Recorder, egress: dict[str, Any]
+) -> None:
+    rules = tuple(parse_rule(e) for e in egress.get("allow", []))
+    contract = EgressContract(egress["mode"], rules)
+    effective = read_egress(rendered(engine, egress))
+    assert compare(effective, contract, derive_probes(rules)) == ()
+
+
+def test_allowlist_names_are_the_only_finding(engine: Recorder) -> None:
+    effective = read_egress(rendered(engine, {"mode": "allowlist", "allow": ALLOWLIST}))
+    assert {(f.kind, f.grant.host) for f in inexpressible(effective)} == {
+        ("resolved-address-only", "pypi.org"),
+        ("resolved-address-only", "files.pythonhosted.org"),
+        ("resolved-address-only", "api.example.com"),
+    }

@@ -20,7 +20,7 @@ ALLOWLIST = [
     parse_rule(e)
     for e in ("pypi.org", "files.pythonhosted.org", "api.example.com:8443", "pypi.org:80")
 ]
-ALLOWLIST_WITH_IP = [*ALLOWLIST, parse_rule("93.184.216.34"), parse_rule("*.githubusercontent.com")]
+ALLOWLIST_WITH_IP = [*ALLOWLIST, parse_rule("93.184.216.34"), parse_rule("*.pythonhosted.org")]
 
 
 def as_rendered(rules: tuple[ResponseRule, ...]) -> list[PolicyRule]:
@@ -52,8 +52,8 @@ def test_allowlist_bypasses_each_listed_name_once_and_answers_the_rest() -> None
 
 def test_ip_entries_need_no_dns_and_wildcards_bypass_below_their_base() -> None:
     selectors = {r.dns_name for r in response_rules("allowlist", ALLOWLIST_WITH_IP)}
-    assert "*.githubusercontent.com." in selectors
-    assert "githubusercontent.com." not in selectors
+    assert "*.pythonhosted.org." in selectors
+    assert "pythonhosted.org." not in selectors
     assert not any("93.184" in s for s in selectors)
 
 
