@@ -12,7 +12,9 @@ from sandboxkit.gcp.cloudrun.reach import (
     DNS_ASSUMPTION,
     FQDN_DOC,
     IMPLIED_DOC,
+    dns_tunnels,
     read_egress,
+    rebinding_holes,
     sandbox_paths,
 )
 from sandboxkit.reach import ResourceView, compare, derive_probes, inexpressible
@@ -241,3 +243,21 @@ def test_allowlist_names_are_the_only_finding(engine: Recorder) -> None:
         ("resolved-address-only", "files.pythonhosted.org"),
         ("resolved-address-only", "api.example.com"),
     }
+
+
+def test_a_dns_tunnel_is_every_name_resolving_past_a_closed_firewall() -> None:
+    assert dns_tunnels(render()) == []
+    assert dns_tunnels(without(render(), "dns-policy")) == ["service"]
+    assert dns_tunnels(replaced(render(), dns_rule("refuse", "*.", bypass=True))) == ["service"]
+    # Open egress (the firewall admits every public address): DNS adds no way out.
+    open_egress = fw_rule("allow-public-ipv4", 1002, "allow", destIpRanges=["0.0.0.0/0"])
+    assert dns_tunnels([*without(render(), "dns-policy"), open_egress]) == []
+
+
+def test_a_rebinding_hole_is_an_allowed_name_reaching_a_non_public_address() -> None:
+    assert [h for h in rebinding_holes(render()) if h.address.startswith("10.")] == []
+    holes = rebinding_holes(without(render(), "deny-non-public-ipv4"))
+    assert ("allow-fqdn-443", "pypi.org", "10.0.0.1") in {
+        (h.rule, h.name, h.address) for h in holes
+    }
+    assert {h.service for h in holes} == {"service"}

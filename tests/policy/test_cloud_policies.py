@@ -545,7 +545,20 @@ def _gcp_stack(deny_priority: int) -> list[tuple[str, dict[str, Any]]]:
         "priority": deny_priority,
         "match": {"destIpRanges": ["0.0.0.0/0"]},
     }
-    return [(RUN, HAPPY[RUN]), (RULE, HAPPY[RULE]), (RULE, deny)]
+    # The network's DNS answers every unlisted name itself (no DNS tunnel).
+    dns_policy = {"responsePolicyName": "sandbox-dns", "networks": [{"networkUrl": "n"}]}
+    catch_all = {
+        "responsePolicy": "sandbox-dns",
+        "dnsName": "*.",
+        "localData": {"localDatas": [{"name": "*.", "type": "TXT", "rrdatas": ['"no"']}]},
+    }
+    return [
+        (RUN, HAPPY[RUN]),
+        (RULE, HAPPY[RULE]),
+        (RULE, deny),
+        ("gcp:dns/responsePolicy:ResponsePolicy", dns_policy),
+        ("gcp:dns/responsePolicyRule:ResponsePolicyRule", catch_all),
+    ]
 
 
 def test_stack_policies_are_silent_on_complete_cloud_stacks() -> None:
@@ -568,6 +581,7 @@ def test_stack_policies_are_silent_on_complete_cloud_stacks() -> None:
         ),
         pytest.param(_gcp_stack(100), "net-005", id="run-deny-before-allow"),
         pytest.param(_gcp_stack(65000)[:2], "net-005", id="run-without-deny-all"),
+        pytest.param(_gcp_stack(65000)[:3], "net-005", id="run-without-dns-policy"),
         pytest.param(
             [r for r in _aws_stack() if "logging" not in r[0]],
             "log-002",

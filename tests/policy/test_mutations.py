@@ -63,6 +63,10 @@ def _big_pool(values: dict[str, Any]) -> None:
     values["profile"]["pool"] = {"ready": 150, "maxConcurrent": 500}
 
 
+def _cloudrun_allowlist(values: dict[str, Any]) -> None:
+    values["profile"]["egress"] = {"mode": "allowlist", "allow": ["pypi.org"]}
+
+
 def _host_runtime(values: dict[str, Any]) -> None:
     values["kubernetes"]["runtimeClass"] = {"name": "runc", "create": False}
 
@@ -154,6 +158,8 @@ RULES_STRING = (*RULES_SOURCE, "rulesString")
 TLS_PASS = "pass tls $HOME_NET any -> $EXTERNAL_NET"
 SNI = "flow:to_server, established; ssl_state:client_hello; tls.sni;"
 RUN = "gcp-cloudrun-service"
+DNS_CATCH_ALL = "gcp-cloudrun-dns-refuse-everything-else"
+CLOUDRUN_ONLY = ("gcp-cloudrun",)
 RUN_CONTAINER = ("template", "containers", 0)
 GVISOR_POOL = "gcp-gke-gvisor-pool"
 WORKER = "cloudflare-script"
@@ -688,6 +694,38 @@ ROWS = [
         ),
     ),
     Row(
+        "dns-response-policy-removed",
+        "prod",
+        _caught(("SBX-NET-005", RUN)),
+        inputs=_drop("gcp-cloudrun-dns-policy"),
+    ),
+    Row(
+        "dns-catch-all-bypassed",
+        "prod",
+        _caught(("SBX-NET-005", RUN)),
+        inputs=lambda r: with_input(
+            with_input(r, DNS_CATCH_ALL, ("behavior",), "bypassResponsePolicy"),
+            DNS_CATCH_ALL,
+            ("localData",),
+            REMOVE,
+        ),
+    ),
+    Row(
+        "names-by-resolved-address",
+        "prod",
+        _caught(("SBX-NET-006", "gcp-cloudrun-allow-fqdn-443")),
+        config=_cloudrun_allowlist,
+        targets=CLOUDRUN_ONLY,
+    ),
+    Row(
+        "rebinding-deny-removed",
+        "prod",
+        _caught(("SBX-NET-005", RUN), ("SBX-NET-006", "gcp-cloudrun-allow-fqdn-443")),
+        config=_cloudrun_allowlist,
+        inputs=_drop("gcp-cloudrun-deny-non-public-ipv4"),
+        targets=CLOUDRUN_ONLY,
+    ),
+    Row(
         "gke-legacy-datapath",
         "prod",
         _caught(("SBX-NET-003", "gcp-gke-cluster")),
@@ -870,6 +908,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-NET-001",
         "SBX-NET-002",
         "SBX-NET-005",
+        "SBX-NET-006",
         "SBX-IAM-001",
         "SBX-IAM-002",
         "SBX-IAM-003",

@@ -14,6 +14,9 @@ from sandboxkit.aws.suricata import read_rules
 from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
+from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
+from sandboxkit.reach import ResourceView, inexpressible
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 from ._common import (
     WORKERS_SCRIPT,
@@ -675,6 +678,44 @@ def _stack_egress_controls(resources: Sequence[Any], ctx: Context) -> Iterator[t
                 "before an allow rule; give it a larger priority number than every allow rule.",
                 service.urn,
             )
+    services = {s.name: s.urn for s in of("cloudrunv2/service:Service")}
+    views = _views(resources, "gcp:")
+    for name in dns_tunnels(views):
+        yield (
+            f"Cloud Run service {name} lets its sandboxes resolve every name while their "
+            "egress is closed (no Cloud DNS response policy answering '*.' on its network), so "
+            "data leaves in DNS queries; deploy the kit's component, which binds one.",
+            services.get(name),
+        )
+    reported: set[tuple[str, str]] = set()
+    for hole in rebinding_holes(views):
+        if (hole.service, hole.name) in reported:
+            continue
+        reported.add((hole.service, hole.name))
+        yield (
+            f"Firewall policy rule {hole.rule} admits {hole.name} even when it resolves to "
+            f"{hole.address} (Cloud NGFW programs whatever the name resolves to), so its owner "
+            f"can point Cloud Run service {hole.service}'s sandboxes at non-public addresses; "
+            "deny the non-public ranges at a priority ahead of every allow rule.",
+            services.get(hole.service),
+        )
+
+
+def _views(resources: Sequence[Any], prefix: str = "") -> list[ResourceView]:
+    """The stack's resources (whose type starts with ``prefix``) as egress readers read them.
+
+    Resources whose inputs carry an asset or archive (function code) are left out: they are
+    not JSON-like, and no egress reader reads them.
+    """
+    views = []
+    for resource in resources:
+        if not resource.resource_type.startswith(prefix):
+            continue
+        try:
+            views.append(ResourceView.of(resource.resource_type, resource.name, resource.props))
+        except TypeError:
+            continue
+    return views
 
 
 EGRESS_ATTACHED = StackRule(
@@ -685,11 +726,54 @@ EGRESS_ATTACHED = StackRule(
         description="Checks that every sandbox runtime in the stack has its egress control "
         "deployed with it: a NetworkPolicy selecting each SandboxTemplate's pods, the connector, "
         "Network Firewall and DNS firewall for MicroVM images, a deny-all egress rule ordered "
-        "after the allow rules for Cloud Run.",
+        "after the allow rules and a DNS response policy answering every unlisted name for "
+        "Cloud Run.",
         remediation="Deploy sandboxes through the kit's target components, which create the "
         "egress controls with the runtime.",
     ),
     _stack_egress_controls,
 )
 
-RULES = [EGRESS_CLOSED, ALLOWLIST_SPECIFIC, DEFAULT_DENY, DNS_FAIL_CLOSED, EGRESS_ATTACHED]
+
+def _names_by_address(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:
+    urns = {r.name: r.urn for r in resources}
+    views = _views(resources)
+    for target in TARGET_MODULES:
+        effective = get_target(target).read_egress(views)
+        findings = inexpressible(effective) if effective is not None else ()
+        for finding in findings:
+            if finding.kind != "resolved-address-only":
+                continue
+            grant = finding.grant
+            resource = grant.resource.rpartition(" ")[2]
+            yield (
+                f"{target} admits {grant.host} by resolved address only ({grant.resource}): "
+                "any site on that name's addresses passes, such as another customer of the "
+                "same CDN; use a target that checks the name itself (TLS SNI or HTTP Host), "
+                "or accept it in the pack config (sbx-net-006 advisory).",
+                urns.get(resource),
+            )
+
+
+NAMES_BY_NAME = StackRule(
+    Rule(
+        id="SBX-NET-006",
+        title="Egress names are matched by name, not only by resolved address",
+        severity=Severity.HIGH,
+        description="Prohibits egress that admits a name only by the addresses the name "
+        "resolves to (Cloud NGFW FQDN objects, and any target whose egress reader says "
+        "'resolved address only'): every site sharing those addresses passes.",
+        remediation="Use a target that checks the allowed name itself at L7, or accept "
+        "matching by resolved address in the pack config (sbx-net-006 advisory).",
+    ),
+    _names_by_address,
+)
+
+RULES = [
+    EGRESS_CLOSED,
+    ALLOWLIST_SPECIFIC,
+    DEFAULT_DENY,
+    DNS_FAIL_CLOSED,
+    EGRESS_ATTACHED,
+    NAMES_BY_NAME,
+]

@@ -69,6 +69,7 @@ class FirewallRule:
 
     Attributes:
         name: the rule's name (``ruleName``, else the resource name).
+        resource: the rule's resource (logical) name.
         priority: 0 (first) to 2147483647.
         action: ``allow``, ``deny``, ``goto_next`` or ``apply_security_profile_group``.
         ranges: ``match.destIpRanges``.
@@ -78,6 +79,7 @@ class FirewallRule:
     """
 
     name: str
+    resource: str
     priority: int
     action: str
     ranges: tuple[IPNetwork, ...]
@@ -97,6 +99,7 @@ class FirewallRule:
         unmodelled += [key for key in _TARGET_FIELDS if inputs.get(key)]
         return cls(
             name=str(inputs.get("ruleName") or name),
+            resource=name,
             priority=int(inputs["priority"]),
             action=str(inputs.get("action", "")),
             ranges=tuple(
@@ -205,7 +208,7 @@ class Allowed:
     """What one destination of an allow rule still admits, on TCP, after every rule before it.
 
     Attributes:
-        rule: the allow rule's name; ``None`` for the VPC's implied allow.
+        rule: the allow rule's resource name; ``None`` for the VPC's implied allow.
         ports: the TCP ports it opens, ``"any"`` or a set (empty: nothing left).
         fqdn: the name it admits (an FQDN object: by the name's resolved addresses), or
         block: the address range it admits, less ``excluded``.
@@ -253,8 +256,8 @@ def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> lis
         if rule.action == "deny":
             denies.append((rule, ports))
             continue
-        found += [_for_name(rule.name, ports, f, denies, name_families) for f in rule.fqdns]
-        found += [_for_block(rule.name, ports, b, denies) for b in rule.ranges]
+        found += [_for_name(rule.resource, ports, f, denies, name_families) for f in rule.fqdns]
+        found += [_for_block(rule.resource, ports, b, denies) for b in rule.ranges]
     found += [_for_block(None, "any", b, denies) for b in _EVERYTHING.values()]
     return [a for a in found if a.ports]
 

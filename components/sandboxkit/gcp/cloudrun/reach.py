@@ -34,13 +34,22 @@ VPC firewall rules (the kit sets ``BEFORE_CLASSIC_FIREWALL``, so the policy deci
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from sandboxkit.addresses import non_public_reach
+from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.gcp.cloud_dns import PolicyRule
-from sandboxkit.gcp.cloudrun.ngfw import Allowed, FirewallRule, allowed, read_rules
+from sandboxkit.gcp.cloudrun.ngfw import (
+    Allowed,
+    FirewallRule,
+    Probe,
+    allowed,
+    decide,
+    read_rules,
+)
 from sandboxkit.reach import EffectiveEgress, Grant, ResourceView
 
 TARGET = "gcp-cloudrun"
@@ -245,11 +254,72 @@ def _block_grants(path: SandboxPath, item: Allowed, resource: str) -> list[Grant
     ]
 
 
+def path_egress(path: SandboxPath) -> EffectiveEgress:
+    """One launcher service's effective egress."""
+    return EffectiveEgress(TARGET, tuple(_connections(path)), tuple(_resolution(path)))
+
+
 def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     """The sandboxes' effective egress in a render: the union over every launcher service."""
-    connect: list[Grant] = []
-    resolve: list[Grant] = []
+    found = [path_egress(path) for path in sandbox_paths(resources)]
+    connect = dict.fromkeys(g for egress in found for g in egress.connect)
+    resolve = dict.fromkeys(g for egress in found for g in egress.resolve)
+    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve))
+
+
+def dns_tunnels(resources: Iterable[ResourceView]) -> list[str]:
+    """The launcher services whose sandboxes resolve every name although their connections
+    are not open to every address: data can leave in DNS queries (``<data>.attacker.example``)
+    past a closed firewall. The policy gate reports each (SBX-NET-005)."""
+    found = []
     for path in sandbox_paths(resources):
-        connect += _connections(path)
-        resolve += _resolution(path)
-    return EffectiveEgress(TARGET, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))
+        egress = path_egress(path)
+        if any(g.scope == "any" for g in egress.resolve) and not any(
+            g.opens_every_open_address() for g in egress.connect
+        ):
+            found.append(path.service)
+    return found
+
+
+@dataclass(frozen=True)
+class RebindingHole:
+    """An allowed name that reaches a non-public address when its owner makes it resolve there.
+
+    Attributes:
+        service: the launcher service's logical name.
+        rule: the allow rule's resource name.
+        name: the allowed name.
+        address: a non-public address the rule then admits.
+    """
+
+    service: str
+    rule: str
+    name: str
+    address: str
+
+
+def _inside(block: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    network = ipaddress.ip_network(block)
+    return network.network_address + (1 if network.num_addresses > 1 else 0)
+
+
+def rebinding_holes(resources: Iterable[ResourceView]) -> list[RebindingHole]:
+    """Allowed names whose FQDN objects would admit a non-public address (one inside each
+    block of ``contract.NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) if the name resolved to it:
+    Cloud NGFW programs whatever the name resolves to (``FQDN_DOC``), so only a deny of those
+    ranges ahead of the allow stops DNS rebinding. The policy gate reports each (SBX-NET-005).
+    """
+    holes = []
+    for path in sandbox_paths(resources):
+        if path.vpc_egress != "ALL_TRAFFIC":
+            continue
+        for item in allowed(path.rules, frozenset({4, 6})):
+            if item.fqdn is None or item.rule is None:
+                continue
+            port = 443 if item.ports == "any" or 443 in item.ports else min(item.ports)
+            for block in (*NON_PUBLIC_IPV4, *NON_PUBLIC_IPV6):
+                address = _inside(block)
+                probe = Probe(port=port, name=item.fqdn, address=address)
+                if decide(path.rules, probe).allowed:
+                    holes.append(RebindingHole(path.service, item.rule, item.fqdn, str(address)))
+    return holes
