@@ -50,7 +50,7 @@ from sandboxkit.gcp.cloudrun.ngfw import (
     decide,
     read_rules,
 )
-from sandboxkit.reach import EffectiveEgress, Grant, ResourceView
+from sandboxkit.reach import EffectiveEgress, Grant, ResourceView, Scope
 
 TARGET = "gcp-cloudrun"
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -195,7 +195,7 @@ def _resolution(path: SandboxPath) -> list[Grant]:
             return [Grant("*", "any", "any", "query-name", "platform-doc", source, resource)]
         wildcard = rule.dns_name.startswith("*.")
         host = rule.dns_name.removeprefix("*.").removesuffix(".")
-        scope = "below" if wildcard else "exact"
+        scope: Scope = "below" if wildcard else "exact"
         grants.append(Grant(host, scope, "any", "query-name", "platform-doc", source, resource))
     return grants
 
