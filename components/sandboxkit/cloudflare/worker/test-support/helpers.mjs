@@ -50,6 +50,26 @@ export function bearer(token = AUTH_TOKEN) {
 }
 
 /**
+ * The miniflare worker options of test-support/decide-harness.js, which imports src/index.js.
+ * `outboundService` receives any fetch it makes (it makes none).
+ */
+export function decideHarnessWorker(compatibilityDate = COMPATIBILITY_DATE, outboundService = refuseOutbound) {
+  return {
+    name: "decide-harness",
+    modules: true,
+    modulesRoot: WORKER_ROOT,
+    modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+    scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
+    compatibilityDate,
+    outboundService,
+  };
+}
+
+function refuseOutbound() {
+  return new Response("test outbound refused", { status: 599 });
+}
+
+/**
  * Starts the Worker. `persistDir` keeps Durable Object storage on disk so a second instance can
  * pick it up (a redeploy with other bindings). `outbound` handles every fetch the Worker makes (default: refuse and
  * record), so no test can send traffic past loopback. Returns helpers and a dispose function.
@@ -82,17 +102,7 @@ export async function startWorker({
       outboundService,
     },
   ];
-  if (withDecideHarness) {
-    workers.push({
-      name: "decide-harness",
-      modules: true,
-      modulesRoot: WORKER_ROOT,
-      modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
-      scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
-      compatibilityDate,
-      outboundService,
-    });
-  }
+  if (withDecideHarness) workers.push(decideHarnessWorker(compatibilityDate, outboundService));
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
