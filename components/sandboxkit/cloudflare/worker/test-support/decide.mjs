@@ -10,20 +10,14 @@
 //     node test-support/decide.mjs
 
 import { createInterface } from "node:readline";
-import { Miniflare } from "miniflare";
-import { decideHarnessWorker } from "./helpers.mjs";
+import { startDecideHarness } from "./helpers.mjs";
 
-const mf = new Miniflare({
-  host: "127.0.0.1",
-  port: 0,
-  cf: false,
-  workers: [decideHarnessWorker()],
+const harness = await startDecideHarness({
   handleRuntimeStdio(out, err) {
     out.pipe(process.stderr);
     err.pipe(process.stderr);
   },
 });
-const harness = await mf.getWorker("decide-harness");
 
 async function answer(line) {
   let body;
@@ -32,12 +26,11 @@ async function answer(line) {
   } catch {
     return { error: "request is not JSON" };
   }
-  const response = await harness.fetch("http://harness/", { method: "POST", body: JSON.stringify(body) });
-  return response.json();
+  return harness.ask(body);
 }
 
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (line.trim() === "") continue;
   process.stdout.write(`${JSON.stringify(await answer(line))}\n`);
 }
-await mf.dispose();
+await harness.dispose();

@@ -50,23 +50,37 @@ export function bearer(token = AUTH_TOKEN) {
 }
 
 /**
- * The miniflare worker options of test-support/decide-harness.js, which imports src/index.js.
- * `outboundService` receives any fetch it makes (it makes none).
+ * Starts test-support/decide-harness.js (which imports src/index.js) alone in workerd, on
+ * loopback. `ask(body)` posts one request object and resolves to the harness's JSON answer.
+ * `handleRuntimeStdio` receives the runtime's stdout and stderr streams (miniflare's option).
  */
-export function decideHarnessWorker(compatibilityDate = COMPATIBILITY_DATE, outboundService = refuseOutbound) {
+export async function startDecideHarness({ handleRuntimeStdio } = {}) {
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    cf: false,
+    handleRuntimeStdio,
+    workers: [
+      {
+        name: "decide-harness",
+        modules: true,
+        modulesRoot: WORKER_ROOT,
+        modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+        scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
+        compatibilityDate: COMPATIBILITY_DATE,
+        // The decision code is pure: any fetch it made would be a bug, so none leaves.
+        outboundService: () => new Response("test outbound refused", { status: 599 }),
+      },
+    ],
+  });
+  const harness = await mf.getWorker("decide-harness");
   return {
-    name: "decide-harness",
-    modules: true,
-    modulesRoot: WORKER_ROOT,
-    modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
-    scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
-    compatibilityDate,
-    outboundService,
+    async ask(body) {
+      const response = await harness.fetch("http://harness/", { method: "POST", body: JSON.stringify(body) });
+      return response.json();
+    },
+    dispose: () => mf.dispose(),
   };
-}
-
-function refuseOutbound() {
-  return new Response("test outbound refused", { status: 599 });
 }
 
 /**
@@ -78,7 +92,6 @@ export async function startWorker({
   bindings = baseBindings(),
   compatibilityDate = COMPATIBILITY_DATE,
   outbound,
-  withDecideHarness = false,
   persistDir,
 } = {}) {
   const stdout = [];
@@ -102,7 +115,6 @@ export async function startWorker({
       outboundService,
     },
   ];
-  if (withDecideHarness) workers.push(decideHarnessWorker(compatibilityDate, outboundService));
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,

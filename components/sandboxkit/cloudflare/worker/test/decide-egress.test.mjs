@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ALLOWLIST_POLICY, startWorker } from "../test-support/helpers.mjs";
+import { ALLOWLIST_POLICY, startDecideHarness } from "../test-support/helpers.mjs";
 
 const NOT_LISTED = (hostPort) => ({ allowed: false, reason: `${hostPort} is not in the allowlist` });
 const IP = { allowed: false, reason: "IP literal hosts are not allowed" };
@@ -189,21 +189,15 @@ const INVALID_POLICIES = [
 ];
 
 describe("decideEgress in workerd", () => {
-  let worker;
   let harness;
   before(async () => {
-    worker = await startWorker({ withDecideHarness: true });
-    harness = await worker.mf.getWorker("decide-harness");
+    harness = await startDecideHarness();
   });
   after(async () => {
-    await worker.dispose();
+    await harness.dispose();
   });
 
-  async function decide(cases) {
-    const response = await harness.fetch("http://harness/", { method: "POST", body: JSON.stringify({ op: "decide", cases }) });
-    assert.equal(response.status, 200);
-    return response.json();
-  }
+  const decide = (cases) => harness.ask({ op: "decide", cases });
 
   test("allowlist decisions over tricky URL forms", async () => {
     const results = await decide(ALLOWLIST_CASES.map(([url]) => ({ policy: ALLOWLIST_POLICY, url })));

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { startWorker } from "../test-support/helpers.mjs";
+import { startDecideHarness } from "../test-support/helpers.mjs";
 
 const POLICY = {
   mode: "allowlist",
@@ -27,21 +27,15 @@ const DROPPED = (hostPort) => ({
 const GATEWAY = (admitted, reason, interception) => ({ admitted, stage: "gateway", reason, interception });
 
 describe("interceptions in workerd", () => {
-  let worker;
   let harness;
   before(async () => {
-    worker = await startWorker({ withDecideHarness: true });
-    harness = await worker.mf.getWorker("decide-harness");
+    harness = await startDecideHarness();
   });
   after(async () => {
-    await worker.dispose();
+    await harness.dispose();
   });
 
-  async function ask(body) {
-    const response = await harness.fetch("http://harness/", { method: "POST", body: JSON.stringify(body) });
-    assert.equal(response.status, 200);
-    return response.json();
-  }
+  const ask = (body) => harness.ask(body);
 
   test("allowlist: one interception per listed host and port, none catch-all", async () => {
     assert.deepEqual(await ask({ op: "plan", policy: POLICY }), [
