@@ -1,0 +1,51 @@
+"""The Worker's copies of names that cross the kit/Worker boundary equal sandboxkit.contract's.
+
+``worker/src/index.js`` cannot import Python, so it keeps copies; the Worker itself reports them
+(``decide.mjs`` ``contract``), so these tests read what the running code uses, not its text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sandboxkit import contract
+from sandboxkit.cloudflare.decide import WorkerDecider
+from sandboxkit.cloudflare.spec import WORKER_MODULE
+
+
+def test_binding_names_are_the_contracts(worker_decider: WorkerDecider) -> None:
+    assert worker_decider.contract()["bindings"] == {
+        "sandbox": contract.DURABLE_OBJECT_BINDING,
+        "authToken": contract.AUTH_TOKEN_BINDING,
+        "sandboxIdKey": contract.SANDBOX_ID_KEY_BINDING,
+        "egressPolicy": contract.EGRESS_POLICY_BINDING,
+        "idleTimeout": contract.IDLE_TIMEOUT_BINDING,
+        "maxLifetime": contract.MAX_LIFETIME_BINDING,
+        "execTimeout": contract.EXEC_TIMEOUT_BINDING,
+    }
+
+
+def test_the_durable_object_class_is_exported_under_the_contracts_name(
+    worker_decider: WorkerDecider,
+) -> None:
+    assert worker_decider.contract()["classes"] == sorted(
+        [contract.DURABLE_OBJECT_CLASS, "EgressGateway"]
+    )
+
+
+def test_internal_suffixes_are_the_contracts(worker_decider: WorkerDecider) -> None:
+    assert worker_decider.contract()["internalSuffixes"] == list(contract.INTERNAL_SUFFIXES)
+
+
+def test_the_worker_reads_bindings_only_through_its_bindings_table() -> None:
+    # A literal env.NAME or env["NAME"] would be a copy the tests above cannot see; `name` is
+    # readSecret's and readSeconds' parameter, which callers pass from BINDINGS.
+    source = WORKER_MODULE.read_text(encoding="utf-8")
+    assert re.findall(r"\benv\.[A-Z_]+", source) == []
+    subscripts = set(re.findall(r"\benv\[([^\]]+)\]", source))
+    assert subscripts == {"name", "BINDINGS.sandbox", "BINDINGS.egressPolicy"}
+    assert set(re.findall(r"read(?:Secret|Seconds)\(env, ([^)]+)\)", source)) == {
+        "name",
+        "BINDINGS.sandboxIdKey",
+        "BINDINGS.authToken",
+    }
