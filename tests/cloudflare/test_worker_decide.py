@@ -90,7 +90,7 @@ def test_open_reaches_the_gateway_which_refuses_non_public(worker_decider: Worke
     )
     assert (nat64.admitted, nat64.reason) == (
         False,
-        "[64:ff9b::a9fe:a9fe]:443 is not a public address (64:ff9b::/96)",
+        "[64:ff9b::a9fe:a9fe]:443 is not a public address (::/8)",
     )
     assert (public.admitted, public.interception) == (True, 'interceptOutboundHttps("*")')
 

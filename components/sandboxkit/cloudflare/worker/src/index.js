@@ -206,8 +206,12 @@ function misconfigured(message) {
 // Object reaches its container through `getTcpPort`, which is ingress); `open` admits public
 // destinations only.
 
-// Copies of sandboxkit.contract (NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, INTERNAL_SUFFIXES): this file
-// cannot import Python, so tests/cloudflare/test_worker_contract.py fails when the copies differ.
+// Copies of sandboxkit.contract (NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, INTERNAL_SUFFIXES) and of the
+// globally reachable IANA rows inside NON_PUBLIC_IPV4 (sandboxkit.addresses): this file cannot
+// import Python, so tests/cloudflare/test_worker_contract.py fails when the copies differ.
+// NON_PUBLIC_* are the blocks `open` takes out whole: every block IANA's special-purpose
+// registries do not call globally reachable, multicast, IPv6 outside 2000::/3, and every IPv6
+// prefix carrying an IPv4 address (NAT64 and IPv4-mapped inside ::/8, 6to4, Teredo).
 export const NON_PUBLIC_IPV4 = Object.freeze([
   "0.0.0.0/8",
   "10.0.0.0/8",
@@ -226,23 +230,33 @@ export const NON_PUBLIC_IPV4 = Object.freeze([
   "240.0.0.0/4",
 ]);
 export const NON_PUBLIC_IPV6 = Object.freeze([
-  "::/96",
-  "::ffff:0:0/96",
-  "::ffff:0:0:0/96",
-  "64:ff9b::/96",
-  "64:ff9b:1::/48",
-  "100::/64",
-  "100:0:0:1::/64",
+  "::/8",
+  "100::/8",
+  "200::/7",
+  "400::/6",
+  "800::/5",
+  "1000::/4",
   "2001::/23",
   "2001:db8::/32",
   "2002::/16",
   "3fff::/20",
-  "5f00::/16",
+  "4000::/3",
+  "6000::/3",
+  "8000::/3",
+  "a000::/3",
+  "c000::/3",
+  "e000::/4",
+  "f000::/5",
+  "f800::/6",
   "fc00::/7",
+  "fe00::/9",
   "fe80::/10",
   "fec0::/10",
   "ff00::/8",
 ]);
+// Globally reachable rows inside NON_PUBLIC_IPV4 (IETF anycast): still excluded as part of their
+// block, but an IPv4 address an ISATAP identifier carries is judged by its own row.
+export const PUBLIC_INSIDE_NON_PUBLIC_IPV4 = Object.freeze(["192.0.0.9/32", "192.0.0.10/32"]);
 export const INTERNAL_SUFFIXES = Object.freeze([
   ".internal",
   ".local",
@@ -311,20 +325,37 @@ function parseCidr(text) {
 }
 
 const NON_PUBLIC_RANGES = [...NON_PUBLIC_IPV4, ...NON_PUBLIC_IPV6].map(parseCidr);
+const PUBLIC_EXCEPTIONS_IPV4 = PUBLIC_INSIDE_NON_PUBLIC_IPV4.map(parseCidr);
+
+function rangeOf(ranges, family, value) {
+  return ranges.find((r) => r.family === family && value >> r.shift === r.value >> r.shift)?.text ?? null;
+}
 
 /**
- * The non-public range an IP literal host (URL form: dotted IPv4 or bracketed IPv6) falls in, or
- * null for a public address. Every IPv6 form that embeds or translates an IPv4 address (mapped,
- * compatible, translated, NAT64, 6to4, Teredo) is a non-public range of its own, so
- * `[64:ff9b::a9fe:a9fe]` (169.254.169.254 through NAT64) is refused like the address it carries.
- * A host that does not parse is reported as non-public (fail closed).
+ * Why an IP literal host (URL form: dotted IPv4 or bracketed IPv6) is not a public destination,
+ * or null when it is one; the contract's `open` test (sandboxkit.addresses.open_admits):
+ * - inside a NON_PUBLIC block: refused, whole blocks, so every IPv6 prefix that carries an IPv4
+ *   address is refused whatever it carries (`[64:ff9b::a9fe:a9fe]` is 169.254.169.254 through
+ *   NAT64, inside ::/8);
+ * - an ISATAP interface identifier (RFC 5214 section 6.1: 0000:5efe or 0200:5efe in bits 64-95)
+ *   follows any prefix, so it is judged by the IPv4 address in its last 32 bits: refused when
+ *   that address is inside NON_PUBLIC_IPV4 and not one of its globally reachable rows.
+ * A host that does not parse is refused (fail closed).
  */
-function nonPublicRange(host) {
+function nonPublicReason(host) {
   const family = host.startsWith("[") ? 6 : 4;
   const value = family === 6 ? ipv6Value(host.slice(1, -1)) : ipv4Value(host);
-  if (value === null) return "unparsed address";
-  const range = NON_PUBLIC_RANGES.find((r) => r.family === family && value >> r.shift === r.value >> r.shift);
-  return range?.text ?? null;
+  if (value === null) return "not an address the gateway can read";
+  const range = rangeOf(NON_PUBLIC_RANGES, family, value);
+  if (range !== null) return range;
+  if (family === 6 && ((value >> 48n) & 0xfdffn) === 0n && ((value >> 32n) & 0xffffn) === 0x5efen) {
+    const carried = value & 0xffffffffn;
+    const block = rangeOf(NON_PUBLIC_RANGES, 4, carried);
+    if (block !== null && rangeOf(PUBLIC_EXCEPTIONS_IPV4, 4, carried) === null) {
+      return `ISATAP identifier carrying ${[24n, 16n, 8n, 0n].map((b) => (carried >> b) & 255n).join(".")}, inside ${block}`;
+    }
+  }
+  return null;
 }
 
 /** The INTERNAL_SUFFIXES entry a DNS name ends with (or is, without the dot), or null. */
@@ -456,8 +487,10 @@ export function parseEgressTarget(input) {
  * or object). Pure: no I/O, no clock.
  *
  * deny      blocks everything.
- * open      allows http/https URLs to public destinations: IP literals outside every
- *           NON_PUBLIC range and multi-label DNS names outside INTERNAL_SUFFIXES, on any port.
+ * open      allows http/https URLs to public destinations, on any port: IP literals that
+ *           nonPublicReason passes (outside every NON_PUBLIC block, no ISATAP identifier
+ *           carrying a non-public IPv4 address) and DNS names of two or more labels outside
+ *           INTERNAL_SUFFIXES.
  * allowlist allows a URL only when its host and port equal a listed entry (port from the URL,
  *           else 443 for https and 80 for http; `wildcard: true` entries match every name below
  *           the entry at any depth, never the entry itself). IP literals in any spelling are denied.
@@ -494,8 +527,8 @@ export function decideEgress(policy, url) {
 function decideOpen(target) {
   const where = `${target.host}:${target.port}`;
   if (target.isIp) {
-    const range = nonPublicRange(target.host);
-    if (range !== null) return { allowed: false, reason: `${where} is not a public address (${range})` };
+    const why = nonPublicReason(target.host);
+    if (why !== null) return { allowed: false, reason: `${where} is not a public address (${why})` };
   } else {
     const suffix = internalSuffix(target.host);
     if (suffix !== null) return { allowed: false, reason: `${where} is an internal name (${suffix})` };

@@ -254,8 +254,8 @@ describe("other modes at the gateway", () => {
       const seenBefore = standIn.seen.length;
       for (const [url, reason] of [
         ["http://169.254.169.254/latest/meta-data/", "169.254.169.254:80 is not a public address (169.254.0.0/16)"],
-        ["http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "[64:ff9b::a9fe:a9fe]:80 is not a public address (64:ff9b::/96)"],
-        ["http://[::ffff:a9fe:a9fe]/", "[::ffff:a9fe:a9fe]:80 is not a public address (::ffff:0:0/96)"],
+        ["http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "[64:ff9b::a9fe:a9fe]:80 is not a public address (::/8)"],
+        ["http://[::ffff:a9fe:a9fe]/", "[::ffff:a9fe:a9fe]:80 is not a public address (::/8)"],
         ["http://127.1:8080/", "127.0.0.1:8080 is not a public address (127.0.0.0/8)"],
         ["http://metadata.google.internal/", "metadata.google.internal:80 is an internal name (.internal)"],
       ]) {

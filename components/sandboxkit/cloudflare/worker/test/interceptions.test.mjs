@@ -162,7 +162,7 @@ describe("interceptions in workerd", () => {
       GATEWAY(true, "egress mode 'open' allows the public destination github.com:80", "interceptAllOutboundHttp()"),
       GATEWAY(true, "egress mode 'open' allows the public destination 151.101.0.223:443", 'interceptOutboundHttps("*")'),
       GATEWAY(false, "169.254.169.254:80 is not a public address (169.254.0.0/16)", "interceptAllOutboundHttp()"),
-      GATEWAY(false, "[64:ff9b::a9fe:a9fe]:80 is not a public address (64:ff9b::/96)", "interceptAllOutboundHttp()"),
+      GATEWAY(false, "[64:ff9b::a9fe:a9fe]:80 is not a public address (::/8)", "interceptAllOutboundHttp()"),
       GATEWAY(false, "metadata.google.internal:80 is an internal name (.internal)", "interceptAllOutboundHttp()"),
       { admitted: false, stage: "platform", reason: "port 22 is never intercepted (only 80 and 443 are); enableInternet false drops it", interception: null },
     ]);
