@@ -129,6 +129,8 @@ def test_script_uploads_the_worker_module_with_the_pinned_runtime(
     assert inputs["content"] == worker_module.read_text()
     assert inputs["mainModule"] == "index.js"
     assert inputs["compatibilityDate"] == "2026-01-15"
+    # Same-zone fetches from the egress gateway go through Cloudflare's front door, not to origin.
+    assert inputs["compatibilityFlags"] == ["global_fetch_strictly_public"]
     assert inputs["scriptName"] == "agents"
     assert inputs["accountId"] == ACCOUNT
 
@@ -307,6 +309,7 @@ def test_wrangler_config_is_exact() -> None:
         "account_id": ACCOUNT,
         "main": "../worker/src/index.js",
         "compatibility_date": "2026-07-01",
+        "compatibility_flags": ["global_fetch_strictly_public"],
         "workers_dev": False,
         "preview_urls": False,
         "observability": {

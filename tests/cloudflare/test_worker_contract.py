@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from sandboxkit import contract
 from sandboxkit.cloudflare.decide import WorkerDecider
+from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
 
 
@@ -49,3 +51,10 @@ def test_the_worker_reads_bindings_only_through_its_bindings_table() -> None:
         "BINDINGS.sandboxIdKey",
         "BINDINGS.authToken",
     }
+
+
+def test_the_worker_tests_run_with_the_flags_the_kit_deploys() -> None:
+    helpers = WORKER_MODULE.parents[1] / "test-support" / "helpers.mjs"
+    found = re.search(r"export const COMPATIBILITY_FLAGS = (\[[^\]]*\]);", helpers.read_text())
+    assert found is not None
+    assert tuple(json.loads(found.group(1))) == COMPATIBILITY_FLAGS

@@ -12,6 +12,8 @@ export const SCRIPT_PATH = fileURLToPath(new URL("../src/index.js", import.meta.
 
 // Any date from 2025-11-17 on enables ctx.exports, which the egress gateway needs.
 export const COMPATIBILITY_DATE = "2026-07-01";
+// The flags the kit deploys with (COMPATIBILITY_FLAGS in sandboxkit/cloudflare/plan.py).
+export const COMPATIBILITY_FLAGS = ["global_fetch_strictly_public"];
 
 export const AUTH_TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz";
 export const SANDBOX_ID_KEY = "test-id-key-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210";
@@ -68,6 +70,7 @@ export async function startDecideHarness({ handleRuntimeStdio } = {}) {
         modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
         scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
         compatibilityDate: COMPATIBILITY_DATE,
+        compatibilityFlags: COMPATIBILITY_FLAGS,
         // The decision code is pure: any fetch it made would be a bug, so none leaves.
         outboundService: () => new Response("test outbound refused", { status: 599 }),
       },
@@ -110,6 +113,7 @@ export async function startWorker({
       // Module named "index.js", as the deployer uploads it.
       modulesRoot: fileURLToPath(new URL("../src/", import.meta.url)),
       compatibilityDate,
+      compatibilityFlags: COMPATIBILITY_FLAGS,
       bindings,
       durableObjects: { SANDBOX: { className: "Sandbox", useSQLite: true } },
       outboundService,
