@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from ipaddress import IPv4Network
 
 from sandboxkit import contract
+from sandboxkit.addresses import registry_rows
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
@@ -33,6 +35,27 @@ def test_the_durable_object_class_is_exported_under_the_contracts_name(
     assert worker_decider.contract()["classes"] == sorted(
         [contract.DURABLE_OBJECT_CLASS, "EgressGateway"]
     )
+
+
+def test_non_public_blocks_are_the_contracts(worker_decider: WorkerDecider) -> None:
+    copies = worker_decider.contract()
+    assert copies["nonPublicIpv4"] == list(contract.NON_PUBLIC_IPV4)
+    assert copies["nonPublicIpv6"] == list(contract.NON_PUBLIC_IPV6)
+
+
+def test_public_rows_inside_non_public_ipv4_blocks_are_the_registrys(
+    worker_decider: WorkerDecider,
+) -> None:
+    # An ISATAP identifier's IPv4 address is judged by its own row (sandboxkit.addresses).
+    blocks = [IPv4Network(text) for text in contract.NON_PUBLIC_IPV4]
+    public_inside = [
+        str(row.network)
+        for row in registry_rows()
+        if isinstance(row.network, IPv4Network)
+        and row.public
+        and any(row.network.subnet_of(block) for block in blocks)
+    ]
+    assert worker_decider.contract()["publicInsideNonPublicIpv4"] == public_inside
 
 
 def test_internal_suffixes_are_the_contracts(worker_decider: WorkerDecider) -> None:

@@ -95,6 +95,15 @@ def test_open_reaches_the_gateway_which_refuses_non_public(worker_decider: Worke
     assert (public.admitted, public.interception) == (True, 'interceptOutboundHttps("*")')
 
 
+def test_the_gateway_alone_decides_urls(worker_decider: WorkerDecider) -> None:
+    urls = ["https://pythonhosted.org/", "https://a.b.pythonhosted.org/", "http://github.com/"]
+    assert worker_decider.decide(ALLOWLIST, urls) == [
+        (False, "pythonhosted.org:443 is not in the allowlist"),
+        (True, "a.b.pythonhosted.org:443 matches *.pythonhosted.org:443"),
+        (True, "github.com:80 matches github.com:80"),
+    ]
+
+
 def test_interceptions_per_mode(worker_decider: WorkerDecider) -> None:
     assert worker_decider.interceptions(ALLOWLIST) == [
         Interception("interceptOutboundHttps", "*.pythonhosted.org"),

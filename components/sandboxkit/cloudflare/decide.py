@@ -162,6 +162,18 @@ class WorkerDecider:
             for (host, port), answer in zip(probes, answers, strict=True)
         ]
 
+    def decide(self, policy: str, urls: Sequence[str]) -> list[tuple[bool, str]]:
+        """``EgressGateway``'s own decision on each URL under ``policy``, whether or not the
+        platform would route it there: ``(allowed, reason)`` per URL.
+
+        Raises:
+            WorkerDecideError: when the process failed or answered an error.
+        """
+        answers = self._ask(
+            {"op": "decide", "cases": [{"policy": policy, "url": url} for url in urls]}
+        )
+        return [(answer["allowed"], answer["reason"]) for answer in answers]
+
     def interceptions(self, policy: str) -> list[Interception]:
         """The interceptions the Durable Object installs under ``policy``, in install order.
 
@@ -176,7 +188,7 @@ class WorkerDecider:
     def contract(self) -> dict[str, Any]:
         """The names and ranges ``worker/src/index.js`` shares with ``sandboxkit.contract``:
         ``bindings`` (key -> binding name), ``classes`` (exported classes), ``nonPublicIpv4``,
-        ``nonPublicIpv6``, ``internalSuffixes``.
+        ``nonPublicIpv6``, ``publicInsideNonPublicIpv4``, ``internalSuffixes``.
 
         Raises:
             WorkerDecideError: when the process failed or answered an error.

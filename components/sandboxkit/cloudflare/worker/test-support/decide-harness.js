@@ -47,6 +47,7 @@ function contract() {
     classes,
     nonPublicIpv4: worker.NON_PUBLIC_IPV4,
     nonPublicIpv6: worker.NON_PUBLIC_IPV6,
+    publicInsideNonPublicIpv4: worker.PUBLIC_INSIDE_NON_PUBLIC_IPV4,
     internalSuffixes: worker.INTERNAL_SUFFIXES,
   };
 }

@@ -1,0 +1,196 @@
+"""The ``cloudflare`` target's effective egress, read from its rendered Worker script only.
+
+Reader of issue 12 for this target: ``read_egress(resources)`` takes the rendered resources (as
+``ResourceView``s), finds each ``WorkersScript`` and its ``EGRESS_POLICY`` plain-text binding,
+and lets the Worker's own code say what that policy admits (``decide.WorkerDecider``, the
+JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it:
+
+- **connections** (kit code): the Durable Object installs the interceptions
+  ``egressInterceptions(EGRESS_POLICY)`` lists, one per listed host and port (none in ``deny``,
+  catch-alls in ``open``), and ``EgressGateway`` decides every routed request with
+  ``decideEgress``. Each interception is one grant: ``interceptOutboundHttps("pypi.org")`` is
+  ``pypi.org`` exactly on 443, ``interceptOutboundHttp("*.x")`` every name below ``x`` on 80 (the
+  platform glob's ``*`` matches any sequence of characters); the catch-alls are every name and
+  every address outside ``NON_PUBLIC_IPV4``/``NON_PUBLIC_IPV6`` on 80 (HTTP) or 443 (HTTPS).
+  Enforced by name at L7, and more strictly than a check of SNI/Host against a destination: for
+  HTTPS the platform terminates TLS with its per-container CA and hands the gateway the request;
+  the gateway decides on that request's URL and re-issues it itself to exactly that URL (the
+  container's ``Host`` header dropped), so upstream SNI and Host are the checked name and the
+  address the container dialled is never used (a forged SNI or fronted Host reaches only the
+  checked name). The grants are verified against the Worker's own decisions on probes derived
+  from them before they are returned (``WorkerReadError`` when they disagree).
+- **routing** (documented platform behaviour, not testable here): that the platform sends a
+  container's request to the gateway when, and only when, an interception matches its Host or
+  SNI, and that ports other than 80 and 443 never leave (``enableInternet: false``).
+  Sources: developers.cloudflare.com/containers/api/durable-object-container/ and
+  developers.cloudflare.com/containers/configuration/outbound-traffic/.
+- **resolution** (documented platform behaviour): the Worker cannot see DNS. The current
+  outbound-traffic page says "your outbound configuration decides which DNS lookups resolve", so
+  a name resolves when an interception covers it; an older text of the same page sent every
+  query to Cloudflare's resolvers (a DNS tunnel). Confirm on a first deploy (worker README, "DNS").
+
+The target has no control-plane hosts: the Durable Object reaches its container through
+``getTcpPort`` (ingress), so ``deny`` grants nothing.
+
+No hook for readers exists in ``targets.py`` yet: callers import ``read_egress`` from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare.decide import Interception, WorkerDecider
+from sandboxkit.contract import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.egress import EgressRule
+from sandboxkit.reach import (
+    EffectiveEgress,
+    Grant,
+    Probe,
+    ResourceView,
+    Scope,
+    derive_probes,
+)
+
+TARGET: Final = "cloudflare"
+CONNECT_SOURCE: Final = (
+    "kit code: egressInterceptions and EgressGateway.decideEgress in "
+    "cloudflare/worker/src/index.js (cloudflare/worker/test/interceptions.test.mjs, "
+    "decide-egress.test.mjs; tests/cloudflare/test_reach.py); routed to the gateway by "
+    "ctx.container interceptions, "
+    "developers.cloudflare.com/containers/api/durable-object-container/"
+)
+RESOLVE_SOURCE: Final = (
+    "developers.cloudflare.com/containers/configuration/outbound-traffic/ (2026-11: 'Your "
+    "outbound configuration decides which DNS lookups resolve'); untested here, see the Worker "
+    "README, DNS"
+)
+# The port each interception method routes (Non-HTTP traffic: only 80 and 443 are intercepted).
+_PORTS: Final = {
+    "interceptOutboundHttp": 80,
+    "interceptAllOutboundHttp": 80,
+    "interceptOutboundHttps": 443,
+}
+# Names a catch-all (open) policy is checked on besides the derived probes: public, any port.
+_OPEN_PROBES: Final = (("example.com", 443), ("example.com", 80), ("example.com", 8443))
+
+
+class WorkerReadError(RuntimeError):
+    """The grants read from a Worker's policy disagree with the Worker's own decisions, or the
+    Worker installs an interception this reader cannot express (message says which)."""
+
+
+def egress_policy_text(view: ResourceView) -> str | None:
+    """The ``EGRESS_POLICY`` plain-text binding of a ``WorkersScript`` view, or ``None``."""
+    bindings = view.props.get("bindings")
+    for binding in bindings if isinstance(bindings, list) else []:
+        if (
+            isinstance(binding, dict)
+            and binding.get("name") == EGRESS_POLICY_BINDING
+            and binding.get("type") == "plain_text"
+            and isinstance(binding.get("text"), str)
+        ):
+            return str(binding["text"])
+    return None
+
+
+def read_egress(
+    resources: Iterable[ResourceView], decider: WorkerDecider | None = None
+) -> EffectiveEgress:
+    """What the rendered ``WorkersScript``s let a sandbox reach (module docstring).
+
+    Args:
+        resources: the target's rendered resources; only ``WorkersScript``s are read. A script
+            without a readable ``EGRESS_POLICY`` grants nothing (the Worker then denies every
+            request and refuses to start containers).
+        decider: a running ``WorkerDecider`` to reuse; default: start one for this call (about
+            2 s).
+
+    Returns:
+        ``EffectiveEgress("cloudflare", connect, resolve)``: per interception a connection
+        grant (kit code, enforced by name at L7) and a resolution grant (platform
+        documentation); for a catch-all also the address grants ``0.0.0.0/0`` and ``::/0``
+        less the non-public blocks (enforced by address).
+
+    Raises:
+        WorkerReadError: grants that disagree with the Worker on a probe, or an interception
+            pattern other than a name, ``*.name`` or ``*``.
+        WorkerDecideError: when the Worker's code cannot be run (node or npm dependencies
+            missing).
+    """
+    scripts = [view for view in resources if view.type == WORKERS_SCRIPT]
+    connect: list[Grant] = []
+    resolve: list[Grant] = []
+    with contextlib.ExitStack() as stack:
+        worker = decider or stack.enter_context(WorkerDecider())
+        for script in scripts:
+            policy = egress_policy_text(script)
+            if policy is None:
+                continue
+            resource = f"{script.type} {script.name}"
+            steps = worker.interceptions(policy)
+            grants = [g for step in steps for g in _connect_grants(step, resource)]
+            _verify(worker, policy, grants, resource)
+            connect += grants
+            resolve += [_resolve_grant(step, resource) for step in steps]
+    return EffectiveEgress(TARGET, tuple(connect), tuple(dict.fromkeys(resolve)))
+
+
+def _name_scope(pattern: str) -> tuple[str, Scope]:
+    if pattern == "*":
+        return "*", "any"
+    if pattern.startswith("*."):
+        host, scope = pattern[2:], "below"
+    else:
+        host, scope = pattern, "exact"
+    if "*" in host:
+        raise WorkerReadError(f"interception pattern {pattern!r}: not a name, *.name or *")
+    return host, scope
+
+
+def _pattern(step: Interception) -> str:
+    return "*" if step.pattern is None else step.pattern
+
+
+def _connect_grants(step: Interception, resource: str) -> Iterator[Grant]:
+    port = frozenset({_PORTS[step.method]})
+    host, scope = _name_scope(_pattern(step))
+    yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource)
+    if scope == "any":
+        for block, excluded in (("0.0.0.0/0", NON_PUBLIC_IPV4), ("::/0", NON_PUBLIC_IPV6)):
+            yield Grant(
+                block, "exact", port, "address", "kit-code", CONNECT_SOURCE, resource, excluded
+            )
+
+
+def _resolve_grant(step: Interception, resource: str) -> Grant:
+    host, scope = _name_scope(_pattern(step))
+    return Grant(host, scope, "any", "query-name", "platform-doc", RESOLVE_SOURCE, resource)
+
+
+def _verify(worker: WorkerDecider, policy: str, grants: list[Grant], resource: str) -> None:
+    """The grants must answer the probes derived from them as the Worker's code does."""
+    rules = [
+        EgressRule(g.host, port, "wildcard" if g.scope == "below" else "name")
+        for g in grants
+        if g.scope in ("exact", "below") and g.network is None and g.ports != "any"
+        for port in g.ports
+    ]
+    probes = list(derive_probes(rules))
+    if any(g.scope == "any" for g in grants):
+        probes += [Probe(host, port, "entry") for host, port in _OPEN_PROBES]
+    effective = EffectiveEgress(TARGET, tuple(grants), ())
+    answers = worker.probe(policy, [(p.host, p.port) for p in probes])
+    wrong = [
+        f"{probe}: the Worker {'admits' if answer.admitted else 'refuses'} it ({answer.reason})"
+        for probe, answer in zip(probes, answers, strict=True)
+        if effective.admits(probe.host, probe.port).admitted != answer.admitted
+    ]
+    if wrong:
+        raise WorkerReadError(
+            f"{resource}: the grants read from {EGRESS_POLICY_BINDING} "
+            f"{json.dumps(policy)} disagree with the Worker's own decisions: " + "; ".join(wrong)
+        )
