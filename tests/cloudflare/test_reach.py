@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +18,12 @@ from sandboxkit.cloudflare.reach import (
     WorkerReadError,
     read_egress,
 )
+from sandboxkit.config import load_stack, read_stack_file
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.egress import EgressContract, parse_rule
+from sandboxkit.project import stack_file
 from sandboxkit.reach import EffectiveEgress, Grant, Probe, ResourceView, compare, derive_probes
-from sandboxkit.render import Recorder
+from sandboxkit.render import Recorder, render_stack
 from support import build_target
 
 SETTINGS = {
@@ -65,6 +68,23 @@ def test_deny_grants_nothing_and_matches_the_contract(
     assert effective == EffectiveEgress("cloudflare", (), ())
     contract = EgressContract("deny")
     assert compare(effective, contract, derive_probes(())) == ()
+
+
+def test_the_shipped_prod_stack_reads_as_its_contract(
+    project_dir: Path, worker_decider: WorkerDecider
+) -> None:
+    rendered = render_stack(project_dir, "prod")
+    views = [
+        ResourceView.of(r.type, r.name, r.inputs)
+        for r in rendered.resources
+        if rendered.target_of(r) == "cloudflare"
+    ]
+    effective = read_egress(views, worker_decider)
+    profile = load_stack(read_stack_file(stack_file(project_dir, "prod")), "prod").profile
+    contract = EgressContract.of(profile.egress)
+    assert contract.mode == "deny"
+    assert effective == EffectiveEgress("cloudflare", (), ())
+    assert compare(effective, contract, derive_probes(contract.rules)) == ()
 
 
 ALLOW = ["pypi.org", "*.pythonhosted.org", "github.com:80", "github.com:443"]
