@@ -59,7 +59,7 @@ TARGET: Final = "cloudflare"
 CONNECT_SOURCE: Final = (
     "kit code: egressInterceptions and EgressGateway.decideEgress in "
     "cloudflare/worker/src/index.js (cloudflare/worker/test/interceptions.test.mjs, "
-    "decide-egress.test.mjs; tests/cloudflare/test_reach.py); routed to the gateway by "
+    "decide-egress.test.mjs; tests/cloudflare/test_cloudflare_reach.py); routed to the gateway by "
     "ctx.container interceptions, "
     "developers.cloudflare.com/containers/api/durable-object-container/"
 )
