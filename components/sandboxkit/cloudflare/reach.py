@@ -142,10 +142,8 @@ def read_egress(
 def _name_scope(pattern: str) -> tuple[str, Scope]:
     if pattern == "*":
         return "*", "any"
-    if pattern.startswith("*."):
-        host, scope = pattern[2:], "below"
-    else:
-        host, scope = pattern, "exact"
+    scope: Scope = "below" if pattern.startswith("*.") else "exact"
+    host = pattern.removeprefix("*.")
     if "*" in host:
         raise WorkerReadError(f"interception pattern {pattern!r}: not a name, *.name or *")
     return host, scope
