@@ -21,10 +21,11 @@ from sandboxkit.cloudflare.reach import (
 from sandboxkit.config import load_stack, read_stack_file
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.egress import EgressContract, parse_rule
+from sandboxkit.explain import explain_target
 from sandboxkit.project import stack_file
 from sandboxkit.reach import EffectiveEgress, Grant, Probe, ResourceView, compare, derive_probes
 from sandboxkit.render import Recorder, render_stack
-from support import build_target
+from support import build_target, render_values, stack_values
 
 SETTINGS = {
     "accountId": "0" * 32,
@@ -35,6 +36,8 @@ SETTINGS = {
 SCRIPT = f"{WORKERS_SCRIPT} cloudflare-script"
 HTTPS = frozenset({443})
 HTTP = frozenset({80})
+# Names, a wildcard, one name on both ports the target intercepts.
+ALLOW = ["pypi.org", "*.pythonhosted.org", "github.com:80", "github.com:443"]
 
 
 def rendered(engine: Recorder, egress: dict[str, Any]) -> list[ResourceView]:
@@ -87,7 +90,16 @@ def test_the_shipped_prod_stack_reads_as_its_contract(
     assert compare(effective, contract, derive_probes(contract.rules)) == ()
 
 
-ALLOW = ["pypi.org", "*.pythonhosted.org", "github.com:80", "github.com:443"]
+def test_explain_egress_on_an_allowlist_stack_finds_no_difference(project_dir: Path) -> None:
+    # The prod stack with only cloudflare and an allowlist of names, wildcards, ports 80/443.
+    values = stack_values(project_dir, "prod")
+    values["targets"] = ["cloudflare"]
+    values["profile"]["egress"] = {"mode": "allowlist", "allow": ALLOW}
+    explained = explain_target(render_values(project_dir, "prod", values), "cloudflare")
+    assert explained.effective is not None
+    assert len(explained.effective.connect) == len(ALLOW)
+    assert (explained.differences, explained.findings) == ((), ())
+    assert explained.matches_contract
 
 
 def test_allowlist_grants_one_interception_per_entry(

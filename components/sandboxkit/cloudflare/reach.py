@@ -32,7 +32,8 @@ JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it
 The target has no control-plane hosts: the Durable Object reaches its container through
 ``getTcpPort`` (ingress), so ``deny`` grants nothing.
 
-No hook for readers exists in ``targets.py`` yet: callers import ``read_egress`` from here.
+``TargetSpec.read_egress`` finds this module by its place in the target's folder
+(``sandboxkit preview --explain-egress``).
 """
 
 from __future__ import annotations
