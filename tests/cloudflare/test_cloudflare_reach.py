@@ -17,7 +17,9 @@ from sandboxkit.cloudflare.reach import (
     RESOLVE_SOURCE,
     WorkerReadError,
     read_egress,
+    worker_code_problems,
 )
+from sandboxkit.cloudflare.spec import WORKER_MODULE
 from sandboxkit.config import load_stack, read_stack_file
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.egress import EgressContract, parse_rule
@@ -233,3 +235,25 @@ def test_grants_that_disagree_with_the_worker_are_refused() -> None:
         f"{SCRIPT}: the grants read from EGRESS_POLICY {json.dumps(policy)} disagree with the "
         "Worker's own decisions: x.org:443: the Worker admits it (lie)"
     )
+
+
+def test_worker_code_problems_name_the_kit_worker_and_the_flag() -> None:
+    kit = {
+        "content": WORKER_MODULE.read_text(encoding="utf-8"),
+        "compatibilityFlags": ["global_fetch_strictly_public"],
+    }
+    assert worker_code_problems("w", kit) == []
+    assert worker_code_problems("w", {**kit, "content": kit["content"] + "\n"}) == [
+        "Worker w does not run the kit's Worker code (its content differs from "
+        "components/sandboxkit/cloudflare/worker/src/index.js), so nothing says its containers "
+        "reach only the listed hosts: its interceptions may be catch-alls and its gateway open; "
+        "deploy the kit's Worker module unchanged."
+    ]
+    flag = (
+        "Worker w runs without the compatibility flag global_fetch_strictly_public, so its "
+        "egress gateway's fetch to a host of the Worker's own zone goes straight to that origin, "
+        "past WAF and Access; set compatibility_flags to [global_fetch_strictly_public]."
+    )
+    assert worker_code_problems("w", {**kit, "compatibilityFlags": ()}) == [flag]
+    both = ("global_fetch_strictly_public", "global_fetch_private_origin")
+    assert worker_code_problems("w", {**kit, "compatibilityFlags": both}) == [flag]

@@ -27,6 +27,7 @@ from pulumi_policy import (
 
 from sandboxkit import gate
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
+from sandboxkit.cloudflare.spec import WORKER_MODULE
 
 PROJECT = Path(__file__).resolve().parents[2]
 POLICIES = gate.load_policies(gate.pack_dir(PROJECT)).ALL_POLICIES
@@ -213,6 +214,8 @@ HAPPY: dict[str, dict[str, Any]] = {
             {"type": "plain_text", "name": "EXEC_TIMEOUT_SECONDS", "text": "300"},
         ],
         "observability": {"enabled": True},
+        "content": WORKER_MODULE.read_text(encoding="utf-8"),
+        "compatibilityFlags": ["global_fetch_strictly_public"],
     },
     "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain": {"enabled": False},
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef": {"name": "sandbox-reader"}},
@@ -439,6 +442,16 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
         _set("member", "allUsers"),
         "iam-003",
+    ),
+    # Not the kit's Worker: its interceptions and gateway are unknown (a catch-all is one line).
+    ("worker-foreign-code", WORKER, _set("content", "export default {}"), "net-003"),
+    ("worker-no-content", WORKER, _drop("content"), "net-003"),
+    ("worker-private-origin-fetch", WORKER, _drop("compatibilityFlags"), "net-003"),
+    (
+        "worker-private-origin-flag",
+        WORKER,
+        _set("compatibilityFlags", ["global_fetch_strictly_public", "global_fetch_private_origin"]),
+        "net-003",
     ),
     ("worker-client-chosen-ids", WORKER, _set("bindings.2.name", "BUILD_LABEL"), "ses-001"),
     ("worker-unauthenticated", WORKER, _set("bindings.1.name", "GREETING"), "ses-002"),

@@ -115,6 +115,19 @@ def _add_binding(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     return lambda inputs: inputs["bindings"].append(entry)
 
 
+# What the Durable Object installs in deny and allowlist, replaced by open's catch-alls.
+_LISTED_ONLY = 'if (!parsed.ok || parsed.policy.mode === "deny") return [];'
+_CATCH_ALLS = (
+    'return [{ method: "interceptAllOutboundHttp" }, '
+    '{ method: "interceptOutboundHttps", pattern: "*" }];'
+)
+
+
+def _catch_all_interceptions(inputs: dict[str, Any]) -> None:
+    assert _LISTED_ONLY in inputs["content"]
+    inputs["content"] = inputs["content"].replace(_LISTED_ONLY, _CATCH_ALLS)
+
+
 def _drop(name: str) -> InputMutation:
     return lambda rendered: without(rendered, name)
 
@@ -809,6 +822,20 @@ ROWS = [
         "prod",
         _caught(("SBX-NET-002", WORKER)),
         inputs=_edit(WORKER, _binding("EGRESS_POLICY", "text", METADATA_POLICY)),
+    ),
+    Row(
+        # The kit's Worker with egressInterceptions returning the catch-alls in every mode: an
+        # unlisted host would get a path whatever EGRESS_POLICY says.
+        "worker-catch-all-interceptions",
+        "prod",
+        _caught(("SBX-NET-003", WORKER)),
+        inputs=_edit(WORKER, _catch_all_interceptions),
+    ),
+    Row(
+        "worker-fetches-private-origins",
+        "prod",
+        _caught(("SBX-NET-003", WORKER)),
+        inputs=_set(WORKER, ("compatibilityFlags",), ["global_fetch_private_origin"]),
     ),
     Row(
         "worker-raw-session-ids",

@@ -39,12 +39,15 @@ The target has no control-plane hosts: the Durable Object reaches its container 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
+from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
+from sandboxkit.cloudflare.spec import WORKER_MODULE
 from sandboxkit.contract import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.egress import EgressRule
 from sandboxkit.reach import (
@@ -79,6 +82,11 @@ _PORTS: Final = {
 _OPEN_PROBES: Final = (("example.com", 443), ("example.com", 80), ("example.com", 8443))
 
 
+# The Worker module this kit ships. What the reader says holds for this code only: a script with
+# other content may install catch-all interceptions or an open gateway whatever EGRESS_POLICY says.
+KIT_WORKER_SHA256: Final = hashlib.sha256(WORKER_MODULE.read_bytes()).hexdigest()
+
+
 class WorkerReadError(RuntimeError):
     """The grants read from a Worker's policy disagree with the Worker's own decisions, or the
     Worker installs an interception this reader cannot express (message says which)."""
@@ -96,6 +104,44 @@ def egress_policy_text(view: ResourceView) -> str | None:
         ):
             return str(binding["text"])
     return None
+
+
+def worker_code_problems(name: str, props: Mapping[str, object]) -> list[str]:
+    """Why a ``WorkersScript``'s grants cannot be read from its ``EGRESS_POLICY`` alone, as
+    sentences saying the fix (the policy gate's SBX-NET-003); empty for the kit's Worker.
+
+    Args:
+        name: the script's logical name.
+        props: its inputs (camelCase keys: ``content``, ``compatibilityFlags``).
+
+    Two kinds: ``content`` other than the kit's Worker module (``KIT_WORKER_SHA256``), whose
+    interceptions and gateway nothing here describes; and compatibility flags without
+    ``global_fetch_strictly_public`` (or with ``global_fetch_private_origin``), under which the
+    gateway's fetch to a host of the Worker's own zone goes to that origin past WAF and Access
+    (``plan.COMPATIBILITY_FLAGS``).
+    """
+    problems = []
+    content = props.get("content")
+    digest = hashlib.sha256(content.encode()).hexdigest() if isinstance(content, str) else None
+    if digest != KIT_WORKER_SHA256:
+        problems.append(
+            f"Worker {name} does not run the kit's Worker code (its content differs from "
+            "components/sandboxkit/cloudflare/worker/src/index.js), so nothing says its "
+            "containers reach only the listed hosts: its interceptions may be catch-alls and its "
+            "gateway open; deploy the kit's Worker module unchanged."
+        )
+    given = props.get("compatibilityFlags")
+    # The policy pack hands its input proxies (a Sequence, never a list).
+    listed = isinstance(given, Sequence) and not isinstance(given, str)
+    flags = [str(flag) for flag in given] if listed else []
+    if any(f not in flags for f in COMPATIBILITY_FLAGS) or "global_fetch_private_origin" in flags:
+        problems.append(
+            f"Worker {name} runs without the compatibility flag global_fetch_strictly_public, so "
+            "its egress gateway's fetch to a host of the Worker's own zone goes straight to that "
+            "origin, past WAF and Access; set compatibility_flags to "
+            "[global_fetch_strictly_public]."
+        )
+    return problems
 
 
 def read_egress(

@@ -11,6 +11,7 @@ from pulumi_policy import Severity
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.suricata import read_rules
+from sandboxkit.cloudflare.reach import worker_code_problems
 from sandboxkit.contract import EGRESS_POLICY_BINDING, EVERYWHERE, SANDBOX_POD_LABEL
 from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.egress import parse_rule
@@ -490,10 +491,12 @@ DEFAULT_DENY = ResourceRule(
         "policies in strict order with aws:drop_established, stateless traffic forwarded to "
         "the stateful engine and resolved-IP validation (DROP or REJECT, no empty "
         "SourceIPRanges), domain lists as allowlists, GKE clusters with Dataplane V2 so network "
-        "policies are enforced.",
+        "policies are enforced, and Cloudflare Workers running the kit's code (interceptions "
+        "only for the listed hosts) with global_fetch_strictly_public.",
         remediation="Keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
         "aws:forward_to_sfe, resolved-IP validation in the kit's FirewallPolicyDocument, "
-        "ALLOWLIST domain rule groups, and ADVANCED_DATAPATH on GKE.",
+        "ALLOWLIST domain rule groups, ADVANCED_DATAPATH on GKE, and the kit's Worker module "
+        "unchanged with compatibility flag global_fetch_strictly_public.",
     )
 )
 
@@ -542,6 +545,12 @@ def _firewall_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
 
 # Resolved-IP validation actions that stop a connection (ALERT only logs it).
 _BLOCKING = ("DROP", "REJECT")
+
+
+@DEFAULT_DENY.on(WORKERS_SCRIPT)
+def _worker_code(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+    # Interceptions only for the listed hosts are the kit's Worker code, not its binding.
+    yield from worker_code_problems(ctx.name, props)
 
 
 @DEFAULT_DENY.on(FIREWALL_POLICY_DOCUMENT)
