@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sandboxkit.cloudflare import reach
 from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.decide import WorkerDecider, WorkerProbe
 from sandboxkit.cloudflare.reach import (
@@ -232,7 +233,7 @@ def test_grants_that_disagree_with_the_worker_are_refused() -> None:
     with Lying() as lying, pytest.raises(WorkerReadError) as caught:
         read_egress([script_with(policy)], lying)
     assert str(caught.value) == (
-        f"{SCRIPT}: the grants read from EGRESS_POLICY {json.dumps(policy)} disagree with the "
+        f"The grants read from EGRESS_POLICY {json.dumps(policy)} disagree with the "
         "Worker's own decisions: x.org:443: the Worker admits it (lie)"
     )
 
@@ -257,3 +258,39 @@ def test_worker_code_problems_name_the_kit_worker_and_the_flag() -> None:
     assert worker_code_problems("w", {**kit, "compatibilityFlags": ()}) == [flag]
     both = ("global_fetch_strictly_public", "global_fetch_private_origin")
     assert worker_code_problems("w", {**kit, "compatibilityFlags": both}) == [flag]
+
+
+def test_resources_without_a_worker_policy_start_no_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The policy pack runs every target's reader on every stack: no Worker, no node process.
+    def refuse() -> None:
+        raise AssertionError("a WorkerDecider was started")
+
+    monkeypatch.setattr(reach, "WorkerDecider", refuse)
+    views = [
+        ResourceView.of("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", {"spec": {}}),
+        ResourceView.of(WORKERS_SCRIPT, "bare", {"bindings": []}),
+    ]
+    assert read_egress(views) == EffectiveEgress("cloudflare", (), ())
+
+
+def test_one_shared_decider_answers_each_policy_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[WorkerDecider] = []
+
+    class Counted(WorkerDecider):
+        def __enter__(self) -> Counted:
+            started.append(self)
+            return super().__enter__()
+
+    monkeypatch.setattr(reach, "WorkerDecider", Counted)
+    monkeypatch.setattr(reach, "_SHARED", [])
+    reach._checked_with_shared_decider.cache_clear()
+    policy = json.dumps({"mode": "allowlist", "allow": [{"host": "pypi.org", "port": 443}]})
+    try:
+        first = read_egress([script_with(policy)])
+        assert read_egress([script_with(policy)]) == first
+        assert first.connect[0].host == "pypi.org"
+        assert len(started) == 1
+    finally:
+        for decider in reach._SHARED:
+            decider.close()
+        reach._checked_with_shared_decider.cache_clear()

@@ -38,7 +38,8 @@ The target has no control-plane hosts: the Durable Object reaches its container 
 
 from __future__ import annotations
 
-import contextlib
+import atexit
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -153,8 +154,8 @@ def read_egress(
         resources: the target's rendered resources; only ``WorkersScript``s are read. A script
             without a readable ``EGRESS_POLICY`` grants nothing (the Worker then denies every
             request and refuses to start containers).
-        decider: a running ``WorkerDecider`` to reuse; default: start one for this call (about
-            2 s).
+        decider: a running ``WorkerDecider`` to ask; default: one per process, started when a
+            policy is first read (about 2 s), each policy's answer kept for the process.
 
     Returns:
         ``EffectiveEgress("cloudflare", connect, resolve)``: per interception a connection
@@ -168,22 +169,39 @@ def read_egress(
         WorkerDecideError: when the Worker's code cannot be run (node or npm dependencies
             missing).
     """
-    scripts = [view for view in resources if view.type == WORKERS_SCRIPT]
     connect: list[Grant] = []
     resolve: list[Grant] = []
-    with contextlib.ExitStack() as stack:
-        worker = decider or stack.enter_context(WorkerDecider())
-        for script in scripts:
-            policy = egress_policy_text(script)
-            if policy is None:
-                continue
-            resource = f"{script.type} {script.name}"
-            steps = worker.interceptions(policy)
-            grants = [g for step in steps for g in _connect_grants(step, resource)]
-            _verify(worker, policy, grants, resource)
-            connect += grants
-            resolve += [_resolve_grant(step, resource) for step in steps]
+    for script in resources:
+        policy = egress_policy_text(script) if script.type == WORKERS_SCRIPT else None
+        if policy is None:
+            continue
+        resource = f"{script.type} {script.name}"
+        steps = _checked(decider, policy) if decider else _checked_with_shared_decider(policy)
+        connect += [g for step in steps for g in _connect_grants(step, resource)]
+        resolve += [_resolve_grant(step, resource) for step in steps]
     return EffectiveEgress(TARGET, tuple(connect), tuple(dict.fromkeys(resolve)))
+
+
+# One WorkerDecider per process, started when a policy is first read and closed at exit: the
+# policy pack reads every stack's resources with every target's reader, often the same policy.
+_SHARED: list[WorkerDecider] = []
+
+
+@functools.cache
+def _checked_with_shared_decider(policy: str) -> tuple[Interception, ...]:
+    if not _SHARED:
+        decider = WorkerDecider().__enter__()
+        atexit.register(decider.close)
+        _SHARED.append(decider)
+    return _checked(_SHARED[0], policy)
+
+
+def _checked(worker: WorkerDecider, policy: str) -> tuple[Interception, ...]:
+    """The interceptions the Worker installs under ``policy``, once their grants answered the
+    probes derived from them as the Worker's code does."""
+    steps = tuple(worker.interceptions(policy))
+    _verify(worker, policy, [g for step in steps for g in _connect_grants(step, "")])
+    return steps
 
 
 def _name_scope(pattern: str) -> tuple[str, Scope]:
@@ -216,7 +234,7 @@ def _resolve_grant(step: Interception, resource: str) -> Grant:
     return Grant(host, scope, "any", "query-name", "platform-doc", RESOLVE_SOURCE, resource)
 
 
-def _verify(worker: WorkerDecider, policy: str, grants: list[Grant], resource: str) -> None:
+def _verify(worker: WorkerDecider, policy: str, grants: list[Grant]) -> None:
     """The grants must answer the probes derived from them as the Worker's code does."""
     rules = [
         EgressRule(g.host, port, "wildcard" if g.scope == "below" else "name")
@@ -236,6 +254,6 @@ def _verify(worker: WorkerDecider, policy: str, grants: list[Grant], resource: s
     ]
     if wrong:
         raise WorkerReadError(
-            f"{resource}: the grants read from {EGRESS_POLICY_BINDING} "
+            f"The grants read from {EGRESS_POLICY_BINDING} "
             f"{json.dumps(policy)} disagree with the Worker's own decisions: " + "; ".join(wrong)
         )
