@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sandboxkit.contract import LAUNCHER_MARKERS, TARGET_LABEL
+from sandboxkit.reach import ResourceView
 from sandboxkit.targets import plain_number
 
 
@@ -111,6 +112,24 @@ def of_kind(resources: Sequence[StackResource], suffix: str) -> list[StackResour
     """The resources whose type token ends with ``suffix`` (``:NetworkPolicy``,
     ``lambdamicrovms/image:Image``), in stack order."""
     return [r for r in resources if r.resource_type.endswith(suffix)]
+
+
+def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list[ResourceView]:
+    """The stack's resources whose type starts with ``prefix``, as the egress readers read them
+    (``sandboxkit.reach.ResourceView``), in stack order.
+
+    Resources whose inputs carry an asset or archive (function code) are left out: they are
+    not JSON-like, and no egress reader reads them.
+    """
+    views = []
+    for resource in resources:
+        if not resource.resource_type.startswith(prefix):
+            continue
+        try:
+            views.append(ResourceView.of(resource.resource_type, resource.name, resource.props))
+        except TypeError:
+            continue
+    return views
 
 
 # Thresholds and inputs arrive as protobuf doubles (1000 as 1000.0): print them as the kit does.

@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare.reach import worker_code_problems
 from sandboxkit.contract import (
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
@@ -25,7 +27,6 @@ from sandboxkit.guard import (
 )
 from sandboxkit.guard_checks import entries_problems, inline_secrets, matching, time_problems
 
-WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 
 
@@ -68,6 +69,14 @@ def _worker_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         if isinstance(e, Mapping)
     ]
     yield from entries_problems("Worker egress policy", ctx.name, entries)
+
+
+# --- SBX-NET-003 -------------------------------------------------------------------------------
+
+
+def _worker_code(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # Interceptions only for the listed hosts are the kit's Worker code, not its binding.
+    yield from worker_code_problems(ctx.name, props)
 
 
 # --- SBX-SES-001, SBX-SES-002 ------------------------------------------------------------------
@@ -147,6 +156,7 @@ def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
+    Handler("SBX-NET-003", (WORKERS_SCRIPT,), _worker_code),
     Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
     Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
     Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),

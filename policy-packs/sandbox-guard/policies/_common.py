@@ -19,7 +19,7 @@ from pulumi_policy import (
 )
 
 from sandboxkit import targets
-from sandboxkit.guard import Check, Handler, StackHandler, target_of
+from sandboxkit.guard import Check, Handler, StackCheck, StackHandler, target_of
 
 
 @dataclass(frozen=True)
@@ -155,11 +155,13 @@ class ResourceRule:
 
 
 class StackRule:
-    """A stack policy: the stack handlers the registered targets declare for its id, each
-    yielding ``(message, urn or None)`` over all the stack's resources."""
+    """A stack policy: the stack handlers the registered targets declare for its id, after the
+    pack's own check over every target if it has one (SBX-NET-006 reads every target's egress
+    reader), each yielding ``(message, urn or None)`` over all the stack's resources."""
 
-    def __init__(self, rule: Rule) -> None:
+    def __init__(self, rule: Rule, every_stack: StackCheck | None = None) -> None:
         self.rule = rule
+        self.every_stack = every_stack
 
     def handlers(self) -> list[StackHandler]:
         """The target stack handlers this policy runs, in registry order."""
@@ -168,8 +170,10 @@ class StackRule:
     def validate(self, args: StackValidationArgs, report: ReportViolation) -> None:
         """Run the handlers over the stack's resources; report each finding."""
         context = Context(self.rule, args.get_config())
-        for handler in self.handlers():
-            for message, urn in handler.check(args.resources, context):
+        checks = [self.every_stack] if self.every_stack else []
+        checks += [h.check for h in self.handlers()]
+        for check in checks:
+            for message, urn in check(args.resources, context):
                 report(message, urn)
 
     def policy(self) -> StackValidationPolicy:

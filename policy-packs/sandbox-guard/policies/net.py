@@ -1,11 +1,18 @@
 """NET: where sandbox code may connect.
 
-The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``).
+The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``), but SBX-NET-006,
+which reads the whole stack through every registered target's egress reader.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 from pulumi_policy import Severity
+
+from sandboxkit.guard import CheckContext, StackResource, resource_views
+from sandboxkit.reach import inexpressible
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 from ._common import ResourceRule, Rule, StackRule
 
@@ -58,10 +65,12 @@ DEFAULT_DENY = ResourceRule(
         "policies in strict order with aws:drop_established, stateless traffic forwarded to "
         "the stateful engine and resolved-IP validation (DROP or REJECT, no empty "
         "SourceIPRanges), domain lists as allowlists, GKE clusters with Dataplane V2 so network "
-        "policies are enforced.",
+        "policies are enforced, and Cloudflare Workers running the kit's code (interceptions "
+        "only for the listed hosts) with global_fetch_strictly_public.",
         remediation="Keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
         "aws:forward_to_sfe, resolved-IP validation in the kit's FirewallPolicyDocument, "
-        "ALLOWLIST domain rule groups, and ADVANCED_DATAPATH on GKE.",
+        "ALLOWLIST domain rule groups, ADVANCED_DATAPATH on GKE, and the kit's Worker module "
+        "unchanged with compatibility flag global_fetch_strictly_public.",
     )
 )
 
@@ -84,10 +93,62 @@ EGRESS_ATTACHED = StackRule(
         description="Checks that every sandbox runtime in the stack has its egress control "
         "deployed with it: a NetworkPolicy selecting each SandboxTemplate's pods, the connector, "
         "Network Firewall and DNS firewall for MicroVM images, a deny-all egress rule ordered "
-        "after the allow rules for Cloud Run.",
+        "after the allow rules and a DNS response policy answering every unlisted name for "
+        "Cloud Run.",
         remediation="Deploy sandboxes through the kit's target components, which create the "
         "egress controls with the runtime.",
     )
 )
 
-RULES = [EGRESS_CLOSED, ALLOWLIST_SPECIFIC, DEFAULT_DENY, DNS_FAIL_CLOSED, EGRESS_ATTACHED]
+
+def _names_by_address(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Every registered target's reader, over the whole stack: a grant it marks 'resolved
+    # address only' admits any site on that name's addresses.
+    urns = {r.name: r.urn for r in resources}
+    views = resource_views(resources)
+    for target in TARGET_MODULES:
+        try:
+            effective = get_target(target).read_egress(views)
+        except ValueError:
+            # A reader refuses inputs no grant can express (a domain list holding "*"):
+            # SBX-NET-001/002 judge those inputs themselves.
+            continue
+        findings = inexpressible(effective) if effective is not None else ()
+        for finding in findings:
+            if finding.kind != "resolved-address-only":
+                continue
+            grant = finding.grant
+            resource = grant.resource.rpartition(" ")[2]
+            yield (
+                f"{target} admits {grant.host} by resolved address only ({grant.resource}): "
+                "any site on that name's addresses passes, such as another customer of the "
+                "same CDN; use a target that checks the name itself (TLS SNI or HTTP Host), "
+                "or accept it in the pack config (sbx-net-006 advisory).",
+                urns.get(resource),
+            )
+
+
+NAMES_BY_NAME = StackRule(
+    Rule(
+        id="SBX-NET-006",
+        title="Egress names are matched by name, not only by resolved address",
+        severity=Severity.HIGH,
+        description="Prohibits egress that admits a name only by the addresses the name "
+        "resolves to (Cloud NGFW FQDN objects, and any target whose egress reader says "
+        "'resolved address only'): every site sharing those addresses passes.",
+        remediation="Use a target that checks the allowed name itself at L7, or accept "
+        "matching by resolved address in the pack config (sbx-net-006 advisory).",
+    ),
+    every_stack=_names_by_address,
+)
+
+RULES = [
+    EGRESS_CLOSED,
+    ALLOWLIST_SPECIFIC,
+    DEFAULT_DENY,
+    DNS_FAIL_CLOSED,
+    EGRESS_ATTACHED,
+    NAMES_BY_NAME,
+]

@@ -8,6 +8,7 @@ from typing import Any
 
 from sandboxkit.contract import EVERYWHERE
 from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -16,6 +17,7 @@ from sandboxkit.guard import (
     dig,
     items,
     of_kind,
+    resource_views,
 )
 from sandboxkit.guard_checks import (
     PortSpan,
@@ -203,12 +205,41 @@ def _images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     yield from unpinned_images("Cloud Run service", ctx.name, images)
 
 
+def _dns_doors(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Read by the target's egress reader: names resolved past a closed firewall (a DNS
+    # tunnel), and allowed names its rules would admit at a non-public address (rebinding).
+    services = {s.name: s.urn for s in of_kind(resources, "cloudrunv2/service:Service")}
+    views = resource_views(resources, "gcp:")
+    for name in dns_tunnels(views):
+        yield (
+            f"Cloud Run service {name} lets its sandboxes resolve every name while their "
+            "egress is closed (no Cloud DNS response policy answering '*.' on its network), so "
+            "data leaves in DNS queries; deploy the kit's component, which binds one.",
+            services.get(name),
+        )
+    reported: set[tuple[str, str]] = set()
+    for hole in rebinding_holes(views):
+        if (hole.service, hole.name) in reported:
+            continue
+        reported.add((hole.service, hole.name))
+        yield (
+            f"Firewall policy rule {hole.rule} admits {hole.name} even when it resolves to "
+            f"{hole.address} (Cloud NGFW programs whatever the name resolves to), so its owner "
+            f"can point Cloud Run service {hole.service}'s sandboxes at non-public addresses; "
+            "deny the non-public ranges at a priority ahead of every allow rule.",
+            services.get(hole.service),
+        )
+
+
 HANDLERS = (
     *gcp_guard.HANDLERS,
     Handler("SBX-NET-001", (SERVICE,), _egress),
     Handler("SBX-NET-001", (FIREWALL_RULE,), _firewall_rule_open),
     Handler("SBX-NET-002", (FIREWALL_RULE,), _firewall_rule_entries),
     StackHandler("SBX-NET-005", _services_without_deny_all),
+    StackHandler("SBX-NET-005", _dns_doors),
     Handler("SBX-IAM-001", INVOKER_GRANTS, gcp_guard.broad_role),
     Handler("SBX-IAM-003", (SERVICE,), _invoker_check_off),
     Handler("SBX-IAM-003", INVOKER_GRANTS, _public_member),
