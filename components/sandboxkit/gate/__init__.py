@@ -27,7 +27,7 @@ import selectors
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -41,19 +41,46 @@ from sandboxkit.checkov_bridge.baseline import BASELINE_PATH
 from sandboxkit.checkov_bridge.runner import CheckovFinding, CheckovReport, scan_rendered
 from sandboxkit.config import ENVIRONMENTS, NAMESPACE
 from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.gate.results import (
+    PROJECT_SCOPE,
+    SOURCE_CHECKOV,
+    SOURCE_CROSSGUARD,
+    CheckResult,
+    RuleInfo,
+    Violation,
+    exit_code,
+)
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack, render_stack
 
+__all__ = [
+    "CHECKOV_LEVELS",
+    "PROJECT_SCOPE",
+    "Analyzer",
+    "CheckResult",
+    "InProcessAnalyzer",
+    "RuleInfo",
+    "Violation",
+    "check_rendered",
+    "check_stacks",
+    "checkov_levels",
+    "exit_code",
+    "format_json",
+    "format_sarif",
+    "format_text",
+    "load_policies",
+    "pack_dir",
+    "pack_process",
+    "policy_config",
+    "run_check",
+]
+
 PACK_DIR = Path("policy-packs") / "sandbox-guard"
-SOURCE_CROSSGUARD = "crossguard"
-SOURCE_CHECKOV = "checkov"
 # Levels of checkov failures the baseline does not accept, per environment (and "project").
 # A file of its own rather than a key in the pack config: `pulumi preview --policy-pack-config`
 # reads the pack config too, and the gate refuses names that are not the pack's policies there.
 CHECKOV_LEVELS = Path("policy-packs") / "checkov" / "levels.json"
 CHECKOV_LEVEL_NAMES = ("advisory", "mandatory")
-# The scope of the kit's own files (Dockerfiles, workflows) in reports and in levels.json.
-PROJECT_SCOPE = "project"
 ENFORCEMENT_NAMES = {
     proto.ADVISORY: "advisory",
     proto.MANDATORY: "mandatory",
@@ -88,129 +115,6 @@ class Analyzer(Protocol):
     def Configure(self, request: Any) -> Any: ...  # noqa: N802
     def Analyze(self, request: Any) -> Any: ...  # noqa: N802
     def AnalyzeStack(self, request: Any) -> Any: ...  # noqa: N802
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """What a rule is, for reports (SARIF ``tool.driver.rules``).
-
-    Attributes:
-        id: ``SBX-NET-001`` (or a checkov id).
-        title: short name.
-        description: full description.
-        remediation: the fix, one sentence.
-        severity: ``low`` .. ``critical``.
-        tags: free tags (area, framework).
-        source: ``crossguard`` or ``checkov``.
-    """
-
-    id: str
-    title: str
-    description: str
-    remediation: str
-    severity: str
-    tags: tuple[str, ...]
-    source: str
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One finding, from any source.
-
-    Attributes:
-        policy: rule id (``SBX-NET-001``).
-        severity: ``low`` .. ``critical``.
-        enforcement: ``mandatory`` or ``advisory``.
-        urn: the resource's URN (the stack's for stack-wide findings).
-        message: the violation sentence, which says the fix.
-        source: ``crossguard`` or ``checkov``.
-        line: 1-based line of ``file`` (else the stack file) where it is fixed, when known.
-        file: the project file to change when it is not the stack file (a Dockerfile).
-        reason: why the baseline accepts it (accepted findings only).
-    """
-
-    policy: str
-    severity: str
-    enforcement: str
-    urn: str
-    message: str
-    source: str
-    line: int | None = None
-    file: str | None = None
-    reason: str | None = None
-
-    @property
-    def mandatory(self) -> bool:
-        """Whether this finding fails the gate."""
-        return self.enforcement == "mandatory"
-
-    def document(self) -> dict[str, Any]:
-        """The JSON shape: policy, severity, enforcement, urn, message, source."""
-        return {
-            "policy": self.policy,
-            "severity": self.severity,
-            "enforcement": self.enforcement,
-            "urn": self.urn,
-            "message": self.message,
-            "source": self.source,
-        }
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The gate's verdict on one stack (or on the kit's own files: ``PROJECT_SCOPE``).
-
-    Attributes:
-        stack: stack name, or ``project`` for the kit's Dockerfiles and workflows.
-        environment: ``dev``, ``staging`` or ``prod`` (``project`` for the kit's files).
-        stack_file: path of the stack file relative to the project (SARIF artifact).
-        violations: findings in report order.
-        rules: rule id -> ``RuleInfo`` for every rule that ran.
-        accepted: findings the checkov baseline accepts (each with its ``reason``); they never
-            fail the gate.
-        checkov: checkov's counts (``passed``, ``failed``, ``accepted``), or ``None`` when
-            checkov did not run (``--no-checkov``).
-        disabled: ids of the pack's policies the pack config disabled (they did not run).
-    """
-
-    stack: str
-    environment: str
-    stack_file: str
-    violations: tuple[Violation, ...]
-    rules: Mapping[str, RuleInfo] = field(default_factory=dict)
-    accepted: tuple[Violation, ...] = ()
-    checkov: Mapping[str, int] | None = None
-    disabled: tuple[str, ...] = ()
-
-    def with_findings(
-        self,
-        violations: Iterable[Violation],
-        rules: Iterable[RuleInfo],
-        accepted: Iterable[Violation] = (),
-    ) -> CheckResult:
-        """This result plus findings from another source (e.g. checkov)."""
-        return replace(
-            self,
-            violations=(*self.violations, *violations),
-            rules={**self.rules, **{r.id: r for r in rules}},
-            accepted=(*self.accepted, *accepted),
-        )
-
-    @property
-    def failed(self) -> bool:
-        """Whether any finding is mandatory."""
-        return any(v.mandatory for v in self.violations)
-
-    def summary(self) -> dict[str, int]:
-        """Counts: total, mandatory, advisory violations; accepted findings; disabled policies."""
-        mandatory = sum(v.mandatory for v in self.violations)
-        return {
-            "total": len(self.violations),
-            "mandatory": mandatory,
-            "advisory": len(self.violations) - mandatory,
-            "accepted": len(self.accepted),
-            "disabled": len(self.disabled),
-        }
 
 
 def pack_dir(project_dir: Path) -> Path:
@@ -728,11 +632,6 @@ def check_stacks(
     if project_files:
         merged.append(project_result(report, levels[PROJECT_SCOPE]))
     return merged
-
-
-def exit_code(results: Iterable[CheckResult]) -> int:
-    """0 when no mandatory finding, 1 when any."""
-    return 1 if any(r.failed for r in results) else 0
 
 
 def _heading(result: CheckResult) -> str:
