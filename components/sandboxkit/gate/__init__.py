@@ -25,8 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-from google.protobuf import empty_pb2, json_format, struct_pb2
+from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 
 from sandboxkit.checkov_bridge.baseline import BASELINE_PATH
@@ -43,6 +42,7 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
     pack_process,
 )
+from sandboxkit.gate.pack_config import environment_config_path, policy_config, read_pack_config
 from sandboxkit.gate.results import (
     PROJECT_SCOPE,
     SOURCE_CHECKOV,
@@ -91,83 +91,6 @@ AREA_KEYS = {
     "res": ("limits", "pool", "sandboxkit:profile"),
     "log": ("audit", "sandboxkit:profile"),
 }
-
-
-def read_pack_config(path: Path) -> dict[str, Any]:
-    """A pack config file (the file ``pulumi preview --policy-pack-config`` takes).
-
-    Raises:
-        ConfigError: when the file is missing or not a JSON object.
-    """
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            Problem(str(path), "unreadable", f"a JSON object of policy levels ({exc})")
-        ) from None
-    if not isinstance(document, dict):
-        raise ConfigError(Problem(str(path), document, "a JSON object of policy levels"))
-    return document
-
-
-def policy_config(
-    info: Any, document: Mapping[str, Any], origin: str
-) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Reconcile a pack config file the way the Pulumi CLI does before ``Configure``.
-
-    Each policy starts at the level the pack reports and its schema defaults; ``all`` sets every
-    level; a policy's own entry (a level, or an object with ``enforcementLevel`` and properties)
-    wins. Properties are validated against the policy's schema.
-
-    Returns:
-        policy name -> (level name, properties).
-
-    Raises:
-        ConfigError: for an unknown policy name or level, or properties the schema rejects.
-    """
-    policies = {p.name: p for p in info.policies}
-    result: dict[str, tuple[str, dict[str, Any]]] = {}
-    schemas: dict[str, dict[str, Any]] = {}
-    for name, policy in policies.items():
-        schema = json_format.MessageToDict(policy.configSchema)
-        properties = schema.get("properties", {})
-        schemas[name] = {"type": "object", **schema}
-        defaults = {k: v["default"] for k, v in properties.items() if "default" in v}
-        result[name] = (ENFORCEMENT_NAMES[policy.enforcementLevel], defaults)
-    problems: list[Problem] = []
-
-    def level_of(key: str, value: Any) -> str | None:
-        if value in ENFORCEMENT_VALUES:
-            return str(value)
-        problems.append(Problem(f"{origin}: {key}", value, "advisory, mandatory or disabled"))
-        return None
-
-    if "all" in document:
-        level = level_of("all", document["all"])
-        if level is not None:
-            result = {name: (level, props) for name, (_, props) in result.items()}
-    for key, value in document.items():
-        if key == "all":
-            continue
-        if key not in policies:
-            problems.append(Problem(f"{origin}: {key}", value, "a policy of the pack or 'all'"))
-            continue
-        level, props = result[key]
-        if isinstance(value, dict):
-            overrides = {k: v for k, v in value.items() if k != "enforcementLevel"}
-            props = {**props, **overrides}
-            if "enforcementLevel" in value:
-                level = level_of(key, value["enforcementLevel"]) or level
-        else:
-            level = level_of(key, value) or level
-        try:
-            jsonschema.validate(props, schemas[key])
-        except jsonschema.ValidationError as exc:
-            problems.append(Problem(f"{origin}: {key}", props, exc.message))
-        result[key] = (level, props)
-    if problems:
-        raise ConfigError(*problems)
-    return result
 
 
 def _struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -298,7 +221,7 @@ def check_rendered(
     pack = pack_dir(project_dir)
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     environment = rendered.spec.environment
-    config_path = pack_config or pack / "config" / f"{environment}.json"
+    config_path = pack_config or environment_config_path(pack, environment)
     config = policy_config(info, read_pack_config(config_path), str(config_path))
     configure(analyzer, config)
     path = stack_file(project_dir, rendered.stack)
