@@ -42,6 +42,7 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
     pack_process,
 )
+from sandboxkit.gate.locations import rule_line, target_lines
 from sandboxkit.gate.pack_config import environment_config_path, policy_config, read_pack_config
 from sandboxkit.gate.results import (
     PROJECT_SCOPE,
@@ -85,12 +86,6 @@ CHECKOV_LEVEL_NAMES = ("advisory", "mandatory")
 # GitHub code scanning ranks security alerts by this number (critical >= 9.0, high >= 7.0).
 SECURITY_SEVERITY = {"critical": 9.5, "high": 8.0, "medium": 5.5, "low": 3.0, "unspecified": 5.0}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-# Where in a stack file a violation of each area is fixed (first key found wins).
-AREA_KEYS = {
-    "net": ("egress", "sandboxkit:profile"),
-    "res": ("limits", "pool", "sandboxkit:profile"),
-    "log": ("audit", "sandboxkit:profile"),
-}
 
 
 def _struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -173,16 +168,6 @@ def _stack_urn(rendered: RenderedStack) -> str:
     return f"urn:pulumi:{stack}::{NAMESPACE}::pulumi:pulumi:Stack::{NAMESPACE}-{stack}"
 
 
-def find_line(text: str, keys: Sequence[str]) -> int:
-    """1-based line of the first of ``keys`` written as a YAML key in ``text``, else 1."""
-    lines = text.splitlines()
-    for key in keys:
-        for number, line in enumerate(lines, start=1):
-            if line.strip().startswith(f"{key}:"):
-                return number
-    return 1
-
-
 def violations_of(
     diagnostics: Iterable[Any], rendered: RenderedStack, stack_text: str
 ) -> list[Violation]:
@@ -195,8 +180,6 @@ def violations_of(
         urn = diagnostic.urn or _stack_urn(rendered)
         resource = by_urn.get(urn)
         target = rendered.target_of(resource) if resource is not None else None
-        area = rule_id.split("-")[1].lower() if rule_id.count("-") == 2 else ""
-        keys = (*AREA_KEYS.get(area, ()), *((f"{NAMESPACE}:{target}",) if target else ()))
         found.append(
             Violation(
                 policy=rule_id,
@@ -205,7 +188,7 @@ def violations_of(
                 urn=urn,
                 message=message,
                 source=SOURCE_CROSSGUARD,
-                line=find_line(stack_text, keys),
+                line=rule_line(stack_text, rule_id, target),
             )
         )
     return found
@@ -358,16 +341,6 @@ def with_checkov(
     }
     merged = result.with_findings(violations, [checkov_rule(f) for f in failed], accepted)
     return replace(merged, checkov=counts)
-
-
-def target_lines(rendered: RenderedStack, stack_text: str) -> dict[str, int]:
-    """URN -> the line of ``sandboxkit:<target>`` in the stack file (where a target is fixed)."""
-    lines = {}
-    for resource in rendered.resources:
-        target = rendered.target_of(resource)
-        if target is not None:
-            lines[resource.urn] = find_line(stack_text, (f"{NAMESPACE}:{target}",))
-    return lines
 
 
 def project_result(report: CheckovReport, level: str) -> CheckResult:
