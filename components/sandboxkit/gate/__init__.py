@@ -38,6 +38,7 @@ from sandboxkit.gate.checkov_merge import (
     with_checkov,
 )
 from sandboxkit.gate.crossguard import check_rendered, run_check
+from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.text import format_text
 from sandboxkit.gate.locations import target_lines
 from sandboxkit.gate.pack_config import policy_config
@@ -127,22 +128,6 @@ def check_stacks(
     if project_files:
         merged.append(project_result(report, levels[PROJECT_SCOPE]))
     return merged
-
-
-def format_json(result: CheckResult) -> dict[str, Any]:
-    """``{"stack", "environment", "violations", "accepted", "checkov", "summary"}``.
-
-    ``accepted`` lists the checkov findings the baseline accepts, each with its ``reason``;
-    ``checkov`` is checkov's counts, or ``"skipped"`` when it did not run.
-    """
-    return {
-        "stack": result.stack,
-        "environment": result.environment,
-        "violations": [v.document() for v in result.violations],
-        "accepted": [{**v.document(), "reason": v.reason} for v in result.accepted],
-        "checkov": dict(result.checkov) if result.checkov is not None else "skipped",
-        "summary": result.summary(),
-    }
 
 
 def _sarif_rule(rule: RuleInfo) -> dict[str, Any]:
