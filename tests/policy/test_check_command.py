@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from sandboxkit import gate
 from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
+from sandboxkit.gate.pack_config import policy_config
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
@@ -416,7 +417,7 @@ def test_stack_and_all_stacks_together_exit_2(project_dir: Path) -> None:
 def test_pack_config_reconciles_like_the_cli(project_dir: Path) -> None:
     analyzer = gate.InProcessAnalyzer(gate.pack_dir(project_dir))
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
-    config = gate.policy_config(
+    config = policy_config(
         info,
         {
             "all": "mandatory",
@@ -428,5 +429,5 @@ def test_pack_config_reconciles_like_the_cli(project_dir: Path) -> None:
     assert config["sbx-res-001"] == ("mandatory", {"maxVcpu": 8, "maxMemoryMiB": 32768})
     assert config["sbx-net-005"] == ("mandatory", {})
     with pytest.raises(ConfigError) as caught:
-        gate.policy_config(info, {"all": "strict"}, "test.json")
+        policy_config(info, {"all": "strict"}, "test.json")
     assert caught.value.keys == ("test.json: all",)

@@ -35,16 +35,13 @@ from sandboxkit.gate.analyzer import (
     pack_process,
 )
 from sandboxkit.gate.check import check_stacks
-from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
 from sandboxkit.gate.crossguard import check_rendered, run_check
 from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.sarif import format_sarif
 from sandboxkit.gate.formats.text import format_text
-from sandboxkit.gate.pack_config import policy_config
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, RuleInfo, Violation, exit_code
 
 __all__ = [
-    "CHECKOV_LEVELS",
     "PROJECT_SCOPE",
     "Analyzer",
     "CheckResult",
@@ -53,7 +50,6 @@ __all__ = [
     "Violation",
     "check_rendered",
     "check_stacks",
-    "checkov_levels",
     "exit_code",
     "format_json",
     "format_sarif",
@@ -61,6 +57,5 @@ __all__ = [
     "load_policies",
     "pack_dir",
     "pack_process",
-    "policy_config",
     "run_check",
 ]
