@@ -64,31 +64,20 @@ def analyze(analyzer: Analyzer, rendered: RenderedStack) -> list[Any]:
     diagnostics: list[Any] = []
     stack_resources = []
     for resource in rendered.resources:
-        options = proto.AnalyzerResourceOptions(parent=resource.parent or "")
-        properties = _struct(resource.inputs)
-        response = analyzer.Analyze(
-            proto.AnalyzeRequest(
-                type=resource.type,
-                properties=properties,
-                urn=resource.urn,
-                name=resource.name,
-                options=options,
-            )
-        )
+        # The fields Analyze and AnalyzeStack both send for a resource.
+        fields: dict[str, Any] = {
+            "type": resource.type,
+            "properties": _struct(resource.inputs),
+            "urn": resource.urn,
+            "name": resource.name,
+            "options": proto.AnalyzerResourceOptions(parent=resource.parent or ""),
+        }
+        response = analyzer.Analyze(proto.AnalyzeRequest(**fields))
         for diagnostic in response.diagnostics:
             if not diagnostic.urn:
                 diagnostic.urn = resource.urn
             diagnostics.append(diagnostic)
-        stack_resources.append(
-            proto.AnalyzerResource(
-                type=resource.type,
-                properties=properties,
-                urn=resource.urn,
-                name=resource.name,
-                options=options,
-                parent=resource.parent or "",
-            )
-        )
+        stack_resources.append(proto.AnalyzerResource(**fields, parent=resource.parent or ""))
     response = analyzer.AnalyzeStack(proto.AnalyzeStackRequest(resources=stack_resources))
     diagnostics.extend(response.diagnostics)
     return diagnostics
