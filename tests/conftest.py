@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.render import Recorder, recording_engine
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -38,3 +39,11 @@ def shared_dir() -> Path:
             "SANDBOXKIT_SHARED_DIR)"
         )
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def worker_decider() -> Iterator[WorkerDecider]:
+    """The Cloudflare Worker's own egress code (decide.mjs: node and workerd on loopback),
+    shared by the session: about 2 s to start."""
+    with WorkerDecider() as decider:
+        yield decider

@@ -26,6 +26,7 @@ from sandboxkit.checkov_bridge.baseline import load_baseline
 from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
 from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
+from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
 from sandboxkit.render import RenderedStack, render_stack
 from support import with_input
 
@@ -325,17 +326,17 @@ def test_no_checkov_gives_crossguard_only_and_says_so(tmp_path: Path) -> None:
 
 
 def test_checkov_levels_are_read_per_environment_and_validated(tmp_path: Path) -> None:
-    assert gate.checkov_levels(PROJECT_DIR) == {
+    assert checkov_levels(PROJECT_DIR) == {
         "dev": "advisory",
         "staging": "advisory",
         "prod": "mandatory",
         "project": "mandatory",
     }
-    path = tmp_path / gate.CHECKOV_LEVELS
+    path = tmp_path / CHECKOV_LEVELS
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"dev": "advisory", "staging": "strict", "prd": "mandatory"}))
     with pytest.raises(ConfigError) as caught:
-        gate.checkov_levels(tmp_path)
+        checkov_levels(tmp_path)
     assert caught.value.keys == (
         "policy-packs/checkov/levels.json: staging",
         "policy-packs/checkov/levels.json: prod",

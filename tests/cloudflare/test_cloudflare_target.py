@@ -39,10 +39,10 @@ ACCOUNT = "0" * 32
 IMAGE = "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1"
 AUTH_TOKEN = "auth-token-test-value-7f3a9c1e5b2d4f6a8c0e"
 ID_KEY = "id-key-test-value-1b3d5f7a9c2e4a6c8e0b"
-ALLOWLIST = ["pypi.org", "*.pythonhosted.org", "api.example.com:8443"]
+ALLOWLIST = ["pypi.org", "*.pythonhosted.org", "api.example.com:80"]
 ALLOWLIST_POLICY = (
     '{"mode":"allowlist","allow":['
-    '{"host":"api.example.com","port":8443,"wildcard":false},'
+    '{"host":"api.example.com","port":80,"wildcard":false},'
     '{"host":"pypi.org","port":443,"wildcard":false},'
     '{"host":"pythonhosted.org","port":443,"wildcard":true}]}'
 )
@@ -129,6 +129,8 @@ def test_script_uploads_the_worker_module_with_the_pinned_runtime(
     assert inputs["content"] == worker_module.read_text()
     assert inputs["mainModule"] == "index.js"
     assert inputs["compatibilityDate"] == "2026-01-15"
+    # Same-zone fetches from the egress gateway go through Cloudflare's front door, not to origin.
+    assert inputs["compatibilityFlags"] == ["global_fetch_strictly_public"]
     assert inputs["scriptName"] == "agents"
     assert inputs["accountId"] == ACCOUNT
 
@@ -307,6 +309,7 @@ def test_wrangler_config_is_exact() -> None:
         "account_id": ACCOUNT,
         "main": "../worker/src/index.js",
         "compatibility_date": "2026-07-01",
+        "compatibility_flags": ["global_fetch_strictly_public"],
         "workers_dev": False,
         "preview_urls": False,
         "observability": {
@@ -408,6 +411,22 @@ def test_an_ip_allowlist_entry_is_refused_by_name() -> None:
     assert caught.value.keys == ("sandboxkit:profile.egress.allow",)
     assert caught.value.problems[0].value == "1.1.1.1:8443"
     assert "DNS names only for target cloudflare" in str(caught.value)
+
+
+def test_a_port_other_than_80_or_443_is_refused_by_name() -> None:
+    prof = {"egress": {"mode": "allowlist", "allow": ["github.com:80", "*.example.com:8443"]}}
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(prof), "dev")
+    assert [(p.key, p.value) for p in caught.value.problems] == [
+        ("sandboxkit:profile.egress.allow", "*.example.com:8443")
+    ]
+    assert caught.value.problems[0].expected == (
+        "ports 80 and 443 only for target cloudflare: Cloudflare Containers intercept no other "
+        "port (source: developers.cloudflare.com/containers/configuration/outbound-traffic/ "
+        "(Non-HTTP traffic)), so *.example.com:8443 could never be reached. Write "
+        "*.example.com:443 (or :80) if the host serves there, or use a target that filters "
+        "other ports (kubernetes, aws-microvm)"
+    )
 
 
 def test_a_plaintext_secret_is_refused() -> None:

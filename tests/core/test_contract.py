@@ -3,14 +3,12 @@ components and by the policy pack alike."""
 
 from __future__ import annotations
 
-import importlib
 from ipaddress import ip_network
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from sandboxkit import contract, gate
+from sandboxkit import contract, guard_checks
 from sandboxkit.addresses import EMBEDDINGS, exclusion_blocks
 
 
@@ -40,9 +38,9 @@ def test_resolvers_drop_every_non_public_answer() -> None:
 
 @pytest.fixture(scope="module")
 def pack_common() -> ModuleType:
-    """The pack's ``_common`` module, loaded as the gate loads the pack."""
-    policies = gate.load_policies(gate.pack_dir(Path(__file__).resolve().parents[2]))
-    return importlib.import_module(f"{policies.__name__}._common")
+    """Where the pack's checks judge CIDR blocks (``sandboxkit.guard_checks``, shared by the
+    targets' policy handlers)."""
+    return guard_checks
 
 
 @pytest.mark.parametrize(

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any
 
+from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
+from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
 from sandboxkit.gcp.cloudrun.service import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
+from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
 from sandboxkit.render import Recorder, render_stack
 from support import build_target, named, of_type, one
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+DNS_POLICY = "gcp:dns/responsePolicy:ResponsePolicy"
+DNS_RULE = "gcp:dns/responsePolicyRule:ResponsePolicyRule"
 SETTINGS = {
     "project": "example-project",
     "region": "us-central1",
@@ -22,7 +28,6 @@ ALLOWLIST = [
     "files.pythonhosted.org",
     "api.example.com:8443",
     "93.184.216.34",
-    "[2606:4700:4700::1111]:443",
 ]
 
 
@@ -53,6 +58,9 @@ def test_children_are_exactly_the_documented_set_with_egress_deny(engine: Record
             ),
             (RULE, "gcp-cloudrun-deny-all-ipv4"),
             (RULE, "gcp-cloudrun-deny-all-ipv6"),
+            (DNS_POLICY, "gcp-cloudrun-dns-policy"),
+            (DNS_RULE, "gcp-cloudrun-dns-refuse-everything-else"),
+            (DNS_RULE, f"gcp-cloudrun-dns-{rule_name('metadata.google.internal.')}"),
             (SERVICE, "gcp-cloudrun-service"),
             ("gcp:cloudrunv2/serviceIamMember:ServiceIamMember", "gcp-cloudrun-invoker-0"),
             ("gcp:logging/projectBucketConfig:ProjectBucketConfig", "gcp-cloudrun-log-bucket"),
@@ -160,16 +168,20 @@ def test_allowlist_allows_exactly_the_profile_per_port(engine: Recorder) -> None
             "destIpRanges": ["93.184.216.34/32"],
             "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
         },
-        "allow-ipv6-443": {
-            "destIpRanges": ["2606:4700:4700::1111/128"],
-            "layer4Configs": [{"ipProtocol": "tcp", "ports": ["443"]}],
-        },
     }
-    denies = [rule for rule in rules.values() if rule["action"] == "deny"]
-    assert {d["ruleName"] for d in denies} == {"deny-all-ipv4", "deny-all-ipv6"}
-    assert min(d["priority"] for d in denies) > max(a["priority"] for a in allows.values())
-    assert min(a["priority"] for a in allows.values()) == ALLOW_FIRST_PRIORITY
-    assert min(d["priority"] for d in denies) == DENY_ALL_PRIORITY
+    denies = {name: rule for name, rule in rules.items() if rule["action"] == "deny"}
+    assert set(denies) == {
+        "deny-non-public-ipv4",
+        "deny-non-public-ipv6",
+        "deny-all-ipv4",
+        "deny-all-ipv6",
+    }
+    first_allow = min(a["priority"] for a in allows.values())
+    assert first_allow == ALLOW_FIRST_PRIORITY
+    assert denies["deny-non-public-ipv4"]["priority"] < first_allow
+    assert denies["deny-non-public-ipv6"]["priority"] < first_allow
+    assert denies["deny-all-ipv4"]["priority"] == DENY_ALL_PRIORITY
+    assert denies["deny-all-ipv6"]["priority"] > max(a["priority"] for a in allows.values())
     assert all(rule["enableLogging"] is True for rule in rules.values())
     assert len({rule["priority"] for rule in rules.values()}) == len(rules)
 
@@ -216,3 +228,88 @@ def test_prod_stack_exports_the_documented_outputs(project_dir: Path) -> None:
         "firewallPolicyName": "sbx-prod-run-egress",
     }
     assert rendered.outputs["gcp-cloudrun"]["serviceUri"].startswith("https://sbx-prod-launcher-")
+
+
+def dns_of(resources: list[Any]) -> list[PolicyRule]:
+    """The rendered response policy rules, read by the readers' model of Cloud DNS."""
+    return [PolicyRule.from_inputs(r.inputs) for r in of_type(resources, DNS_RULE)]
+
+
+def test_deny_answers_every_name_inside_cloud_dns(engine: Recorder) -> None:
+    resources = build(engine)
+    policy = one(resources, DNS_POLICY).inputs
+    service = one(resources, SERVICE).inputs
+    (interface,) = service["template"]["vpcAccess"]["networkInterfaces"]
+    assert policy["responsePolicyName"] == "sbx-test-run-dns"
+    assert policy["networks"] == [{"networkUrl": interface["network"]}]
+    rules = dns_of(resources)
+    # The tunnel: a query carrying data never reaches attacker.example's name servers.
+    assert answer(rules, "c2VjcmV0.x.attacker.example", "A") is Outcome.NO_DATA
+    assert answer(rules, "pypi.org", "AAAA") is Outcome.NO_DATA
+    assert answer(rules, "x.attacker.example", "TXT") is Outcome.LOCAL_DATA
+    # The launcher's credentials come from the metadata server, by name.
+    assert answer(rules, "metadata.google.internal", "A") is Outcome.RESOLVED
+    refusal = named(resources, "gcp-cloudrun-dns-refuse-everything-else").inputs
+    assert refusal["dnsName"] == "*."
+    assert refusal["localData"] == {
+        "localDatas": [{"name": "*.", "type": "TXT", "ttl": 300, "rrdatas": [f'"{REFUSAL_TEXT}"']}]
+    }
+    assert "behavior" not in refusal
+
+
+def test_allowlist_resolves_the_listed_names_only(engine: Recorder) -> None:
+    rules = dns_of(allowlist(engine))
+    resolved = {
+        name
+        for name in (
+            "pypi.org",
+            "files.pythonhosted.org",
+            "api.example.com",
+            "x.pypi.org",
+            "pythonhosted.org",
+            "x.attacker.example",
+            "93.184.216.34.nip.io",
+        )
+        if answer(rules, name, "A") is Outcome.RESOLVED
+    }
+    assert resolved == {"pypi.org", "files.pythonhosted.org", "api.example.com"}
+
+
+def test_cname_targets_resolve_and_need_allowlist(engine: Recorder) -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": ["files.pythonhosted.org"]}}
+    chain = ["dualstack.python.map.fastly.net"]
+    rules = dns_of(build(engine, profile, cnameTargets=chain))
+    assert answer(rules, "dualstack.python.map.fastly.net") is Outcome.RESOLVED
+    assert answer(rules, "x.python.map.fastly.net") is Outcome.NO_DATA
+
+
+def test_open_has_no_response_policy(engine: Recorder) -> None:
+    resources = build(engine, {"egress": {"mode": "open"}})
+    assert of_type(resources, DNS_POLICY) == []
+    assert of_type(resources, DNS_RULE) == []
+
+
+def test_an_allowed_name_rebound_to_a_private_address_reaches_nothing(engine: Recorder) -> None:
+    rules = read_rules((r.name, r.inputs) for r in of_type(allowlist(engine), RULE))
+    for address in ("10.8.0.5", "192.168.1.1", "127.0.0.1", "fd00::1"):
+        rebound = Probe(port=443, name="pypi.org", address=ipaddress.ip_address(address))
+        decision = decide(rules, rebound)
+        assert decision.allowed is False
+        assert decision.rule is not None and decision.rule.startswith("deny-non-public-")
+    public = Probe(port=443, name="pypi.org", address=ipaddress.ip_address("151.101.0.223"))
+    assert decide(rules, public).rule == "allow-fqdn-443"
+
+
+def test_more_names_on_one_port_than_one_rule_takes_fill_further_rules(engine: Recorder) -> None:
+    names = [f"host{index:03}.example.com" for index in range(201)]
+    resources = build(engine, {"egress": {"mode": "allowlist", "allow": names}})
+    allows = {
+        r.inputs["ruleName"]: r.inputs
+        for r in of_type(resources, RULE)
+        if r.inputs["action"] == "allow"
+    }
+    assert sorted(allows) == ["allow-fqdn-443", "allow-fqdn-443-2", "allow-fqdn-443-3"]
+    assert [len(allows[n]["match"]["destFqdns"]) for n in sorted(allows)] == [100, 100, 1]
+    listed = [f for n in sorted(allows) for f in allows[n]["match"]["destFqdns"]]
+    assert listed == sorted(names)
+    assert [allows[n]["priority"] for n in sorted(allows)] == [1000, 1001, 1002]

@@ -302,3 +302,34 @@ def test_an_unknown_template_key_lists_the_template_keys() -> None:
     key, _, expected = only_problem("gcp-cloudrun", settings)
     assert key == "sandboxkit:gcp-cloudrun.templates[0].env"
     assert expected == "no such key; known keys: name, image, command, args, workingDir"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["*.map.fastly.net", "fastly.net:443", "151.101.0.223", "metadata.google.internal", "x"],
+)
+def test_cname_targets_are_exact_public_names_without_ports(entry: str) -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": ["files.pythonhosted.org"]}}
+    found = problems("gcp-cloudrun", {**CLOUDRUN, "cnameTargets": [entry]}, profile)
+    assert list(found) == ["sandboxkit:gcp-cloudrun.cnameTargets[0]"]
+
+
+@pytest.mark.parametrize("mode", ["deny", "open"])
+def test_cname_targets_need_egress_allowlist(mode: str) -> None:
+    settings = {**CLOUDRUN, "cnameTargets": ["dualstack.python.map.fastly.net"]}
+    found = problems("gcp-cloudrun", settings, {"egress": {"mode": mode}})
+    assert found == {
+        "sandboxkit:gcp-cloudrun.cnameTargets": f"no names with egress mode {mode}: CNAME "
+        "targets resolve only for allowlisted names (deny resolves no name; open resolves "
+        "every name)"
+    }
+
+
+def test_ipv6_entries_exit_2_since_the_subnet_is_ipv4_only() -> None:
+    allow = ["pypi.org", "[2606:4700:4700::1111]:443", "93.184.216.34"]
+    with pytest.raises(ConfigError) as caught:
+        load("gcp-cloudrun", CLOUDRUN, {"egress": {"mode": "allowlist", "allow": allow}})
+    (problem,) = caught.value.problems
+    assert problem.key == "sandboxkit:profile.egress.allow"
+    assert problem.value == "[2606:4700:4700::1111]:443"
+    assert problem.expected.startswith("a name or an IPv4 address for target gcp-cloudrun")

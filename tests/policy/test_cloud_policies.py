@@ -27,6 +27,7 @@ from pulumi_policy import (
 
 from sandboxkit import gate
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
+from sandboxkit.cloudflare.spec import WORKER_MODULE
 
 PROJECT = Path(__file__).resolve().parents[2]
 POLICIES = gate.load_policies(gate.pack_dir(PROJECT)).ALL_POLICIES
@@ -213,6 +214,8 @@ HAPPY: dict[str, dict[str, Any]] = {
             {"type": "plain_text", "name": "EXEC_TIMEOUT_SECONDS", "text": "300"},
         ],
         "observability": {"enabled": True},
+        "content": WORKER_MODULE.read_text(encoding="utf-8"),
+        "compatibilityFlags": ["global_fetch_strictly_public"],
     },
     "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain": {"enabled": False},
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"roleRef": {"name": "sandbox-reader"}},
@@ -440,6 +443,16 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         _set("member", "allUsers"),
         "iam-003",
     ),
+    # Not the kit's Worker: its interceptions and gateway are unknown (a catch-all is one line).
+    ("worker-foreign-code", WORKER, _set("content", "export default {}"), "net-003"),
+    ("worker-no-content", WORKER, _drop("content"), "net-003"),
+    ("worker-private-origin-fetch", WORKER, _drop("compatibilityFlags"), "net-003"),
+    (
+        "worker-private-origin-flag",
+        WORKER,
+        _set("compatibilityFlags", ["global_fetch_strictly_public", "global_fetch_private_origin"]),
+        "net-003",
+    ),
     ("worker-client-chosen-ids", WORKER, _set("bindings.2.name", "BUILD_LABEL"), "ses-001"),
     ("worker-unauthenticated", WORKER, _set("bindings.1.name", "GREETING"), "ses-002"),
     (
@@ -545,7 +558,20 @@ def _gcp_stack(deny_priority: int) -> list[tuple[str, dict[str, Any]]]:
         "priority": deny_priority,
         "match": {"destIpRanges": ["0.0.0.0/0"]},
     }
-    return [(RUN, HAPPY[RUN]), (RULE, HAPPY[RULE]), (RULE, deny)]
+    # The network's DNS answers every unlisted name itself (no DNS tunnel).
+    dns_policy = {"responsePolicyName": "sandbox-dns", "networks": [{"networkUrl": "n"}]}
+    catch_all = {
+        "responsePolicy": "sandbox-dns",
+        "dnsName": "*.",
+        "localData": {"localDatas": [{"name": "*.", "type": "TXT", "rrdatas": ['"no"']}]},
+    }
+    return [
+        (RUN, HAPPY[RUN]),
+        (RULE, HAPPY[RULE]),
+        (RULE, deny),
+        ("gcp:dns/responsePolicy:ResponsePolicy", dns_policy),
+        ("gcp:dns/responsePolicyRule:ResponsePolicyRule", catch_all),
+    ]
 
 
 def test_stack_policies_are_silent_on_complete_cloud_stacks() -> None:
@@ -568,6 +594,7 @@ def test_stack_policies_are_silent_on_complete_cloud_stacks() -> None:
         ),
         pytest.param(_gcp_stack(100), "net-005", id="run-deny-before-allow"),
         pytest.param(_gcp_stack(65000)[:2], "net-005", id="run-without-deny-all"),
+        pytest.param(_gcp_stack(65000)[:3], "net-005", id="run-without-dns-policy"),
         pytest.param(
             [r for r in _aws_stack() if "logging" not in r[0]],
             "log-002",

@@ -63,6 +63,10 @@ def _big_pool(values: dict[str, Any]) -> None:
     values["profile"]["pool"] = {"ready": 150, "maxConcurrent": 500}
 
 
+def _cloudrun_allowlist(values: dict[str, Any]) -> None:
+    values["profile"]["egress"] = {"mode": "allowlist", "allow": ["pypi.org"]}
+
+
 def _host_runtime(values: dict[str, Any]) -> None:
     values["kubernetes"]["runtimeClass"] = {"name": "runc", "create": False}
 
@@ -111,6 +115,19 @@ def _add_binding(entry: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
     return lambda inputs: inputs["bindings"].append(entry)
 
 
+# What the Durable Object installs in deny and allowlist, replaced by open's catch-alls.
+_LISTED_ONLY = 'if (!parsed.ok || parsed.policy.mode === "deny") return [];'
+_CATCH_ALLS = (
+    'return [{ method: "interceptAllOutboundHttp" }, '
+    '{ method: "interceptOutboundHttps", pattern: "*" }];'
+)
+
+
+def _catch_all_interceptions(inputs: dict[str, Any]) -> None:
+    assert _LISTED_ONLY in inputs["content"]
+    inputs["content"] = inputs["content"].replace(_LISTED_ONLY, _CATCH_ALLS)
+
+
 def _drop(name: str) -> InputMutation:
     return lambda rendered: without(rendered, name)
 
@@ -154,6 +171,8 @@ RULES_STRING = (*RULES_SOURCE, "rulesString")
 TLS_PASS = "pass tls $HOME_NET any -> $EXTERNAL_NET"
 SNI = "flow:to_server, established; ssl_state:client_hello; tls.sni;"
 RUN = "gcp-cloudrun-service"
+DNS_CATCH_ALL = "gcp-cloudrun-dns-refuse-everything-else"
+CLOUDRUN_ONLY = ("gcp-cloudrun",)
 RUN_CONTAINER = ("template", "containers", 0)
 GVISOR_POOL = "gcp-gke-gvisor-pool"
 WORKER = "cloudflare-script"
@@ -747,6 +766,38 @@ ROWS = [
         ),
     ),
     Row(
+        "dns-response-policy-removed",
+        "prod",
+        _caught(("SBX-NET-005", RUN)),
+        inputs=_drop("gcp-cloudrun-dns-policy"),
+    ),
+    Row(
+        "dns-catch-all-bypassed",
+        "prod",
+        _caught(("SBX-NET-005", RUN)),
+        inputs=lambda r: with_input(
+            with_input(r, DNS_CATCH_ALL, ("behavior",), "bypassResponsePolicy"),
+            DNS_CATCH_ALL,
+            ("localData",),
+            REMOVE,
+        ),
+    ),
+    Row(
+        "names-by-resolved-address",
+        "prod",
+        _caught(("SBX-NET-006", "gcp-cloudrun-allow-fqdn-443")),
+        config=_cloudrun_allowlist,
+        targets=CLOUDRUN_ONLY,
+    ),
+    Row(
+        "rebinding-deny-removed",
+        "prod",
+        _caught(("SBX-NET-005", RUN), ("SBX-NET-006", "gcp-cloudrun-allow-fqdn-443")),
+        config=_cloudrun_allowlist,
+        inputs=_drop("gcp-cloudrun-deny-non-public-ipv4"),
+        targets=CLOUDRUN_ONLY,
+    ),
+    Row(
         "gke-legacy-datapath",
         "prod",
         _caught(("SBX-NET-003", "gcp-gke-cluster")),
@@ -830,6 +881,20 @@ ROWS = [
         "prod",
         _caught(("SBX-NET-002", WORKER)),
         inputs=_edit(WORKER, _binding("EGRESS_POLICY", "text", METADATA_POLICY)),
+    ),
+    Row(
+        # The kit's Worker with egressInterceptions returning the catch-alls in every mode: an
+        # unlisted host would get a path whatever EGRESS_POLICY says.
+        "worker-catch-all-interceptions",
+        "prod",
+        _caught(("SBX-NET-003", WORKER)),
+        inputs=_edit(WORKER, _catch_all_interceptions),
+    ),
+    Row(
+        "worker-fetches-private-origins",
+        "prod",
+        _caught(("SBX-NET-003", WORKER)),
+        inputs=_set(WORKER, ("compatibilityFlags",), ["global_fetch_private_origin"]),
     ),
     Row(
         "worker-raw-session-ids",
@@ -929,6 +994,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-NET-001",
         "SBX-NET-002",
         "SBX-NET-005",
+        "SBX-NET-006",
         "SBX-NET-007",
         "SBX-IAM-001",
         "SBX-IAM-002",

@@ -2,12 +2,11 @@
 
 Pack config reaches the policies through the analyzer protocol as protobuf numbers, which are
 doubles: a threshold of 1000 arrives as ``1000.0``. Every message goes through the pack's one
-number formatter (``policies._common.number``).
+number formatter (``sandboxkit.guard.number``).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from pathlib import Path
@@ -17,9 +16,9 @@ import pytest
 
 import support as testing
 from sandboxkit import gate
+from sandboxkit.guard import number, numbers
 
 PROJECT = Path(__file__).resolve().parents[2]
-COMMON = importlib.import_module(f"{gate.load_policies(gate.pack_dir(PROJECT)).__name__}._common")
 # An integral number printed as a float ("30.0"), not part of an address or a CIDR.
 FLOAT = re.compile(r"(?<![\d.])\d+\.0(?![\d./])")
 
@@ -51,11 +50,11 @@ def messages(
     [(1000.0, "1000"), (1000, "1000"), (0.5, "0.5"), (1e6, "1000000"), (-1.0, "-1"), ("x", "x")],
 )
 def test_number_prints_integral_values_without_a_fraction(value: Any, text: str) -> None:
-    assert COMMON.number(value) == text
+    assert number(value) == text
 
 
 def test_numbers_joins_a_list() -> None:
-    assert COMMON.numbers([443.0, 80.0, 53.0]) == "443, 80, 53"
+    assert numbers([443.0, 80.0, 53.0]) == "443, 80, 53"
 
 
 def test_default_thresholds_print_as_integers(analyzer: gate.InProcessAnalyzer) -> None:

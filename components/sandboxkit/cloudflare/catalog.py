@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from sandboxkit.catalog import TF_CLOUDFLARE, ResourceKind, TerraformType
 
+# The Worker script: its bindings carry EGRESS_POLICY, limits and keys (reach.py reads it).
+WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        "cloudflare:index/workersScript:WorkersScript",
+        WORKERS_SCRIPT,
         export=TerraformType(
             "cloudflare_workers_script",
             TF_CLOUDFLARE,

@@ -17,6 +17,13 @@ MAIN_MODULE = "index.js"
 MIGRATION_TAG = "v1"
 # Every request and every log line is kept: the Worker's logs are the sandboxes' audit trail.
 HEAD_SAMPLING_RATE = 1
+# The egress gateway re-issues allowed requests with the global fetch(). Without this flag a
+# fetch to a hostname in the Worker's own zone goes straight to that zone's origin, "ignoring
+# any Workers mapped to the URL and also bypassing Cloudflare security settings" (WAF, Access):
+# a sandbox could reach an Access-protected or tunnel-backed origin past its gate. Source:
+# workerd src/workerd/io/compatibility-date.capnp (globalFetchStrictlyPublic),
+# developers.cloudflare.com/workers/configuration/compatibility-flags/#global-fetch-strictly-public
+COMPATIBILITY_FLAGS = ("global_fetch_strictly_public",)
 
 
 class WorkerSandboxArgs(TypedDict, total=False):

@@ -180,26 +180,47 @@ def worker_vars(profile: SandboxProfile) -> dict[str, str]:
     }
 
 
+# Cloudflare Containers route only HTTP on port 80 and HTTPS on port 443 to outbound
+# interceptions; with enableInternet false every other port is dropped ("Handle outbound
+# traffic" > "Non-HTTP traffic"). The Worker refuses a policy with any other port.
+INTERCEPTED_PORTS = (80, 443)
+_OUTBOUND_SOURCE = (
+    "developers.cloudflare.com/containers/configuration/outbound-traffic/ (Non-HTTP traffic)"
+)
+
+
 def check_egress(profile: SandboxProfile) -> None:
-    """Refuse IP entries: the Worker's gateway denies IP literal hosts in allowlist mode.
+    """Refuse what the Worker's egress path could never reach: IP entries (the gateway denies
+    IP literal hosts in allowlist mode) and ports other than 80 and 443 (``INTERCEPTED_PORTS``).
 
     Raises:
-        ConfigError: one problem per IP entry, naming ``sandboxkit:profile.egress.allow``.
+        ConfigError: one problem per such entry, naming ``sandboxkit:profile.egress.allow``.
     """
-    ips = [str(rule) for rule in profile.egress.allow if rule.kind == "ip"]
-    if ips:
-        raise ConfigError(
-            *(
+    problems = []
+    for rule in profile.egress.allow:
+        if rule.kind == "ip":
+            problems.append(
                 Problem(
                     "sandboxkit:profile.egress.allow",
-                    entry,
+                    str(rule),
                     "DNS names only for target cloudflare: its Worker's egress gateway denies IP "
-                    f"literal hosts in allowlist mode, so {entry} could never be reached. List "
+                    f"literal hosts in allowlist mode, so {rule} could never be reached. List "
                     "the host name the sandbox connects to instead",
                 )
-                for entry in ips
             )
-        )
+        elif rule.port not in INTERCEPTED_PORTS:
+            problems.append(
+                Problem(
+                    "sandboxkit:profile.egress.allow",
+                    str(rule),
+                    "ports 80 and 443 only for target cloudflare: Cloudflare Containers intercept "
+                    f"no other port (source: {_OUTBOUND_SOURCE}), so {rule} could never be "
+                    f"reached. Write {rule.pattern}:443 (or :80) if the host serves there, or use "
+                    "a target that filters other ports (kubernetes, aws-microvm)",
+                )
+            )
+    if problems:
+        raise ConfigError(*problems)
 
 
 def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
@@ -215,7 +236,9 @@ def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
     rounded = f"{container}.instance_type {chosen}, applied by wrangler deploy"
     gateway = (
         "Worker EgressGateway: the Durable Object starts the container with enableInternet "
-        "false and routes its HTTP/HTTPS through the gateway, which applies EGRESS_POLICY"
+        "false and intercepts only the listed hosts' HTTP (port 80) and HTTPS (port 443), "
+        "routing them to the gateway, which applies EGRESS_POLICY (DNS is the platform's; see "
+        "the Worker README)"
     )
     return {
         "egress.mode": Enforcement("runtime", f"{gateway} (mode {profile.egress.mode})"),

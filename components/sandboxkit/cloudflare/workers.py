@@ -15,6 +15,7 @@ import pulumi
 import pulumi_cloudflare as cloudflare
 
 from sandboxkit.cloudflare.plan import (
+    COMPATIBILITY_FLAGS,
     HEAD_SAMPLING_RATE,
     MAIN_MODULE,
     MIGRATION_TAG,
@@ -86,6 +87,7 @@ class WorkerSandbox(pulumi.ComponentResource):
             content=content,
             main_module=MAIN_MODULE,
             compatibility_date=args["compatibility_date"],
+            compatibility_flags=list(COMPATIBILITY_FLAGS),
             bindings=bindings,
             migrations=cloudflare.WorkersScriptMigrationsArgsDict(
                 new_tag=MIGRATION_TAG, new_sqlite_classes=[DURABLE_OBJECT_CLASS]

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandboxkit.cloudflare.plan import HEAD_SAMPLING_RATE, MIGRATION_TAG, WorkerSandboxArgs
+from sandboxkit.cloudflare.plan import (
+    COMPATIBILITY_FLAGS,
+    HEAD_SAMPLING_RATE,
+    MIGRATION_TAG,
+    WorkerSandboxArgs,
+)
 from sandboxkit.contract import DURABLE_OBJECT_BINDING, DURABLE_OBJECT_CLASS
 
 
@@ -39,6 +44,7 @@ def wrangler_config(
         "account_id": plan["account_id"],
         "main": main,
         "compatibility_date": plan["compatibility_date"],
+        "compatibility_flags": list(COMPATIBILITY_FLAGS),
         "workers_dev": plan["workers_dev"],
         "preview_urls": False,
         "observability": {

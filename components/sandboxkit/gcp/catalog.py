@@ -53,6 +53,28 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
+        "gcp:dns/responsePolicy:ResponsePolicy",
+        export=TerraformType(
+            "google_dns_response_policy", TF_GOOGLE, blocks=frozenset({"networks"})
+        ),
+        unchecked=(
+            "binds the sandbox network's DNS rules; the policy gate judges that the sandbox "
+            "network has them, no checkov check reads DNS response policies"
+        ),
+    ),
+    ResourceKind(
+        "gcp:dns/responsePolicyRule:ResponsePolicyRule",
+        export=TerraformType(
+            "google_dns_response_policy_rule",
+            TF_GOOGLE,
+            blocks=frozenset({"localData", "localData.localDatas"}),
+        ),
+        unchecked=(
+            "a catch-all answered locally or a bypass of one allowed name; the policy gate "
+            "judges them, no checkov check reads DNS response policies"
+        ),
+    ),
+    ResourceKind(
         "gcp:logging/projectBucketConfig:ProjectBucketConfig",
         export=TerraformType("google_logging_project_bucket_config", TF_GOOGLE),
     ),

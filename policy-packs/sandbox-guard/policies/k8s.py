@@ -1,32 +1,13 @@
-"""K8S: sandbox pods on Kubernetes keep the walls the kit builds."""
+"""K8S: sandbox pods on Kubernetes keep the walls the kit builds.
+
+The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
-
 from pulumi_policy import Severity
 
-from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
-
-from ._common import (
-    SANDBOX_POD_KINDS,
-    Context,
-    ResourceRule,
-    Rule,
-    containers_of,
-    dig,
-    items,
-    number,
-    sandbox_pod_spec,
-    target_of,
-)
-
-
-def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for container in containers_of(sandbox_pod_spec(props)):
-        yield str(container.get("name")), dig(container, "securityContext", {}) or {}
-
+from ._common import ResourceRule, Rule
 
 READ_ONLY_ROOT = ResourceRule(
     Rule(
@@ -40,17 +21,6 @@ READ_ONLY_ROOT = ResourceRule(
     )
 )
 
-
-@READ_ONLY_ROOT.on(*SANDBOX_POD_KINDS)
-def _read_only(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for name, security in _each_container(props):
-        if security.get("readOnlyRootFilesystem") is not True:
-            yield (
-                f"Container {name} of {ctx.name} has a writable root filesystem; set "
-                "securityContext.readOnlyRootFilesystem to true."
-            )
-
-
 NO_CAPABILITIES = ResourceRule(
     Rule(
         id="SBX-K8S-002",
@@ -61,24 +31,6 @@ NO_CAPABILITIES = ResourceRule(
         remediation="Set securityContext.capabilities to drop [ALL] with no add list.",
     )
 )
-
-
-@NO_CAPABILITIES.on(*SANDBOX_POD_KINDS)
-def _capabilities(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for name, security in _each_container(props):
-        dropped = [str(c) for c in items(dig(security, "capabilities.drop"))]
-        added = [str(c) for c in items(dig(security, "capabilities.add"))]
-        if "ALL" not in dropped:
-            yield (
-                f"Container {name} of {ctx.name} keeps the default capabilities; set "
-                "securityContext.capabilities.drop to [ALL]."
-            )
-        if added:
-            yield (
-                f"Container {name} of {ctx.name} adds capabilities {', '.join(added)}; remove "
-                "securityContext.capabilities.add."
-            )
-
 
 NON_ROOT = ResourceRule(
     Rule(
@@ -91,27 +43,6 @@ NON_ROOT = ResourceRule(
         "allowPrivilegeEscalation: false.",
     )
 )
-
-
-@NON_ROOT.on(*SANDBOX_POD_KINDS)
-def _non_root(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    pod = dig(sandbox_pod_spec(props), "securityContext", {}) or {}
-    for name, security in _each_container(props):
-        non_root = security.get("runAsNonRoot", pod.get("runAsNonRoot"))
-        user = security.get("runAsUser", pod.get("runAsUser"))
-        if non_root is not True or user == 0:
-            yield (
-                f"Container {name} of {ctx.name} may run as root; set runAsNonRoot to true "
-                "and runAsUser to a non-zero UID."
-            )
-        if security.get("privileged") is True:
-            yield f"Container {name} of {ctx.name} is privileged; set privileged to false."
-        if security.get("allowPrivilegeEscalation") is not False:
-            yield (
-                f"Container {name} of {ctx.name} may escalate privileges; set "
-                "allowPrivilegeEscalation to false."
-            )
-
 
 SANDBOXED_RUNTIME = ResourceRule(
     Rule(
@@ -133,33 +64,6 @@ SANDBOXED_RUNTIME = ResourceRule(
     )
 )
 
-
-@SANDBOXED_RUNTIME.on(*SANDBOX_POD_KINDS)
-def _runtime_class(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    runtime = sandbox_pod_spec(props).get("runtimeClassName")
-    allowed = list(ctx.setting("allowedRuntimeClasses"))
-    if runtime not in allowed:
-        yield (
-            f"{ctx.name} runs sandbox pods with runtime class {runtime}, which shares the "
-            f"host kernel; set runtimeClassName to one of {', '.join(allowed)}."
-        )
-
-
-@SANDBOXED_RUNTIME.on("gcp:container/nodePool:NodePool")
-def _gvisor_pool(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    # The system pool runs GKE's pods, kube-dns and the kit's resolver; sandbox pods select the
-    # gVisor node label, which only GKE Sandbox pools carry, so none can land there.
-    if (dig(props, "nodeConfig.labels", {}) or {}).get(NODE_POOL_LABEL) == SYSTEM_NODE_POOL:
-        return
-    sandbox = dig(props, "nodeConfig.sandboxConfig", {}) or {}
-    kind = str(sandbox.get("type") or sandbox.get("sandboxType") or "")
-    if kind.upper() != "GVISOR":
-        yield (
-            f"Node pool {ctx.name} does not run GKE Sandbox; set "
-            "nodeConfig.sandboxConfig.type to GVISOR."
-        )
-
-
 HOST_ISOLATION = ResourceRule(
     Rule(
         id="SBX-K8S-005",
@@ -170,22 +74,6 @@ HOST_ISOLATION = ResourceRule(
         remediation="Set hostNetwork, hostPID and hostIPC to false and use emptyDir volumes only.",
     )
 )
-
-
-@HOST_ISOLATION.on(*SANDBOX_POD_KINDS)
-def _host(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    spec = sandbox_pod_spec(props)
-    for field in ("hostNetwork", "hostPID", "hostIPC"):
-        if spec.get(field) is True:
-            yield f"{ctx.name} sets {field}: true; set it to false."
-    for volume in items(spec.get("volumes")):
-        if isinstance(volume, Mapping) and "hostPath" in volume:
-            yield (f"{ctx.name} mounts hostPath volume {volume.get('name')}; use an emptyDir.")
-    for container in containers_of(spec):
-        for port in items(container.get("ports")):
-            if isinstance(port, Mapping) and port.get("hostPort"):
-                yield f"{ctx.name} binds host port {number(port.get('hostPort'))}; remove hostPort."
-
 
 SECCOMP = ResourceRule(
     Rule(
@@ -198,19 +86,6 @@ SECCOMP = ResourceRule(
     )
 )
 
-
-@SECCOMP.on(*SANDBOX_POD_KINDS)
-def _seccomp(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    pod = dig(sandbox_pod_spec(props), "securityContext.seccompProfile.type")
-    for name, security in _each_container(props):
-        kind = dig(security, "seccompProfile.type", pod)
-        if kind not in ("RuntimeDefault", "Localhost"):
-            yield (
-                f"Container {name} of {ctx.name} runs with seccomp profile {kind}; set "
-                "securityContext.seccompProfile.type to RuntimeDefault."
-            )
-
-
 RESTRICTED_NAMESPACE = ResourceRule(
     Rule(
         id="SBX-K8S-007",
@@ -222,19 +97,6 @@ RESTRICTED_NAMESPACE = ResourceRule(
     )
 )
 
-
-@RESTRICTED_NAMESPACE.on("kubernetes:core/v1:Namespace")
-def _pss(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if target_of(props) is None:
-        return
-    level = dig(props, "metadata.labels", {}).get("pod-security.kubernetes.io/enforce")
-    if level != "restricted":
-        yield (
-            f"Namespace {ctx.name} enforces Pod Security level {level}; label it "
-            "pod-security.kubernetes.io/enforce: restricted."
-        )
-
-
 CLAIMS_LOCKED = ResourceRule(
     Rule(
         id="SBX-K8S-008",
@@ -245,15 +107,6 @@ CLAIMS_LOCKED = ResourceRule(
         remediation="Set envVarsInjectionPolicy and volumeClaimTemplatesPolicy to Disallowed.",
     )
 )
-
-
-@CLAIMS_LOCKED.on("kubernetes:*:SandboxTemplate")
-def _claims(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for field in ("envVarsInjectionPolicy", "volumeClaimTemplatesPolicy"):
-        value = dig(props, f"spec.{field}")
-        if value != "Disallowed":
-            yield f"SandboxTemplate {ctx.name} sets {field} {value}; set it to Disallowed."
-
 
 RULES = [
     READ_ONLY_ROOT,

@@ -1,61 +1,20 @@
-"""NET: where sandbox code may connect."""
+"""NET: where sandbox code may connect.
+
+The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``), but SBX-NET-006,
+which reads the whole stack through every registered target's egress reader.
+"""
 
 from __future__ import annotations
 
-import ipaddress
-import json
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from pulumi_policy import Severity
 
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
-from sandboxkit.aws.suricata import read_rules
-from sandboxkit.contract import (
-    EGRESS_POLICY_BINDING,
-    EVERYWHERE,
-    LINK_LOCAL_RESOLVERS,
-    RESOLVER_POD_LABEL,
-    SANDBOX_POD_LABEL,
-)
-from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
-from sandboxkit.egress import parse_rule
-from sandboxkit.kubernetes.reach import (
-    CILIUM_POLICY,
-    CONFIG_MAP,
-    admits_dns,
-    dnsmasq_names,
-    peer_kind,
-    resolver_config,
-)
-from sandboxkit.kubernetes.reach import NETWORK_POLICY as K8S_NETWORK_POLICY
-from sandboxkit.reach import ResourceView
+from sandboxkit.guard import CheckContext, StackResource, resource_views
+from sandboxkit.reach import inexpressible
+from sandboxkit.targets import TARGET_MODULES, get_target
 
-from ._common import (
-    WORKERS_SCRIPT,
-    Context,
-    ResourceRule,
-    Rule,
-    StackRule,
-    dig,
-    items,
-    non_public_overlap,
-    number,
-    numbers,
-    plain_bindings,
-    target_of,
-)
-
-
-def worker_egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The parsed ``EGRESS_POLICY`` binding of a Worker, or ``None`` if absent or unreadable."""
-    text = plain_bindings(props).get(EGRESS_POLICY_BINDING)
-    try:
-        policy = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    return policy if isinstance(policy, Mapping) else None
-
+from ._common import ResourceRule, Rule, StackRule
 
 EGRESS_CLOSED = ResourceRule(
     Rule(
@@ -83,280 +42,6 @@ EGRESS_CLOSED = ResourceRule(
     )
 )
 
-# The ports one egress rule admits: (first, last), None for every port, or a port name (a
-# named port, whose number the policy cannot know).
-PortSpan = tuple[int, int] | str | None
-
-
-def _span(port: Any, end_port: Any = None) -> PortSpan:
-    """A rule's port (a number, digits, a name; absent or 0 for every port) and end port."""
-    if port is None or str(port) in ("0", "0.0"):
-        return None
-    if isinstance(port, str) and not port.isdigit():
-        return port
-    first = int(port)
-    last = int(end_port) if isinstance(end_port, int | float) else first
-    return first, last
-
-
-def _listed_spans(ports: Any) -> list[PortSpan]:
-    """Spans of a ``ports`` list of ``{protocol, port, endPort}`` (absent or empty: every
-    port), as NetworkPolicy, FQDNNetworkPolicy and Cilium ``toPorts[].ports`` write them."""
-    entries = [p for p in items(ports) if isinstance(p, Mapping)]
-    if not entries:
-        return [None]
-    return [_span(p.get("port"), p.get("endPort")) for p in entries]
-
-
-def _beyond(spans: Sequence[PortSpan], ctx: Context) -> list[str]:
-    """The spans that reach a port outside the policy's ``allowedPorts``, as words."""
-    allowed = {int(p) for p in ctx.setting("allowedPorts")}
-    found = []
-    for span in spans:
-        if span is None:
-            found.append("every port")
-        elif isinstance(span, str):
-            found.append(f"named port {span}")
-        elif any(port not in allowed for port in range(span[0], span[1] + 1)):
-            first, last = span
-            found.append(f"port {first}" if first == last else f"ports {first}-{last}")
-    return found
-
-
-def _ports_problem(what: str, spans: Sequence[PortSpan], ctx: Context) -> Iterator[str]:
-    beyond = _beyond(spans, ctx)
-    if beyond:
-        yield (
-            f"{what} admits egress on {', '.join(beyond)}, beyond ports "
-            f"{numbers(ctx.setting('allowedPorts'))}; allow only hosts on those ports in "
-            "sandboxkit:profile.egress.allow, or add the port to sbx-net-001's allowedPorts "
-            "in the pack config."
-        )
-
-
-def _selects_sandboxes(selector: Any) -> bool:
-    """Whether a pod/endpoint selector's matchLabels take in the kit's sandbox pods."""
-    labels = dig(selector, "matchLabels", {}) or {}
-    return not labels or SANDBOX_POD_LABEL in labels
-
-
-@EGRESS_CLOSED.on("kubernetes:networking.k8s.io/v1:NetworkPolicy")
-def _network_policy_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if not _selects_sandboxes(dig(props, "spec.podSelector")):
-        return
-    spec = dig(props, "spec", {})
-    if "Egress" not in items(spec.get("policyTypes")):
-        yield (
-            f"NetworkPolicy {ctx.name} selects sandbox pods but does not restrict egress; "
-            "add Egress to spec.policyTypes."
-        )
-    for index, rule in enumerate(items(spec.get("egress"))):
-        # One finding per rule: a rule open to every destination needs no port finding too.
-        peers = items(dig(rule, "to"))
-        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
-        if not peers:
-            yield (
-                f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
-                "destination; list the destinations or use egress mode deny."
-            )
-        elif wide:
-            yield (
-                f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
-                "open); set sandboxkit:profile.egress.mode to deny or allowlist."
-            )
-        else:
-            what = f"NetworkPolicy {ctx.name} egress rule {index}"
-            yield from _ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
-
-
-@EGRESS_CLOSED.on("kubernetes:*:SandboxTemplate")
-def _template_managed_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    management = dig(props, "spec.networkPolicyManagement", "Managed")
-    if management != "Unmanaged":
-        yield (
-            f"SandboxTemplate {ctx.name} has networkPolicyManagement {management}: the "
-            "controller's managed policy admits the public internet and policies add up; set it "
-            "to Unmanaged so the kit's NetworkPolicy alone decides."
-        )
-
-
-def _cilium_world(rule: Any) -> bool:
-    entities = {str(e) for e in items(dig(rule, "toEntities"))}
-    cidrs = {str(c) for c in items(dig(rule, "toCIDR"))}
-    return bool(entities & {"world", "all"} or cidrs & set(EVERYWHERE))
-
-
-@EGRESS_CLOSED.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
-def _cilium_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for rule in items(dig(props, "spec.egress")):
-        if _cilium_world(rule):
-            yield (
-                f"CiliumNetworkPolicy {ctx.name} admits egress to the whole internet; "
-                "allow only toFQDNs entries from the profile's allowlist."
-            )
-
-
-@EGRESS_CLOSED.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
-def _cilium_ports(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if not _selects_sandboxes(dig(props, "spec.endpointSelector")):
-        return
-    for index, rule in enumerate(items(dig(props, "spec.egress"))):
-        if _cilium_world(rule):
-            continue  # _cilium_open reports it; one finding per rule.
-        to_ports = [t for t in items(dig(rule, "toPorts")) if isinstance(t, Mapping)]
-        # A rule without toPorts (or a toPorts entry without ports) admits every port.
-        spans = [s for t in to_ports for s in _listed_spans(t.get("ports"))] or [None]
-        yield from _ports_problem(f"CiliumNetworkPolicy {ctx.name} egress rule {index}", spans, ctx)
-
-
-@EGRESS_CLOSED.on("kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy")
-def _gke_fqdn_ports(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if not _selects_sandboxes(dig(props, "spec.podSelector")):
-        return
-    for index, rule in enumerate(items(dig(props, "spec.egress"))):
-        what = f"FQDNNetworkPolicy {ctx.name} egress rule {index}"
-        yield from _ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
-
-
-@EGRESS_CLOSED.on("aws:lambdamicrovms/image:Image")
-def _microvm_connectors(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    connectors = items(props.get("egressNetworkConnectors"))
-    if not connectors:
-        yield (
-            f"MicroVM image {ctx.name} sets no egressNetworkConnectors, so MicroVMs get the "
-            f"default {INTERNET_EGRESS}; set them to the kit's CoreNetworkConnector only."
-        )
-    elif INTERNET_EGRESS in connectors:
-        yield (
-            f"MicroVM image {ctx.name} lists {INTERNET_EGRESS} in egressNetworkConnectors; "
-            "remove it and keep only the kit's CoreNetworkConnector."
-        )
-
-
-def _sg_span(rule: Mapping[str, Any], protocol_key: str) -> PortSpan:
-    if str(rule.get(protocol_key, "")).lower() in ("-1", "all"):
-        return None
-    low, high = rule.get("fromPort"), rule.get("toPort")
-    if not isinstance(low, int | float) or not isinstance(high, int | float):
-        return None
-    return int(low), int(high)
-
-
-@EGRESS_CLOSED.on("aws:ec2/securityGroup:SecurityGroup")
-def _security_group_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if target_of(props) is None:
-        return
-    for index, rule in enumerate(items(props.get("egress"))):
-        what = f"Security group {ctx.name} egress rule {index}"
-        yield from _ports_problem(what, [_sg_span(rule, "protocol")], ctx)
-
-
-@EGRESS_CLOSED.on("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
-def _egress_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if target_of(props) is None:
-        return
-    what = f"Security group egress rule {ctx.name}"
-    yield from _ports_problem(what, [_sg_span(props, "ipProtocol")], ctx)
-
-
-def _stateful_pass_rules(props: Mapping[str, Any], ctx: Context) -> Iterator[Any]:
-    text = dig(props, "ruleGroup.rulesSource.rulesString")
-    if not isinstance(text, str):
-        return
-    try:
-        yield from read_rules(text)
-    except ValueError as exc:
-        raise ValueError(f"Network Firewall rule group {ctx.name}: {exc}") from None
-
-
-@EGRESS_CLOSED.on("aws:networkfirewall/ruleGroup:RuleGroup")
-def _suricata_ports(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for rule in _stateful_pass_rules(props, ctx):
-        what = f"Network Firewall rule group {ctx.name} pass rule sid {rule.sid}"
-        yield from _ports_problem(
-            what, [None if rule.port is None else (rule.port, rule.port)], ctx
-        )
-
-
-@EGRESS_CLOSED.on("gcp:cloudrunv2/service:Service")
-def _cloud_run_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    egress = dig(props, "template.vpcAccess.egress")
-    if dig(props, "template.vpcAccess") is None:
-        yield (
-            f"Cloud Run service {ctx.name} has no VPC access, so sandboxes launched with "
-            "network on egress straight to the internet; set template.vpcAccess with Direct "
-            "VPC egress ALL_TRAFFIC into the kit's VPC."
-        )
-    elif egress != "ALL_TRAFFIC":
-        yield (
-            f"Cloud Run service {ctx.name} routes only private ranges through the VPC "
-            f"(vpcAccess.egress {egress}); set it to ALL_TRAFFIC so the VPC firewall policy "
-            "sees every connection."
-        )
-
-
-def _gcp_span(port: Any) -> PortSpan:
-    first, _, last = str(port).partition("-")
-    if not first.isdigit() or not (last or first).isdigit():
-        return str(port)
-    return int(first), int(last or first)
-
-
-def _gcp_spans(match: Any) -> list[PortSpan]:
-    """Spans of a firewall match's ``layer4Configs`` (``ports`` such as ``"443"`` or
-    ``"8000-8080"``; protocol ``all``, or no ports, admits every port)."""
-    spans: list[PortSpan] = []
-    for config in [c for c in items(dig(match, "layer4Configs")) if isinstance(c, Mapping)]:
-        ports = items(config.get("ports"))
-        if str(config.get("ipProtocol", "")).lower() == "all" or not ports:
-            spans.append(None)
-        else:
-            spans.extend(_gcp_span(p) for p in ports)
-    return spans or [None]
-
-
-@EGRESS_CLOSED.on("gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
-def _gcp_rule_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if props.get("direction") != "EGRESS" or props.get("action") != "allow":
-        return
-    wide = [c for c in items(dig(props, "match.destIpRanges")) if c in EVERYWHERE]
-    if wide:
-        yield (
-            f"Firewall policy rule {ctx.name} allows egress to {wide[0]}; allow only the "
-            "allowlisted FQDNs and let the deny-all rule take the rest."
-        )
-    else:
-        what = f"Firewall policy rule {ctx.name}"
-        yield from _ports_problem(what, _gcp_spans(props.get("match")), ctx)
-
-
-@EGRESS_CLOSED.on("azure-native:app:ContainerAppsSessionPool")
-def _session_pool_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    status = dig(props, "sessionNetworkConfiguration.status")
-    if status != "EgressDisabled":
-        yield (
-            f"Session pool {ctx.name} has sessionNetworkConfiguration.status {status}; set it "
-            "to EgressDisabled (sandboxkit:profile.egress.mode deny): the pool cannot filter "
-            "by host."
-        )
-
-
-@EGRESS_CLOSED.on(WORKERS_SCRIPT)
-def _worker_egress(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    policy = worker_egress_policy(props)
-    if policy is None:
-        yield (
-            f"Worker {ctx.name} has no readable {EGRESS_POLICY_BINDING} binding, and Cloudflare "
-            "containers reach the internet by default; deploy the kit's Worker with its egress "
-            "policy binding."
-        )
-    elif policy.get("mode") not in ("deny", "allowlist"):
-        yield (
-            f"Worker {ctx.name} lets its containers egress with mode {policy.get('mode')}; set "
-            "sandboxkit:profile.egress.mode to deny or allowlist."
-        )
-
-
 ALLOWLIST_SPECIFIC = ResourceRule(
     Rule(
         id="SBX-NET-002",
@@ -371,157 +56,6 @@ ALLOWLIST_SPECIFIC = ResourceRule(
     )
 )
 
-
-def _entry_problem(entry: str) -> str | None:
-    try:
-        parse_rule(entry)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def _entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[str]:
-    for entry in entries:
-        problem = _entry_problem(entry)
-        if problem:
-            yield (
-                f"{kind} {name} allows '{entry}': {problem}. Replace it with the exact "
-                "public hosts sandboxes need."
-            )
-
-
-def _cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> Iterator[str]:
-    if cidr in EVERYWHERE:
-        return  # SBX-NET-001 judges destinations that mean everything.
-    reached = non_public_overlap(cidr, excepted)
-    if reached:
-        yield (
-            f"{kind} {name} allows {cidr}, which reaches non-public range(s) "
-            f"{', '.join(reached)}; allow only public host addresses."
-        )
-
-
-_LINK_LOCAL_RESOLVER_BLOCKS = frozenset(f"{a}/32" for a in LINK_LOCAL_RESOLVERS.values())
-
-
-def _dns_only(rule: Any) -> bool:
-    ports = list(items(dig(rule, "ports")))
-    return bool(ports) and all(
-        str(dig(port, "protocol") or "TCP") in ("UDP", "TCP")
-        and number(dig(port, "port")) == "53"
-        and dig(port, "endPort") is None
-        for port in ports
-    )
-
-
-def _resolver_upstream(props: Mapping[str, Any], rule: Any, cidr: str) -> bool:
-    """The kit's resolver reaching a link-local cluster resolver (NodeLocal DNSCache, Cloud DNS
-    for GKE): exactly that /32, DNS ports only."""
-    selected = dig(props, "spec.podSelector.matchLabels", {}) or {}
-    return (
-        RESOLVER_POD_LABEL in selected and cidr in _LINK_LOCAL_RESOLVER_BLOCKS and _dns_only(rule)
-    )
-
-
-@ALLOWLIST_SPECIFIC.on("kubernetes:networking.k8s.io/v1:NetworkPolicy")
-def _np_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for rule in items(dig(props, "spec.egress")):
-        for peer in items(dig(rule, "to")):
-            cidr = dig(peer, "ipBlock.cidr")
-            if isinstance(cidr, str) and not _resolver_upstream(props, rule, cidr):
-                excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
-                yield from _cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
-
-
-def _kit_pattern(pattern: str) -> str:
-    # Cilium's '**.' prefix (1.19+: any depth below, never the apex) is the kit's '*.'.
-    return f"*.{pattern[3:]}" if pattern.startswith("**.") else pattern
-
-
-@ALLOWLIST_SPECIFIC.on("kubernetes:cilium.io/v2:CiliumNetworkPolicy")
-def _cilium_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    entries = [
-        _kit_pattern(str(fqdn.get("matchName") or fqdn.get("matchPattern")))
-        for rule in items(dig(props, "spec.egress"))
-        for fqdn in items(dig(rule, "toFQDNs"))
-    ]
-    yield from _entries_problems("CiliumNetworkPolicy", ctx.name, entries)
-
-
-@ALLOWLIST_SPECIFIC.on("kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy")
-def _gke_fqdn_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    entries = [
-        str(match.get("name") or match.get("pattern"))
-        for rule in items(dig(props, "spec.egress"))
-        for match in items(dig(rule, "matches"))
-    ]
-    yield from _entries_problems("FQDNNetworkPolicy", ctx.name, entries)
-
-
-@ALLOWLIST_SPECIFIC.on("aws:networkfirewall/ruleGroup:RuleGroup")
-def _aws_rule_group_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    source = dig(props, "ruleGroup.rulesSource.rulesSourceList")
-    if not isinstance(source, Mapping) or source.get("generatedRulesType") != "ALLOWLIST":
-        return
-    # Network Firewall writes a subdomain wildcard as a leading dot (".example.com").
-    entries = [f"*{t}" if str(t).startswith(".") else str(t) for t in items(source.get("targets"))]
-    yield from _entries_problems("Network Firewall rule group", ctx.name, entries)
-
-
-def _address_rule_problems(kind: str, name: str, rule: Any) -> Iterator[str]:
-    # A pass rule without a name match admits its destination addresses whatever they serve.
-    try:
-        address = ipaddress.ip_address(rule.destination)
-    except ValueError:
-        if rule.port is None:
-            return  # every address on every port: SBX-NET-001 reports it (egress open)
-        yield (
-            f"{kind} {name} pass rule sid {rule.sid} admits {rule.protocol} to "
-            f"{rule.destination}, not one address; pass an IP entry's exact address, or match "
-            "names with tls.sni / http.host."
-        )
-        return
-    yield from _cidr_problems(kind, name, f"{address}/{address.max_prefixlen}", ())
-
-
-@ALLOWLIST_SPECIFIC.on("aws:networkfirewall/ruleGroup:RuleGroup")
-def _suricata_names(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    kind = "Network Firewall rule group"
-    for rule in _stateful_pass_rules(props, ctx):
-        if rule.buffer is None:
-            yield from _address_rule_problems(kind, ctx.name, rule)
-            continue
-        if rule.scope == "exact-and-below":
-            yield (
-                f"{kind} {ctx.name} pass rule sid {rule.sid} matches {rule.name} itself as well "
-                f"as the names below it (dotprefix); '*.{rule.name}' never includes "
-                f'{rule.name}: match content:".{rule.name}"; endswith; without dotprefix.'
-            )
-        entry = {"exact": rule.name, "below": f"*.{rule.name}"}.get(rule.scope, "*")
-        yield from _entries_problems(kind, ctx.name, [str(entry)])
-
-
-@ALLOWLIST_SPECIFIC.on("gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
-def _gcp_rule_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if props.get("direction") != "EGRESS" or props.get("action") != "allow":
-        return
-    fqdns = [str(f) for f in items(dig(props, "match.destFqdns"))]
-    yield from _entries_problems("Firewall policy rule", ctx.name, fqdns)
-    for cidr in items(dig(props, "match.destIpRanges")):
-        yield from _cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
-
-
-@ALLOWLIST_SPECIFIC.on(WORKERS_SCRIPT)
-def _worker_entries(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    policy = worker_egress_policy(props) or {}
-    entries = [
-        f"{'*.' if e.get('wildcard') else ''}{e.get('host')}:{e.get('port', 443)}"
-        for e in items(policy.get("allow"))
-        if isinstance(e, Mapping)
-    ]
-    yield from _entries_problems("Worker egress policy", ctx.name, entries)
-
-
 DEFAULT_DENY = ResourceRule(
     Rule(
         id="SBX-NET-003",
@@ -531,114 +65,14 @@ DEFAULT_DENY = ResourceRule(
         "policies in strict order with aws:drop_established, stateless traffic forwarded to "
         "the stateful engine and resolved-IP validation (DROP or REJECT, no empty "
         "SourceIPRanges), domain lists as allowlists, GKE clusters with Dataplane V2 so network "
-        "policies are enforced.",
+        "policies are enforced, and Cloudflare Workers running the kit's code (interceptions "
+        "only for the listed hosts) with global_fetch_strictly_public.",
         remediation="Keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
         "aws:forward_to_sfe, resolved-IP validation in the kit's FirewallPolicyDocument, "
-        "ALLOWLIST domain rule groups, and ADVANCED_DATAPATH on GKE.",
+        "ALLOWLIST domain rule groups, ADVANCED_DATAPATH on GKE, and the kit's Worker module "
+        "unchanged with compatibility flag global_fetch_strictly_public.",
     )
 )
-
-
-def _policy_defaults(
-    what: str, policy: Mapping[str, Any], order_key: str, stateful: str, stateless: Sequence[str]
-) -> Iterator[str]:
-    """Rule order and default actions of a policy document, whatever its key spelling (the
-    pulumi-aws input's camel case or the API's Pascal case)."""
-    order = dig(policy, order_key, "DEFAULT_ACTION_ORDER")
-    if order != "STRICT_ORDER":
-        yield (
-            f"{what} uses rule order {order}; set {order_key} to STRICT_ORDER so the default "
-            "action applies."
-        )
-    defaults = [str(a) for a in items(policy.get(stateful))]
-    if "aws:drop_established" not in defaults:
-        yield (
-            f"{what} has {stateful} {defaults}; include aws:drop_established so traffic no "
-            "pass rule takes is dropped (and the TLS handshake still reaches the SNI match)."
-        )
-    for key in stateless:
-        if "aws:pass" in [str(a) for a in items(policy.get(key))]:
-            yield (
-                f"{what} passes stateless traffic by default ({key}), bypassing the stateful "
-                "rules; set it to aws:forward_to_sfe."
-            )
-
-
-@DEFAULT_DENY.on("aws:networkfirewall/firewallPolicy:FirewallPolicy")
-def _firewall_policy(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    what = f"Firewall policy {ctx.name}"
-    yield from _policy_defaults(
-        what,
-        dig(props, "firewallPolicy", {}),
-        "statefulEngineOptions.ruleOrder",
-        "statefulDefaultActions",
-        ("statelessDefaultActions",),
-    )
-    yield (
-        f"{what} cannot hold resolved-IP validation (pulumi-aws has no "
-        "Route53ResolvedIPValidation), so a TLS SNI or HTTP Host naming an allowed host passes "
-        "to any address; use the kit's FirewallPolicyDocument."
-    )
-
-
-# Resolved-IP validation actions that stop a connection (ALERT only logs it).
-_BLOCKING = ("DROP", "REJECT")
-
-
-@DEFAULT_DENY.on(FIREWALL_POLICY_DOCUMENT)
-def _firewall_policy_document(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    # The kit's dynamic resource: the policy in the Network Firewall API's own shape.
-    policy = dig(props, "firewallPolicy", {})
-    what = f"Firewall policy {ctx.name}"
-    yield from _policy_defaults(
-        what,
-        policy,
-        "StatefulEngineOptions.RuleOrder",
-        "StatefulDefaultActions",
-        ("StatelessDefaultActions", "StatelessFragmentDefaultActions"),
-    )
-    yield from _resolved_ip_validation(what, dig(policy, "Route53ResolvedIPValidation"))
-
-
-def _resolved_ip_validation(what: str, validation: Any) -> Iterator[str]:
-    if not isinstance(validation, Mapping):
-        yield (
-            f"{what} has no Route53ResolvedIPValidation, so a TLS SNI or HTTP Host naming an "
-            "allowed host passes to any address (a DNS-over-HTTPS resolver, an attacker's "
-            "server); validate destinations against the DNS Firewall rule group's VPC answers."
-        )
-        return
-    action = validation.get("Action")
-    if action not in _BLOCKING:
-        yield (
-            f"{what} resolved-IP validation Action is {action}, which lets unresolved "
-            "destinations through; set it to REJECT or DROP."
-        )
-    if "SourceIPRanges" in validation and not items(validation.get("SourceIPRanges")):
-        yield (
-            f"{what} resolved-IP validation has an empty SourceIPRanges, which validates no "
-            "source; omit it so the firewall's own VPCs are validated."
-        )
-
-
-@DEFAULT_DENY.on("aws:networkfirewall/ruleGroup:RuleGroup")
-def _rule_group_kind(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    kind = dig(props, "ruleGroup.rulesSource.rulesSourceList.generatedRulesType")
-    if kind is not None and kind != "ALLOWLIST":
-        yield (
-            f"Network Firewall rule group {ctx.name} is a {kind} domain list, which lets every "
-            "other name through; make it an ALLOWLIST."
-        )
-
-
-@DEFAULT_DENY.on("gcp:container/cluster:Cluster")
-def _gke_datapath(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if props.get("datapathProvider") != "ADVANCED_DATAPATH":
-        yield (
-            f"GKE cluster {ctx.name} does not use Dataplane V2, so sandbox network and FQDN "
-            "policies are not enforced; set datapathProvider to ADVANCED_DATAPATH."
-        )
-
 
 DNS_FAIL_CLOSED = ResourceRule(
     Rule(
@@ -651,76 +85,6 @@ DNS_FAIL_CLOSED = ResourceRule(
     )
 )
 
-
-@DNS_FAIL_CLOSED.on("aws:route53/resolverFirewallConfig:ResolverFirewallConfig")
-def _dns_fail_open(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    value = props.get("firewallFailOpen", "ENABLED")
-    if value != "DISABLED":
-        yield (
-            f"DNS firewall config {ctx.name} has firewallFailOpen {value}, so names resolve "
-            "unfiltered whenever the firewall is impaired; set it to DISABLED."
-        )
-
-
-def _stack_egress_controls(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:
-    def of(suffix: str) -> list[Any]:
-        return [r for r in resources if r.resource_type.endswith(suffix)]
-
-    policies = of(":NetworkPolicy")
-    for template in of(":SandboxTemplate"):
-        namespace = dig(template.props, "metadata.namespace")
-        pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
-        # Same target (cluster) and namespace: two targets may use the same namespace name.
-        covering = [
-            p
-            for p in policies
-            if dig(p.props, "metadata.namespace") == namespace
-            and target_of(p.props) == target_of(template.props)
-            and "Egress" in items(dig(p.props, "spec.policyTypes"))
-            and all(
-                pod_labels.get(k) == v
-                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
-            )
-        ]
-        if not covering:
-            yield (
-                f"SandboxTemplate {template.name} has no NetworkPolicy restricting egress of its "
-                "pods in its namespace; keep the kit's NetworkPolicy alongside it.",
-                template.urn,
-            )
-    connectors = of("lambda/coreNetworkConnector:CoreNetworkConnector")
-    for image in of("lambdamicrovms/image:Image"):
-        if not connectors or not of(":FirewallPolicy") or not of(":ResolverFirewallConfig"):
-            yield (
-                f"MicroVM image {image.name} has no CoreNetworkConnector, Network Firewall "
-                "policy and DNS firewall in the stack to hold its egress; deploy them with the "
-                "image (the aws-microvm target does).",
-                image.urn,
-            )
-    rules = of("compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
-    egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
-    deny_all = [
-        r
-        for r in egress_rules
-        if r.props.get("action") == "deny"
-        and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
-    ]
-    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
-    for service in of("cloudrunv2/service:Service"):
-        if not deny_all:
-            yield (
-                f"Cloud Run service {service.name} has no deny-all egress rule in a network "
-                "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
-                service.urn,
-            )
-        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
-            yield (
-                f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
-                "before an allow rule; give it a larger priority number than every allow rule.",
-                service.urn,
-            )
-
-
 EGRESS_ATTACHED = StackRule(
     Rule(
         id="SBX-NET-005",
@@ -729,148 +93,56 @@ EGRESS_ATTACHED = StackRule(
         description="Checks that every sandbox runtime in the stack has its egress control "
         "deployed with it: a NetworkPolicy selecting each SandboxTemplate's pods, the connector, "
         "Network Firewall and DNS firewall for MicroVM images, a deny-all egress rule ordered "
-        "after the allow rules for Cloud Run.",
+        "after the allow rules and a DNS response policy answering every unlisted name for "
+        "Cloud Run.",
         remediation="Deploy sandboxes through the kit's target components, which create the "
         "egress controls with the runtime.",
-    ),
-    _stack_egress_controls,
+    )
 )
 
 
-_DNS_TYPES = (K8S_NETWORK_POLICY, CILIUM_POLICY, CONFIG_MAP)
-_L3_PEERS = ("toEndpoints", "toFQDNs", "toCIDR", "toCIDRSet", "toEntities", "toServices")
-# Peers of an L4 rule on port 53 whose DNS Cilium's L7 DNS rule would otherwise filter.
-_POD_PEERS = frozenset({"resolver", "cluster", "every-pod"})
-
-
-def _listed(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _all_names(pattern: str) -> bool:
-    return bool(pattern) and set(pattern.rstrip(".")) <= {"*"}
-
-
-def _filtering(cnps: Sequence[ResourceView]) -> list[str]:
-    """The Cilium policies holding an L7 DNS rule (``rules.dns``)."""
-    return [
-        c.name
-        for c in cnps
-        if any(
-            _listed(dig(to_port, "rules.dns"))
-            for rule in _listed(c.at("spec.egress"))
-            for to_port in _listed(rule.get("toPorts"))
-        )
-    ]
-
-
-def _cilium_dns_doors(cnps: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
-    filtering = _filtering(cnps)
-    for policy in cnps:
-        for rule in _listed(policy.at("spec.egress")):
-            # A rule naming no L3 peer admits every destination, pods included.
-            peers = _listed(rule.get("toEndpoints"))
-            bare = not any(rule.get(key) for key in _L3_PEERS)
-            kinds = {peer_kind(p) for p in peers} | ({"every-pod"} if bare else set())
-            for to_port in _listed(rule.get("toPorts")):
-                dns = _listed(dig(to_port, "rules.dns"))
-                for pattern in (str(d.get("matchPattern") or "") for d in dns):
-                    if _all_names(pattern):
-                        yield (
-                            policy.name,
-                            f"CiliumNetworkPolicy {policy.name} lets sandbox pods send every "
-                            f"name to their resolver (rules.dns matchPattern '{pattern}'), so a "
-                            "query such as <data>.attacker.example carries data out; list the "
-                            "allowlisted names only.",
-                        )
-                ports = _listed(to_port.get("ports"))
-                if filtering and not dns and kinds & _POD_PEERS and admits_dns(ports):
-                    yield (
-                        policy.name,
-                        f"CiliumNetworkPolicy {policy.name} admits port 53 to pods without a "
-                        f"DNS rule, which voids the L7 DNS rule of {', '.join(filtering)} "
-                        "(Cilium docs, Layer 7 policies); remove it.",
-                    )
-
-
-def _network_policy_dns_doors(
-    nps: Sequence[ResourceView], filtering: Sequence[str]
-) -> Iterator[tuple[str, str]]:
-    for policy in nps:
-        for index, rule in enumerate(_listed(policy.at("spec.egress"))):
-            if not admits_dns(_listed(rule.get("ports"))):
+def _names_by_address(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Every registered target's reader, over the whole stack: a grant it marks 'resolved
+    # address only' admits any site on that name's addresses.
+    urns = {r.name: r.urn for r in resources}
+    views = resource_views(resources)
+    for target in TARGET_MODULES:
+        try:
+            effective = get_target(target).read_egress(views)
+        except ValueError:
+            # A reader refuses inputs no grant can express (a domain list holding "*"):
+            # SBX-NET-001/002 judge those inputs themselves.
+            continue
+        findings = inexpressible(effective) if effective is not None else ()
+        for finding in findings:
+            if finding.kind != "resolved-address-only":
                 continue
-            peers = _listed(rule.get("to"))
-            kinds = {peer_kind(p) for p in peers} if peers else {"every-pod"}
-            for kind, peer in (("cluster", "kube-dns"), ("every-pod", "every pod")):
-                if kind in kinds:
-                    yield (
-                        policy.name,
-                        f"NetworkPolicy {policy.name} egress rule {index} admits DNS from "
-                        f"sandbox pods to {peer}, where the cluster's resolver answers any "
-                        "name (a DNS tunnel); send sandbox DNS to the kit's resolver only.",
-                    )
-            if "resolver" in kinds and filtering:
-                yield (
-                    policy.name,
-                    f"NetworkPolicy {policy.name} egress rule {index} admits port 53 without "
-                    f"a DNS rule, which voids the L7 DNS rule of {', '.join(filtering)} "
-                    "(Cilium docs, Layer 7 policies); remove it and leave DNS to the Cilium "
-                    "policy.",
-                )
-
-
-def _resolver_doors(views: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
-    for view in views:
-        config = resolver_config(view)
-        if config is not None and dnsmasq_names(config) is None:
+            grant = finding.grant
+            resource = grant.resource.rpartition(" ")[2]
             yield (
-                view.name,
-                f"ConfigMap {view.name} makes the kit's resolver forward every name upstream "
-                "(a 'server=' line without a domain), so sandbox queries reach a recursive "
-                "resolver; forward only the allowlisted names (the kit's resolver "
-                "configuration does).",
+                f"{target} admits {grant.host} by resolved address only ({grant.resource}): "
+                "any site on that name's addresses passes, such as another customer of the "
+                "same CDN; use a target that checks the name itself (TLS SNI or HTTP Host), "
+                "or accept it in the pack config (sbx-net-006 advisory).",
+                urns.get(resource),
             )
 
 
-def _reaches_internet(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> bool:
-    """Whether the sandbox pods connect to the whole internet (egress mode open, or a rule
-    with no destination), where any name may resolve."""
-    np_rules = [r for v in nps for r in _listed(v.at("spec.egress"))]
-    cilium_rules = [r for v in cnps for r in _listed(v.at("spec.egress"))]
-    return any(_cilium_world(r) for r in cilium_rules) or any(
-        not _listed(r.get("to"))
-        or any(dig(peer, "ipBlock.cidr") in EVERYWHERE for peer in _listed(r.get("to")))
-        for r in np_rules
-    )
-
-
-def _sandbox_dns(resources: Sequence[Any], ctx: Context) -> Iterator[tuple[str, Any]]:
-    urns = {r.name: r.urn for r in resources}
-    views = [
-        ResourceView.of(r.resource_type, r.name, r.props)
-        for r in resources
-        if r.resource_type in _DNS_TYPES
-    ]
-    nps = [
-        v
-        for v in views
-        if v.type == K8S_NETWORK_POLICY and _selects_sandboxes(v.at("spec.podSelector"))
-    ]
-    cnps = [
-        v
-        for v in views
-        if v.type == CILIUM_POLICY and _selects_sandboxes(v.at("spec.endpointSelector"))
-    ]
-    if _reaches_internet(nps, cnps):
-        return  # SBX-NET-001 reports it; a DNS tunnel takes out nothing more.
-    for name, sentence in [
-        *_cilium_dns_doors(cnps),
-        *_network_policy_dns_doors(nps, _filtering(cnps)),
-        *_resolver_doors(views),
-    ]:
-        yield sentence, urns.get(name)
-
+NAMES_BY_NAME = StackRule(
+    Rule(
+        id="SBX-NET-006",
+        title="Egress names are matched by name, not only by resolved address",
+        severity=Severity.HIGH,
+        description="Prohibits egress that admits a name only by the addresses the name "
+        "resolves to (Cloud NGFW FQDN objects, and any target whose egress reader says "
+        "'resolved address only'): every site sharing those addresses passes.",
+        remediation="Use a target that checks the allowed name itself at L7, or accept "
+        "matching by resolved address in the pack config (sbx-net-006 advisory).",
+    ),
+    every_stack=_names_by_address,
+)
 
 SANDBOX_DNS_FILTERED = StackRule(
     Rule(
@@ -883,8 +155,7 @@ SANDBOX_DNS_FILTERED = StackRule(
         "that forwards every name upstream.",
         remediation="Send sandbox DNS only to the kit's resolver, through the Cilium policy's "
         "DNS rule listing the allowlisted names (the kubernetes and gcp-gke targets do).",
-    ),
-    _sandbox_dns,
+    )
 )
 
 RULES = [
@@ -893,5 +164,6 @@ RULES = [
     DEFAULT_DENY,
     DNS_FAIL_CLOSED,
     EGRESS_ATTACHED,
+    NAMES_BY_NAME,
     SANDBOX_DNS_FILTERED,
 ]

@@ -4,29 +4,22 @@ pulumi-policy 1.21 hands ``Analyze`` the values of Pulumi secrets unwrapped, so 
 tell a secret input from a plain one. These rules therefore judge where a value lands: an
 environment variable or plain binding is readable through the cloud's API whatever Pulumi
 thought of it; a secret store, secret binding or ``secretKeyRef`` is not.
+
+SBX-SEC-001 and SBX-SEC-003 are checked by the targets (``HANDLERS`` in each target folder's
+``guard.py``); SBX-SEC-002 reads every input of every resource type, here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pulumi_policy import Severity
 
-from ._common import (
-    SANDBOX_POD_KINDS,
-    WORKERS_SCRIPT,
-    Context,
-    ResourceRule,
-    Rule,
-    containers_of,
-    dig,
-    items,
-    plain_bindings,
-    sandbox_pod_spec,
-    walk_strings,
-)
+from sandboxkit.guard import CheckContext, items, walk_strings
+
+from ._common import ResourceRule, Rule
 
 PLAINTEXT_ENV = ResourceRule(
     Rule(
@@ -65,62 +58,6 @@ PLAINTEXT_ENV = ResourceRule(
 )
 
 
-def _secret_named(name: str, value: Any, ctx: Context) -> bool:
-    upper = name.upper()
-    if any(upper.endswith(s) for s in ctx.setting("referenceSuffixes")):
-        return False
-    if isinstance(value, str) and value.startswith("arn:"):
-        return False
-    return any(p in upper for p in ctx.setting("secretNamePatterns"))
-
-
-def _inline(kind: str, name: str, pairs: Sequence[tuple[str, Any]], ctx: Context) -> Iterator[str]:
-    for variable, value in pairs:
-        if value is not None and _secret_named(variable, value, ctx):
-            yield (
-                f"{kind} {name} sets {variable} inline, where anyone who can read the "
-                "configuration reads the secret; move it to a secret store and pass a reference."
-            )
-
-
-@PLAINTEXT_ENV.on(*SANDBOX_POD_KINDS)
-def _pod_env(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for container in containers_of(sandbox_pod_spec(props)):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(container.get("env"))]
-        yield from _inline("SandboxTemplate", ctx.name, pairs, ctx)
-
-
-@PLAINTEXT_ENV.on("gcp:cloudrunv2/service:Service")
-def _cloud_run_env(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for container in items(dig(props, "template.containers")):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "envs"))]
-        yield from _inline("Cloud Run service", ctx.name, pairs, ctx)
-
-
-@PLAINTEXT_ENV.on("azure-native:app:ContainerAppsSessionPool")
-def _pool_env(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    for container in items(dig(props, "customContainerTemplate.containers")):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "env"))]
-        yield from _inline("Session pool", ctx.name, pairs, ctx)
-
-
-@PLAINTEXT_ENV.on("aws:lambda/function:Function")
-def _lambda_env(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    variables = dig(props, "environment.variables", {}) or {}
-    yield from _inline("Lambda function", ctx.name, [(k, variables[k]) for k in variables], ctx)
-
-
-@PLAINTEXT_ENV.on("aws:lambdamicrovms/image:Image")
-def _image_env(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    variables = props.get("environmentVariables") or {}
-    yield from _inline("MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx)
-
-
-@PLAINTEXT_ENV.on(WORKERS_SCRIPT)
-def _plain_bindings(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    yield from _inline("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
-
-
 CREDENTIAL_SHAPES = {
     "an AWS access key id": re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
     "a private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
@@ -138,18 +75,6 @@ SECRET_SINKS = {
     "azure-native:app:ContainerAppsSessionPool": ("secrets",),
     "azure-native:app:ManagedEnvironment": ("appLogsConfiguration",),
 }
-
-NO_CREDENTIALS = ResourceRule(
-    Rule(
-        id="SBX-SEC-002",
-        title="No credential in any plain input",
-        severity=Severity.CRITICAL,
-        description="Prohibits values shaped like credentials (cloud access keys, private "
-        "keys, API tokens, JWTs) in any resource input other than a secret store.",
-        remediation="Remove the credential from the stack config or program, rotate it, and "
-        "set it with pulumi config set --secret so it reaches only a secret store.",
-    )
-)
 
 
 def scan_credentials(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -174,14 +99,27 @@ def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
     return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
 
 
-@NO_CREDENTIALS.on_any()
-def _credentials(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
+def _credentials(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     resource_type = ctx.resource_type
     for path, label in scan_credentials(resource_type, props):
         yield (
             f"Input {path} of {ctx.name} holds what looks like {label} in plain text; remove "
             "it, rotate it, and pass it as a Pulumi secret to a secret store."
         )
+
+
+NO_CREDENTIALS = ResourceRule(
+    Rule(
+        id="SBX-SEC-002",
+        title="No credential in any plain input",
+        severity=Severity.CRITICAL,
+        description="Prohibits values shaped like credentials (cloud access keys, private "
+        "keys, API tokens, JWTs) in any resource input other than a secret store.",
+        remediation="Remove the credential from the stack config or program, rotate it, and "
+        "set it with pulumi config set --secret so it reaches only a secret store.",
+    ),
+    every_type=_credentials,
+)
 
 
 DIGEST_PINNED = ResourceRule(
@@ -196,37 +134,5 @@ DIGEST_PINNED = ResourceRule(
         "as the registry reports it after the push.",
     )
 )
-DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
-
-
-def _unpinned(kind: str, name: str, images: Sequence[Any]) -> Iterator[str]:
-    # Unknown values (an image from another resource's output) are not strings: not judged.
-    for image in images:
-        if isinstance(image, str) and not DIGEST.search(image):
-            yield (
-                f"{kind} {name} runs image {image} by tag, which can be moved to other "
-                "content; pin it by digest (image@sha256:<64 hex digits>)."
-            )
-
-
-@DIGEST_PINNED.on(*SANDBOX_POD_KINDS)
-def _pod_images(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
-    yield from _unpinned("SandboxTemplate", ctx.name, images)
-
-
-@DIGEST_PINNED.on("gcp:cloudrunv2/service:Service")
-def _cloud_run_images(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    containers = items(dig(props, "template.containers"))
-    templates = items(dig(props, "template.sandboxes.templates"))
-    images = [dig(entry, "image") for entry in containers + templates]
-    yield from _unpinned("Cloud Run service", ctx.name, images)
-
-
-@DIGEST_PINNED.on("azure-native:app:ContainerAppsSessionPool")
-def _pool_images(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    containers = items(dig(props, "customContainerTemplate.containers"))
-    yield from _unpinned("Session pool", ctx.name, [dig(c, "image") for c in containers])
-
 
 RULES = [PLAINTEXT_ENV, NO_CREDENTIALS, DIGEST_PINNED]

@@ -1,26 +1,13 @@
-"""SES: who may reach a sandbox session, and with which identifier."""
+"""SES: who may reach a sandbox session, and with which identifier.
+
+The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
-
 from pulumi_policy import Severity
 
-from ._common import WORKERS_SCRIPT, Context, ResourceRule, Rule, items, launcher_env
-
-
-def _bindings(props: Mapping[str, Any], kind: str) -> list[str]:
-    return [
-        str(b.get("name", ""))
-        for b in items(props.get("bindings"))
-        if isinstance(b, Mapping) and b.get("type") == kind
-    ]
-
-
-def _matching(names: Sequence[str], patterns: Sequence[str]) -> list[str]:
-    return [n for n in names if any(p.upper() in n.upper() for p in patterns)]
-
+from ._common import ResourceRule, Rule
 
 SERVER_CHOSEN_IDS = ResourceRule(
     Rule(
@@ -42,19 +29,6 @@ SERVER_CHOSEN_IDS = ResourceRule(
         },
     )
 )
-
-
-@SERVER_CHOSEN_IDS.on(WORKERS_SCRIPT)
-def _id_key(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if not _bindings(props, "durable_object_namespace"):
-        return
-    if not _matching(_bindings(props, "secret_text"), ctx.setting("sessionKeyBindings")):
-        yield (
-            f"Worker {ctx.name} routes to Durable Objects without a secret id key binding, so "
-            "object ids come from client input; add the session-id key as a secret_text "
-            "binding."
-        )
-
 
 AUTHENTICATED_WORKER = ResourceRule(
     Rule(
@@ -81,25 +55,6 @@ AUTHENTICATED_WORKER = ResourceRule(
     )
 )
 
-
-@AUTHENTICATED_WORKER.on(WORKERS_SCRIPT)
-def _auth_key(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if not _matching(_bindings(props, "secret_text"), ctx.setting("authBindings")):
-        yield (
-            f"Worker {ctx.name} has no secret binding to authenticate requests with; bind the "
-            "bearer or JWT key as a secret_text binding and reject other requests with 401."
-        )
-
-
-@AUTHENTICATED_WORKER.on("cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain")
-def _workers_dev(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    if props.get("enabled") is True and not ctx.setting("allowWorkersDev"):
-        yield (
-            f"{ctx.name} exposes the sandbox Worker on workers.dev; set enabled to false and "
-            "route through the account's own domain."
-        )
-
-
 SIGNED_WEBHOOKS = ResourceRule(
     Rule(
         id="SBX-SES-003",
@@ -119,19 +74,5 @@ SIGNED_WEBHOOKS = ResourceRule(
         },
     )
 )
-
-
-@SIGNED_WEBHOOKS.on("aws:lambda/function:Function")
-def _webhook_secret(props: Mapping[str, Any], ctx: Context) -> Iterator[str]:
-    variables = launcher_env(props)
-    if variables is None:
-        return
-    if not _matching(list(variables), ctx.setting("webhookSecretVariables")):
-        yield (
-            f"Launcher function {ctx.name} is not given a webhook signing secret, so it cannot "
-            "verify webhooks; pass the secret's ARN in its environment and verify each "
-            "signature."
-        )
-
 
 RULES = [SERVER_CHOSEN_IDS, AUTHENTICATED_WORKER, SIGNED_WEBHOOKS]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from sandboxkit.egress import EgressRule
+from sandboxkit.gcp.response_policy import ResponseRule
 
 
 class CloudRunSandboxArgs(TypedDict, total=False):
@@ -48,7 +49,10 @@ class CloudRunSandboxArgs(TypedDict, total=False):
     egress_mode: str
     """``deny``, ``allowlist`` or ``open``."""
     egress_rules: tuple[EgressRule, ...]
-    """Allowlist entries: exact names and IP addresses (no wildcards)."""
+    """Allowlist entries: exact names and IPv4 addresses (no wildcards, no IPv6)."""
+    dns_rules: tuple[ResponseRule, ...]
+    """The sandbox network's response policy rules (``response_policy.response_rules``);
+    empty for egress ``open``, which gets no response policy."""
     log_retention_days: int
     """Days the audit log bucket keeps logs."""
     labels: dict[str, str]

@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
+from sandboxkit.gcp.dns import response_policy
 
 # Project roles of the launcher's service account, each for one thing the launcher does:
 LAUNCHER_ROLES = (
@@ -35,11 +36,16 @@ INGRESS = {
     "internal": "INGRESS_TRAFFIC_INTERNAL_ONLY",
     "internal-and-cloud-load-balancing": "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER",
 }
-# Firewall policy rule priorities: lower numbers win. Every allow sits below ALLOW_LAST, the
-# catch-all deny far above it, so no allow can ever be shadowed by, or outrank, the deny.
+# Firewall policy rule priorities: lower numbers win. The non-public denies come before every
+# allow, the allows from ALLOW_FIRST_PRIORITY up, the catch-all deny far above them, so no
+# allow can outrank the non-public denies or be shadowed by the catch-all.
 DENY_NON_PUBLIC_PRIORITY = 900
 ALLOW_FIRST_PRIORITY = 1000
 DENY_ALL_PRIORITY = 65000
+# Destinations one rule takes: 100 FQDNs, 5000 IP ranges (pulumi-gcp 10.2
+# compute.NetworkFirewallPolicyRule match.dest_fqdns / dest_ip_ranges); longer lists take
+# further rules, "allow-fqdn-443-2" and on.
+MAX_DESTINATIONS = {"fqdn": 100, "ipv4": 5000}
 _OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$")
 
 
@@ -57,14 +63,17 @@ class CloudRunSandbox(pulumi.ComponentResource):
         ``<name>-network``, ``<name>-subnet``, ``<name>-router`` and ``<name>-nat`` (egress
         ``allowlist`` or ``open`` only), ``<name>-firewall-policy``,
         ``<name>-firewall-association``, the rules ``<name>-deny-all-ipv4`` and
-        ``<name>-deny-all-ipv6`` plus ``<name>-allow-fqdn-<port>``, ``<name>-allow-ipv4-<port>``,
-        ``<name>-allow-ipv6-<port>`` (allowlist) or ``<name>-deny-non-public-ipv4/6`` and
-        ``<name>-allow-public-ipv4/6`` (open), ``<name>-service``, ``<name>-invoker-<n>`` per
-        invoker, ``<name>-log-bucket`` and ``<name>-log-sink``.
+        ``<name>-deny-all-ipv6``, with ``<name>-deny-non-public-ipv4/6`` ahead of every allow
+        (allowlist and open), plus ``<name>-allow-fqdn-<port>[-<n>]`` and
+        ``<name>-allow-ipv4-<port>[-<n>]`` (allowlist; ``-<n>`` from the second rule of a list
+        longer than ``MAX_DESTINATIONS``) or ``<name>-allow-public-ipv4/6`` (open),
+        ``<name>-dns-policy`` and ``<name>-dns-<rule>`` per response policy rule (``deny``
+        and ``allowlist``; see ``sandboxkit.gcp.dns``), ``<name>-service``,
+        ``<name>-invoker-<n>`` per invoker, ``<name>-log-bucket`` and ``<name>-log-sink``.
 
     Raises:
         ValueError: an object name that cannot prefix GCP names, slots or instance counts out
-            of range, a wildcard allowlist entry, or a public invoker.
+            of range, a wildcard or IPv6 allowlist entry, or a public invoker.
     """
 
     service_uri: pulumi.Output[str]
@@ -85,6 +94,8 @@ class CloudRunSandbox(pulumi.ComponentResource):
             raise ValueError(f"min_instances {args['min_instances']}: from 0 to max_instances")
         if any(rule.kind == "wildcard" for rule in args["egress_rules"]):
             raise ValueError("egress_rules: exact names only (Cloud NGFW FQDN objects)")
+        if any(rule.kind == "ip" and ":" in rule.host for rule in args["egress_rules"]):
+            raise ValueError("egress_rules: IPv4 addresses only (the subnet is IPv4-only)")
         if any(
             p.split(":")[0] not in ("user", "group", "serviceAccount") for p in args["invokers"]
         ):
@@ -138,6 +149,16 @@ class CloudRunSandbox(pulumi.ComponentResource):
             opts=child,
         )
         rules = self._egress_rules(name, project, policy.name, child)
+        # Sandbox DNS resolves the allowlist only: every other name is answered inside Cloud
+        # DNS, never recursed to its owner's name servers (no DNS tunnel).
+        dns = response_policy(
+            name,
+            project=project,
+            policy_name=f"{object_name}-run-dns",
+            network=network.id,
+            rules=args["dns_rules"],
+            opts=child,
+        )
 
         template: Any = {
             "service_account": account.email,
@@ -180,8 +201,10 @@ class CloudRunSandbox(pulumi.ComponentResource):
             invoker_iam_disabled=False,
             labels=labels,
             template=template,
-            # Egress walls and the account's roles exist before the first sandbox can start.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[association, *rules, *grants]),
+            # Egress and DNS walls and the account's roles exist before the first sandbox starts.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[association, *rules, *dns, *grants]
+            ),
         )
         for index, principal in enumerate(args["invokers"]):
             gcp.cloudrunv2.ServiceIamMember(
@@ -235,35 +258,21 @@ class CloudRunSandbox(pulumi.ComponentResource):
         policy: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
     ) -> list[gcp.compute.NetworkFirewallPolicyRule]:
-        """Allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up), then the
-        catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
+        """Denies of the non-public ranges at ``DENY_NON_PUBLIC_PRIORITY`` (``allowlist`` and
+        ``open``), allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up),
+        then the catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
 
-        DNS needs no rule: Cloud Run resolves names through the metadata server, which
-        firewall rules never block (https://cloud.google.com/firewall/docs/firewalls
-        "Always allowed traffic"), and which is also the resolver FQDN objects are programmed
-        from.
+        DNS takes no firewall rule: Cloud Run resolves names through the metadata server,
+        which firewall rules never block (https://cloud.google.com/firewall/docs/firewalls
+        "Always allowed traffic"); the response policy (``sandboxkit.gcp.dns``) decides which
+        names resolve, for sandboxes and for the FQDN objects alike.
         """
         specs: list[tuple[str, str, int, Any]] = []
         mode = self._args["egress_mode"]
-        if mode == "allowlist":
-            by_port: dict[tuple[str, int], list[str]] = defaultdict(list)
-            for rule in self._args["egress_rules"]:
-                if rule.kind == "name":
-                    by_port[("fqdn", rule.port)].append(rule.host)
-                else:
-                    family = "ipv6" if ":" in rule.host else "ipv4"
-                    by_port[(family, rule.port)].append(rule.cidr)
-            for priority, ((kind, port), hosts) in enumerate(
-                sorted(by_port.items()), start=ALLOW_FIRST_PRIORITY
-            ):
-                field = "dest_fqdns" if kind == "fqdn" else "dest_ip_ranges"
-                match = {field: sorted(hosts), "layer4_configs": _ports(port)}
-                specs.append((f"allow-{kind}-{port}", "allow", priority, match))
-        elif mode == "open":
-            for family, non_public, everything in (
-                ("ipv4", NON_PUBLIC_IPV4, "0.0.0.0/0"),
-                ("ipv6", NON_PUBLIC_IPV6, "::/0"),
-            ):
+        if mode != "deny":
+            # Ahead of every allow: an allowed name that resolves to a private, link-local or
+            # loopback address (DNS rebinding) reaches nothing there.
+            for family, non_public in (("ipv4", NON_PUBLIC_IPV4), ("ipv6", NON_PUBLIC_IPV6)):
                 specs.append(
                     (
                         f"deny-non-public-{family}",
@@ -272,6 +281,25 @@ class CloudRunSandbox(pulumi.ComponentResource):
                         {"dest_ip_ranges": list(non_public), "layer4_configs": _ports(None)},
                     )
                 )
+        if mode == "allowlist":
+            by_port: dict[tuple[str, int], list[str]] = defaultdict(list)
+            for rule in self._args["egress_rules"]:
+                if rule.kind == "name":
+                    by_port[("fqdn", rule.port)].append(rule.host)
+                else:
+                    by_port[("ipv4", rule.port)].append(rule.cidr)
+            priority = ALLOW_FIRST_PRIORITY
+            for (kind, port), hosts in sorted(by_port.items()):
+                field = "dest_fqdns" if kind == "fqdn" else "dest_ip_ranges"
+                size = MAX_DESTINATIONS[kind]
+                for part, start in enumerate(range(0, len(hosts), size), start=1):
+                    rule_name = f"allow-{kind}-{port}" + (f"-{part}" if part > 1 else "")
+                    chunk = sorted(hosts)[start : start + size]
+                    match = {field: chunk, "layer4_configs": _ports(port)}
+                    specs.append((rule_name, "allow", priority, match))
+                    priority += 1
+        elif mode == "open":
+            for family, everything in (("ipv4", "0.0.0.0/0"), ("ipv6", "::/0")):
                 specs.append(
                     (
                         f"allow-public-{family}",

@@ -17,8 +17,10 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from sandboxkit.egress import parse_rule
 from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
@@ -71,6 +73,18 @@ def _named_principal(value: str) -> str:
             "domain: would open the launcher to the public or a whole domain"
         )
     return value
+
+
+def _exact_name(value: str) -> str:
+    try:
+        rule = parse_rule(value)
+    except ValueError as error:
+        raise ValueError(str(error)) from None
+    if rule.kind != "name" or ":" in value:
+        raise ValueError(
+            "an exact DNS name without a port, such as dualstack.python.map.fastly.net"
+        )
+    return rule.host
 
 
 class _Strict(BaseModel):
@@ -155,6 +169,11 @@ class CloudRunSettings(GcpSettings):
             or larger.
         templates: sandbox templates (no environment variables); setting any makes the launch
             stage ``ALPHA``.
+        cnameTargets: exact names the allowlisted names' DNS answers are CNAMEs to (egress
+            ``allowlist`` only); each resolves for sandboxes too, with no firewall allow of its
+            own. From 2027-01-05 Cloud DNS applies the response policy to every name of a CNAME
+            chain (https://cloud.google.com/dns/docs/cnamechasing), so an allowed name whose
+            chain passes an unlisted name stops resolving without them.
     """
 
     image: Annotated[str, Field(min_length=1)]
@@ -169,6 +188,10 @@ class CloudRunSettings(GcpSettings):
     ] = ()
     subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
     templates: Annotated[tuple[SandboxTemplate, ...], Field(strict=False)] = ()
+    cname_targets: Annotated[
+        tuple[Annotated[str, Field(strict=True), AfterValidator(_exact_name)], ...],
+        Field(strict=False, alias="cnameTargets"),
+    ] = ()
 
     @model_validator(mode="after")
     def _subnet_large_enough(self) -> CloudRunSettings:
@@ -310,15 +333,19 @@ def max_concurrent_where(asked: int, slots: int, max_instances: int) -> str:
 
 
 def check_egress(profile: SandboxProfile) -> None:
-    """Refuse allowlist entries Cloud NGFW FQDN objects cannot express.
+    """Refuse allowlist entries this target cannot admit exactly.
+
+    Wildcards: Cloud NGFW FQDN objects match exact names. IPv6 addresses: the Direct VPC
+    egress subnet is IPv4-only, so an IPv6 allow rule would admit nothing (narrower than the
+    profile asks, refused rather than silently dead).
 
     Raises:
-        ConfigError: one problem per wildcard entry, naming ``sandboxkit:profile.egress.allow``.
+        ConfigError: one problem per such entry, naming ``sandboxkit:profile.egress.allow``.
     """
-    wildcards = [rule for rule in profile.egress.allow if rule.kind == "wildcard"]
-    if wildcards:
-        raise ConfigError(
-            *(
+    problems = []
+    for rule in profile.egress.allow:
+        if rule.kind == "wildcard":
+            problems.append(
                 Problem(
                     "sandboxkit:profile.egress.allow",
                     str(rule),
@@ -328,9 +355,19 @@ def check_egress(profile: SandboxProfile) -> None:
                     f"name under {rule.host} sandboxes need, or put Secure Web Proxy (which "
                     "matches wildcard hosts) in front of the VPC yourself",
                 )
-                for rule in wildcards
             )
-        )
+        elif rule.kind == "ip" and ":" in rule.host:
+            problems.append(
+                Problem(
+                    "sandboxkit:profile.egress.allow",
+                    str(rule),
+                    f"a name or an IPv4 address for target {TARGET}: the Direct VPC egress "
+                    "subnet is IPv4-only, so sandboxes could never reach an IPv6 address; "
+                    "list the host's name or its IPv4 address",
+                )
+            )
+    if problems:
+        raise ConfigError(*problems)
 
 
 def template_spec(template: SandboxTemplate) -> dict[str, Any]:
@@ -351,10 +388,21 @@ def cloudrun_args(
     """Map the profile and ``sandboxkit:gcp-cloudrun`` settings to component inputs.
 
     Raises:
-        ConfigError: see ``check_egress`` and ``service_sizing``.
+        ConfigError: see ``check_egress`` and ``service_sizing``; ``cnameTargets`` with an
+            egress mode other than ``allowlist``.
     """
     check_egress(profile)
     sizing = service_sizing(profile, settings)
+    mode = profile.egress.mode
+    if settings.cname_targets and mode != "allowlist":
+        raise ConfigError(
+            Problem(
+                f"sandboxkit:{TARGET}.cnameTargets",
+                list(settings.cname_targets),
+                f"no names with egress mode {mode}: CNAME targets resolve only for allowlisted "
+                "names (deny resolves no name; open resolves every name)",
+            )
+        )
     return CloudRunSandboxArgs(
         project=settings.project,
         region=settings.region,
@@ -373,6 +421,7 @@ def cloudrun_args(
         subnet_cidr=settings.subnet_cidr,
         egress_mode=profile.egress.mode,
         egress_rules=profile.egress.allow,
+        dns_rules=response_rules(mode, profile.egress.allow, settings.cname_targets),
         log_retention_days=profile.audit.log_retention_days,
         labels=context.labels(),
     )
@@ -405,12 +454,21 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     ) -> dict[str, Enforcement]:
         """Where each field is enforced on Cloud Run."""
         slots = plan["slots"]
+        assumed = (
+            " (no DNS tunnel; Google documents the VPC's DNS for Direct VPC egress through "
+            "private zones, and the response policy is assumed to apply the same way)"
+        )
         egress_where = {
             "deny": "network firewall policy on the Direct VPC egress network (ALL_TRAFFIC): "
-            "deny all egress; no Cloud NAT. Sandboxes start without network either",
+            "deny all egress; no Cloud NAT, no default route; a Cloud DNS response policy on "
+            f"the network answers every name itself{assumed}. Sandboxes start without "
+            "network either",
             "allowlist": "network firewall policy on the Direct VPC egress network "
-            "(ALL_TRAFFIC): allow exact FQDN objects (destFqdns) and /32 or /128 IP ranges "
-            "per port, deny everything else; applies even to sandboxes run with --allow-egress",
+            "(ALL_TRAFFIC): allow exact FQDN objects (destFqdns) and /32 IP ranges per port, "
+            "deny everything else; applies even to sandboxes run with --allow-egress. "
+            "Names are enforced by resolved address only: any site on an allowed name's "
+            "addresses passes. A Cloud DNS response policy on the network resolves the "
+            f"allowlisted names only and answers every other name itself{assumed}",
             "open": "network firewall policy: deny private, link-local and metadata ranges, "
             "allow public addresses through Cloud NAT",
         }[profile.egress.mode]

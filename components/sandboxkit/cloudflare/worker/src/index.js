@@ -2,7 +2,7 @@
 //
 // Request path: client -> Worker fetch (bearer auth, validation) -> Durable Object `Sandbox`
 // (named by an HMAC, never by the client's string) -> the DO's own container via `ctx.container`.
-// Container egress path: container -> Cloudflare's outbound interception -> `EgressGateway`
+// Container egress path: container -> Cloudflare's outbound interception (listed hosts only) -> `EgressGateway`
 // (a WorkerEntrypoint of this script) -> `decideEgress` -> `fetch` only when allowed.
 //
 // Bindings (names are the deployment contract; see README.md):
@@ -18,6 +18,18 @@
 // import sibling files.
 
 import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
+
+// The binding names above, as this file reads them. A copy of sandboxkit.contract's
+// *_BINDING names (tests/cloudflare/test_worker_contract.py fails when they differ).
+export const BINDINGS = Object.freeze({
+  sandbox: "SANDBOX",
+  authToken: "AUTH_TOKEN",
+  sandboxIdKey: "SANDBOX_ID_KEY",
+  egressPolicy: "EGRESS_POLICY",
+  idleTimeout: "IDLE_TIMEOUT_SECONDS",
+  maxLifetime: "MAX_LIFETIME_SECONDS",
+  execTimeout: "EXEC_TIMEOUT_SECONDS",
+});
 
 // Tenant and session ids: a conservative charset keeps them safe in paths and logs, and it
 // excludes NUL, which separates them in the HMAC message (no two pairs can share a message).
@@ -166,13 +178,13 @@ function readSeconds(env, name) {
 
 /** Settings every sandbox route needs; EGRESS_POLICY is checked separately (exec only). */
 function loadLimits(env) {
-  const idKey = readSecret(env, "SANDBOX_ID_KEY");
+  const idKey = readSecret(env, BINDINGS.sandboxIdKey);
   if (!idKey.ok) return idKey;
   const out = { ok: true, idKey: idKey.value };
   for (const [name, field] of [
-    ["IDLE_TIMEOUT_SECONDS", "idleSeconds"],
-    ["MAX_LIFETIME_SECONDS", "maxLifetimeSeconds"],
-    ["EXEC_TIMEOUT_SECONDS", "execTimeoutSeconds"],
+    [BINDINGS.idleTimeout, "idleSeconds"],
+    [BINDINGS.maxLifetime, "maxLifetimeSeconds"],
+    [BINDINGS.execTimeout, "execTimeoutSeconds"],
   ]) {
     const parsed = readSeconds(env, name);
     if (!parsed.ok) return parsed;
@@ -187,6 +199,79 @@ function misconfigured(message) {
 
 // ---------------------------------------------------------------------------------------------
 // Egress policy
+//
+// The kit's egress contract (sandboxkit's egress model; README "EGRESS_POLICY"): an exact name
+// matches only itself; `*.x` matches every name below x at any depth and never x; a port belongs
+// to its entry only; `deny` admits nothing (this target needs no control-plane host: the Durable
+// Object reaches its container through `getTcpPort`, which is ingress); `open` admits public
+// destinations only.
+
+// Copies of sandboxkit.contract (NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, INTERNAL_SUFFIXES) and of the
+// globally reachable IANA rows inside NON_PUBLIC_IPV4 (sandboxkit.addresses): this file cannot
+// import Python, so tests/cloudflare/test_worker_contract.py fails when the copies differ.
+// NON_PUBLIC_* are the blocks `open` takes out whole: every block IANA's special-purpose
+// registries do not call globally reachable, multicast, IPv6 outside 2000::/3, and every IPv6
+// prefix carrying an IPv4 address (NAT64 and IPv4-mapped inside ::/8, 6to4, Teredo).
+export const NON_PUBLIC_IPV4 = Object.freeze([
+  "0.0.0.0/8",
+  "10.0.0.0/8",
+  "100.64.0.0/10",
+  "127.0.0.0/8",
+  "169.254.0.0/16",
+  "172.16.0.0/12",
+  "192.0.0.0/24",
+  "192.0.2.0/24",
+  "192.88.99.0/24",
+  "192.168.0.0/16",
+  "198.18.0.0/15",
+  "198.51.100.0/24",
+  "203.0.113.0/24",
+  "224.0.0.0/4",
+  "240.0.0.0/4",
+]);
+export const NON_PUBLIC_IPV6 = Object.freeze([
+  "::/8",
+  "100::/8",
+  "200::/7",
+  "400::/6",
+  "800::/5",
+  "1000::/4",
+  "2001::/23",
+  "2001:db8::/32",
+  "2002::/16",
+  "3fff::/20",
+  "4000::/3",
+  "6000::/3",
+  "8000::/3",
+  "a000::/3",
+  "c000::/3",
+  "e000::/4",
+  "f000::/5",
+  "f800::/6",
+  "fc00::/7",
+  "fe00::/9",
+  "fe80::/10",
+  "fec0::/10",
+  "ff00::/8",
+]);
+// Globally reachable rows inside NON_PUBLIC_IPV4 (IETF anycast): still excluded as part of their
+// block, but an IPv4 address an ISATAP identifier carries is judged by its own row.
+export const PUBLIC_INSIDE_NON_PUBLIC_IPV4 = Object.freeze(["192.0.0.9/32", "192.0.0.10/32"]);
+export const INTERNAL_SUFFIXES = Object.freeze([
+  ".internal",
+  ".local",
+  ".localhost",
+  ".localdomain",
+  ".svc",
+  ".goog",
+  ".home.arpa",
+  ".default",
+]);
+
+// Cloudflare Containers route only ports 80 (HTTP) and 443 (HTTPS) through outbound
+// interception; with enableInternet false every other port is dropped ("Handle outbound
+// traffic" > "Non-HTTP traffic", developers.cloudflare.com/containers/configuration/outbound-traffic/).
+const INTERCEPTED = Object.freeze({ 80: "interceptOutboundHttp", 443: "interceptOutboundHttps" });
 
 const DNS_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
@@ -203,75 +288,162 @@ function looksLikeIpLiteral(host) {
   return /^(0x[0-9a-f]*|[0-9]+)$/i.test(last);
 }
 
+/** Dotted-decimal IPv4 (as WHATWG URL serialises it) as a BigInt, or null. */
+function ipv4Value(text) {
+  const parts = text.split(".");
+  if (parts.length !== 4) return null;
+  let value = 0n;
+  for (const part of parts) {
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(part) || Number(part) > 255) return null;
+    value = (value << 8n) | BigInt(part);
+  }
+  return value;
+}
+
+/** IPv6 text of hex groups with at most one "::" (WHATWG URL's serialisation) as a BigInt, or null. */
+function ipv6Value(text) {
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const groups = halves.map((half) => (half === "" ? [] : half.split(":")));
+  const missing = 8 - groups.reduce((n, g) => n + g.length, 0);
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  const all = halves.length === 1 ? groups[0] : [...groups[0], ...Array(missing).fill("0"), ...groups[1]];
+  let value = 0n;
+  for (const group of all) {
+    if (!/^[0-9a-f]{1,4}$/i.test(group)) return null;
+    value = (value << 16n) | BigInt(`0x${group}`);
+  }
+  return value;
+}
+
+function parseCidr(text) {
+  const [address, bits] = text.split("/");
+  const family = address.includes(":") ? 6 : 4;
+  const width = family === 6 ? 128n : 32n;
+  const value = family === 6 ? ipv6Value(address) : ipv4Value(address);
+  return { text, family, shift: width - BigInt(bits), value };
+}
+
+const NON_PUBLIC_RANGES = [...NON_PUBLIC_IPV4, ...NON_PUBLIC_IPV6].map(parseCidr);
+const PUBLIC_EXCEPTIONS_IPV4 = PUBLIC_INSIDE_NON_PUBLIC_IPV4.map(parseCidr);
+
+function rangeOf(ranges, family, value) {
+  return ranges.find((r) => r.family === family && value >> r.shift === r.value >> r.shift)?.text ?? null;
+}
+
+/**
+ * Why an IP literal host (URL form: dotted IPv4 or bracketed IPv6) is not a public destination,
+ * or null when it is one; the contract's `open` test (sandboxkit.addresses.open_admits):
+ * - inside a NON_PUBLIC block: refused, whole blocks, so every IPv6 prefix that carries an IPv4
+ *   address is refused whatever it carries (`[64:ff9b::a9fe:a9fe]` is 169.254.169.254 through
+ *   NAT64, inside ::/8);
+ * - an ISATAP interface identifier (RFC 5214 section 6.1: 0000:5efe or 0200:5efe in bits 64-95)
+ *   follows any prefix, so it is judged by the IPv4 address in its last 32 bits: refused when
+ *   that address is inside NON_PUBLIC_IPV4 and not one of its globally reachable rows.
+ * A host that does not parse is refused (fail closed).
+ */
+function nonPublicReason(host) {
+  const family = host.startsWith("[") ? 6 : 4;
+  const value = family === 6 ? ipv6Value(host.slice(1, -1)) : ipv4Value(host);
+  if (value === null) return "not an address the gateway can read";
+  const range = rangeOf(NON_PUBLIC_RANGES, family, value);
+  if (range !== null) return range;
+  if (family === 6 && ((value >> 48n) & 0xfdffn) === 0n && ((value >> 32n) & 0xffffn) === 0x5efen) {
+    const carried = value & 0xffffffffn;
+    const block = rangeOf(NON_PUBLIC_RANGES, 4, carried);
+    if (block !== null && rangeOf(PUBLIC_EXCEPTIONS_IPV4, 4, carried) === null) {
+      return `ISATAP identifier carrying ${[24n, 16n, 8n, 0n].map((b) => (carried >> b) & 255n).join(".")}, inside ${block}`;
+    }
+  }
+  return null;
+}
+
+/** The INTERNAL_SUFFIXES entry a DNS name ends with (or is, without the dot), or null. */
+function internalSuffix(name) {
+  return INTERNAL_SUFFIXES.find((suffix) => `.${name}`.endsWith(suffix)) ?? null;
+}
+
 /**
  * Validates EGRESS_POLICY (a JSON string or an already parsed object).
  *
- * Shape: {"mode": "deny"|"allowlist"|"open", "allow": [{"host": str, "port": int, "wildcard"?: bool}]}.
- * `allow` is required for "allowlist". Hosts are DNS names (lowercased, one trailing dot
- * dropped), never IP literals or `*` patterns; `wildcard: true` means subdomains of `host` only
- * and needs a host of two or more labels.
+ * Shape: {"mode": "deny"|"allowlist"|"open", "allow": [{"host": str, "port": 80|443, "wildcard"?: bool}]}.
+ * `allow` is required for "allowlist". Hosts are public DNS names (lowercased, one trailing dot
+ * dropped), never IP literals, `*` patterns or names under INTERNAL_SUFFIXES; `wildcard: true`
+ * means every name below `host` (never `host` itself) and needs a host of two or more labels.
+ * Ports are 80 or 443 only: Cloudflare Containers intercept no other port, so an entry on
+ * another port could never be reached.
  * Unknown keys are errors so that a typo cannot silently change the meaning of a policy.
  *
  * @returns {{ok: true, policy: {mode: string, allow: {host: string, port: number, wildcard: boolean}[]}} | {ok: false, error: string}}
  */
 export function parseEgressPolicy(raw) {
   if (raw === undefined || raw === null || raw === "") {
-    return { ok: false, error: "EGRESS_POLICY is not set" };
+    return { ok: false, error: `${BINDINGS.egressPolicy} is not set` };
   }
   let value = raw;
   if (typeof raw === "string") {
     try {
       value = JSON.parse(raw);
     } catch {
-      return { ok: false, error: "EGRESS_POLICY is not valid JSON" };
+      return { ok: false, error: `${BINDINGS.egressPolicy} is not valid JSON` };
     }
   }
-  if (!isPlainObject(value)) return { ok: false, error: "EGRESS_POLICY must be a JSON object" };
+  if (!isPlainObject(value)) return { ok: false, error: `${BINDINGS.egressPolicy} must be a JSON object` };
   for (const key of Object.keys(value)) {
     if (key !== "mode" && key !== "allow") {
-      return { ok: false, error: `EGRESS_POLICY has unknown key '${key}'` };
+      return { ok: false, error: `${BINDINGS.egressPolicy} has unknown key '${key}'` };
     }
   }
   if (!EGRESS_MODES.has(value.mode)) {
-    return { ok: false, error: "EGRESS_POLICY.mode must be one of deny, allowlist, open" };
+    return { ok: false, error: `${BINDINGS.egressPolicy}.mode must be one of deny, allowlist, open` };
   }
   if (value.allow === undefined && value.mode === "allowlist") {
-    return { ok: false, error: "EGRESS_POLICY.allow is required when mode is allowlist" };
+    return { ok: false, error: `${BINDINGS.egressPolicy}.allow is required when mode is allowlist` };
   }
   const entries = value.allow ?? [];
-  if (!Array.isArray(entries)) return { ok: false, error: "EGRESS_POLICY.allow must be an array" };
+  if (!Array.isArray(entries)) return { ok: false, error: `${BINDINGS.egressPolicy}.allow must be an array` };
   const allow = [];
   for (const [i, entry] of entries.entries()) {
-    const where = `EGRESS_POLICY.allow[${i}]`;
-    if (!isPlainObject(entry)) return { ok: false, error: `${where} must be an object` };
-    for (const key of Object.keys(entry)) {
-      if (key !== "host" && key !== "port" && key !== "wildcard") {
-        return { ok: false, error: `${where} has unknown key '${key}'` };
-      }
-    }
-    if (typeof entry.host !== "string") return { ok: false, error: `${where}.host must be a string` };
-    let host = entry.host.toLowerCase();
-    if (host.endsWith(".")) host = host.slice(0, -1);
-    if (host.includes("*")) {
-      return { ok: false, error: `${where}.host must not contain '*'; set wildcard: true instead` };
-    }
-    if (looksLikeIpLiteral(host)) {
-      return { ok: false, error: `${where}.host must be a DNS name, not an IP address` };
-    }
-    if (!isDnsName(host)) return { ok: false, error: `${where}.host is not a valid DNS name` };
-    if (!Number.isInteger(entry.port) || entry.port < 1 || entry.port > 65535) {
-      return { ok: false, error: `${where}.port must be an integer from 1 to 65535` };
-    }
-    if (entry.wildcard !== undefined && typeof entry.wildcard !== "boolean") {
-      return { ok: false, error: `${where}.wildcard must be a boolean` };
-    }
-    if (entry.wildcard === true && !host.includes(".")) {
-      // `*.com` would open a whole top-level domain; say so instead of allowing it.
-      return { ok: false, error: `${where}.host needs at least two labels when wildcard is true` };
-    }
-    allow.push({ host, port: entry.port, wildcard: entry.wildcard === true });
+    const parsed = parseAllowEntry(entry, `${BINDINGS.egressPolicy}.allow[${i}]`);
+    if (parsed.error !== undefined) return { ok: false, error: parsed.error };
+    allow.push(parsed.entry);
   }
   return { ok: true, policy: { mode: value.mode, allow } };
+}
+
+function parseAllowEntry(entry, where) {
+  if (!isPlainObject(entry)) return { error: `${where} must be an object` };
+  for (const key of Object.keys(entry)) {
+    if (key !== "host" && key !== "port" && key !== "wildcard") {
+      return { error: `${where} has unknown key '${key}'` };
+    }
+  }
+  if (typeof entry.host !== "string") return { error: `${where}.host must be a string` };
+  let host = entry.host.toLowerCase();
+  if (host.endsWith(".")) host = host.slice(0, -1);
+  if (host.includes("*")) {
+    return { error: `${where}.host must not contain '*'; set wildcard: true instead` };
+  }
+  if (looksLikeIpLiteral(host)) return { error: `${where}.host must be a DNS name, not an IP address` };
+  if (!isDnsName(host)) return { error: `${where}.host is not a valid DNS name` };
+  const suffix = internalSuffix(host);
+  if (suffix !== null) {
+    return { error: `${where}.host ${host} is an internal name (${suffix}); sandboxes reach public hosts only` };
+  }
+  if (!Number.isInteger(entry.port) || entry.port < 1 || entry.port > 65535) {
+    return { error: `${where}.port must be an integer from 1 to 65535` };
+  }
+  if (INTERCEPTED[entry.port] === undefined) {
+    return { error: `${where}.port must be 80 or 443: Cloudflare Containers intercept no other port` };
+  }
+  if (entry.wildcard !== undefined && typeof entry.wildcard !== "boolean") {
+    return { error: `${where}.wildcard must be a boolean` };
+  }
+  if (entry.wildcard === true && !host.includes(".")) {
+    // `*.com` would open a whole top-level domain; say so instead of allowing it.
+    return { error: `${where}.host needs at least two labels when wildcard is true` };
+  }
+  return { entry: { host, port: entry.port, wildcard: entry.wildcard === true } };
 }
 
 /**
@@ -315,11 +487,15 @@ export function parseEgressTarget(input) {
  * or object). Pure: no I/O, no clock.
  *
  * deny      blocks everything.
- * open      allows every parseable http/https URL.
+ * open      allows http/https URLs to public destinations, on any port: IP literals that
+ *           nonPublicReason passes (outside every NON_PUBLIC block, no ISATAP identifier
+ *           carrying a non-public IPv4 address) and DNS names of two or more labels outside
+ *           INTERNAL_SUFFIXES.
  * allowlist allows a URL only when its host and port equal a listed entry (port from the URL,
- *           else 443 for https and 80 for http; `wildcard: true` entries match subdomains, not
- *           the apex). IP literals in any spelling, userinfo and malformed names are denied.
- * An invalid policy denies everything.
+ *           else 443 for https and 80 for http; `wildcard: true` entries match every name below
+ *           the entry at any depth, never the entry itself). IP literals in any spelling are denied.
+ * In every mode other than deny, userinfo and malformed names are denied; an invalid policy
+ * denies everything.
  *
  * @returns {{allowed: boolean, reason: string}}
  */
@@ -330,12 +506,12 @@ export function decideEgress(policy, url) {
   if (mode === "deny") return { allowed: false, reason: "egress mode 'deny' blocks all requests" };
   const target = parseEgressTarget(url);
   if (!target.ok) return { allowed: false, reason: target.reason };
-  if (mode === "open") return { allowed: true, reason: "egress mode 'open' allows all requests" };
   if (target.hasUserinfo) {
     return { allowed: false, reason: "URLs with userinfo (user@host) are not allowed" };
   }
-  if (target.isIp) return { allowed: false, reason: "IP literal hosts are not allowed" };
   if (!target.validName) return { allowed: false, reason: "host is not a valid DNS name" };
+  if (mode === "open") return decideOpen(target);
+  if (target.isIp) return { allowed: false, reason: "IP literal hosts are not allowed" };
   for (const entry of allow) {
     if (entry.port !== target.port) continue;
     if (!entry.wildcard && target.host === entry.host) {
@@ -346,6 +522,65 @@ export function decideEgress(policy, url) {
     }
   }
   return { allowed: false, reason: `${target.host}:${target.port} is not in the allowlist` };
+}
+
+function decideOpen(target) {
+  const where = `${target.host}:${target.port}`;
+  if (target.isIp) {
+    const why = nonPublicReason(target.host);
+    if (why !== null) return { allowed: false, reason: `${where} is not a public address (${why})` };
+  } else {
+    const suffix = internalSuffix(target.host);
+    if (suffix !== null) return { allowed: false, reason: `${where} is an internal name (${suffix})` };
+    if (!target.host.includes(".")) {
+      return { allowed: false, reason: `${where} is a single-label name, not a public one` };
+    }
+  }
+  return { allowed: true, reason: `egress mode 'open' allows the public destination ${where}` };
+}
+
+/**
+ * The outbound interceptions that give the container a path to EgressGateway under `policy`
+ * (as decideEgress takes it), in install order: `[{method, pattern?}]` where `method` names a
+ * `ctx.container` method (Durable Object Container API,
+ * developers.cloudflare.com/containers/api/durable-object-container/).
+ *
+ * deny      none: with enableInternet false nothing leaves the container.
+ * allowlist one per distinct (port, host pattern): `interceptOutboundHttp(host)` for port 80,
+ *           `interceptOutboundHttps(host)` for 443; a wildcard entry installs the glob `*.host`,
+ *           where `*` matches any sequence of characters (same page), so every name below host
+ *           and never host. An unlisted name gets no interception and so no path at all.
+ * open      the catch-alls `interceptAllOutboundHttp` and `interceptOutboundHttps("*")`; the
+ *           gateway then refuses non-public destinations.
+ * An invalid policy gets none (nothing is routed; exec also refuses to start a container).
+ *
+ * @returns {{method: string, pattern?: string}[]}
+ */
+export function egressInterceptions(policy) {
+  const parsed = parseEgressPolicy(policy);
+  if (!parsed.ok || parsed.policy.mode === "deny") return [];
+  if (parsed.policy.mode === "open") {
+    return [{ method: "interceptAllOutboundHttp" }, { method: "interceptOutboundHttps", pattern: "*" }];
+  }
+  const plan = [];
+  const seen = new Set();
+  for (const entry of parsed.policy.allow) {
+    const step = { method: INTERCEPTED[entry.port], pattern: entry.wildcard ? `*.${entry.host}` : entry.host };
+    const key = `${step.method} ${step.pattern}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      plan.push(step);
+    }
+  }
+  return plan;
+}
+
+/** Installs `plan` (from egressInterceptions) on `container` (`ctx.container`), in order. */
+export async function installEgressInterceptions(container, plan, gateway) {
+  for (const { method, pattern } of plan) {
+    if (pattern === undefined) await container[method](gateway);
+    else await container[method](pattern, gateway);
+  }
 }
 
 // Headers that describe the hop between container and gateway, not the request itself.
@@ -362,20 +597,24 @@ const HOP_HEADERS = new Set([
 ]);
 
 /**
- * Outbound handler for the container. The Durable Object registers it with
- * `ctx.container.interceptAllOutboundHttp(ctx.exports.EgressGateway({props}))` and
- * `ctx.container.interceptOutboundHttps("*", ...)` (Durable Object Container API,
+ * Outbound handler for the container. The Durable Object installs it with the interceptions
+ * egressInterceptions(EGRESS_POLICY) lists (Durable Object Container API,
  * developers.cloudflare.com/containers/api/durable-object-container/ #interceptoutboundhttp, and
- * "Handle outbound traffic" > "Direct API", developers.cloudflare.com/containers/configuration/outbound-traffic/).
- * The runtime then calls this `fetch` for every HTTP/HTTPS request the container sends;
- * `enableInternet: false` blocks every other protocol and port.
+ * "Handle outbound traffic" > "Direct API", developers.cloudflare.com/containers/configuration/outbound-traffic/):
+ * the runtime calls this `fetch` for the container's HTTP (port 80) and HTTPS (port 443, the
+ * platform terminating TLS with its per-container CA) requests whose Host or SNI matches one of
+ * them; `enableInternet: false` drops everything else.
  *
- * Allowed requests are re-issued to the parsed URL with `redirect: "manual"`, so a redirect goes
- * back to the container and its next hop is decided again rather than followed here.
+ * The gateway is the authority whatever reached it: it decides on the URL it is handed and
+ * re-issues the request itself to exactly that URL (Host header dropped, so upstream Host and SNI
+ * are the checked name and the port is the checked port), never to the address the container
+ * dialled. A name the container claims for another address therefore reaches only the named host.
+ * Allowed requests use `redirect: "manual"`, so a redirect goes back to the container and its
+ * next hop is decided again rather than followed here.
  */
 export class EgressGateway extends WorkerEntrypoint {
   async fetch(request) {
-    const decision = decideEgress(this.env.EGRESS_POLICY, request.url);
+    const decision = decideEgress(this.env[BINDINGS.egressPolicy], request.url);
     const target = parseEgressTarget(request.url);
     console.log(
       JSON.stringify({
@@ -489,14 +728,14 @@ async function readBoundedText(request, limit) {
 
 export default {
   async fetch(request, env) {
-    const token = readSecret(env, "AUTH_TOKEN");
+    const token = readSecret(env, BINDINGS.authToken);
     if (!token.ok) return misconfigured(token.error);
     const authError = await authenticate(request, token.value);
     if (authError !== null) return unauthorized(authError);
 
     const limits = loadLimits(env);
     if (!limits.ok) return misconfigured(limits.error);
-    if (env.SANDBOX === undefined) return misconfigured("SANDBOX durable object binding is missing");
+    if (env[BINDINGS.sandbox] === undefined) return misconfigured(`${BINDINGS.sandbox} durable object binding is missing`);
 
     const route = matchRoute(new URL(request.url).pathname);
     if (route === null) return json(404, { error: "not_found", message: "no such route" });
@@ -514,7 +753,7 @@ export default {
     let op;
     let body = null;
     if (route.resource === "exec") {
-      const policy = parseEgressPolicy(env.EGRESS_POLICY);
+      const policy = parseEgressPolicy(env[BINDINGS.egressPolicy]);
       if (!policy.ok) {
         return misconfigured(`egress policy invalid, all egress denied and exec refused: ${policy.error}`);
       }
@@ -531,7 +770,8 @@ export default {
     }
 
     const name = await deriveSandboxName(limits.idKey, route.tenant, route.session);
-    const stub = env.SANDBOX.get(env.SANDBOX.idFromName(name));
+    const namespace = env[BINDINGS.sandbox];
+    const stub = namespace.get(namespace.idFromName(name));
     // A fresh internal request: client headers (the bearer token above all) never reach the DO.
     return stub.fetch(
       new Request(`${INTERNAL_ORIGIN}/${op}`, {
@@ -564,7 +804,7 @@ export class Sandbox extends DurableObject {
     const op = new URL(request.url).pathname.slice(1);
     const name = request.headers.get(HEADER_SANDBOX_ID) ?? "";
     // Only this script's Worker calls here; still check that the name really maps to this object.
-    if (!/^[0-9a-f]{64}$/.test(name) || !this.env.SANDBOX.idFromName(name).equals(this.ctx.id)) {
+    if (!/^[0-9a-f]{64}$/.test(name) || !this.env[BINDINGS.sandbox].idFromName(name).equals(this.ctx.id)) {
       return json(403, { error: "forbidden", message: "sandbox id does not match this object" });
     }
     if (op !== "status" && op !== "delete" && op !== "exec") {
@@ -728,13 +968,15 @@ export class Sandbox extends DurableObject {
     let status = "error";
     let exitCode = null;
     try {
-      const policy = parseEgressPolicy(this.env.EGRESS_POLICY);
+      const policy = parseEgressPolicy(this.env[BINDINGS.egressPolicy]);
       if (!policy.ok) {
         status = "egress_policy_invalid";
         return misconfigured(`egress policy invalid, all egress denied and exec refused: ${policy.error}`);
       }
-      const gateway = this.#egressGateway(state.sandboxId);
-      if (gateway === null) {
+      // Only the listed hosts get a path out (none in deny); everything else is dropped.
+      const plan = egressInterceptions(policy.policy);
+      const gateway = plan.length === 0 ? null : this.#egressGateway(state.sandboxId);
+      if (plan.length > 0 && gateway === null) {
         status = "egress_gateway_unavailable";
         return json(500, {
           error: "egress_gateway_unavailable",
@@ -750,7 +992,7 @@ export class Sandbox extends DurableObject {
           message: "container runtime unavailable: this Durable Object has no container attached",
         });
       }
-      const startError = await this.#ensureContainer(container, gateway, state.sandboxId, limits, deadline);
+      const startError = await this.#ensureContainer(container, { plan, gateway }, state.sandboxId, limits, deadline);
       if (startError !== null) {
         status = "container_start_failed";
         return json(503, { error: "container_start_failed", message: startError });
@@ -816,22 +1058,27 @@ export class Sandbox extends DurableObject {
     return factory({ props: { sandboxId } });
   }
 
-  /** Starts the container once, behind the egress gateway; returns an error message or null. */
-  async #ensureContainer(container, gateway, sandboxId, limits, deadline) {
+  /**
+   * Starts the container once, behind `egress` ({plan, gateway}: the interceptions of
+   * egressInterceptions and the EgressGateway fetcher they route to); returns an error message
+   * or null.
+   */
+  async #ensureContainer(container, egress, sandboxId, limits, deadline) {
     if (this.#starting === null) {
-      this.#starting = this.#startContainer(container, gateway, sandboxId, limits, deadline).finally(() => {
+      this.#starting = this.#startContainer(container, egress, sandboxId, limits, deadline).finally(() => {
         this.#starting = null;
       });
     }
     return this.#starting;
   }
 
-  async #startContainer(container, gateway, sandboxId, limits, deadline) {
+  async #startContainer(container, egress, sandboxId, limits, deadline) {
     if (!this.#interceptsInstalled || !container.running) {
       try {
-        // Installed before start so no request can leave before the gateway sees it.
-        await container.interceptAllOutboundHttp(gateway);
-        await container.interceptOutboundHttps("*", gateway);
+        // Installed before start so no request can leave before the gateway sees it. The
+        // gateway still decides each request against EGRESS_POLICY as it is at that moment, so
+        // an entry removed by a redeploy is refused even while an old interception lingers.
+        await installEgressInterceptions(container, egress.plan, egress.gateway);
         this.#interceptsInstalled = true;
       } catch (error) {
         // A running container whose interception is unknown is not kept.
@@ -841,7 +1088,8 @@ export class Sandbox extends DurableObject {
     }
     if (!container.running) {
       container.start({
-        // Never direct internet: all HTTP(S) goes through EgressGateway, all else is dropped.
+        // Never direct internet: intercepted HTTP(S) goes through EgressGateway, all else is
+        // dropped (DNS aside, see README "DNS").
         enableInternet: false,
         env: { SANDBOXKIT_AGENT_PORT: String(CONTAINER_AGENT_PORT) },
       });

@@ -12,6 +12,8 @@ export const SCRIPT_PATH = fileURLToPath(new URL("../src/index.js", import.meta.
 
 // Any date from 2025-11-17 on enables ctx.exports, which the egress gateway needs.
 export const COMPATIBILITY_DATE = "2026-07-01";
+// The flags the kit deploys with (COMPATIBILITY_FLAGS in sandboxkit/cloudflare/plan.py).
+export const COMPATIBILITY_FLAGS = ["global_fetch_strictly_public"];
 
 export const AUTH_TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz";
 export const SANDBOX_ID_KEY = "test-id-key-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210";
@@ -50,6 +52,41 @@ export function bearer(token = AUTH_TOKEN) {
 }
 
 /**
+ * Starts test-support/decide-harness.js (which imports src/index.js) alone in workerd, on
+ * loopback. `ask(body)` posts one request object and resolves to the harness's JSON answer.
+ * `handleRuntimeStdio` receives the runtime's stdout and stderr streams (miniflare's option).
+ */
+export async function startDecideHarness({ handleRuntimeStdio } = {}) {
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: 0,
+    cf: false,
+    handleRuntimeStdio,
+    workers: [
+      {
+        name: "decide-harness",
+        modules: true,
+        modulesRoot: WORKER_ROOT,
+        modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+        scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
+        compatibilityDate: COMPATIBILITY_DATE,
+        compatibilityFlags: COMPATIBILITY_FLAGS,
+        // The decision code is pure: any fetch it made would be a bug, so none leaves.
+        outboundService: () => new Response("test outbound refused", { status: 599 }),
+      },
+    ],
+  });
+  const harness = await mf.getWorker("decide-harness");
+  return {
+    async ask(body) {
+      const response = await harness.fetch("http://harness/", { method: "POST", body: JSON.stringify(body) });
+      return response.json();
+    },
+    dispose: () => mf.dispose(),
+  };
+}
+
+/**
  * Starts the Worker. `persistDir` keeps Durable Object storage on disk so a second instance can
  * pick it up (a redeploy with other bindings). `outbound` handles every fetch the Worker makes (default: refuse and
  * record), so no test can send traffic past loopback. Returns helpers and a dispose function.
@@ -58,7 +95,6 @@ export async function startWorker({
   bindings = baseBindings(),
   compatibilityDate = COMPATIBILITY_DATE,
   outbound,
-  withDecideHarness = false,
   persistDir,
 } = {}) {
   const stdout = [];
@@ -77,22 +113,12 @@ export async function startWorker({
       // Module named "index.js", as the deployer uploads it.
       modulesRoot: fileURLToPath(new URL("../src/", import.meta.url)),
       compatibilityDate,
+      compatibilityFlags: COMPATIBILITY_FLAGS,
       bindings,
       durableObjects: { SANDBOX: { className: "Sandbox", useSQLite: true } },
       outboundService,
     },
   ];
-  if (withDecideHarness) {
-    workers.push({
-      name: "decide-harness",
-      modules: true,
-      modulesRoot: WORKER_ROOT,
-      modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
-      scriptPath: fileURLToPath(new URL("./decide-harness.js", import.meta.url)),
-      compatibilityDate,
-      outboundService,
-    });
-  }
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,

@@ -3,13 +3,14 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ALLOWLIST_POLICY, startWorker } from "../test-support/helpers.mjs";
+import { ALLOWLIST_POLICY, startDecideHarness } from "../test-support/helpers.mjs";
 
 const NOT_LISTED = (hostPort) => ({ allowed: false, reason: `${hostPort} is not in the allowlist` });
 const IP = { allowed: false, reason: "IP literal hosts are not allowed" };
 const USERINFO = { allowed: false, reason: "URLs with userinfo (user@host) are not allowed" };
 const PYPI = { allowed: true, reason: "pypi.org:443 matches pypi.org:443" };
 const BAD_URL = { allowed: false, reason: "URL could not be parsed" };
+const GITHUB_80 = { mode: "allowlist", allow: [{ host: "github.com", port: 80 }] };
 
 // [url, expected decision under ALLOWLIST_POLICY]
 const ALLOWLIST_CASES = [
@@ -28,6 +29,9 @@ const ALLOWLIST_CASES = [
   // Wildcard entries: any depth of subdomain, never the apex or a lookalike.
   ["https://files.pythonhosted.org/x", { allowed: true, reason: "files.pythonhosted.org:443 matches *.pythonhosted.org:443" }],
   ["https://a.b.pythonhosted.org/x", { allowed: true, reason: "a.b.pythonhosted.org:443 matches *.pythonhosted.org:443" }],
+  ["https://a.b.c.pythonhosted.org/x", { allowed: true, reason: "a.b.c.pythonhosted.org:443 matches *.pythonhosted.org:443" }],
+  ["https://A.B.C.PythonHosted.ORG./x", { allowed: true, reason: "a.b.c.pythonhosted.org:443 matches *.pythonhosted.org:443" }],
+  ["https://pythonhosted.org./", NOT_LISTED("pythonhosted.org:443")],
   ["https://FILES.PythonHosted.org./x", { allowed: true, reason: "files.pythonhosted.org:443 matches *.pythonhosted.org:443" }],
   ["https://pythonhosted.org/", NOT_LISTED("pythonhosted.org:443")],
   ["https://evilpythonhosted.org/", NOT_LISTED("evilpythonhosted.org:443")],
@@ -58,6 +62,8 @@ const ALLOWLIST_CASES = [
   ["http://[0:0:0:0:0:0:0:1]:443/", IP],
   ["https://[2a04:4e42::223]/", IP],
   ["http://169.254.169.254/latest/meta-data/", IP],
+  ["http://[64:ff9b::a9fe:a9fe]/", IP],
+  ["https://[64:ff9b::a9fe:a9fe]:443/", IP],
   // Userinfo tricks: refused whatever the host.
   ["http://pypi.org@evil.example/", USERINFO],
   ["https://evil.example@pypi.org/", USERINFO],
@@ -81,21 +87,79 @@ const ALLOWLIST_CASES = [
 
 const OPEN = { mode: "open" };
 const DENY = { mode: "deny", allow: ALLOWLIST_POLICY.allow };
+const OPEN_OK = (hostPort) => ({ allowed: true, reason: `egress mode 'open' allows the public destination ${hostPort}` });
+const NOT_PUBLIC = (hostPort, range) => ({ allowed: false, reason: `${hostPort} is not a public address (${range})` });
+const DENIED = { allowed: false, reason: "egress mode 'deny' blocks all requests" };
 
 // [policy, url, expected] for the other modes and for invalid policies.
 const POLICY_CASES = [
-  [OPEN, "https://anything.example/", { allowed: true, reason: "egress mode 'open' allows all requests" }],
-  [OPEN, "http://127.0.0.1:8080/", { allowed: true, reason: "egress mode 'open' allows all requests" }],
+  [OPEN, "https://anything.example/", OPEN_OK("anything.example:443")],
+  [OPEN, "https://A.B.Example.COM./x", OPEN_OK("a.b.example.com:443")],
+  [OPEN, "http://example.com:8080/", OPEN_OK("example.com:8080")],
+  [OPEN, "https://151.101.0.223/", OPEN_OK("151.101.0.223:443")],
+  [OPEN, "https://[2a04:4e42::223]/", OPEN_OK("[2a04:4e42::223]:443")],
   [OPEN, "ftp://anything.example/", { allowed: false, reason: "scheme 'ftp:' is not allowed; only http and https are" }],
   [OPEN, "not a url", BAD_URL],
-  [DENY, "https://pypi.org/", { allowed: false, reason: "egress mode 'deny' blocks all requests" }],
-  [DENY, "https://files.pythonhosted.org/", { allowed: false, reason: "egress mode 'deny' blocks all requests" }],
+  [OPEN, "https://user@anything.example/", USERINFO],
+  [OPEN, "https://pypi..org/", { allowed: false, reason: "host is not a valid DNS name" }],
+  // open admits public destinations only: every non-public range, in every spelling.
+  [OPEN, "http://127.0.0.1:8080/", NOT_PUBLIC("127.0.0.1:8080", "127.0.0.0/8")],
+  [OPEN, "http://2130706433/", NOT_PUBLIC("127.0.0.1:80", "127.0.0.0/8")],
+  [OPEN, "http://0/", NOT_PUBLIC("0.0.0.0:80", "0.0.0.0/8")],
+  [OPEN, "http://169.254.169.254/latest/meta-data/", NOT_PUBLIC("169.254.169.254:80", "169.254.0.0/16")],
+  [OPEN, "http://0251.0376.0251.0376/", NOT_PUBLIC("169.254.169.254:80", "169.254.0.0/16")],
+  [OPEN, "http://10.1.2.3/", NOT_PUBLIC("10.1.2.3:80", "10.0.0.0/8")],
+  [OPEN, "http://100.64.0.1/", NOT_PUBLIC("100.64.0.1:80", "100.64.0.0/10")],
+  [OPEN, "http://172.31.255.255/", NOT_PUBLIC("172.31.255.255:80", "172.16.0.0/12")],
+  [OPEN, "http://192.168.1.1/", NOT_PUBLIC("192.168.1.1:80", "192.168.0.0/16")],
+  [OPEN, "http://203.0.113.7:8080/", NOT_PUBLIC("203.0.113.7:8080", "203.0.113.0/24")],
+  [OPEN, "http://224.0.0.251/", NOT_PUBLIC("224.0.0.251:80", "224.0.0.0/4")],
+  [OPEN, "http://255.255.255.255/", NOT_PUBLIC("255.255.255.255:80", "240.0.0.0/4")],
+  [OPEN, "http://[::1]/", NOT_PUBLIC("[::1]:80", "::/8")],
+  [OPEN, "http://[::]/", NOT_PUBLIC("[::]:80", "::/8")],
+  [OPEN, "http://[fe80::1]/", NOT_PUBLIC("[fe80::1]:80", "fe80::/10")],
+  [OPEN, "http://[fd00::1]/", NOT_PUBLIC("[fd00::1]:80", "fc00::/7")],
+  [OPEN, "http://[ff02::1]/", NOT_PUBLIC("[ff02::1]:80", "ff00::/8")],
+  // IPv6 forms that carry an IPv4 address are refused as whole prefixes.
+  [OPEN, "http://[64:ff9b::a9fe:a9fe]/", NOT_PUBLIC("[64:ff9b::a9fe:a9fe]:80", "::/8")],
+  [OPEN, "http://[64:ff9b::808:808]/", NOT_PUBLIC("[64:ff9b::808:808]:80", "::/8")],
+  [OPEN, "http://[64:ff9b:1::a9fe:a9fe]/", NOT_PUBLIC("[64:ff9b:1::a9fe:a9fe]:80", "::/8")],
+  [OPEN, "http://[::ffff:169.254.169.254]/", NOT_PUBLIC("[::ffff:a9fe:a9fe]:80", "::/8")],
+  [OPEN, "http://[::ffff:0:a9fe:a9fe]/", NOT_PUBLIC("[::ffff:0:a9fe:a9fe]:80", "::/8")],
+  [OPEN, "http://[::169.254.169.254]/", NOT_PUBLIC("[::a9fe:a9fe]:80", "::/8")],
+  [OPEN, "http://[2002:a9fe:a9fe::1]/", NOT_PUBLIC("[2002:a9fe:a9fe::1]:80", "2002::/16")],
+  [OPEN, "http://[2001:0:4136:e378:8000:63bf:56fe:5601]/", NOT_PUBLIC("[2001:0:4136:e378:8000:63bf:56fe:5601]:80", "2001::/23")],
+  [OPEN, "http://[2001:db8::1]/", NOT_PUBLIC("[2001:db8::1]:80", "2001:db8::/32")],
+  // IPv6 outside 2000::/3 is not global unicast; an ISATAP identifier is judged by the IPv4 it carries.
+  [OPEN, "http://[4000::1]/", NOT_PUBLIC("[4000::1]:80", "4000::/3")],
+  [OPEN, "http://[2a00:1450::5efe:a9fe:a9fe]/", NOT_PUBLIC("[2a00:1450::5efe:a9fe:a9fe]:80", "ISATAP identifier carrying 169.254.169.254, inside 169.254.0.0/16")],
+  [OPEN, "http://[2a00:1450::200:5efe:a00:1]/", NOT_PUBLIC("[2a00:1450::200:5efe:a00:1]:80", "ISATAP identifier carrying 10.0.0.1, inside 10.0.0.0/8")],
+  [OPEN, "http://[2a00:1450::5efe:808:808]/", OPEN_OK("[2a00:1450::5efe:808:808]:80")],
+  [OPEN, "http://[2a00:1450::5efe:c000:9]/", OPEN_OK("[2a00:1450::5efe:c000:9]:80")],
+  [OPEN, "http://[2a00:1450::100:5efe:a9fe:a9fe]/", OPEN_OK("[2a00:1450::100:5efe:a9fe:a9fe]:80")],
+  [OPEN, "http://192.0.0.9/", NOT_PUBLIC("192.0.0.9:80", "192.0.0.0/24")],
+  // Names that are never public.
+  [OPEN, "http://metadata.google.internal/", { allowed: false, reason: "metadata.google.internal:80 is an internal name (.internal)" }],
+  [OPEN, "http://kubernetes.default.svc/", { allowed: false, reason: "kubernetes.default.svc:80 is an internal name (.svc)" }],
+  [OPEN, "http://localhost:8080/", { allowed: false, reason: "localhost:8080 is an internal name (.localhost)" }],
+  [OPEN, "http://printer.local./", { allowed: false, reason: "printer.local:80 is an internal name (.local)" }],
+  [OPEN, "http://metadata/", { allowed: false, reason: "metadata:80 is a single-label name, not a public one" }],
+  // deny admits nothing, whatever the URL.
+  [DENY, "https://pypi.org/", DENIED],
+  [DENY, "https://files.pythonhosted.org/", DENIED],
+  [DENY, "http://169.254.169.254/", DENIED],
+  [DENY, "http://[64:ff9b::a9fe:a9fe]/", DENIED],
+  [DENY, "not a url", DENIED],
   [{ mode: "allowlist", allow: [] }, "https://pypi.org/", NOT_LISTED("pypi.org:443")],
   // The policy may arrive as the JSON string the binding holds.
   [JSON.stringify(ALLOWLIST_POLICY), "https://pypi.org/", PYPI],
   // Entry hosts are normalised like URL hosts.
   [{ mode: "allowlist", allow: [{ host: "PyPI.org.", port: 443 }] }, "https://pypi.org/", PYPI],
-  [{ mode: "allowlist", allow: [{ host: "localhost", port: 8080 }] }, "http://localhost:8080/", { allowed: true, reason: "localhost:8080 matches localhost:8080" }],
+  // A port belongs to its entry only.
+  [GITHUB_80, "http://github.com/", { allowed: true, reason: "github.com:80 matches github.com:80" }],
+  [GITHUB_80, "https://github.com/", NOT_LISTED("github.com:443")],
+  [GITHUB_80, "http://github.com:443/", NOT_LISTED("github.com:443")],
+  [GITHUB_80, "https://github.com:80/", { allowed: true, reason: "github.com:80 matches github.com:80" }],
 ];
 
 const INVALID = (error) => ({ allowed: false, reason: `invalid egress policy: ${error}` });
@@ -124,25 +188,24 @@ const INVALID_POLICIES = [
   [{ mode: "allowlist", allow: [{ host: "org", port: 443, wildcard: true }] }, "EGRESS_POLICY.allow[0].host needs at least two labels when wildcard is true"],
   [{ mode: "allowlist", allow: [{ host: "pypi.org", port: 443 }, { host: "x", port: 1, extra: 1 }] }, "EGRESS_POLICY.allow[1] has unknown key 'extra'"],
   [{ mode: "allowlist", allow: [{ host: "pypi org", port: 443 }] }, "EGRESS_POLICY.allow[0].host is not a valid DNS name"],
+  // Cloudflare Containers intercept ports 80 and 443 only: an entry on another port could never be reached.
+  [{ mode: "allowlist", allow: [{ host: "github.com", port: 8443 }] }, "EGRESS_POLICY.allow[0].port must be 80 or 443: Cloudflare Containers intercept no other port"],
+  [{ mode: "allowlist", allow: [{ host: "localhost", port: 443 }] }, "EGRESS_POLICY.allow[0].host localhost is an internal name (.localhost); sandboxes reach public hosts only"],
+  [{ mode: "allowlist", allow: [{ host: "metadata.google.internal", port: 80 }] }, "EGRESS_POLICY.allow[0].host metadata.google.internal is an internal name (.internal); sandboxes reach public hosts only"],
+  [{ mode: "allowlist", allow: [{ host: "svc", port: 443, wildcard: true }] }, "EGRESS_POLICY.allow[0].host svc is an internal name (.svc); sandboxes reach public hosts only"],
   [{ mode: "allowlist", allow: [{ host: "", port: 443 }] }, "EGRESS_POLICY.allow[0].host is not a valid DNS name"],
 ];
 
 describe("decideEgress in workerd", () => {
-  let worker;
   let harness;
   before(async () => {
-    worker = await startWorker({ withDecideHarness: true });
-    harness = await worker.mf.getWorker("decide-harness");
+    harness = await startDecideHarness();
   });
   after(async () => {
-    await worker.dispose();
+    await harness.dispose();
   });
 
-  async function decide(cases) {
-    const response = await harness.fetch("http://harness/", { method: "POST", body: JSON.stringify(cases) });
-    assert.equal(response.status, 200);
-    return response.json();
-  }
+  const decide = (cases) => harness.ask({ op: "decide", cases });
 
   test("allowlist decisions over tricky URL forms", async () => {
     const results = await decide(ALLOWLIST_CASES.map(([url]) => ({ policy: ALLOWLIST_POLICY, url })));

@@ -54,7 +54,11 @@ describe("allowlist policy at the gateway", () => {
       res.end("stand-in ok");
     });
     worker = await startWorker({
-      outbound: mapTo(standIn, unexpected, new Set(["pypi.org", "files.pythonhosted.org", "log-probe.pythonhosted.org"])),
+      outbound: mapTo(
+        standIn,
+        unexpected,
+        new Set(["pypi.org", "files.pythonhosted.org", "a.b.c.pythonhosted.org", "log-probe.pythonhosted.org"]),
+      ),
     });
     // Give the object its sandbox id through the Worker so egress log lines carry it.
     assert.equal((await worker.request("/v1/tenants/acme/sessions/egress", { headers: bearer() })).status, 200);
@@ -90,6 +94,12 @@ describe("allowlist policy at the gateway", () => {
     assert.deepEqual([seen.method, seen.path, seen.body], ["POST", "/packages/upload", "payload-1"]);
   });
 
+  test("a wildcard entry passes names at any depth below it", async () => {
+    const response = await stub.probeEgress("https://A.B.C.PythonHosted.org./simple/");
+    assert.equal(response.status, 200);
+    assert.equal(standIn.seen.at(-1).headers["x-original-url"], "https://a.b.c.pythonhosted.org/simple/");
+  });
+
   test("a trailing-dot host is normalised before both the decision and the forward", async () => {
     const response = await stub.probeEgress("https://PyPI.org./simple/");
     assert.equal(response.status, 200);
@@ -107,6 +117,8 @@ describe("allowlist policy at the gateway", () => {
     ["http://0x7f.1/", "IP literal hosts are not allowed"],
     ["http://[::1]/", "IP literal hosts are not allowed"],
     ["http://169.254.169.254/latest/meta-data/", "IP literal hosts are not allowed"],
+    ["http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "IP literal hosts are not allowed"],
+    ["https://pythonhosted.org./", "pythonhosted.org:443 is not in the allowlist"],
     // workerd drops userinfo when the URL becomes a Request, so the gateway judges the real
     // host; decideEgress also refuses userinfo on its own (see decide-egress.test.mjs).
     ["https://pypi.org@evil.example/", "evil.example:443 is not in the allowlist"],
@@ -222,17 +234,50 @@ describe("other modes at the gateway", () => {
     });
   });
 
-  test("open forwards any http(s) host, including IP literals and other ports", async () => {
+  test("open forwards public http(s) destinations on any port, IP literals included", async () => {
     await withPolicy('{"mode":"open"}', async (stub) => {
       const seenBefore = standIn.seen.length;
-      for (const url of ["https://example.com/a", "http://203.0.113.7:8080/b"]) {
+      for (const url of ["https://example.com/a", "http://198.51.99.7:8080/b", "https://[2a04:4e42::223]/c"]) {
         const response = await stub.probeEgress(url);
         assert.equal(response.status, 200, url);
         assert.equal(await response.text(), "stand-in ok");
       }
       assert.deepEqual(
         standIn.seen.slice(seenBefore).map((seen) => seen.headers["x-original-url"]),
-        ["https://example.com/a", "http://203.0.113.7:8080/b"],
+        ["https://example.com/a", "http://198.51.99.7:8080/b", "https://[2a04:4e42::223]/c"],
+      );
+    });
+  });
+
+  test("open refuses non-public destinations before any fetch", async () => {
+    await withPolicy('{"mode":"open"}', async (stub) => {
+      const seenBefore = standIn.seen.length;
+      for (const [url, reason] of [
+        ["http://169.254.169.254/latest/meta-data/", "169.254.169.254:80 is not a public address (169.254.0.0/16)"],
+        ["http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "[64:ff9b::a9fe:a9fe]:80 is not a public address (::/8)"],
+        ["http://[::ffff:a9fe:a9fe]/", "[::ffff:a9fe:a9fe]:80 is not a public address (::/8)"],
+        ["http://127.1:8080/", "127.0.0.1:8080 is not a public address (127.0.0.0/8)"],
+        ["http://metadata.google.internal/", "metadata.google.internal:80 is an internal name (.internal)"],
+      ]) {
+        const response = await stub.probeEgress(url);
+        assert.equal(response.status, 403, url);
+        assert.deepEqual(await response.json(), denied(reason));
+      }
+      assert.equal(standIn.seen.length, seenBefore);
+    });
+  });
+
+  test("a port belongs to its entry only", async () => {
+    const policy = JSON.stringify({ mode: "allowlist", allow: [{ host: "github.com", port: 80 }] });
+    await withPolicy(policy, async (stub) => {
+      const seenBefore = standIn.seen.length;
+      assert.equal((await stub.probeEgress("http://github.com/x")).status, 200);
+      const response = await stub.probeEgress("https://github.com/x");
+      assert.equal(response.status, 403);
+      assert.deepEqual(await response.json(), denied("github.com:443 is not in the allowlist"));
+      assert.deepEqual(
+        standIn.seen.slice(seenBefore).map((seen) => seen.headers["x-original-url"]),
+        ["http://github.com/x"],
       );
     });
   });

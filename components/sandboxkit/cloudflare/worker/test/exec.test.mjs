@@ -202,4 +202,18 @@ describe("exec fails closed on egress configuration", () => {
       await worker.dispose();
     }
   });
+
+  test("deny installs no interception, so it needs no gateway: exec goes on to the container", async () => {
+    const worker = await startWorker({
+      compatibilityDate: "2025-11-16",
+      bindings: baseBindings({ EGRESS_POLICY: '{"mode":"deny","allow":[]}' }),
+    });
+    try {
+      const response = await post(worker, { command: ["true"] });
+      assert.equal(response.status, 503);
+      assert.equal((await response.json()).error, "container_runtime_unavailable");
+    } finally {
+      await worker.dispose();
+    }
+  });
 });

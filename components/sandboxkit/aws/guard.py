@@ -1,0 +1,239 @@
+"""The sandbox-guard checks of what the aws-microvm target creates: the launcher function, its
+IAM and its logs here, the egress controls in ``egress_guard.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.aws import egress_guard
+from sandboxkit.contract import (
+    LAUNCHER_EXEC_TIMEOUT_SECONDS,
+    LAUNCHER_EXECUTION_ROLE_ARN,
+    LAUNCHER_IDLE_TIMEOUT_SECONDS,
+    LAUNCHER_MAX_DURATION_SECONDS,
+)
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    launcher_env,
+    of_kind,
+)
+from sandboxkit.guard_checks import (
+    count_problems,
+    identity_allowed,
+    inline_secrets,
+    matching,
+    retention_problems,
+    time_problems,
+)
+
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+POLICY = "aws:iam/policy:Policy"
+POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+FUNCTION = "aws:lambda/function:Function"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+
+# AWS managed policies that amount to administrator rights.
+AWS_ADMIN_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
+
+
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def _statements(document: Any) -> list[Mapping[str, Any]]:
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except ValueError:
+            return []
+    if not isinstance(document, Mapping):
+        return []
+    statements = document.get("Statement", [])
+    if isinstance(statements, Mapping):
+        return [statements]
+    return [s for s in items(statements) if isinstance(s, Mapping)]
+
+
+def _wildcard_actions(document: Any) -> list[str]:
+    found: list[str] = []
+    for statement in _statements(document):
+        if statement.get("Effect", "Allow") != "Allow":
+            continue
+        if "NotAction" in statement:
+            found.append("NotAction")
+        actions = statement.get("Action", [])
+        for action in [actions] if isinstance(actions, str) else items(actions):
+            # IAM matches * and ? anywhere: "s3:Get*" and "iam:?ut*" grant families too.
+            if "*" in str(action) or "?" in str(action):
+                found.append(str(action))
+    return found
+
+
+def _policy_document(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    wild = _wildcard_actions(props.get("policy"))
+    if wild:
+        yield (
+            f"IAM policy {ctx.name} allows {', '.join(wild)}; list the exact actions the role "
+            "needs instead of a wildcard."
+        )
+
+
+def _admin_arns(arns: Any) -> list[str]:
+    return [str(a) for a in items(arns) if str(a).rsplit("/", 1)[-1] in AWS_ADMIN_POLICIES]
+
+
+def _attachment(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for arn in _admin_arns([props.get("policyArn")]):
+        yield f"{ctx.name} attaches {arn}; attach a policy with only the actions the role needs."
+
+
+def _role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for arn in _admin_arns(props.get("managedPolicyArns")):
+        yield f"Role {ctx.name} carries {arn}; attach a policy with only the actions it needs."
+    for inline in items(props.get("inlinePolicies")):
+        wild = _wildcard_actions(dig(inline, "policy"))
+        if wild:
+            yield (
+                f"Role {ctx.name} has an inline policy allowing {', '.join(wild)}; list the "
+                "exact actions instead of a wildcard."
+            )
+
+
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _pass_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for statement in _statements(props.get("policy")):
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else items(actions)
+        if "iam:PassRole" in actions and not identity_allowed(ctx):
+            yield (
+                f"IAM policy {ctx.name} lets the launcher pass an execution role to MicroVMs, "
+                "which the guest can read; run MicroVMs without one or name this resource in "
+                "allowedGuestIdentities."
+            )
+
+
+def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props) or {}
+    if variables.get(LAUNCHER_EXECUTION_ROLE_ARN) and not identity_allowed(ctx):
+        yield (
+            f"Launcher function {ctx.name} starts MicroVMs with an execution role, whose "
+            "credentials the guest reads through IMDSv2; remove the role, or name this resource "
+            "in allowedGuestIdentities after granting it least privilege."
+        )
+
+
+# --- SBX-SES-003 -------------------------------------------------------------------------------
+
+
+def _webhook_secret(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None:
+        return
+    if not matching(list(variables), ctx.setting("webhookSecretVariables")):
+        yield (
+            f"Launcher function {ctx.name} is not given a webhook signing secret, so it cannot "
+            "verify webhooks; pass the secret's ARN in its environment and verify each "
+            "signature."
+        )
+
+
+# --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------
+
+
+def _launcher_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None:
+        return
+    label = f"Launcher function {ctx.name}"
+    for variable, key in (
+        (LAUNCHER_MAX_DURATION_SECONDS, "maxLifetimeSeconds"),
+        (LAUNCHER_IDLE_TIMEOUT_SECONDS, "idleTimeoutSeconds"),
+        (LAUNCHER_EXEC_TIMEOUT_SECONDS, "execTimeoutSeconds"),
+    ):
+        yield from time_problems(ctx, label, variable, variables.get(variable), key)
+
+
+def _launcher_concurrency(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if launcher_env(props) is None:
+        return
+    yield from count_problems(
+        f"Launcher function {ctx.name}",
+        "reservedConcurrentExecutions",
+        props.get("reservedConcurrentExecutions"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+
+
+# --- SBX-LOG-001 -------------------------------------------------------------------------------
+
+
+def _log_group(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # CloudWatch keeps logs forever when retentionInDays is unset or 0.
+    yield from retention_problems("Log group", ctx.name, props.get("retentionInDays"), ctx, True)
+
+
+# --- SBX-LOG-002 -------------------------------------------------------------------------------
+
+
+def _firewalls_without_logs(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    logged = {
+        str(dest.get("logType"))
+        for config in of_kind(
+            resources, "networkfirewall/loggingConfiguration:LoggingConfiguration"
+        )
+        for dest in items(dig(config.props, "loggingConfiguration.logDestinationConfigs"))
+    }
+    for firewall in of_kind(resources, "networkfirewall/firewall:Firewall"):
+        missing = sorted({"FLOW", "ALERT"} - logged)
+        if missing:
+            yield (
+                f"Network Firewall {firewall.name} sends no {' or '.join(missing)} logs; add a "
+                "LoggingConfiguration with FLOW and ALERT destinations.",
+                firewall.urn,
+            )
+
+
+# --- SBX-SEC-001 -------------------------------------------------------------------------------
+
+
+def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = dig(props, "environment.variables", {}) or {}
+    yield from inline_secrets(
+        "Lambda function", ctx.name, [(k, variables[k]) for k in variables], ctx
+    )
+
+
+def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = props.get("environmentVariables") or {}
+    yield from inline_secrets(
+        "MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx
+    )
+
+
+HANDLERS = (
+    *egress_guard.HANDLERS,
+    Handler("SBX-IAM-001", (ROLE_POLICY, POLICY), _policy_document),
+    Handler("SBX-IAM-001", (POLICY_ATTACHMENT,), _attachment),
+    Handler("SBX-IAM-001", (ROLE,), _role),
+    Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
+    Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
+    Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
+    Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
+    Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
+    Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
+    StackHandler("SBX-LOG-002", _firewalls_without_logs),
+    Handler("SBX-SEC-001", (FUNCTION,), _function_env),
+    Handler("SBX-SEC-001", (egress_guard.MICROVM_IMAGE,), _image_env),
+)

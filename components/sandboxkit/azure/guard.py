@@ -1,0 +1,196 @@
+"""The sandbox-guard checks of what the azure-sessions target creates: the session pool, its
+role assignments and its Log Analytics workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+)
+from sandboxkit.guard_checks import (
+    count_problems,
+    identity_allowed,
+    inline_secrets,
+    retention_problems,
+    size_problems,
+    time_problems,
+    unpinned_images,
+)
+
+SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+WORKSPACE = "azure-native:operationalinsights:Workspace"
+
+# Azure built-in role definition ids (stable across tenants): Owner, Contributor,
+# User Access Administrator, Role Based Access Control Administrator.
+AZURE_ADMIN_ROLES = {
+    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
+    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
+    "18d7d88d-d35e-4fb5-a5c3-7773c6a72a9b": "User Access Administrator",
+    "f58310d9-a9f6-439a-9e8d-f62e7b41a168": "Role Based Access Control Administrator",
+}
+# "Azure ContainerApps Session Executor" built-in role.
+AZURE_SESSION_EXECUTOR = "0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0"
+_ZERO_GUID = "00000000-0000-0000-0000-000000000000"
+
+
+# --- SBX-NET-001 -------------------------------------------------------------------------------
+
+
+def _pool_egress(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    status = dig(props, "sessionNetworkConfiguration.status")
+    if status != "EgressDisabled":
+        yield (
+            f"Session pool {ctx.name} has sessionNetworkConfiguration.status {status}; set it "
+            "to EgressDisabled (sandboxkit:profile.egress.mode deny): the pool cannot filter "
+            "by host."
+        )
+
+
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def _role_id(props: Mapping[str, Any]) -> str:
+    return str(props.get("roleDefinitionId", "")).rsplit("/", 1)[-1].lower()
+
+
+def _admin_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    role_id = _role_id(props)
+    if role_id in AZURE_ADMIN_ROLES:
+        yield (
+            f"Role assignment {ctx.name} grants {AZURE_ADMIN_ROLES[role_id]}; assign the "
+            "narrowest built-in role (e.g. Azure ContainerApps Session Executor) instead."
+        )
+
+
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _pool_identity(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for setting in items(props.get("managedIdentitySettings")):
+        lifecycle = dig(setting, "lifecycle", "All")
+        if lifecycle in ("Main", "All") and not identity_allowed(ctx):
+            yield (
+                f"Session pool {ctx.name} makes managed identity {dig(setting, 'identity')} "
+                f"available with lifecycle {lifecycle}, so session code can use it; set "
+                "lifecycle to Init or None."
+            )
+
+
+# --- SBX-IAM-004 -------------------------------------------------------------------------------
+
+
+def _executor_scope(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if _role_id(props) != AZURE_SESSION_EXECUTOR:
+        return
+    scope = str(props.get("scope", ""))
+    if "/sessionpools/" not in scope.lower():
+        yield (
+            f"Role assignment {ctx.name} grants Session Executor at scope {scope}, wider than "
+            "one session pool; scope it to the pool's resource id."
+        )
+    principal = str(props.get("principalId", ""))
+    if not principal or principal == _ZERO_GUID:
+        yield (
+            f"Role assignment {ctx.name} grants Session Executor without a named principal; "
+            "set principalId to the caller's identity."
+        )
+
+
+# --- SBX-RES-001..003 --------------------------------------------------------------------------
+
+
+def _pool_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "customContainerTemplate.containers")):
+        resources = dig(container, "resources", {}) or {}
+        label = f"{ctx.name} container {dig(container, 'name')}"
+        yield from size_problems(
+            "Session pool", label, resources.get("cpu"), resources.get("memory"), ctx
+        )
+
+
+def _pool_lifecycle(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    lifecycle = dig(props, "dynamicPoolConfiguration.lifecycleConfiguration", {}) or {}
+    label = f"Session pool {ctx.name}"
+    if lifecycle.get("lifecycleType") == "Timed":
+        field, key = "cooldownPeriodInSeconds", "idleTimeoutSeconds"
+    else:
+        field, key = "maxAlivePeriodInSeconds", "maxLifetimeSeconds"
+    yield from time_problems(ctx, label, field, lifecycle.get(field), key)
+
+
+def _pool_scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    scale = dig(props, "scaleConfiguration", {}) or {}
+    yield from count_problems(
+        f"Session pool {ctx.name}",
+        "maxConcurrentSessions",
+        scale.get("maxConcurrentSessions"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+    yield from count_problems(
+        f"Session pool {ctx.name}",
+        "readySessionInstances",
+        scale.get("readySessionInstances", 0),
+        ctx.setting("maxReadySandboxes"),
+        "ready",
+    )
+
+
+# --- SBX-LOG-001, SBX-LOG-002 ------------------------------------------------------------------
+
+
+def _workspace(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from retention_problems(
+        "Log Analytics workspace", ctx.name, props.get("retentionInDays"), ctx, False
+    )
+
+
+def _pools_without_workspace(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    workspaces = of_kind(resources, "operationalinsights:Workspace")
+    for pool in of_kind(resources, "app:ContainerAppsSessionPool"):
+        if not workspaces:
+            yield (
+                f"Session pool {pool.name} has no Log Analytics workspace in the stack; send "
+                "the environment's logs to one.",
+                pool.urn,
+            )
+
+
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _pool_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "customContainerTemplate.containers")):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "env"))]
+        yield from inline_secrets("Session pool", ctx.name, pairs, ctx)
+
+
+def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    containers = items(dig(props, "customContainerTemplate.containers"))
+    yield from unpinned_images("Session pool", ctx.name, [dig(c, "image") for c in containers])
+
+
+HANDLERS = (
+    Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),
+    Handler("SBX-IAM-001", (ROLE_ASSIGNMENT,), _admin_role),
+    Handler("SBX-IAM-002", (SESSION_POOL,), _pool_identity),
+    Handler("SBX-IAM-004", (ROLE_ASSIGNMENT,), _executor_scope),
+    Handler("SBX-RES-001", (SESSION_POOL,), _pool_limits),
+    Handler("SBX-RES-002", (SESSION_POOL,), _pool_lifecycle),
+    Handler("SBX-RES-003", (SESSION_POOL,), _pool_scale),
+    Handler("SBX-LOG-001", (WORKSPACE,), _workspace),
+    StackHandler("SBX-LOG-002", _pools_without_workspace),
+    Handler("SBX-SEC-001", (SESSION_POOL,), _pool_env),
+    Handler("SBX-SEC-003", (SESSION_POOL,), _pool_images),
+)

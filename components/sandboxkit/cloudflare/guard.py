@@ -1,0 +1,166 @@
+"""The sandbox-guard checks of what the cloudflare target creates: the Worker script (its
+bindings carry the egress policy, limits and keys) and its workers.dev subdomain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare.reach import worker_code_problems
+from sandboxkit.contract import (
+    EGRESS_POLICY_BINDING,
+    EXEC_TIMEOUT_BINDING,
+    IDLE_TIMEOUT_BINDING,
+    MAX_LIFETIME_BINDING,
+)
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+    plain_bindings,
+)
+from sandboxkit.guard_checks import entries_problems, inline_secrets, matching, time_problems
+
+WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
+
+
+def _egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The parsed ``EGRESS_POLICY`` binding of a Worker, or ``None`` if absent or unreadable."""
+    text = plain_bindings(props).get(EGRESS_POLICY_BINDING)
+    try:
+        policy = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return policy if isinstance(policy, Mapping) else None
+
+
+# --- SBX-NET-001 -------------------------------------------------------------------------------
+
+
+def _worker_egress(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    policy = _egress_policy(props)
+    if policy is None:
+        yield (
+            f"Worker {ctx.name} has no readable {EGRESS_POLICY_BINDING} binding, and Cloudflare "
+            "containers reach the internet by default; deploy the kit's Worker with its egress "
+            "policy binding."
+        )
+    elif policy.get("mode") not in ("deny", "allowlist"):
+        yield (
+            f"Worker {ctx.name} lets its containers egress with mode {policy.get('mode')}; set "
+            "sandboxkit:profile.egress.mode to deny or allowlist."
+        )
+
+
+# --- SBX-NET-002 -------------------------------------------------------------------------------
+
+
+def _worker_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    policy = _egress_policy(props) or {}
+    entries = [
+        f"{'*.' if e.get('wildcard') else ''}{e.get('host')}:{e.get('port', 443)}"
+        for e in items(policy.get("allow"))
+        if isinstance(e, Mapping)
+    ]
+    yield from entries_problems("Worker egress policy", ctx.name, entries)
+
+
+# --- SBX-NET-003 -------------------------------------------------------------------------------
+
+
+def _worker_code(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # Interceptions only for the listed hosts are the kit's Worker code, not its binding.
+    yield from worker_code_problems(ctx.name, props)
+
+
+# --- SBX-SES-001, SBX-SES-002 ------------------------------------------------------------------
+
+
+def _bindings(props: Mapping[str, Any], kind: str) -> list[str]:
+    return [
+        str(b.get("name", ""))
+        for b in items(props.get("bindings"))
+        if isinstance(b, Mapping) and b.get("type") == kind
+    ]
+
+
+def _id_key(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _bindings(props, "durable_object_namespace"):
+        return
+    if not matching(_bindings(props, "secret_text"), ctx.setting("sessionKeyBindings")):
+        yield (
+            f"Worker {ctx.name} routes to Durable Objects without a secret id key binding, so "
+            "object ids come from client input; add the session-id key as a secret_text "
+            "binding."
+        )
+
+
+def _auth_key(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not matching(_bindings(props, "secret_text"), ctx.setting("authBindings")):
+        yield (
+            f"Worker {ctx.name} has no secret binding to authenticate requests with; bind the "
+            "bearer or JWT key as a secret_text binding and reject other requests with 401."
+        )
+
+
+def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if props.get("enabled") is True and not ctx.setting("allowWorkersDev"):
+        yield (
+            f"{ctx.name} exposes the sandbox Worker on workers.dev; set enabled to false and "
+            "route through the account's own domain."
+        )
+
+
+# --- SBX-RES-002 -------------------------------------------------------------------------------
+
+
+def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    bindings = plain_bindings(props)
+    label = f"Worker {ctx.name}"
+    for binding, key in (
+        (MAX_LIFETIME_BINDING, "maxLifetimeSeconds"),
+        (IDLE_TIMEOUT_BINDING, "idleTimeoutSeconds"),
+        (EXEC_TIMEOUT_BINDING, "execTimeoutSeconds"),
+    ):
+        yield from time_problems(ctx, label, f"binding {binding}", bindings.get(binding), key)
+
+
+# --- SBX-LOG-002 -------------------------------------------------------------------------------
+
+
+def _workers_without_observability(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    for script in of_kind(resources, "index/workersScript:WorkersScript"):
+        if dig(script.props, "observability.enabled") is not True:
+            yield (
+                f"Worker {script.name} has observability off, so commands leave no audit "
+                "trail; set observability.enabled to true.",
+                script.urn,
+            )
+
+
+# --- SBX-SEC-001 -------------------------------------------------------------------------------
+
+
+def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from inline_secrets("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
+
+
+HANDLERS = (
+    Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
+    Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
+    Handler("SBX-NET-003", (WORKERS_SCRIPT,), _worker_code),
+    Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
+    Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
+    Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),
+    Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
+    StackHandler("SBX-LOG-002", _workers_without_observability),
+    Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),
+)

@@ -1,0 +1,176 @@
+"""The analyzer transport: how the gate reaches the sandbox-guard pack.
+
+Two transports answer the same four calls (``Analyzer``): ``InProcessAnalyzer`` calls the pack's
+own servicer from pulumi-policy in this process (the default: fast), and ``pack_process`` starts
+the pack as a subprocess and talks gRPC to it, exactly as the Pulumi CLI does. The enum names map
+the analyzer protocol's enforcement levels and severities to the words reports use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import selectors
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+from pulumi.runtime import proto
+from pulumi.runtime.proto import analyzer_pb2_grpc
+
+from sandboxkit.config import NAMESPACE
+
+PACK_DIR = Path("policy-packs") / "sandbox-guard"
+ENFORCEMENT_NAMES = {
+    proto.ADVISORY: "advisory",
+    proto.MANDATORY: "mandatory",
+    proto.REMEDIATE: "remediate",
+    proto.DISABLED: "disabled",
+}
+ENFORCEMENT_VALUES = {name: value for value, name in ENFORCEMENT_NAMES.items()}
+SEVERITY_NAMES = {
+    proto.POLICY_SEVERITY_UNSPECIFIED: "unspecified",
+    proto.POLICY_SEVERITY_LOW: "low",
+    proto.POLICY_SEVERITY_MEDIUM: "medium",
+    proto.POLICY_SEVERITY_HIGH: "high",
+    proto.POLICY_SEVERITY_CRITICAL: "critical",
+}
+PACK_START_TIMEOUT_SECONDS = 60
+PACK_PROCESS_VERSION = "0.0.1"
+
+
+class Analyzer(Protocol):
+    """The four analyzer calls the gate makes; a gRPC stub and ``InProcessAnalyzer`` both fit."""
+
+    def GetAnalyzerInfo(self, request: Any) -> Any: ...  # noqa: N802 - gRPC method names
+    def Configure(self, request: Any) -> Any: ...  # noqa: N802
+    def Analyze(self, request: Any) -> Any: ...  # noqa: N802
+    def AnalyzeStack(self, request: Any) -> Any: ...  # noqa: N802
+
+
+def pack_dir(project_dir: Path) -> Path:
+    """The sandbox-guard pack folder of a project."""
+    return project_dir / PACK_DIR
+
+
+def load_policies(pack: Path) -> ModuleType:
+    """Import the pack's ``policies`` package under a private name (never plain ``policies``).
+
+    Args:
+        pack: the pack folder (``pack_dir``), holding ``policies/__init__.py``.
+
+    Returns:
+        The package, registered as ``sandboxkit_pack_policies`` in ``sys.modules`` (its
+        ``PACK_NAME``, ``ALL_POLICIES``, ``DEFAULT_ENFORCEMENT``, ``RULES_BY_NAME``, ...).
+
+    Raises:
+        FileNotFoundError: when the pack has no ``policies/__init__.py``.
+    """
+    init = pack / "policies" / "__init__.py"
+    spec = importlib.util.spec_from_file_location(
+        "sandboxkit_pack_policies", init, submodule_search_locations=[str(init.parent)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class InProcessAnalyzer:
+    """The pack's own analyzer servicer, called in this process exactly as over gRPC.
+
+    Requests and responses are the analyzer protocol's messages (``pulumi.runtime.proto``), as a
+    gRPC stub takes and returns them.
+
+    Raises:
+        FileNotFoundError: (on construction) when the pack has no ``policies/__init__.py``.
+    """
+
+    def __init__(self, pack: Path) -> None:
+        from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+        policies = load_policies(pack)
+        self._servicer = _PolicyAnalyzerServicer(
+            policies.PACK_NAME,
+            # What PolicyPack reports too; the CLI shows PulumiPolicy.yaml's version instead.
+            PACK_PROCESS_VERSION,
+            policies.ALL_POLICIES,
+            policies.DEFAULT_ENFORCEMENT,
+        )
+
+    def GetAnalyzerInfo(self, request: Any) -> Any:  # noqa: N802
+        """Forward to the servicer."""
+        return self._servicer.GetAnalyzerInfo(request, None)
+
+    def Configure(self, request: Any) -> Any:  # noqa: N802
+        """Forward to the servicer."""
+        return self._servicer.Configure(request, None)
+
+    def Analyze(self, request: Any) -> Any:  # noqa: N802
+        """Forward to the servicer."""
+        return self._servicer.Analyze(request, None)
+
+    def AnalyzeStack(self, request: Any) -> Any:  # noqa: N802
+        """Forward to the servicer."""
+        return self._servicer.AnalyzeStack(request, None)
+
+
+@contextlib.contextmanager
+def pack_process(
+    pack: Path,
+    stack: str = "check",
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """Start the pack as the Pulumi CLI does and yield a gRPC stub; kill the process after.
+
+    The CLI runs ``python -u -m pulumi.policy <engine address> <pack folder>`` with
+    ``PULUMI_PROJECT``, ``PULUMI_STACK``, ``PULUMI_DRY_RUN`` and ``PULUMI_CONFIG`` set; the pack
+    prints its port on stdout and serves on 127.0.0.1.
+
+    Raises:
+        RuntimeError: when the pack exits or prints no port within 60 s (its stderr attached).
+    """
+    import grpc
+
+    environment = {
+        **os.environ,
+        "PULUMI_PROJECT": NAMESPACE,
+        "PULUMI_STACK": stack,
+        "PULUMI_DRY_RUN": "true",
+        "PULUMI_CONFIG": "{}",
+        **(env or {}),
+    }
+    command = [python or sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(pack)]
+    process = subprocess.Popen(
+        command,
+        cwd=pack,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        selector = selectors.DefaultSelector()
+        selector.register(process.stdout, selectors.EVENT_READ)
+        ready = selector.select(timeout=PACK_START_TIMEOUT_SECONDS)
+        line = process.stdout.readline().decode().strip() if ready else ""
+        if not line.isdigit():
+            process.kill()
+            raise RuntimeError(
+                f"policy pack printed no port ({line!r}): {process.stderr.read().decode()}"
+            )
+        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
+        grpc.channel_ready_future(channel).result(timeout=PACK_START_TIMEOUT_SECONDS)
+        try:
+            yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        finally:
+            channel.close()
+    finally:
+        process.kill()
+        process.wait()

@@ -1,0 +1,23 @@
+"""The JSON document of one result (``sandboxkit check --format json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandboxkit.gate.results import CheckResult
+
+
+def format_json(result: CheckResult) -> dict[str, Any]:
+    """``{"stack", "environment", "violations", "accepted", "checkov", "summary"}``.
+
+    ``accepted`` lists the checkov findings the baseline accepts, each with its ``reason``;
+    ``checkov`` is checkov's counts, or ``"skipped"`` when it did not run.
+    """
+    return {
+        "stack": result.stack,
+        "environment": result.environment,
+        "violations": [v.document() for v in result.violations],
+        "accepted": [{**v.document(), "reason": v.reason} for v in result.accepted],
+        "checkov": dict(result.checkov) if result.checkov is not None else "skipped",
+        "summary": result.summary(),
+    }

@@ -1,0 +1,57 @@
+"""The text report ``sandboxkit check`` prints by default: findings by stack and resource."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, Violation
+
+
+def _heading(result: CheckResult) -> str:
+    if result.stack == PROJECT_SCOPE:
+        return "Project files (Dockerfiles, GitHub workflows)"
+    return f"Stack {result.stack} ({result.environment})"
+
+
+def _checkov_line(result: CheckResult) -> str:
+    if result.checkov is None:
+        return "  checkov: skipped (--no-checkov)"
+    counts = result.checkov
+    return (
+        f"  checkov: {counts['passed']} passed, {counts['failed']} failed, "
+        f"{counts['accepted']} accepted by the baseline (reasons: --format json)"
+    )
+
+
+def format_text(results: Sequence[CheckResult]) -> str:
+    """Findings grouped by stack and resource: id, severity, enforcement, source, message.
+
+    Returns:
+        Lines ending in a newline: per result a heading with the counts, the disabled
+        policies, each resource's findings, checkov's counts (or that it was skipped) and
+        ``passed`` or ``FAILED: mandatory violations``.
+    """
+    out: list[str] = []
+    for result in results:
+        counts = result.summary()
+        out.append(
+            f"{_heading(result)}: {counts['total']} violation(s), "
+            f"{counts['mandatory']} mandatory, {counts['advisory']} advisory"
+        )
+        if result.disabled:
+            # A disabled policy finds nothing: say so, or a silenced gate reads as a clean one.
+            out.append(
+                f"  disabled by the pack config ({len(result.disabled)}): "
+                f"{', '.join(result.disabled)}"
+            )
+        by_urn: dict[str, list[Violation]] = {}
+        for violation in result.violations:
+            by_urn.setdefault(violation.urn, []).append(violation)
+        for urn, found in by_urn.items():
+            out.append(f"  {urn}")
+            for v in found:
+                level = f"{v.severity}, {v.enforcement}, {v.source}"
+                out.append(f"    {v.policy} [{level}] {v.message}")
+        out.append(_checkov_line(result))
+        out.append("  FAILED: mandatory violations" if result.failed else "  passed")
+    return "\n".join(out) + "\n"

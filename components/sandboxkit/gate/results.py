@@ -1,0 +1,153 @@
+"""What the gate finds, from any source: ``RuleInfo``, ``Violation`` and ``CheckResult``.
+
+These are source-agnostic: the CrossGuard pack's diagnostics and checkov's verdicts both become
+``Violation``s, so the formats (``sandboxkit.gate.formats``) print them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+SOURCE_CROSSGUARD = "crossguard"
+SOURCE_CHECKOV = "checkov"
+# The scope of the kit's own files (Dockerfiles, workflows) in reports and in levels.json.
+PROJECT_SCOPE = "project"
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What a rule is, for reports (SARIF ``tool.driver.rules``).
+
+    Attributes:
+        id: ``SBX-NET-001`` (or a checkov id).
+        title: short name.
+        description: full description.
+        remediation: the fix, one sentence.
+        severity: ``low`` .. ``critical``.
+        tags: free tags (area, framework).
+        source: ``crossguard`` or ``checkov``.
+    """
+
+    id: str
+    title: str
+    description: str
+    remediation: str
+    severity: str
+    tags: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding, from any source.
+
+    Attributes:
+        policy: rule id (``SBX-NET-001``).
+        severity: ``low`` .. ``critical``.
+        enforcement: ``mandatory`` or ``advisory``.
+        urn: the resource's URN (the stack's for stack-wide findings).
+        message: the violation sentence, which says the fix.
+        source: ``crossguard`` or ``checkov``.
+        line: 1-based line of ``file`` (else the stack file) where it is fixed, when known.
+        file: the project file to change when it is not the stack file (a Dockerfile).
+        reason: why the baseline accepts it (accepted findings only).
+    """
+
+    policy: str
+    severity: str
+    enforcement: str
+    urn: str
+    message: str
+    source: str
+    line: int | None = None
+    file: str | None = None
+    reason: str | None = None
+
+    @property
+    def mandatory(self) -> bool:
+        """Whether this finding fails the gate."""
+        return self.enforcement == "mandatory"
+
+    def document(self) -> dict[str, Any]:
+        """The JSON shape: policy, severity, enforcement, urn, message, source."""
+        return {
+            "policy": self.policy,
+            "severity": self.severity,
+            "enforcement": self.enforcement,
+            "urn": self.urn,
+            "message": self.message,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The gate's verdict on one stack (or on the kit's own files: ``PROJECT_SCOPE``).
+
+    Attributes:
+        stack: stack name, or ``project`` for the kit's Dockerfiles and workflows.
+        environment: ``dev``, ``staging`` or ``prod`` (``project`` for the kit's files).
+        stack_file: path of the stack file relative to the project (SARIF artifact).
+        violations: findings in report order.
+        rules: rule id -> ``RuleInfo`` for every rule that ran.
+        accepted: findings the checkov baseline accepts (each with its ``reason``); they never
+            fail the gate.
+        checkov: checkov's counts (``passed``, ``failed``, ``accepted``), or ``None`` when
+            checkov did not run (``--no-checkov``).
+        disabled: ids of the pack's policies the pack config disabled (they did not run).
+    """
+
+    stack: str
+    environment: str
+    stack_file: str
+    violations: tuple[Violation, ...]
+    rules: Mapping[str, RuleInfo] = field(default_factory=dict)
+    accepted: tuple[Violation, ...] = ()
+    checkov: Mapping[str, int] | None = None
+    disabled: tuple[str, ...] = ()
+
+    def with_findings(
+        self,
+        violations: Iterable[Violation],
+        rules: Iterable[RuleInfo],
+        accepted: Iterable[Violation] = (),
+    ) -> CheckResult:
+        """This result plus findings from another source (e.g. checkov).
+
+        Args:
+            violations: findings to add after this result's own, in their order.
+            rules: ``RuleInfo`` of the rules behind them; an id already present is replaced.
+            accepted: baseline-accepted findings to add after this result's own.
+
+        Returns:
+            A new ``CheckResult`` (this one is frozen and stays as it is).
+        """
+        return replace(
+            self,
+            violations=(*self.violations, *violations),
+            rules={**self.rules, **{r.id: r for r in rules}},
+            accepted=(*self.accepted, *accepted),
+        )
+
+    @property
+    def failed(self) -> bool:
+        """Whether any finding is mandatory."""
+        return any(v.mandatory for v in self.violations)
+
+    def summary(self) -> dict[str, int]:
+        """Counts: total, mandatory, advisory violations; accepted findings; disabled policies."""
+        mandatory = sum(v.mandatory for v in self.violations)
+        return {
+            "total": len(self.violations),
+            "mandatory": mandatory,
+            "advisory": len(self.violations) - mandatory,
+            "accepted": len(self.accepted),
+            "disabled": len(self.disabled),
+        }
+
+
+def exit_code(results: Iterable[CheckResult]) -> int:
+    """The gate's exit status: 0 when no result has a mandatory finding, 1 when any has."""
+    return 1 if any(r.failed for r in results) else 0

@@ -1,0 +1,251 @@
+"""The sandbox-guard checks of what the gcp-cloudrun target creates: the Cloud Run launcher
+service, its invoker grants and the network firewall policy rules that filter its egress."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.contract import EVERYWHERE
+from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    dig,
+    items,
+    of_kind,
+    resource_views,
+)
+from sandboxkit.guard_checks import (
+    PortSpan,
+    cidr_problems,
+    count_problems,
+    entries_problems,
+    inline_secrets,
+    ports_problem,
+    size_problems,
+    time_problems,
+    unpinned_images,
+)
+
+SERVICE = "gcp:cloudrunv2/service:Service"
+FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+INVOKER_GRANTS = (
+    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+    "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
+)
+GCP_PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+
+
+# --- SBX-NET-001 -------------------------------------------------------------------------------
+
+
+def _egress(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    egress = dig(props, "template.vpcAccess.egress")
+    if dig(props, "template.vpcAccess") is None:
+        yield (
+            f"Cloud Run service {ctx.name} has no VPC access, so sandboxes launched with "
+            "network on egress straight to the internet; set template.vpcAccess with Direct "
+            "VPC egress ALL_TRAFFIC into the kit's VPC."
+        )
+    elif egress != "ALL_TRAFFIC":
+        yield (
+            f"Cloud Run service {ctx.name} routes only private ranges through the VPC "
+            f"(vpcAccess.egress {egress}); set it to ALL_TRAFFIC so the VPC firewall policy "
+            "sees every connection."
+        )
+
+
+def _firewall_span(port: Any) -> PortSpan:
+    first, _, last = str(port).partition("-")
+    if not first.isdigit() or not (last or first).isdigit():
+        return str(port)
+    return int(first), int(last or first)
+
+
+def _firewall_spans(match: Any) -> list[PortSpan]:
+    """Spans of a firewall match's ``layer4Configs`` (``ports`` such as ``"443"`` or
+    ``"8000-8080"``; protocol ``all``, or no ports, admits every port)."""
+    spans: list[PortSpan] = []
+    for config in [c for c in items(dig(match, "layer4Configs")) if isinstance(c, Mapping)]:
+        ports = items(config.get("ports"))
+        if str(config.get("ipProtocol", "")).lower() == "all" or not ports:
+            spans.append(None)
+        else:
+            spans.extend(_firewall_span(p) for p in ports)
+    return spans or [None]
+
+
+def _egress_allow(props: Mapping[str, Any]) -> bool:
+    return props.get("direction") == "EGRESS" and props.get("action") == "allow"
+
+
+def _firewall_rule_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _egress_allow(props):
+        return
+    wide = [c for c in items(dig(props, "match.destIpRanges")) if c in EVERYWHERE]
+    if wide:
+        yield (
+            f"Firewall policy rule {ctx.name} allows egress to {wide[0]}; allow only the "
+            "allowlisted FQDNs and let the deny-all rule take the rest."
+        )
+    else:
+        what = f"Firewall policy rule {ctx.name}"
+        yield from ports_problem(what, _firewall_spans(props.get("match")), ctx)
+
+
+# --- SBX-NET-002 -------------------------------------------------------------------------------
+
+
+def _firewall_rule_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _egress_allow(props):
+        return
+    fqdns = [str(f) for f in items(dig(props, "match.destFqdns"))]
+    yield from entries_problems("Firewall policy rule", ctx.name, fqdns)
+    for cidr in items(dig(props, "match.destIpRanges")):
+        yield from cidr_problems("Firewall policy rule", ctx.name, str(cidr), ())
+
+
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _services_without_deny_all(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    rules = of_kind(resources, "compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+    egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
+    deny_all = [
+        r
+        for r in egress_rules
+        if r.props.get("action") == "deny"
+        and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
+    ]
+    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
+    for service in of_kind(resources, "cloudrunv2/service:Service"):
+        if not deny_all:
+            yield (
+                f"Cloud Run service {service.name} has no deny-all egress rule in a network "
+                "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
+                service.urn,
+            )
+        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
+            yield (
+                f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
+                "before an allow rule; give it a larger priority number than every allow rule.",
+                service.urn,
+            )
+
+
+# --- SBX-IAM-003 -------------------------------------------------------------------------------
+
+
+def _invoker_check_off(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if props.get("invokerIamDisabled") is True:
+        yield (
+            f"Cloud Run service {ctx.name} disables the invoker IAM check, so anyone can call "
+            "it; set invokerIamDisabled to false."
+        )
+
+
+def _public_member(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    members = [props.get("member"), *items(props.get("members"))]
+    public = [m for m in members if m in GCP_PUBLIC_MEMBERS]
+    if public:
+        yield (
+            f"{ctx.name} grants {props.get('role')} to {public[0]}; grant it to the named "
+            "caller service account only."
+        )
+
+
+# --- SBX-RES-001..003 --------------------------------------------------------------------------
+
+
+def _limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "template.containers")):
+        limits = dig(container, "resources.limits", {}) or {}
+        label = f"{ctx.name} container {dig(container, 'name')}"
+        yield from size_problems(
+            "Cloud Run service", label, limits.get("cpu"), limits.get("memory"), ctx
+        )
+
+
+def _timeout(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The request timeout bounds each sandbox run the launcher serves (gcp-cloudrun's map).
+    timeout = dig(props, "template.timeout")
+    label = f"Cloud Run service {ctx.name}"
+    yield from time_problems(ctx, label, "template.timeout", timeout, "execTimeoutSeconds")
+
+
+def _scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from count_problems(
+        f"Cloud Run service {ctx.name}",
+        "template.scaling.maxInstanceCount",
+        dig(props, "template.scaling.maxInstanceCount"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+
+
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in items(dig(props, "template.containers")):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "envs"))]
+        yield from inline_secrets("Cloud Run service", ctx.name, pairs, ctx)
+
+
+def _images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    containers = items(dig(props, "template.containers"))
+    templates = items(dig(props, "template.sandboxes.templates"))
+    images = [dig(entry, "image") for entry in containers + templates]
+    yield from unpinned_images("Cloud Run service", ctx.name, images)
+
+
+def _dns_doors(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Read by the target's egress reader: names resolved past a closed firewall (a DNS
+    # tunnel), and allowed names its rules would admit at a non-public address (rebinding).
+    services = {s.name: s.urn for s in of_kind(resources, "cloudrunv2/service:Service")}
+    views = resource_views(resources, "gcp:")
+    for name in dns_tunnels(views):
+        yield (
+            f"Cloud Run service {name} lets its sandboxes resolve every name while their "
+            "egress is closed (no Cloud DNS response policy answering '*.' on its network), so "
+            "data leaves in DNS queries; deploy the kit's component, which binds one.",
+            services.get(name),
+        )
+    reported: set[tuple[str, str]] = set()
+    for hole in rebinding_holes(views):
+        if (hole.service, hole.name) in reported:
+            continue
+        reported.add((hole.service, hole.name))
+        yield (
+            f"Firewall policy rule {hole.rule} admits {hole.name} even when it resolves to "
+            f"{hole.address} (Cloud NGFW programs whatever the name resolves to), so its owner "
+            f"can point Cloud Run service {hole.service}'s sandboxes at non-public addresses; "
+            "deny the non-public ranges at a priority ahead of every allow rule.",
+            services.get(hole.service),
+        )
+
+
+HANDLERS = (
+    *gcp_guard.HANDLERS,
+    Handler("SBX-NET-001", (SERVICE,), _egress),
+    Handler("SBX-NET-001", (FIREWALL_RULE,), _firewall_rule_open),
+    Handler("SBX-NET-002", (FIREWALL_RULE,), _firewall_rule_entries),
+    StackHandler("SBX-NET-005", _services_without_deny_all),
+    StackHandler("SBX-NET-005", _dns_doors),
+    Handler("SBX-IAM-001", INVOKER_GRANTS, gcp_guard.broad_role),
+    Handler("SBX-IAM-003", (SERVICE,), _invoker_check_off),
+    Handler("SBX-IAM-003", INVOKER_GRANTS, _public_member),
+    Handler("SBX-RES-001", (SERVICE,), _limits),
+    Handler("SBX-RES-002", (SERVICE,), _timeout),
+    Handler("SBX-RES-003", (SERVICE,), _scale),
+    Handler("SBX-SEC-001", (SERVICE,), _env),
+    Handler("SBX-SEC-003", (SERVICE,), _images),
+)

@@ -1,0 +1,42 @@
+"""The sandbox-guard checks of what both gcp targets create (``gcp/common.py``): project IAM
+grants and the log bucket. gcp-cloudrun and gcp-gke re-export them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sandboxkit.guard import CheckContext, Handler
+from sandboxkit.guard_checks import retention_problems
+
+GCP_BASIC_ROLES = ("roles/owner", "roles/editor")
+IAM_GRANTS = (
+    "gcp:projects/iAMMember:IAMMember",
+    "gcp:projects/iAMBinding:IAMBinding",
+    "gcp:serviceaccount/iAMMember:IAMMember",
+    "gcp:serviceaccount/iAMBinding:IAMBinding",
+)
+LOG_BUCKET = "gcp:logging/projectBucketConfig:ProjectBucketConfig"
+
+
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def broad_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    """SBX-IAM-001 on any GCP IAM grant (``role``): a basic role or an admin role."""
+    role = str(props.get("role", ""))
+    if role in GCP_BASIC_ROLES or role.lower().endswith("admin"):
+        yield f"IAM grant {ctx.name} gives {role}; grant the narrowest predefined role instead."
+
+
+# --- SBX-LOG-001 -------------------------------------------------------------------------------
+
+
+def _log_bucket(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from retention_problems("Log bucket", ctx.name, props.get("retentionDays"), ctx, False)
+
+
+HANDLERS = (
+    Handler("SBX-IAM-001", IAM_GRANTS, broad_role),
+    Handler("SBX-LOG-001", (LOG_BUCKET,), _log_bucket),
+)

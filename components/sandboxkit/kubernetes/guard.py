@@ -1,0 +1,517 @@
+"""The sandbox-guard checks of the Kubernetes objects the kit creates (agent-sandbox templates,
+network policies, quotas), on any cluster; gcp-gke re-exports them. The pod walls (SBX-K8S-*)
+are in ``pod_guard.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.contract import (
+    EVERYWHERE,
+    LINK_LOCAL_RESOLVERS,
+    RESOLVER_POD_LABEL,
+    SANDBOX_POD_LABEL,
+)
+from sandboxkit.guard import (
+    SANDBOX_POD_KINDS,
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    containers_of,
+    dig,
+    items,
+    number,
+    of_kind,
+    resource_views,
+    sandbox_pod_spec,
+    target_of,
+)
+from sandboxkit.guard_checks import (
+    PortSpan,
+    cidr_problems,
+    count_problems,
+    entries_problems,
+    identity_allowed,
+    inline_secrets,
+    ports_problem,
+    size_problems,
+    time_problems,
+    unpinned_images,
+)
+from sandboxkit.kubernetes import pod_guard
+from sandboxkit.kubernetes.reach import (
+    CILIUM_POLICY,
+    CONFIG_MAP,
+    GKE_FQDN_POLICY,
+    NETWORK_POLICY,
+    admits_dns,
+    dnsmasq_names,
+    peer_kind,
+    resolver_config,
+)
+from sandboxkit.reach import ResourceView
+
+SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
+ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
+ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+WARM_POOL = "kubernetes:*:SandboxWarmPool"
+
+KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
+
+
+# --- SBX-NET-001 -------------------------------------------------------------------------------
+
+
+def _span(port: Any, end_port: Any = None) -> PortSpan:
+    """A rule's port (a number, digits, a name; absent or 0 for every port) and end port."""
+    if port is None or str(port) in ("0", "0.0"):
+        return None
+    if isinstance(port, str) and not port.isdigit():
+        return port
+    first = int(port)
+    last = int(end_port) if isinstance(end_port, int | float) else first
+    return first, last
+
+
+def _listed_spans(ports: Any) -> list[PortSpan]:
+    """Spans of a ``ports`` list of ``{protocol, port, endPort}`` (absent or empty: every
+    port), as NetworkPolicy, FQDNNetworkPolicy and Cilium ``toPorts[].ports`` write them."""
+    entries = [p for p in items(ports) if isinstance(p, Mapping)]
+    if not entries:
+        return [None]
+    return [_span(p.get("port"), p.get("endPort")) for p in entries]
+
+
+def _selects_sandboxes(selector: Any) -> bool:
+    """Whether a pod/endpoint selector's matchLabels take in the kit's sandbox pods."""
+    labels = dig(selector, "matchLabels", {}) or {}
+    return not labels or SANDBOX_POD_LABEL in labels
+
+
+def _network_policy_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.podSelector")):
+        return
+    spec = dig(props, "spec", {})
+    if "Egress" not in items(spec.get("policyTypes")):
+        yield (
+            f"NetworkPolicy {ctx.name} selects sandbox pods but does not restrict egress; "
+            "add Egress to spec.policyTypes."
+        )
+    for index, rule in enumerate(items(spec.get("egress"))):
+        # One finding per rule: a rule open to every destination needs no port finding too.
+        peers = items(dig(rule, "to"))
+        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
+        if not peers:
+            yield (
+                f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
+                "destination; list the destinations or use egress mode deny."
+            )
+        elif wide:
+            yield (
+                f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
+                "open); set sandboxkit:profile.egress.mode to deny or allowlist."
+            )
+        else:
+            what = f"NetworkPolicy {ctx.name} egress rule {index}"
+            yield from ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
+
+
+def _template_managed_policy(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    management = dig(props, "spec.networkPolicyManagement", "Managed")
+    if management != "Unmanaged":
+        yield (
+            f"SandboxTemplate {ctx.name} has networkPolicyManagement {management}: the "
+            "controller's managed policy admits the public internet and policies add up; set it "
+            "to Unmanaged so the kit's NetworkPolicy alone decides."
+        )
+
+
+def _cilium_world(rule: Any) -> bool:
+    entities = {str(e) for e in items(dig(rule, "toEntities"))}
+    cidrs = {str(c) for c in items(dig(rule, "toCIDR"))}
+    return bool(entities & {"world", "all"} or cidrs & set(EVERYWHERE))
+
+
+def _cilium_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for rule in items(dig(props, "spec.egress")):
+        if _cilium_world(rule):
+            yield (
+                f"CiliumNetworkPolicy {ctx.name} admits egress to the whole internet; "
+                "allow only toFQDNs entries from the profile's allowlist."
+            )
+
+
+def _cilium_ports(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.endpointSelector")):
+        return
+    for index, rule in enumerate(items(dig(props, "spec.egress"))):
+        if _cilium_world(rule):
+            continue  # _cilium_open reports it; one finding per rule.
+        to_ports = [t for t in items(dig(rule, "toPorts")) if isinstance(t, Mapping)]
+        # A rule without toPorts (or a toPorts entry without ports) admits every port.
+        spans = [s for t in to_ports for s in _listed_spans(t.get("ports"))] or [None]
+        yield from ports_problem(f"CiliumNetworkPolicy {ctx.name} egress rule {index}", spans, ctx)
+
+
+def _gke_fqdn_ports(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _selects_sandboxes(dig(props, "spec.podSelector")):
+        return
+    for index, rule in enumerate(items(dig(props, "spec.egress"))):
+        what = f"FQDNNetworkPolicy {ctx.name} egress rule {index}"
+        yield from ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
+
+
+# --- SBX-NET-002 -------------------------------------------------------------------------------
+
+
+_LINK_LOCAL_RESOLVER_BLOCKS = frozenset(f"{a}/32" for a in LINK_LOCAL_RESOLVERS.values())
+
+
+def _dns_only(rule: Any) -> bool:
+    ports = list(items(dig(rule, "ports")))
+    return bool(ports) and all(
+        str(dig(port, "protocol") or "TCP") in ("UDP", "TCP")
+        and number(dig(port, "port")) == "53"
+        and dig(port, "endPort") is None
+        for port in ports
+    )
+
+
+def _resolver_upstream(props: Mapping[str, Any], rule: Any, cidr: str) -> bool:
+    """The kit's resolver reaching a link-local cluster resolver (NodeLocal DNSCache, Cloud DNS
+    for GKE): exactly that /32, DNS ports only."""
+    selected = dig(props, "spec.podSelector.matchLabels", {}) or {}
+    return (
+        RESOLVER_POD_LABEL in selected and cidr in _LINK_LOCAL_RESOLVER_BLOCKS and _dns_only(rule)
+    )
+
+
+def _np_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for rule in items(dig(props, "spec.egress")):
+        for peer in items(dig(rule, "to")):
+            cidr = dig(peer, "ipBlock.cidr")
+            if isinstance(cidr, str) and not _resolver_upstream(props, rule, cidr):
+                excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
+                yield from cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
+
+
+def _kit_pattern(pattern: str) -> str:
+    # Cilium's '**.' prefix (1.19+: any depth below, never the apex) is the kit's '*.'.
+    return f"*.{pattern[3:]}" if pattern.startswith("**.") else pattern
+
+
+def _cilium_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    entries = [
+        _kit_pattern(str(fqdn.get("matchName") or fqdn.get("matchPattern")))
+        for rule in items(dig(props, "spec.egress"))
+        for fqdn in items(dig(rule, "toFQDNs"))
+    ]
+    yield from entries_problems("CiliumNetworkPolicy", ctx.name, entries)
+
+
+def _gke_fqdn_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    entries = [
+        str(match.get("name") or match.get("pattern"))
+        for rule in items(dig(props, "spec.egress"))
+        for match in items(dig(rule, "matches"))
+    ]
+    yield from entries_problems("FQDNNetworkPolicy", ctx.name, entries)
+
+
+# --- SBX-NET-005 -------------------------------------------------------------------------------
+
+
+def _templates_without_policy(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    policies = of_kind(resources, ":NetworkPolicy")
+    for template in of_kind(resources, ":SandboxTemplate"):
+        namespace = dig(template.props, "metadata.namespace")
+        pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
+        # Same target (cluster) and namespace: two targets may use the same namespace name.
+        covering = [
+            p
+            for p in policies
+            if dig(p.props, "metadata.namespace") == namespace
+            and target_of(p.props) == target_of(template.props)
+            and "Egress" in items(dig(p.props, "spec.policyTypes"))
+            and all(
+                pod_labels.get(k) == v
+                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
+            )
+        ]
+        if not covering:
+            yield (
+                f"SandboxTemplate {template.name} has no NetworkPolicy restricting egress of its "
+                "pods in its namespace; keep the kit's NetworkPolicy alongside it.",
+                template.urn,
+            )
+
+
+# --- SBX-NET-007 -------------------------------------------------------------------------------
+
+_DNS_TYPES = (NETWORK_POLICY, CILIUM_POLICY, CONFIG_MAP)
+_L3_PEERS = ("toEndpoints", "toFQDNs", "toCIDR", "toCIDRSet", "toEntities", "toServices")
+# Peers of an L4 rule on port 53 whose DNS Cilium's L7 DNS rule would otherwise filter.
+_POD_PEERS = frozenset({"resolver", "cluster", "every-pod"})
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _all_names(pattern: str) -> bool:
+    return bool(pattern) and set(pattern.rstrip(".")) <= {"*"}
+
+
+def _filtering(cnps: Sequence[ResourceView]) -> list[str]:
+    """The Cilium policies holding an L7 DNS rule (``rules.dns``)."""
+    return [
+        c.name
+        for c in cnps
+        if any(
+            _listed(dig(to_port, "rules.dns"))
+            for rule in _listed(c.at("spec.egress"))
+            for to_port in _listed(rule.get("toPorts"))
+        )
+    ]
+
+
+def _cilium_dns_doors(cnps: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
+    filtering = _filtering(cnps)
+    for policy in cnps:
+        for rule in _listed(policy.at("spec.egress")):
+            # A rule naming no L3 peer admits every destination, pods included.
+            peers = _listed(rule.get("toEndpoints"))
+            bare = not any(rule.get(key) for key in _L3_PEERS)
+            kinds = {peer_kind(p) for p in peers} | ({"every-pod"} if bare else set())
+            for to_port in _listed(rule.get("toPorts")):
+                dns = _listed(dig(to_port, "rules.dns"))
+                for pattern in (str(d.get("matchPattern") or "") for d in dns):
+                    if _all_names(pattern):
+                        yield (
+                            policy.name,
+                            f"CiliumNetworkPolicy {policy.name} lets sandbox pods send every "
+                            f"name to their resolver (rules.dns matchPattern '{pattern}'), so a "
+                            "query such as <data>.attacker.example carries data out; list the "
+                            "allowlisted names only.",
+                        )
+                ports = _listed(to_port.get("ports"))
+                if filtering and not dns and kinds & _POD_PEERS and admits_dns(ports):
+                    yield (
+                        policy.name,
+                        f"CiliumNetworkPolicy {policy.name} admits port 53 to pods without a "
+                        f"DNS rule, which voids the L7 DNS rule of {', '.join(filtering)} "
+                        "(Cilium docs, Layer 7 policies); remove it.",
+                    )
+
+
+def _network_policy_dns_doors(
+    nps: Sequence[ResourceView], filtering: Sequence[str]
+) -> Iterator[tuple[str, str]]:
+    for policy in nps:
+        for index, rule in enumerate(_listed(policy.at("spec.egress"))):
+            if not admits_dns(_listed(rule.get("ports"))):
+                continue
+            peers = _listed(rule.get("to"))
+            kinds = {peer_kind(p) for p in peers} if peers else {"every-pod"}
+            for kind, peer in (("cluster", "kube-dns"), ("every-pod", "every pod")):
+                if kind in kinds:
+                    yield (
+                        policy.name,
+                        f"NetworkPolicy {policy.name} egress rule {index} admits DNS from "
+                        f"sandbox pods to {peer}, where the cluster's resolver answers any "
+                        "name (a DNS tunnel); send sandbox DNS to the kit's resolver only.",
+                    )
+            if "resolver" in kinds and filtering:
+                yield (
+                    policy.name,
+                    f"NetworkPolicy {policy.name} egress rule {index} admits port 53 without "
+                    f"a DNS rule, which voids the L7 DNS rule of {', '.join(filtering)} "
+                    "(Cilium docs, Layer 7 policies); remove it and leave DNS to the Cilium "
+                    "policy.",
+                )
+
+
+def _resolver_doors(views: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
+    for view in views:
+        config = resolver_config(view)
+        if config is not None and dnsmasq_names(config) is None:
+            yield (
+                view.name,
+                f"ConfigMap {view.name} makes the kit's resolver forward every name upstream "
+                "(a 'server=' line without a domain), so sandbox queries reach a recursive "
+                "resolver; forward only the allowlisted names (the kit's resolver "
+                "configuration does).",
+            )
+
+
+def _reaches_internet(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> bool:
+    """Whether the sandbox pods connect to the whole internet (egress mode open, or a rule
+    with no destination), where any name may resolve."""
+    np_rules = [r for v in nps for r in _listed(v.at("spec.egress"))]
+    cilium_rules = [r for v in cnps for r in _listed(v.at("spec.egress"))]
+    return any(_cilium_world(r) for r in cilium_rules) or any(
+        not _listed(r.get("to"))
+        or any(dig(peer, "ipBlock.cidr") in EVERYWHERE for peer in _listed(r.get("to")))
+        for r in np_rules
+    )
+
+
+def _sandbox_dns(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    urns = {r.name: r.urn for r in resources}
+    views = [v for v in resource_views(resources, "kubernetes:") if v.type in _DNS_TYPES]
+    nps = [
+        v
+        for v in views
+        if v.type == NETWORK_POLICY and _selects_sandboxes(v.at("spec.podSelector"))
+    ]
+    cnps = [
+        v
+        for v in views
+        if v.type == CILIUM_POLICY and _selects_sandboxes(v.at("spec.endpointSelector"))
+    ]
+    if _reaches_internet(nps, cnps):
+        return  # SBX-NET-001 reports it; a DNS tunnel takes out nothing more.
+    for name, sentence in [
+        *_cilium_dns_doors(cnps),
+        *_network_policy_dns_doors(nps, _filtering(cnps)),
+        *_resolver_doors(views),
+    ]:
+        yield sentence, urns.get(name)
+
+
+# --- SBX-IAM-001 -------------------------------------------------------------------------------
+
+
+def _admin_binding(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    role = dig(props, "roleRef.name")
+    if role in KUBERNETES_ADMIN_ROLES:
+        yield f"{ctx.name} binds {role}; bind a Role with only the verbs and resources needed."
+
+
+def _wildcard_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for rule in items(props.get("rules")):
+        for key in ("verbs", "resources", "apiGroups"):
+            if "*" in items(dig(rule, key)):
+                yield f"Role {ctx.name} allows '*' {key}; list them explicitly."
+
+
+# --- SBX-IAM-002 -------------------------------------------------------------------------------
+
+
+def _token_mounted(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if sandbox_pod_spec(props).get("automountServiceAccountToken") is not False:
+        if identity_allowed(ctx):
+            return
+        yield (
+            f"{ctx.name} mounts a service-account token into sandbox pods; set "
+            "automountServiceAccountToken to false."
+        )
+
+
+# --- SBX-RES-001..003 --------------------------------------------------------------------------
+
+
+def _pod_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in containers_of(sandbox_pod_spec(props)):
+        limits = dig(container, "resources.limits", {}) or {}
+        label = f"{ctx.name} container {container.get('name')}"
+        yield from size_problems(
+            "SandboxTemplate", label, limits.get("cpu"), limits.get("memory"), ctx
+        )
+
+
+def _pod_deadline(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    deadline = sandbox_pod_spec(props).get("activeDeadlineSeconds")
+    label = f"SandboxTemplate {ctx.name}"
+    yield from time_problems(ctx, label, "activeDeadlineSeconds", deadline, "maxLifetimeSeconds")
+
+
+def _quota_pods(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if target_of(props) is None:
+        return
+    yield from count_problems(
+        f"ResourceQuota {ctx.name}",
+        "spec.hard.pods",
+        dig(props, "spec.hard.pods"),
+        ctx.setting("maxConcurrentSandboxes"),
+        "maxConcurrent",
+    )
+
+
+def _warm_pool(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from count_problems(
+        f"SandboxWarmPool {ctx.name}",
+        "spec.replicas",
+        dig(props, "spec.replicas"),
+        ctx.setting("maxReadySandboxes"),
+        "ready",
+    )
+
+
+# --- SBX-RES-004 -------------------------------------------------------------------------------
+
+
+def _quota_per_namespace(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
+    quotas = {
+        (target_of(r.props), dig(r.props, "metadata.namespace"))
+        for r in resources
+        if r.resource_type == RESOURCE_QUOTA and dig(r.props, "spec.hard.pods")
+    }
+    for r in resources:
+        if r.resource_type.endswith(":SandboxTemplate"):
+            namespace = dig(r.props, "metadata.namespace")
+            if (target_of(r.props), namespace) not in quotas:
+                yield (
+                    f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
+                    "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
+                    r.urn,
+                )
+
+
+# --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
+
+
+def _pod_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for container in containers_of(sandbox_pod_spec(props)):
+        pairs = [(str(e.get("name")), e.get("value")) for e in items(container.get("env"))]
+        yield from inline_secrets("SandboxTemplate", ctx.name, pairs, ctx)
+
+
+def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
+    yield from unpinned_images("SandboxTemplate", ctx.name, images)
+
+
+HANDLERS = (
+    *pod_guard.HANDLERS,
+    Handler("SBX-NET-001", (NETWORK_POLICY,), _network_policy_open),
+    Handler("SBX-NET-001", (SANDBOX_TEMPLATE,), _template_managed_policy),
+    Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_open),
+    Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_ports),
+    Handler("SBX-NET-001", (GKE_FQDN_POLICY,), _gke_fqdn_ports),
+    Handler("SBX-NET-002", (NETWORK_POLICY,), _np_entries),
+    Handler("SBX-NET-002", (CILIUM_POLICY,), _cilium_entries),
+    Handler("SBX-NET-002", (GKE_FQDN_POLICY,), _gke_fqdn_entries),
+    StackHandler("SBX-NET-005", _templates_without_policy),
+    StackHandler("SBX-NET-007", _sandbox_dns),
+    Handler("SBX-IAM-001", ROLE_BINDINGS, _admin_binding),
+    Handler("SBX-IAM-001", ROLES, _wildcard_role),
+    Handler("SBX-IAM-002", SANDBOX_POD_KINDS, _token_mounted),
+    Handler("SBX-RES-001", SANDBOX_POD_KINDS, _pod_limits),
+    Handler("SBX-RES-002", SANDBOX_POD_KINDS, _pod_deadline),
+    Handler("SBX-RES-003", (RESOURCE_QUOTA,), _quota_pods),
+    Handler("SBX-RES-003", (WARM_POOL,), _warm_pool),
+    StackHandler("SBX-RES-004", _quota_per_namespace),
+    Handler("SBX-SEC-001", SANDBOX_POD_KINDS, _pod_env),
+    Handler("SBX-SEC-003", SANDBOX_POD_KINDS, _pod_images),
+)

@@ -1,0 +1,137 @@
+"""The walls of the kit's sandbox pods (SBX-K8S-*): what each container may do, what the pod
+shares with its node, and what a claim may change. ``guard.py`` lists these handlers with the
+folder's others."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sandboxkit.guard import (
+    SANDBOX_POD_KINDS,
+    CheckContext,
+    Handler,
+    containers_of,
+    dig,
+    items,
+    number,
+    sandbox_pod_spec,
+    target_of,
+)
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
+
+
+def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for container in containers_of(sandbox_pod_spec(props)):
+        yield str(container.get("name")), dig(container, "securityContext", {}) or {}
+
+
+def _read_only(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for name, security in _each_container(props):
+        if security.get("readOnlyRootFilesystem") is not True:
+            yield (
+                f"Container {name} of {ctx.name} has a writable root filesystem; set "
+                "securityContext.readOnlyRootFilesystem to true."
+            )
+
+
+def _capabilities(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for name, security in _each_container(props):
+        dropped = [str(c) for c in items(dig(security, "capabilities.drop"))]
+        added = [str(c) for c in items(dig(security, "capabilities.add"))]
+        if "ALL" not in dropped:
+            yield (
+                f"Container {name} of {ctx.name} keeps the default capabilities; set "
+                "securityContext.capabilities.drop to [ALL]."
+            )
+        if added:
+            yield (
+                f"Container {name} of {ctx.name} adds capabilities {', '.join(added)}; remove "
+                "securityContext.capabilities.add."
+            )
+
+
+def _non_root(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    pod = dig(sandbox_pod_spec(props), "securityContext", {}) or {}
+    for name, security in _each_container(props):
+        non_root = security.get("runAsNonRoot", pod.get("runAsNonRoot"))
+        user = security.get("runAsUser", pod.get("runAsUser"))
+        if non_root is not True or user == 0:
+            yield (
+                f"Container {name} of {ctx.name} may run as root; set runAsNonRoot to true "
+                "and runAsUser to a non-zero UID."
+            )
+        if security.get("privileged") is True:
+            yield f"Container {name} of {ctx.name} is privileged; set privileged to false."
+        if security.get("allowPrivilegeEscalation") is not False:
+            yield (
+                f"Container {name} of {ctx.name} may escalate privileges; set "
+                "allowPrivilegeEscalation to false."
+            )
+
+
+def _runtime_class(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    runtime = sandbox_pod_spec(props).get("runtimeClassName")
+    allowed = list(ctx.setting("allowedRuntimeClasses"))
+    if runtime not in allowed:
+        yield (
+            f"{ctx.name} runs sandbox pods with runtime class {runtime}, which shares the "
+            f"host kernel; set runtimeClassName to one of {', '.join(allowed)}."
+        )
+
+
+def _host(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    spec = sandbox_pod_spec(props)
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(field) is True:
+            yield f"{ctx.name} sets {field}: true; set it to false."
+    for volume in items(spec.get("volumes")):
+        if isinstance(volume, Mapping) and "hostPath" in volume:
+            yield (f"{ctx.name} mounts hostPath volume {volume.get('name')}; use an emptyDir.")
+    for container in containers_of(spec):
+        for port in items(container.get("ports")):
+            if isinstance(port, Mapping) and port.get("hostPort"):
+                yield f"{ctx.name} binds host port {number(port.get('hostPort'))}; remove hostPort."
+
+
+def _seccomp(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    pod = dig(sandbox_pod_spec(props), "securityContext.seccompProfile.type")
+    for name, security in _each_container(props):
+        kind = dig(security, "seccompProfile.type", pod)
+        if kind not in ("RuntimeDefault", "Localhost"):
+            yield (
+                f"Container {name} of {ctx.name} runs with seccomp profile {kind}; set "
+                "securityContext.seccompProfile.type to RuntimeDefault."
+            )
+
+
+def _pod_security(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if target_of(props) is None:
+        return
+    level = dig(props, "metadata.labels", {}).get("pod-security.kubernetes.io/enforce")
+    if level != "restricted":
+        yield (
+            f"Namespace {ctx.name} enforces Pod Security level {level}; label it "
+            "pod-security.kubernetes.io/enforce: restricted."
+        )
+
+
+def _claims(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for field in ("envVarsInjectionPolicy", "volumeClaimTemplatesPolicy"):
+        value = dig(props, f"spec.{field}")
+        if value != "Disallowed":
+            yield f"SandboxTemplate {ctx.name} sets {field} {value}; set it to Disallowed."
+
+
+HANDLERS = (
+    Handler("SBX-K8S-001", SANDBOX_POD_KINDS, _read_only),
+    Handler("SBX-K8S-002", SANDBOX_POD_KINDS, _capabilities),
+    Handler("SBX-K8S-003", SANDBOX_POD_KINDS, _non_root),
+    Handler("SBX-K8S-004", SANDBOX_POD_KINDS, _runtime_class),
+    Handler("SBX-K8S-005", SANDBOX_POD_KINDS, _host),
+    Handler("SBX-K8S-006", SANDBOX_POD_KINDS, _seccomp),
+    Handler("SBX-K8S-007", (NAMESPACE,), _pod_security),
+    Handler("SBX-K8S-008", (SANDBOX_TEMPLATE,), _claims),
+)

@@ -1,0 +1,73 @@
+"""The azure-sessions reader: the pool's network status, and the component's renders against
+the egress contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sandboxkit.azure.reach import NETWORK_DOC, read_egress
+from sandboxkit.egress import EgressContract
+from sandboxkit.reach import ResourceView, compare, derive_probes
+from sandboxkit.render import Recorder
+from support import build_target
+
+POOL = "azure-native:app:ContainerAppsSessionPool"
+SETTINGS = {
+    "subscriptionId": "00000000-0000-0000-0000-000000000000",
+    "location": "westeurope",
+    "resourceGroupName": "sandboxes",
+    "createResourceGroup": True,
+    "executors": [{"principalId": "11111111-1111-1111-1111-111111111111", "principalType": "User"}],
+}
+
+
+def pool(**props: Any) -> ResourceView:
+    return ResourceView.of(POOL, "pool", props)
+
+
+def test_egress_disabled_grants_nothing() -> None:
+    effective = read_egress([pool(sessionNetworkConfiguration={"status": "EgressDisabled"})])
+    assert (effective.connect, effective.resolve) == ((), ())
+    assert effective.admits("169.254.169.254", 80).admitted is False
+    assert effective.resolves("x.attacker.example").admitted is False
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"sessionNetworkConfiguration": {"status": "EgressEnabled"}},
+        {"sessionNetworkConfiguration": {}},
+        {},
+        {"sessionNetworkConfiguration": {"status": "egressdisabled"}},
+    ],
+)
+def test_anything_but_egress_disabled_opens_everything(props: dict[str, Any]) -> None:
+    effective = read_egress([pool(**props)])
+    for host, port in (("151.101.0.223", 8443), ("2606:4700::1111", 22), ("a.example.com", 25)):
+        verdict = effective.admits(host, port)
+        assert verdict.admitted is True
+        assert {g.source for g in verdict.grants} == {NETWORK_DOC}
+    assert effective.resolves("x.attacker.example").admitted is True
+
+
+def views(engine: Recorder, mode: str) -> list[ResourceView]:
+    resources = build_target(engine, "azure-sessions", SETTINGS, {"egress": {"mode": mode}})
+    return [ResourceView.of(r.type, r.name, r.inputs) for r in resources if r.custom]
+
+
+def test_deny_matches_the_contract(engine: Recorder) -> None:
+    effective = read_egress(views(engine, "deny"))
+    assert compare(effective, EgressContract("deny"), derive_probes(())) == ()
+
+
+def test_open_cannot_promise_the_contract_s_exclusions(engine: Recorder) -> None:
+    # Microsoft lists no address a session with egress enabled cannot reach, so the metadata
+    # address and its NAT64 form count as reachable: wider than open mode allows.
+    effective = read_egress(views(engine, "open"))
+    differences = compare(effective, EgressContract("open"), derive_probes(()))
+    assert [(str(d.probe), d.question, d.direction) for d in differences] == [
+        ("169.254.169.254:80", "connect", "wider"),
+        ("[64:ff9b::a9fe:a9fe]:80", "connect", "wider"),
+    ]

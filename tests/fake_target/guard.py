@@ -1,0 +1,35 @@
+"""The ``flyio`` fake target's sandbox-guard checks: one resource handler, one stack handler."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource, dig, of_kind
+from sandboxkit.guard_checks import size_problems
+
+MACHINE = "flyio:index/machine:Machine"
+
+
+def _guest_size(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    guest = dig(props, "config.guest", {}) or {}
+    memory = guest.get("memoryMb")
+    memory_mib = f"{memory}Mi" if memory is not None else None
+    yield from size_problems("Fly machine", ctx.name, guest.get("cpus"), memory_mib, ctx)
+
+
+def _machines_without_egress_control(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    for machine in of_kind(resources, MACHINE):
+        yield (
+            f"Fly machine {machine.name} has no egress control (Fly Machines have no egress "
+            "filter); run sandboxes that need egress rules on a target that filters egress.",
+            machine.urn,
+        )
+
+
+HANDLERS = (
+    Handler("SBX-RES-001", (MACHINE,), _guest_size),
+    StackHandler("SBX-NET-005", _machines_without_egress_control),
+)

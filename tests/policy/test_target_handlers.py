@@ -1,0 +1,204 @@
+"""The targets' policy handlers reach the pack.
+
+Each target folder declares its checks in ``guard.py`` (``HANDLERS``); the pack's rule for a
+policy id runs the handlers of every registered target that name it. A handler under an id the
+pack does not have, or under a policy of the other kind, would never run: these tests find it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from fake_target import guard as fake_guard
+from sandboxkit import gate, targets
+from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource
+
+PROJECT = Path(__file__).resolve().parents[2]
+PACK = gate.load_policies(gate.pack_dir(PROJECT))
+COMMON = importlib.import_module(f"{PACK.__name__}._common")
+POLICIES = {p.name: p for p in PACK.ALL_POLICIES}
+OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+
+
+@pytest.fixture
+def recollect(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The pack collects the handlers once per registry; collect them again around a test that
+    changes what a guard module declares (cleared before ``monkeypatch`` undoes the change)."""
+    COMMON._declared.cache_clear()
+    yield
+    COMMON._declared.cache_clear()
+
+
+def concrete(pattern: str) -> str:
+    """A type token ``pattern`` matches (``kubernetes:*:Kind`` in some API group)."""
+    return pattern.replace("kubernetes:*:", "kubernetes:example.io/v1:")
+
+
+def _recorder(found: list[tuple[str, str | None]]) -> Callable[[str, str | None], None]:
+    def report(message: str, urn: str | None = None) -> None:
+        found.append((message, urn))
+
+    return report
+
+
+def reports(policy: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """What the pack's resource policy ``policy`` reports on one resource named ``box``."""
+    found: list[tuple[str, str | None]] = []
+    validator = POLICIES[policy]
+    assert isinstance(validator, ResourceValidationPolicy)
+    args = ResourceValidationArgs(resource_type, props, "urn::box", "box", OPTIONS, None)
+    validator.validate(args, _recorder(found))
+    return [message for message, _urn in found]
+
+
+def stack_reports(
+    policy: str, resources: Iterable[tuple[str, Mapping[str, Any]]]
+) -> list[tuple[str, str | None]]:
+    """What the pack's stack policy ``policy`` reports on a stack of ``(type, props)``."""
+    stack = [
+        PolicyResource(t, p, f"urn::{t}::r{i}", f"r{i}", OPTIONS, None, None, [], {})
+        for i, (t, p) in enumerate(resources)
+    ]
+    found: list[tuple[str, str | None]] = []
+    validator = POLICIES[policy]
+    assert isinstance(validator, StackValidationPolicy)
+    validator.validate(StackValidationArgs(stack), _recorder(found))
+    return found
+
+
+def _describe(handler: Handler | StackHandler) -> str:
+    kinds = " ".join(handler.types) if isinstance(handler, Handler) else "stack"
+    return f"{handler.policy} {kinds} ({handler.check.__module__}.{handler.check.__name__})"
+
+
+def unreached(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The registered targets' handlers whose check the pack never calls, described.
+
+    Every handler's check is swapped for a spy in its guard module; then each pack policy a
+    handler names runs on a resource of each of the handler's types (a stack handler: on a
+    stack). A check not called names an id the pack lacks, a policy of the other kind, or
+    types its rule does not pick.
+    """
+    reached: set[tuple[int, str | None]] = set()
+    spies: dict[int, Handler | StackHandler] = {}
+
+    def spy(handler: Handler | StackHandler) -> Handler | StackHandler:
+        def check(props: Mapping[str, Any], ctx: CheckContext) -> Sequence[str]:
+            reached.add((id(handler), ctx.resource_type))
+            return ()
+
+        def stack_check(
+            resources: Sequence[StackResource], ctx: CheckContext
+        ) -> Sequence[tuple[str, str | None]]:
+            reached.add((id(handler), None))
+            return ()
+
+        if id(handler) not in spies:
+            spies[id(handler)] = (
+                Handler(handler.policy, handler.types, check)
+                if isinstance(handler, Handler)
+                else StackHandler(handler.policy, stack_check)
+            )
+        return spies[id(handler)]
+
+    handlers = targets.target_parts("guard", "HANDLERS")
+    for module in targets.TARGET_MODULES.values():
+        guard = importlib.import_module(f"{module.rpartition('.')[0]}.guard")
+        monkeypatch.setattr(guard, "HANDLERS", tuple(spy(h) for h in guard.HANDLERS))
+    COMMON._declared.cache_clear()
+    expected: list[tuple[Handler | StackHandler, str | None]] = []
+    for handler in handlers:
+        policy = POLICIES.get(handler.policy.lower())
+        if isinstance(handler, StackHandler):
+            expected.append((handler, None))
+            if isinstance(policy, StackValidationPolicy):
+                policy.validate(StackValidationArgs([]), lambda *_: None)
+            continue
+        for pattern in handler.types:
+            expected.append((handler, concrete(pattern)))
+            if isinstance(policy, ResourceValidationPolicy):
+                args = ResourceValidationArgs(concrete(pattern), {}, "urn::r", "r", OPTIONS, None)
+                policy.validate(args, lambda *_: None)
+    return [_describe(h) for h, kind in expected if (id(h), kind) not in reached]
+
+
+def test_every_target_handler_runs_under_its_policy(
+    monkeypatch: pytest.MonkeyPatch, recollect: None
+) -> None:
+    declared = targets.target_parts("guard", "HANDLERS")
+    # The pack's own checks: SBX-SEC-002 scans every input of every type, SBX-NET-006 reads the
+    # stack through every target's egress reader.
+    pack_only = {"SBX-SEC-002", "SBX-NET-006"}
+    assert {h.policy for h in declared} == {p.upper() for p in POLICIES} - pack_only
+    assert unreached(monkeypatch) == []
+
+
+def test_a_handler_under_a_wrong_policy_id_is_found(
+    monkeypatch: pytest.MonkeyPatch, recollect: None
+) -> None:
+    monkeypatch.setitem(targets.TARGET_MODULES, "flyio", "fake_target.spec")
+    misspelt = dataclasses.replace(fake_guard.HANDLERS[0], policy="SBX-RES-01")
+    stack_id = dataclasses.replace(fake_guard.HANDLERS[0], policy="SBX-NET-005")
+    monkeypatch.setattr(fake_guard, "HANDLERS", (*fake_guard.HANDLERS, misspelt, stack_id))
+    assert unreached(monkeypatch) == [
+        "SBX-RES-01 flyio:index/machine:Machine (fake_target.guard._guest_size)",
+        "SBX-NET-005 flyio:index/machine:Machine (fake_target.guard._guest_size)",
+    ]
+
+
+def test_a_registered_target_folder_is_checked_by_the_packs_rules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big = {"config": {"guest": {"cpus": 64, "memoryMb": 2048}}}
+    assert reports("sbx-res-001", fake_guard.MACHINE, big) == []
+    assert stack_reports("sbx-net-005", [(fake_guard.MACHINE, big)]) == []
+
+    monkeypatch.setitem(targets.TARGET_MODULES, "flyio", "fake_target.spec")
+    assert reports("sbx-res-001", fake_guard.MACHINE, big) == [
+        "Fly machine box allows 64 vCPU, above the maximum of 8; lower "
+        "sandboxkit:profile.limits.vcpu."
+    ]
+    assert reports("sbx-res-001", fake_guard.MACHINE, {"config": {}}) == [
+        "Fly machine box sets no CPU limit; set one from sandboxkit:profile.limits.vcpu.",
+        "Fly machine box sets no memory limit; set one from sandboxkit:profile.limits.memoryMiB.",
+    ]
+    fitting = {"config": {"guest": {"cpus": 2, "memoryMb": 2048}}}
+    assert reports("sbx-res-001", fake_guard.MACHINE, fitting) == []
+    assert reports("sbx-res-001", "flyio:index/volume:Volume", big) == []
+    assert stack_reports("sbx-net-005", [(fake_guard.MACHINE, fitting)]) == [
+        (
+            "Fly machine r0 has no egress control (Fly Machines have no egress filter); run "
+            "sandboxes that need egress rules on a target that filters egress.",
+            f"urn::{fake_guard.MACHINE}::r0",
+        )
+    ]
+    assert stack_reports("sbx-net-005", [("flyio:index/volume:Volume", {})]) == []
+
+
+def test_gcp_targets_share_their_common_handlers_once() -> None:
+    from sandboxkit.gcp import guard as gcp_guard
+    from sandboxkit.gcp.cloudrun import guard as cloudrun_guard
+    from sandboxkit.gcp.gke import guard as gke_guard
+    from sandboxkit.kubernetes import guard as kubernetes_guard
+
+    shared = set(map(id, gcp_guard.HANDLERS))
+    assert shared <= set(map(id, cloudrun_guard.HANDLERS))
+    assert shared | set(map(id, kubernetes_guard.HANDLERS)) <= set(map(id, gke_guard.HANDLERS))
+    declared = [id(h) for h in targets.target_parts("guard", "HANDLERS")]
+    assert len(declared) == len(set(declared))
+    assert shared <= set(declared)
