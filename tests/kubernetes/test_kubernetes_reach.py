@@ -12,7 +12,7 @@ import support as testing
 from sandboxkit.explain import explain_target, resource_views
 from sandboxkit.gcp.gke.reach import read_egress as read_gke
 from sandboxkit.kubernetes.reach import dnsmasq_names, pattern_scope, read_egress
-from sandboxkit.reach import EffectiveEgress, ResourceView, inexpressible
+from sandboxkit.reach import EffectiveEgress, JSONValue, ResourceView, inexpressible
 from sandboxkit.render import RenderedStack
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ ALLOWLIST = [
     "mirror.example.org:8443",
     "93.184.216.34:8443",
 ]
-SANDBOX = {"sandboxkit-sandbox": "s"}
+SANDBOX: dict[str, JSONValue] = {"sandboxkit-sandbox": "s"}
 
 
 def render(stack: str, target: str, egress: dict[str, Any] | None = None) -> RenderedStack:
@@ -111,7 +111,7 @@ def test_every_sandbox_template_is_read() -> None:
         },
     )
 
-    def egress_to(labels: dict[str, str], cidr: str) -> ResourceView:
+    def egress_to(labels: dict[str, JSONValue], cidr: str) -> ResourceView:
         rule = {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": 443}]}
         return view(NP, {"podSelector": {"matchLabels": labels}, "egress": [rule]})
 

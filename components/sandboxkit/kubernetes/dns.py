@@ -159,8 +159,8 @@ def deploy_resolver(
     object_labels = {**labels, RESOLVER_POD_LABEL: object_name}
     resolver_name = f"{object_name}-resolver"
 
-    def meta(**extra: Any) -> dict[str, Any]:
-        return {"name": resolver_name, "namespace": namespace, "labels": labels, **extra}
+    def meta() -> Any:
+        return {"name": resolver_name, "namespace": namespace, "labels": labels}
 
     k8s.core.v1.ConfigMap(
         f"{name}-resolver-config",
@@ -169,39 +169,33 @@ def deploy_resolver(
         opts=opts,
     )
     digest = hashlib.sha256(resolver["config"].encode()).hexdigest()
-    k8s.apps.v1.Deployment(
-        f"{name}-resolver",
-        metadata=meta(),
-        spec={
-            "replicas": resolver["replicas"],
-            "selector": resolver_selector(object_name),
-            "template": {
-                "metadata": {
-                    "labels": object_labels,
-                    "annotations": {CONFIG_DIGEST_ANNOTATION: digest},
-                },
-                "spec": resolver_pod_spec(resolver_name, resolver),
+    # Specs in the API's camelCase, as the engine and the API server see them; the SDK's
+    # TypedDicts spell keys in snake_case, hence Any.
+    deployment_spec: Any = {
+        "replicas": resolver["replicas"],
+        "selector": resolver_selector(object_name),
+        "template": {
+            "metadata": {
+                "labels": object_labels,
+                "annotations": {CONFIG_DIGEST_ANNOTATION: digest},
             },
+            "spec": resolver_pod_spec(resolver_name, resolver),
         },
-        opts=opts,
-    )
+    }
+    k8s.apps.v1.Deployment(f"{name}-resolver", metadata=meta(), spec=deployment_spec, opts=opts)
+    service_spec: Any = {
+        "type": "ClusterIP",
+        "selector": {RESOLVER_POD_LABEL: object_name},
+        "ports": [
+            {"name": "dns", "port": DNS_PORT, "targetPort": DNS_PORT, "protocol": "UDP"},
+            {"name": "dns-tcp", "port": DNS_PORT, "targetPort": DNS_PORT, "protocol": "TCP"},
+        ],
+    }
     service = k8s.core.v1.Service(
-        f"{name}-resolver-service",
-        metadata=meta(),
-        spec={
-            "type": "ClusterIP",
-            "selector": {RESOLVER_POD_LABEL: object_name},
-            "ports": [
-                {"name": "dns", "port": DNS_PORT, "targetPort": DNS_PORT, "protocol": "UDP"},
-                {"name": "dns-tcp", "port": DNS_PORT, "targetPort": DNS_PORT, "protocol": "TCP"},
-            ],
-        },
-        opts=opts,
+        f"{name}-resolver-service", metadata=meta(), spec=service_spec, opts=opts
     )
+    policy_spec: Any = resolver_policy_spec(object_name, resolver)
     k8s.networking.v1.NetworkPolicy(
-        f"{name}-resolver-policy",
-        metadata=meta(),
-        spec=resolver_policy_spec(object_name, resolver),
-        opts=opts,
+        f"{name}-resolver-policy", metadata=meta(), spec=policy_spec, opts=opts
     )
     return service.spec.apply(lambda spec: str(spec.cluster_ip))
