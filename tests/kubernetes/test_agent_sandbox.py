@@ -55,6 +55,15 @@ def args(**changes: Any) -> AgentSandboxArgs:
 
 
 DNS_PORTS = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+# Every container the kit runs (the sandbox's, the resolver's) keeps these walls.
+CONTAINER_WALLS = {
+    "allowPrivilegeEscalation": False,
+    "privileged": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 RESOLVER_CHILDREN = [
     ("kubernetes:core/v1:ConfigMap", "kubernetes-resolver-config"),
     ("kubernetes:apps/v1:Deployment", "kubernetes-resolver"),
@@ -132,14 +141,7 @@ def test_template_pod_is_hardened(engine: Recorder) -> None:
         "seccompProfile": {"type": "RuntimeDefault"},
     }
     [container] = pod["containers"]
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "privileged": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+    assert container["securityContext"] == CONTAINER_WALLS
     assert container["resources"] == {
         "requests": {"cpu": "500m", "memory": "1024Mi"},
         "limits": {"cpu": "500m", "memory": "1024Mi"},
@@ -244,14 +246,7 @@ def test_the_resolver_runs_the_generated_config_unprivileged(engine: Recorder) -
     assert container["env"] == [
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     ]
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "privileged": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+    assert container["securityContext"] == CONTAINER_WALLS
     assert container["resources"] == {
         "requests": {"cpu": "50m", "memory": "32Mi"},
         "limits": {"cpu": "200m", "memory": "64Mi"},

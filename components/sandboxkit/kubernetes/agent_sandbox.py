@@ -26,7 +26,7 @@ from sandboxkit.kubernetes.dns import (
     dns_ports,
     resolver_selector,
 )
-from sandboxkit.kubernetes.plan import AgentSandboxArgs
+from sandboxkit.kubernetes.plan import AgentSandboxArgs, container_walls
 
 API_VERSION = "extensions.agents.x-k8s.io/v1beta1"
 # Writable scratch space: the root filesystem is read-only.
@@ -252,14 +252,7 @@ class AgentSandbox(pulumi.ComponentResource):
                             "image": args["image"],
                             "ports": [{"containerPort": args["entry_port"], "protocol": "TCP"}],
                             "resources": {"requests": resources, "limits": resources},
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "privileged": False,
-                                "readOnlyRootFilesystem": True,
-                                "runAsNonRoot": True,
-                                "capabilities": {"drop": ["ALL"]},
-                                "seccompProfile": {"type": "RuntimeDefault"},
-                            },
+                            "securityContext": container_walls(),
                             "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"}],
                         }
                     ],

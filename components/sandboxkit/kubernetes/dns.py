@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from sandboxkit.contract import RESOLVER_POD_LABEL, SANDBOX_POD_LABEL
-from sandboxkit.kubernetes.plan import ResolverArgs
+from sandboxkit.kubernetes.plan import ResolverArgs, container_walls
 from sandboxkit.kubernetes.resolver import (
     CONFIG_PATH,
     DNS_PORT,
@@ -115,14 +115,7 @@ def resolver_pod_spec(config_map: str, resolver: ResolverArgs) -> dict[str, Any]
                 "resources": {"requests": dict(RESOLVER_REQUESTS), "limits": dict(RESOLVER_LIMITS)},
                 "readinessProbe": probe,
                 "livenessProbe": {**probe, "failureThreshold": 3},
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "privileged": False,
-                    "readOnlyRootFilesystem": True,
-                    "runAsNonRoot": True,
-                    "capabilities": {"drop": ["ALL"]},
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": container_walls(),
                 "volumeMounts": [
                     {"name": "config", "mountPath": str(config.parent), "readOnly": True}
                 ],

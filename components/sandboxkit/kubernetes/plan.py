@@ -5,7 +5,7 @@ No SDK and no settings here: the component imports this module and nothing of th
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from sandboxkit.egress import EgressRule
 
@@ -78,3 +78,17 @@ class AgentSandboxArgs(TypedDict, total=False):
     """Tolerations of sandbox pods (e.g. a sandbox node pool's taint); none by default."""
     node_selector: dict[str, str]
     """Node labels sandbox pods must run on (e.g. a gVisor node pool's); none by default."""
+
+
+def container_walls() -> dict[str, Any]:
+    """The securityContext of every container the kit runs (the sandbox's and the resolver's):
+    no privilege or escalation, a read-only root, non-root, no capabilities, the runtime's
+    default seccomp profile. A new dict per call: each container owns its copy."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
