@@ -1,0 +1,177 @@
+"""Property tests: every target that accepts an egress profile admits exactly what the egress
+contract admits, read from the target's rendered resources by the target's own reader.
+
+For generated profiles (``deny``, ``open`` and allowlists of exact names, wildcards, ports 80,
+443 and 8443 and IP literals, as far as each target accepts them) the target is rendered under
+the offline engine with the prod stack's settings, its reader computes the effective egress, and
+every probe (those ``reach.derive_probes`` gives plus generated names, depths, ports and
+non-public addresses) gets the same answer from the target and from the contract, for
+connections and for name resolution. What a target refuses is part of its documented
+limits (``ACCEPTS`` below); a refusal of anything else fails the test.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.explain import TargetEgress, explain_target
+from sandboxkit.project import stack_file
+from sandboxkit.reach import derive_probes
+from sandboxkit.render import render_source
+
+PROJECT = Path(__file__).resolve().parents[2]
+PROD = read_stack_file(stack_file(PROJECT, "prod"))
+EXAMPLES = 500
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """What a target's allowlist accepts (each refusal is documented in its docs/targets page)."""
+
+    allowlist: bool = True
+    wildcards: bool = True
+    ipv4: bool = True
+    ipv6: bool = True
+    ports: tuple[int, ...] = (80, 443, 8443)
+    settings: tuple[tuple[str, Any], ...] = ()
+
+
+ACCEPTS: dict[str, Accepts] = {
+    "kubernetes": Accepts(settings=(("fqdnPolicy", "cilium"),)),
+    "aws-microvm": Accepts(ipv6=False),
+    "gcp-cloudrun": Accepts(),
+    "gcp-gke": Accepts(),
+    "azure-sessions": Accepts(allowlist=False),
+    "cloudflare": Accepts(ipv4=False, ipv6=False, ports=(80, 443)),
+}
+
+NAMES = ("pypi.org", "api.github.com", "files.example.com", "registry.npmjs.org")
+WILDCARD_PARENTS = ("pythonhosted.org", "example.com", "githubusercontent.example.net")
+IPV4 = ("8.8.8.8", "1.1.1.1", "140.82.112.3")
+IPV6 = ("2606:4700:4700::1111", "2001:4860:4860::8888")
+LABELS = st.sampled_from(("a", "b", "sbx", "x-1", "deep"))
+
+
+def entries(accepts: Accepts) -> st.SearchStrategy[list[str]]:
+    """Allowlist entries the target accepts."""
+    ports = st.sampled_from(accepts.ports)
+    kinds = [st.tuples(st.sampled_from(NAMES), ports).map(lambda e: f"{e[0]}:{e[1]}")]
+    if accepts.wildcards:
+        kinds.append(
+            st.tuples(st.sampled_from(WILDCARD_PARENTS), ports).map(lambda e: f"*.{e[0]}:{e[1]}")
+        )
+    if accepts.ipv4:
+        kinds.append(st.tuples(st.sampled_from(IPV4), ports).map(lambda e: f"{e[0]}:{e[1]}"))
+    if accepts.ipv6:
+        kinds.append(st.tuples(st.sampled_from(IPV6), ports).map(lambda e: f"[{e[0]}]:{e[1]}"))
+    return st.lists(st.one_of(kinds), min_size=1, max_size=5, unique=True)
+
+
+def egress(accepts: Accepts) -> st.SearchStrategy[dict[str, Any]]:
+    """A profile's ``egress`` section the target accepts."""
+    modes = [st.just({"mode": "deny"}), st.just({"mode": "open"})]
+    if accepts.allowlist:
+        modes.append(entries(accepts).map(lambda allow: {"mode": "allowlist", "allow": allow}))
+    return st.one_of(modes)
+
+
+@st.composite
+def extra_probes(draw: st.DrawFn) -> list[tuple[str, int]]:
+    """Destinations beyond the derived probes: deeper names, other ports, other addresses."""
+    hosts = [
+        *NAMES,
+        *WILDCARD_PARENTS,
+        *IPV4,
+        "evil.example.org",
+        "10.0.0.1",
+        "169.254.169.254",
+        "64:ff9b::a9fe:a9fe",
+        "::ffff:169.254.169.254",
+        "8.8.4.4",
+    ]
+    found = []
+    for _ in range(draw(st.integers(1, 6))):
+        host = draw(st.sampled_from(hosts))
+        if not host[0].isdigit() and ":" not in host and draw(st.booleans()):
+            host = ".".join([*draw(st.lists(LABELS, min_size=1, max_size=3)), host])
+        found.append((host, draw(st.sampled_from((22, 80, 443, 8443, 53)))))
+    return found
+
+
+def source(target: str, accepts: Accepts, egress_section: dict[str, Any]) -> ConfigSource:
+    """The prod stack's settings for ``target`` alone, with ``egress_section``."""
+    settings_values = {**PROD.values[target], **dict(accepts.settings)}
+    values = {
+        "environment": "prod",
+        "targets": [target],
+        "profile": {**PROD.values.get("profile", {}), "egress": egress_section},
+        target: settings_values,
+    }
+    secret_paths = frozenset(p for p in PROD.secret_paths if p.startswith(f"{target}."))
+    return ConfigSource(values=values, secret_paths=secret_paths)
+
+
+@functools.cache
+def explained_for(target: str, egress_json: str) -> TargetEgress:
+    """Render ``target`` with the egress section (JSON text) and explain it; cached, since
+    most examples repeat ``deny`` or ``open``."""
+    section = json.loads(egress_json)
+    rendered = render_source(PROJECT, "prod", source(target, ACCEPTS[target], section))
+    return explain_target(rendered, target)
+
+
+def check(target: str, egress_section: dict[str, Any], extra: list[tuple[str, int]]) -> None:
+    explained = explained_for(target, json.dumps(egress_section, sort_keys=True))
+    assert explained.effective is not None, f"{target} has no egress reader"
+    contract = explained.contract
+    rules: list[EgressRule] = list(contract.rules)
+    probes = [(p.host, p.port) for p in derive_probes(rules, contract.control_plane)]
+    for host, port in [*probes, *extra]:
+        target_says = explained.effective.admits(host, port)
+        assert target_says.admitted == contract.admits(host, port), (
+            f"{target} {egress_section}: {host}:{port} target {target_says.admitted} "
+            f"({'; '.join(map(str, target_says.grants))}), contract {contract.admits(host, port)}"
+        )
+        if not host[0].isdigit() and ":" not in host:
+            resolved = explained.effective.resolves(host)
+            assert resolved.admitted == contract.may_resolve(host), (
+                f"{target} {egress_section}: resolving {host}: target {resolved.admitted}, "
+                f"contract {contract.may_resolve(host)}"
+            )
+    assert explained.findings == (), [str(f) for f in explained.findings]
+
+
+@pytest.mark.parametrize("target", list(ACCEPTS))
+def test_every_target_admits_exactly_what_the_contract_admits(target: str) -> None:
+    accepts = ACCEPTS[target]
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        database=None,
+    )
+    @given(egress_section=egress(accepts), extra=extra_probes())
+    def run(egress_section: dict[str, Any], extra: list[tuple[str, int]]) -> None:
+        check(target, egress_section, extra)
+
+    run()
+
+
+def test_the_prod_targets_are_the_ones_checked() -> None:
+    assert set(ACCEPTS) == set(PROD.values["targets"])
+
+
+def test_generated_entries_are_valid_contract_entries() -> None:
+    for entry in (*NAMES, *(f"*.{p}" for p in WILDCARD_PARENTS), *IPV4, *(f"[{a}]" for a in IPV6)):
+        parse_rule(entry)
