@@ -148,7 +148,10 @@ def check(target: str, egress_section: dict[str, Any], extra: list[tuple[str, in
                 f"{target} {egress_section}: resolving {host}: target {resolved.admitted}, "
                 f"contract {contract.may_resolve(host)}"
             )
-    assert explained.findings == (), [str(f) for f in explained.findings]
+    if egress_section["mode"] != "open":
+        # With open egress every public address is reachable anyway: a name matched weakly
+        # there widens nothing (the gate flags open egress itself).
+        assert explained.findings == (), [str(f) for f in explained.findings]
 
 
 @pytest.mark.parametrize("target", list(ACCEPTS))
