@@ -156,11 +156,27 @@ def test_python_pool_has_no_identity_no_template_no_ready_count(engine: Recorder
     assert "customContainerTemplate" not in pool
 
 
-def test_open_egress_is_the_enabled_switch(engine: Recorder) -> None:
-    _build(engine, BASE_SETTINGS, {"egress": {"mode": "open"}})
+def test_the_component_s_egress_switch(engine: Recorder) -> None:
+    # The component takes the switch as given (a fork may turn egress on); the target never
+    # plans it on (see test_open_egress_is_refused).
+    spec = load_stack(_source(BASE_SETTINGS), "test")
+    parsed = spec.settings["azure-sessions"]
+    assert isinstance(parsed, AzureSessionsSettings)
+    args = session_pool_args(spec.profile, parsed, KitContext("test", "prod", "azure-sessions"))
+    assert args["egress_enabled"] is False
+    engine.run(lambda: SessionPoolSandbox("azure-sessions", {**args, "egress_enabled": True}))
     assert one(engine.resources, POOL).inputs["sessionNetworkConfiguration"] == {
         "status": "EgressEnabled"
     }
+
+
+def test_open_egress_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(_source(BASE_SETTINGS, {"egress": {"mode": "open"}}), "test")
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value) == ("sandboxkit:profile.egress.mode", "open")
+    assert problem.expected.startswith("deny for target azure-sessions: ")
+    assert "aws-microvm" in problem.expected
 
 
 def test_executor_role_is_scoped_to_this_pool(engine: Recorder) -> None:

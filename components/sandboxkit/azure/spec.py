@@ -179,7 +179,8 @@ def check_sessions(profile: SandboxProfile, settings: AzureSessionsSettings) -> 
 
     Raises:
         ConfigError: ``allowlist`` egress (the pool has only EgressEnabled/EgressDisabled),
-            or a custom container size outside the allowed combinations.
+            ``open`` egress (EgressEnabled excludes no non-public address), or a custom
+            container size outside the allowed combinations.
     """
     mode = profile.egress.mode
     if mode == "allowlist":
@@ -187,12 +188,25 @@ def check_sessions(profile: SandboxProfile, settings: AzureSessionsSettings) -> 
             Problem(
                 "sandboxkit:profile.egress.mode",
                 mode,
-                f"deny or open for target {TARGET}: a session pool's egress is one switch "
+                f"deny for target {TARGET}: a session pool's egress is one switch "
                 "(sessionNetworkConfiguration.status EgressEnabled or EgressDisabled, source: "
                 f"{SESSIONS_DOC}) and no Microsoft documentation routes session egress through "
                 "the environment's virtual network, so no firewall could enforce host names. "
                 "Use egress deny here, or a target with per-host egress: aws-microvm, "
                 "gcp-cloudrun, kubernetes with fqdnPolicy cilium or gke, or cloudflare",
+            )
+        )
+    if mode == "open":
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.egress.mode",
+                mode,
+                f"deny for target {TARGET}: open egress admits public addresses only, and a "
+                "session pool's EgressEnabled excludes no address (no Microsoft documentation "
+                f"lists one it keeps sessions from, the metadata endpoint included; source: "
+                f"{SESSIONS_DOC}), so it would be wider than open. Use egress deny here, or "
+                "a target whose open mode shuts non-public ranges: aws-microvm, gcp-cloudrun, "
+                "kubernetes, gcp-gke or cloudflare",
             )
         )
     if settings.container_type == "CustomContainer":
