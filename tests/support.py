@@ -116,6 +116,22 @@ def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
     return copy.deepcopy(dict(read_stack_file(stack_file(project_dir, stack)).values))
 
 
+OPEN_EGRESS_REFUSED_BY = frozenset({"azure-sessions"})
+"""Targets whose spec refuses ``profile.egress.mode: open`` at config load (exit 2)."""
+
+
+def open_egress(values: dict[str, Any], prefix: str = "") -> None:
+    """Set ``profile.egress`` to open in ``values`` and drop the targets that refuse it.
+
+    ``prefix`` is ``""`` for ``stack_values`` dicts and ``"sandboxkit:"`` for a stack file's
+    ``config`` mapping.
+    """
+    values[f"{prefix}profile"]["egress"] = {"mode": "open"}
+    values[f"{prefix}targets"] = [
+        target for target in values[f"{prefix}targets"] if target not in OPEN_EGRESS_REFUSED_BY
+    ]
+
+
 def render_values(project_dir: Path, stack: str, values: dict[str, Any]) -> RenderedStack:
     """Render config values offline as stack ``stack`` (e.g. a weakened copy of its file)."""
     return render_source(project_dir, stack, ConfigSource(values=values))

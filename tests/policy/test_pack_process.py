@@ -112,7 +112,7 @@ def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
     stub: Any, analyzer: gate.InProcessAnalyzer
 ) -> None:
     values = stack_values("prod")
-    values["profile"]["egress"] = {"mode": "open"}
+    testing.open_egress(values)
     rendered = testing.with_input(
         render("prod", values), "gcp-cloudrun-service", ("template", "timeout"), "7200s"
     )
