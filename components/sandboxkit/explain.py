@@ -66,15 +66,37 @@ def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
     ]
 
 
+def target_contract(rendered: RenderedStack, target: str) -> EgressContract:
+    """The egress contract of listed ``target``: the stack's profile plus the target's
+    control-plane hosts (``TargetSpec.control_plane``)."""
+    control_plane: tuple[EgressRule, ...] = get_target(target).control_plane(
+        rendered.spec.settings[target]
+    )
+    return EgressContract.of(rendered.spec.profile.egress, control_plane)
+
+
+def contracts_config(rendered: RenderedStack) -> dict[str, dict[str, Any]]:
+    """Every listed target's egress contract as SBX-NET-008's ``contracts`` config: target ->
+    ``{"mode", "allow", "controlPlane"}``, entries as ``host:port`` strings."""
+    contracts = {}
+    for target in rendered.spec.targets:
+        contract = target_contract(rendered, target)
+        contracts[target] = {
+            "mode": contract.mode,
+            "allow": [str(rule) for rule in contract.rules],
+            "controlPlane": [str(rule) for rule in contract.control_plane],
+        }
+    return contracts
+
+
 def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
     """Explain one listed target's egress (see the module docstring)."""
-    spec = get_target(target)
-    control_plane: tuple[EgressRule, ...] = spec.control_plane(rendered.spec.settings[target])
-    contract = EgressContract.of(rendered.spec.profile.egress, control_plane)
-    probes = derive_probes(contract.rules, control_plane)
-    effective = spec.read_egress(resource_views(rendered, target))
+    contract = target_contract(rendered, target)
+    effective = get_target(target).read_egress(resource_views(rendered, target))
     if effective is None:
+        probes = derive_probes(contract.rules, contract.control_plane)
         return TargetEgress(target, contract, probes, None, (), ())
+    probes = derive_probes(contract.rules, contract.control_plane, effective.connect)
     return TargetEgress(
         target,
         contract,

@@ -57,6 +57,11 @@ class StackResource(Protocol):
     urn: str
     name: str
 
+    @property
+    def parent(self) -> StackResource | None:
+        """The resource's parent (a component), ``None`` at the top of the stack."""
+        ...
+
 
 Check = Callable[[Mapping[str, Any], CheckContext], Iterable[str]]
 StackCheck = Callable[[Sequence[StackResource], CheckContext], Iterable[tuple[str, str | None]]]
@@ -112,6 +117,20 @@ def of_kind(resources: Sequence[StackResource], suffix: str) -> list[StackResour
     """The resources whose type token ends with ``suffix`` (``:NetworkPolicy``,
     ``lambdamicrovms/image:Image``), in stack order."""
     return [r for r in resources if r.resource_type.endswith(suffix)]
+
+
+def owner_of(resource: StackResource) -> str:
+    """The name of the resource's top-level ancestor: the target whose component created it
+    (``sandboxkit.program`` names each target's component after the target)."""
+    while resource.parent is not None:
+        resource = resource.parent
+    return resource.name
+
+
+def target_views(resources: Sequence[StackResource], target: str) -> list[ResourceView]:
+    """The resources ``target``'s component created, as its egress reader reads them (the
+    ``resource_views`` of those resources): what ``preview --explain-egress`` reads."""
+    return resource_views([r for r in resources if owner_of(r) == target])
 
 
 def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list[ResourceView]:

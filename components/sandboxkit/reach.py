@@ -328,7 +328,7 @@ def _admits(grant: Grant, destination: IPAddress | str) -> bool:
 # --- Probes --------------------------------------------------------------------------------------
 
 ProbeKind = Literal[
-    "entry", "one-below", "two-below", "apex", "other-port", "metadata", "metadata-nat64"
+    "entry", "one-below", "two-below", "apex", "other-port", "metadata", "metadata-nat64", "grant"
 ]
 
 # Labels a probe adds below a name: chosen so no real entry is likely to name them.
@@ -394,23 +394,45 @@ def _probes_of(rule: EgressRule, rules: Sequence[EgressRule]) -> Iterable[Probe]
         yield Probe(name, port, "other-port", origin)
 
 
+def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
+    if grant.scope == "any":
+        return
+    ports = sorted(grant.ports) if grant.ports != "any" else [_SPARE_PORTS[0]]
+    network = grant.network
+    if network is not None:
+        if network.num_addresses == 1:
+            yield from (
+                Probe(str(network.network_address), p, "grant", grant.resource) for p in ports
+            )
+        return
+    below = grant.scope in ("below", "one-label")
+    host = f"{PROBE_LABELS[0]}.{grant.host}" if below else grant.host
+    yield from (Probe(host, port, "grant", grant.resource) for port in ports)
+
+
 def derive_probes(
-    rules: Iterable[EgressRule], control_plane: Iterable[EgressRule] = ()
+    rules: Iterable[EgressRule],
+    control_plane: Iterable[EgressRule] = (),
+    grants: Iterable[Grant] = (),
 ) -> tuple[Probe, ...]:
-    """The probes for a stack's entries and a target's control-plane hosts.
+    """The probes for a stack's entries, a target's control-plane hosts and what a target grants.
 
     Per name entry: the name itself (exact entries), one and two labels below it
     (``sbx-probe.``, ``sbx-probe-2.sbx-probe.``), the apex (``x`` for ``*.x``; the registrable
     domain of an exact name when it differs), and on every other port the entries use (8443
     when they use one port) the name, or for ``*.x`` the name one label below. Per IP entry:
     the address on its port and on the other ports. Always: 169.254.169.254 and its NAT64 form
-    64:ff9b::a9fe:a9fe on port 80. Each ``(host, port)`` once, first derivation kept, in
-    derivation order.
+    64:ff9b::a9fe:a9fe on port 80. Per connection grant a target's reader found (``grants``,
+    so a grant no entry explains is asked too): its name (one label below for a wildcard) or its
+    single address, on each of its ports (8443 for every port); grants of every name or of a
+    block are left to the entries' probes and to SBX-NET-001. Each ``(host, port)`` once, first
+    derivation kept, in derivation order.
     """
     listed = [*rules, *control_plane]
     found: dict[tuple[str, int], Probe] = {}
     derived = [p for rule in listed for p in _probes_of(rule, listed)]
     derived += [Probe(host, METADATA_PORT, kind) for host, kind in METADATA_PROBES]
+    derived += [p for grant in grants for p in _probes_of_grant(grant)]
     for probe in derived:
         found.setdefault((probe.host, probe.port), probe)
     return tuple(found.values())

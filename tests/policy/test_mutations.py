@@ -128,6 +128,16 @@ def _catch_all_interceptions(inputs: dict[str, Any]) -> None:
     inputs["content"] = inputs["content"].replace(_LISTED_ONLY, _CATCH_ALLS)
 
 
+def _rules_string(change: Callable[[list[str]], list[str]]) -> InputMutation:
+    """Rewrite the Network Firewall name rules' Suricata lines."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        source = inputs["ruleGroup"]["rulesSource"]
+        source["rulesString"] = "\n".join(change(source["rulesString"].splitlines()))
+
+    return _edit(NAME_RULES, edit)
+
+
 def _drop(name: str) -> InputMutation:
     return lambda rendered: without(rendered, name)
 
@@ -491,7 +501,10 @@ ROWS = [
     Row(
         "session-egress-enabled",
         "prod",
-        _caught(("SBX-NET-001", POOL)),
+        _caught(
+            ("SBX-NET-001", POOL),
+            ("SBX-NET-008", POOL),
+        ),
         inputs=_set(POOL, ("sessionNetworkConfiguration", "status"), "EgressEnabled"),
     ),
     Row(
@@ -573,16 +586,42 @@ ROWS = [
         _caught(("SBX-NET-005", IMAGE)),
         inputs=_drop("aws-microvm-connector"),
     ),
+    # SBX-NET-008 alone: the rules stay specific public hosts, but the reach is not dev's
+    # contract (pypi.org:443, *.pythonhosted.org:443 and the control plane).
+    Row(
+        "name-rule-for-an-unlisted-host",
+        "dev",
+        _caught(("SBX-NET-008", NAME_RULES)),
+        inputs=_rules_string(
+            lambda lines: [
+                *lines,
+                f'{TLS_PASS} 443 ({SNI} content:"exfil.example.net"; nocase; startswith; '
+                "endswith; sid:1999999;)",
+            ]
+        ),
+    ),
+    Row(
+        "listed-wildcard-dropped",
+        "dev",
+        _caught(("SBX-NET-008", "aws-microvm")),
+        inputs=_rules_string(lambda lines: [x for x in lines if "pythonhosted" not in x]),
+    ),
     Row(
         "name-rule-any-name",
         "prod",
-        _caught(("SBX-NET-002", NAME_RULES)),
+        _caught(
+            ("SBX-NET-002", NAME_RULES),
+            ("SBX-NET-008", NAME_RULES),
+        ),
         inputs=_set(NAME_RULES, RULES_STRING, f"{TLS_PASS} 443 ({SNI} sid:1;)"),
     ),
     Row(
         "name-rule-wildcard-apex",
         "prod",
-        _caught(("SBX-NET-002", NAME_RULES)),
+        _caught(
+            ("SBX-NET-002", NAME_RULES),
+            ("SBX-NET-008", NAME_RULES),
+        ),
         inputs=_set(
             NAME_RULES,
             RULES_STRING,
@@ -603,7 +642,10 @@ ROWS = [
     Row(
         "tcp-pass-to-every-address",
         "prod",
-        _caught(("SBX-NET-002", NAME_RULES)),
+        _caught(
+            ("SBX-NET-002", NAME_RULES),
+            ("SBX-NET-008", NAME_RULES),
+        ),
         inputs=_set(
             NAME_RULES, RULES_STRING, "pass tcp $HOME_NET any -> $EXTERNAL_NET 443 (sid:1;)"
         ),
@@ -611,7 +653,10 @@ ROWS = [
     Row(
         "ip-pass-rule-metadata-address",
         "prod",
-        _caught(("SBX-NET-002", NAME_RULES)),
+        _caught(
+            ("SBX-NET-002", NAME_RULES),
+            ("SBX-NET-008", "aws-microvm"),
+        ),
         inputs=_set(
             NAME_RULES, RULES_STRING, "pass tcp $HOME_NET any -> 169.254.169.254 80 (sid:1;)"
         ),
@@ -635,7 +680,10 @@ ROWS = [
     Row(
         "domain-list-denylist",
         "prod",
-        _caught(("SBX-NET-003", NAME_RULES)),
+        _caught(
+            ("SBX-NET-003", NAME_RULES),
+            ("SBX-NET-008", "aws-microvm"),
+        ),
         inputs=_set(
             NAME_RULES,
             RULES_SOURCE,
@@ -661,7 +709,10 @@ ROWS = [
     Row(
         "firewall-no-default-drop",
         "prod",
-        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        _caught(
+            ("SBX-NET-003", FIREWALL_POLICY),
+            ("SBX-NET-008", "aws-microvm"),
+        ),
         inputs=_set(
             FIREWALL_POLICY, ("firewallPolicy", "StatefulDefaultActions"), ["aws:alert_established"]
         ),
@@ -670,19 +721,28 @@ ROWS = [
     Row(
         "firewall-no-resolved-ip-validation",
         "prod",
-        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        _caught(
+            ("SBX-NET-003", FIREWALL_POLICY),
+            ("SBX-NET-008", NAME_RULES),
+        ),
         inputs=_set(FIREWALL_POLICY, RESOLVED_IP, REMOVE),
     ),
     Row(
         "firewall-resolved-ip-validation-alert-only",
         "prod",
-        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        _caught(
+            ("SBX-NET-003", FIREWALL_POLICY),
+            ("SBX-NET-008", NAME_RULES),
+        ),
         inputs=_set(FIREWALL_POLICY, (*RESOLVED_IP, "Action"), "ALERT"),
     ),
     Row(
         "firewall-resolved-ip-validation-no-source",
         "prod",
-        _caught(("SBX-NET-003", FIREWALL_POLICY)),
+        _caught(
+            ("SBX-NET-003", FIREWALL_POLICY),
+            ("SBX-NET-008", NAME_RULES),
+        ),
         inputs=_set(FIREWALL_POLICY, (*RESOLVED_IP, "SourceIPRanges"), []),
     ),
     Row(
@@ -743,25 +803,37 @@ ROWS = [
     Row(
         "run-private-ranges-only",
         "prod",
-        _caught(("SBX-NET-001", RUN)),
+        _caught(
+            ("SBX-NET-001", RUN),
+            ("SBX-NET-008", RUN),
+        ),
         inputs=_set(RUN, ("template", "vpcAccess", "egress"), "PRIVATE_RANGES_ONLY"),
     ),
     Row(
         "run-without-vpc",
         "prod",
-        _caught(("SBX-NET-001", RUN)),
+        _caught(
+            ("SBX-NET-001", RUN),
+            ("SBX-NET-008", RUN),
+        ),
         inputs=_set(RUN, ("template", "vpcAccess"), REMOVE),
     ),
     Row(
         "deny-all-becomes-allow",
         "prod",
-        _caught(("SBX-NET-001", "gcp-cloudrun-deny-all-ipv4")),
+        _caught(
+            ("SBX-NET-001", "gcp-cloudrun-deny-all-ipv4"),
+            ("SBX-NET-008", "gcp-cloudrun-deny-all-ipv4"),
+        ),
         inputs=_set("gcp-cloudrun-deny-all-ipv4", ("action",), "allow"),
     ),
     Row(
         "deny-all-removed",
         "prod",
-        _caught(("SBX-NET-005", RUN)),
+        _caught(
+            ("SBX-NET-005", RUN),
+            ("SBX-NET-008", "gcp-cloudrun"),
+        ),
         inputs=lambda r: without(
             without(r, "gcp-cloudrun-deny-all-ipv4"), "gcp-cloudrun-deny-all-ipv6"
         ),
@@ -997,6 +1069,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-NET-005",
         "SBX-NET-006",
         "SBX-NET-007",
+        "SBX-NET-008",
         "SBX-IAM-001",
         "SBX-IAM-002",
         "SBX-IAM-003",

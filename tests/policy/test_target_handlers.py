@@ -141,9 +141,9 @@ def test_every_target_handler_runs_under_its_policy(
     monkeypatch: pytest.MonkeyPatch, recollect: None
 ) -> None:
     declared = targets.target_parts("guard", "HANDLERS")
-    # The pack's own checks: SBX-SEC-002 scans every input of every type, SBX-NET-006 reads the
-    # stack through every target's egress reader.
-    pack_only = {"SBX-SEC-002", "SBX-NET-006"}
+    # The pack's own checks: SBX-SEC-002 scans every input of every type, SBX-NET-006 and
+    # SBX-NET-008 read the stack through every target's egress reader.
+    pack_only = {"SBX-SEC-002", "SBX-NET-006", "SBX-NET-008"}
     assert {h.policy for h in declared} == {p.upper() for p in POLICIES} - pack_only
     assert unreached(monkeypatch) == []
 

@@ -49,7 +49,7 @@ PLAIN_POLICY = "aws:networkfirewall/firewallPolicy:FirewallPolicy"
 DNS_RULE = "aws:route53/resolverFirewallRule:ResolverFirewallRule"
 DNS_LIST = "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList"
 ANYWHERE = "0.0.0.0/0"
-SURICATA_TESTS = "tests/aws/test_suricata_rules.py (the rules run in Suricata 7.0)"
+SURICATA_TESTS = "tests/aws/test_suricata_rules.py (the rules run in Debian's Suricata 7)"
 RESOLVED_IP_DOC = (
     "Network Firewall API Route53ResolvedIPValidation: the destination must be an address the "
     "VPC resolver returned; " + SURICATA_TESTS

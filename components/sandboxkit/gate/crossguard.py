@@ -3,8 +3,9 @@
 ``check_rendered`` asks the pack what it holds (``GetAnalyzerInfo``), configures it
 (``Configure``: schema defaults, then the pack config of the stack's environment), sends every
 resource (``Analyze``) and the whole stack once (``AnalyzeStack``), and turns the diagnostics into
-``Violation``s at the stack-file line of the fix. ``run_check`` renders the stack first, exactly
-as ``sandboxkit preview`` does. The rules live only in the pack.
+``Violation``s at the stack-file line of the fix (SBX-NET-008 gets the stack's egress
+contracts as its config: ``explain.contracts_config``). ``run_check`` renders the stack first,
+exactly as ``sandboxkit preview`` does. The rules live only in the pack.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 
 from sandboxkit.config import NAMESPACE
+from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import (
     ENFORCEMENT_NAMES,
     ENFORCEMENT_VALUES,
@@ -30,6 +32,9 @@ from sandboxkit.gate.pack_config import environment_config_path, policy_config, 
 from sandboxkit.gate.results import SOURCE_CROSSGUARD, CheckResult, RuleInfo, Violation
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack, render_stack
+
+CONTRACT_POLICY = "sbx-net-008"
+"""The stack policy whose ``contracts`` config ``check_rendered`` sets from the stack."""
 
 
 def _struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -176,6 +181,10 @@ def check_rendered(
     environment = rendered.spec.environment
     config_path = pack_config or environment_config_path(pack, environment)
     config = policy_config(info, read_pack_config(config_path), str(config_path))
+    if CONTRACT_POLICY in config:
+        # The stack's own contracts, whatever a pack config file says: the render is the truth.
+        level, props = config[CONTRACT_POLICY]
+        config[CONTRACT_POLICY] = (level, {**props, "contracts": contracts_config(rendered)})
     configure(analyzer, config)
     path = stack_file(project_dir, rendered.stack)
     text = path.read_text() if path.is_file() else ""

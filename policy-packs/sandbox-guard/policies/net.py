@@ -1,17 +1,19 @@
 """NET: where sandbox code may connect.
 
-The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``), but SBX-NET-006,
-which reads the whole stack through every registered target's egress reader.
+The checks are the targets' (``HANDLERS`` in each target folder's ``guard.py``), but SBX-NET-006
+and SBX-NET-008, which read the whole stack through every registered target's egress reader.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from pulumi_policy import Severity
 
-from sandboxkit.guard import CheckContext, StackResource, resource_views
-from sandboxkit.reach import inexpressible
+from sandboxkit.egress import EgressContract, parse_rule
+from sandboxkit.guard import CheckContext, StackResource, target_views
+from sandboxkit.reach import EffectiveEgress, Grant, compare, derive_probes, inexpressible
 from sandboxkit.targets import TARGET_MODULES, get_target
 
 from ._common import ResourceRule, Rule, StackRule
@@ -101,32 +103,43 @@ EGRESS_ATTACHED = StackRule(
 )
 
 
-def _names_by_address(
-    resources: Sequence[StackResource], ctx: CheckContext
-) -> Iterator[tuple[str, str | None]]:
-    # Every registered target's reader, over the whole stack: a grant it marks 'resolved
-    # address only' admits any site on that name's addresses.
+def _read_targets(
+    resources: Sequence[StackResource],
+) -> Iterator[tuple[str, EffectiveEgress, Mapping[str, str]]]:
+    """``(target, effective egress, resource name -> URN)`` for every registered target with a
+    reader, each reading only the resources its component created (as explain-egress does)."""
     urns = {r.name: r.urn for r in resources}
-    views = resource_views(resources)
     for target in TARGET_MODULES:
         try:
-            effective = get_target(target).read_egress(views)
+            effective = get_target(target).read_egress(target_views(resources, target))
         except ValueError:
             # A reader refuses inputs no grant can express (a domain list holding "*"):
             # SBX-NET-001/002 judge those inputs themselves.
             continue
-        findings = inexpressible(effective) if effective is not None else ()
-        for finding in findings:
+        if effective is not None:
+            yield target, effective, urns
+
+
+def _urn_of(grant: Grant, urns: Mapping[str, str]) -> str | None:
+    # A grant names its resource as "<kind> <name>".
+    return urns.get(grant.resource.rpartition(" ")[2])
+
+
+def _names_by_address(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # A grant a reader marks 'resolved address only' admits any site on that name's addresses.
+    for target, effective, urns in _read_targets(resources):
+        for finding in inexpressible(effective):
             if finding.kind != "resolved-address-only":
                 continue
             grant = finding.grant
-            resource = grant.resource.rpartition(" ")[2]
             yield (
                 f"{target} admits {grant.host} by resolved address only ({grant.resource}): "
                 "any site on that name's addresses passes, such as another customer of the "
                 "same CDN; use a target that checks the name itself (TLS SNI or HTTP Host), "
                 "or accept it in the pack config (sbx-net-006 advisory).",
-                urns.get(resource),
+                _urn_of(grant, urns),
             )
 
 
@@ -158,6 +171,85 @@ SANDBOX_DNS_FILTERED = StackRule(
     )
 )
 
+
+def _declared_contract(declared: Mapping[str, Any]) -> EgressContract:
+    return EgressContract(
+        declared["mode"],
+        tuple(parse_rule(str(entry)) for entry in declared["allow"]),
+        tuple(parse_rule(str(entry)) for entry in declared["controlPlane"]),
+    )
+
+
+def _contract_differences(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    contracts = ctx.setting("contracts")
+    for target, effective, urns in _read_targets(resources):
+        declared = contracts.get(target)
+        # Open admits every public address on every port: a grant no contract expresses widens
+        # nothing there, and the probes below still find a non-public address it admits.
+        weak = () if declared and declared["mode"] == "open" else inexpressible(effective)
+        for finding in weak:
+            if finding.kind == "resolved-address-only":
+                continue  # SBX-NET-006's
+            yield (
+                f"{target} grants what no egress contract expresses: {finding}; deploy the "
+                "target's component unchanged, which renders only what the contract says.",
+                _urn_of(finding.grant, urns),
+            )
+        if declared is None:
+            continue
+        contract = _declared_contract(declared)
+        probes = derive_probes(contract.rules, contract.control_plane, effective.connect)
+        for difference in compare(effective, contract, probes):
+            # A wider answer is on the resource granting it; a narrower one on the component.
+            grants = difference.verdict.grants
+            yield (
+                f"{target} differs from the stack's egress contract: {difference}; deploy the "
+                "target's component unchanged for this profile (sandboxkit preview "
+                "--explain-egress shows every probe).",
+                (_urn_of(grants[0], urns) if grants else None) or urns.get(target),
+            )
+
+
+MATCHES_CONTRACT = StackRule(
+    Rule(
+        id="SBX-NET-008",
+        title="Every target's egress is the stack's egress contract",
+        severity=Severity.CRITICAL,
+        description="Checks, with each target's egress reader over the resources its component "
+        "created, that no target grants what the egress contract cannot express (a wildcard "
+        "admitting its apex or one label only, a name on every port, a name matched only as "
+        "the client claims it) and, for the contracts in the policy's config (sandboxkit "
+        "check fills them from the stack's profile), that every probe derived from the "
+        "entries (the name, one and two labels below, the apex, another port, the metadata "
+        "address and its NAT64 form) is admitted exactly when the contract admits it.",
+        remediation="Deploy each target's component unchanged for the stack's profile; "
+        "sandboxkit preview --explain-egress shows each target's answer per probe.",
+        properties={
+            "contracts": {
+                "type": "object",
+                "default": {},
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "mode": {"enum": ["deny", "allowlist", "open"]},
+                        "allow": {"type": "array", "items": {"type": "string"}},
+                        "controlPlane": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "required": ["mode", "allow", "controlPlane"],
+                    "additionalProperties": False,
+                },
+                "description": "Each target's egress contract, by target name: the profile's "
+                "egress mode and allow entries, and the target's control-plane entries "
+                "(host:port). sandboxkit check sets it from the stack; empty, only the grants "
+                "no contract expresses are reported.",
+            }
+        },
+    ),
+    every_stack=_contract_differences,
+)
+
 RULES = [
     EGRESS_CLOSED,
     ALLOWLIST_SPECIFIC,
@@ -166,4 +258,5 @@ RULES = [
     EGRESS_ATTACHED,
     NAMES_BY_NAME,
     SANDBOX_DNS_FILTERED,
+    MATCHES_CONTRACT,
 ]
