@@ -116,7 +116,7 @@ def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
     return copy.deepcopy(dict(read_stack_file(stack_file(project_dir, stack)).values))
 
 
-OPEN_EGRESS_REFUSED_BY = frozenset({"azure-sessions"})
+OPEN_EGRESS_REFUSED_BY = frozenset({"azure-sessions", "cloudflare"})
 """Targets whose spec refuses ``profile.egress.mode: open`` at config load (exit 2)."""
 
 

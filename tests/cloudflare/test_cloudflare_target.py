@@ -18,6 +18,7 @@ from sandboxkit.cloudflare.spec import (
     SPEC,
     WORKER_MODULE,
     CloudflareSettings,
+    check_egress,
     cloudflare_enforcement,
     egress_policy,
     instance_type_for,
@@ -262,6 +263,18 @@ def test_a_plain_var_cannot_shadow_a_fixed_binding(engine: Recorder, worker_modu
 
 def test_egress_policy_for_open() -> None:
     assert egress_policy(profile(egress={"mode": "open"})) == '{"mode":"open","allow":[]}'
+
+
+def test_open_egress_is_refused_naming_the_mode_and_the_alternatives() -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_egress(profile(egress={"mode": "open"}))
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value) == ("sandboxkit:profile.egress.mode", "open")
+    assert problem.expected.startswith("deny or allowlist for target cloudflare: ")
+    assert problem.expected.endswith(
+        "use a target whose open mode reaches every port: aws-microvm, gcp-cloudrun, "
+        "kubernetes or gcp-gke"
+    )
 
 
 @pytest.mark.parametrize(

@@ -212,7 +212,6 @@ ROWS = [
         _caught(
             ("SBX-NET-001", "kubernetes-network-policy"),
             ("SBX-NET-001", "gcp-gke-agent-sandbox-network-policy"),
-            ("SBX-NET-001", WORKER),
             ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv4"),
             ("SBX-NET-001", "gcp-cloudrun-allow-public-ipv6"),
             ("SBX-NET-001", "aws-microvm-connector-sg"),
@@ -220,8 +219,9 @@ ROWS = [
             ("SBX-NET-003", FIREWALL_POLICY),
         ),
         config=_open_egress,
-        # azure-sessions refuses open egress at config load; its open pool is the pool row below.
-        targets=("kubernetes", "aws-microvm", "gcp-cloudrun", "gcp-gke", "cloudflare"),
+        # azure-sessions and cloudflare refuse open egress at config load; their open pool and
+        # Worker policy are the rows below.
+        targets=("kubernetes", "aws-microvm", "gcp-cloudrun", "gcp-gke"),
     ),
     Row(
         "vcpu-above-max",
@@ -279,7 +279,10 @@ ROWS = [
         "network-policy-admits-all",
         "prod",
         # Open to every destination: SBX-NET-007 leaves the DNS path that adds to SBX-NET-001.
-        _caught(("SBX-NET-001", "kubernetes-network-policy")),
+        _caught(
+            ("SBX-NET-001", "kubernetes-network-policy"),
+            ("SBX-NET-008", "kubernetes-network-policy"),
+        ),
         inputs=_set("kubernetes-network-policy", ("spec", "egress"), [{"ports": []}]),
     ),
     Row(
@@ -301,7 +304,10 @@ ROWS = [
     Row(
         "allow-metadata-address",
         "prod",
-        _caught(("SBX-NET-002", "kubernetes-network-policy")),
+        _caught(
+            ("SBX-NET-002", "kubernetes-network-policy"),
+            ("SBX-NET-008", "kubernetes-network-policy"),
+        ),
         inputs=_set(
             "kubernetes-network-policy",
             ("spec", "egress"),
@@ -336,7 +342,10 @@ ROWS = [
     Row(
         "sandbox-dns-to-kube-dns",
         "dev",
-        _caught(("SBX-NET-007", "kubernetes-network-policy")),
+        _caught(
+            ("SBX-NET-007", "kubernetes-network-policy"),
+            ("SBX-NET-008", "kubernetes"),
+        ),
         inputs=_set("kubernetes-network-policy", ("spec", "egress"), [KUBE_DNS_RULE]),
     ),
     Row(

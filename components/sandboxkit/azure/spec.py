@@ -206,7 +206,7 @@ def check_sessions(profile: SandboxProfile, settings: AzureSessionsSettings) -> 
                 f"lists one it keeps sessions from, the metadata endpoint included; source: "
                 f"{SESSIONS_DOC}), so it would be wider than open. Use egress deny here, or "
                 "a target whose open mode shuts non-public ranges: aws-microvm, gcp-cloudrun, "
-                "kubernetes, gcp-gke or cloudflare",
+                "kubernetes or gcp-gke",
             )
         )
     if settings.container_type == "CustomContainer":

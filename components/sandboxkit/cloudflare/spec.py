@@ -190,12 +190,28 @@ _OUTBOUND_SOURCE = (
 
 
 def check_egress(profile: SandboxProfile) -> None:
-    """Refuse what the Worker's egress path could never reach: IP entries (the gateway denies
-    IP literal hosts in allowlist mode) and ports other than 80 and 443 (``INTERCEPTED_PORTS``).
+    """Refuse what the Worker's egress path could never reach: ``open`` egress (the contract's
+    open admits every port; the containers' HTTP interception covers 80 and 443 only, so it
+    would be narrower), IP entries (the gateway denies IP literal hosts in allowlist mode) and
+    ports other than 80 and 443 (``INTERCEPTED_PORTS``).
 
     Raises:
-        ConfigError: one problem per such entry, naming ``sandboxkit:profile.egress.allow``.
+        ConfigError: for open egress, naming ``sandboxkit:profile.egress.mode``; else one
+            problem per such entry, naming ``sandboxkit:profile.egress.allow``.
     """
+    if profile.egress.mode == "open":
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.egress.mode",
+                "open",
+                "deny or allowlist for target cloudflare: open egress admits every public "
+                "address on every port, and Cloudflare Containers intercept HTTP on ports 80 "
+                f"and 443 only (source: {_OUTBOUND_SOURCE}), so it would be narrower than "
+                "open. List the hosts sandboxes need on 80 or 443 (allowlist), or use a target "
+                "whose open mode reaches every port: aws-microvm, gcp-cloudrun, kubernetes or "
+                "gcp-gke",
+            )
+        )
     problems = []
     for rule in profile.egress.allow:
         if rule.kind == "ip":
