@@ -40,6 +40,7 @@ class Accepts:
 
     allowlist: bool = True
     open: bool = True
+    names: bool = True
     wildcards: bool = True
     ipv4: bool = True
     ipv6: bool = True
@@ -51,9 +52,9 @@ ACCEPTS: dict[str, Accepts] = {
     "kubernetes": Accepts(settings=(("fqdnPolicy", "cilium"),)),
     "aws-microvm": Accepts(ipv6=False),
     "gcp-cloudrun": Accepts(wildcards=False, ipv6=False),
-    "gcp-gke": Accepts(),
+    "gcp-gke": Accepts(names=False, wildcards=False),
     "azure-sessions": Accepts(allowlist=False, open=False),
-    "cloudflare": Accepts(ipv4=False, ipv6=False, ports=(80, 443)),
+    "cloudflare": Accepts(open=False, ipv4=False, ipv6=False, ports=(80, 443)),
 }
 
 NAMES = ("pypi.org", "api.github.com", "files.example.com", "registry.npmjs.org")
@@ -66,7 +67,9 @@ LABELS = st.sampled_from(("a", "b", "sbx", "x-1", "deep"))
 def entries(accepts: Accepts) -> st.SearchStrategy[list[str]]:
     """Allowlist entries the target accepts."""
     ports = st.sampled_from(accepts.ports)
-    kinds = [st.tuples(st.sampled_from(NAMES), ports).map(lambda e: f"{e[0]}:{e[1]}")]
+    kinds: list[st.SearchStrategy[str]] = []
+    if accepts.names:
+        kinds.append(st.tuples(st.sampled_from(NAMES), ports).map(lambda e: f"{e[0]}:{e[1]}"))
     if accepts.wildcards:
         kinds.append(
             st.tuples(st.sampled_from(WILDCARD_PARENTS), ports).map(lambda e: f"*.{e[0]}:{e[1]}")
@@ -80,7 +83,7 @@ def entries(accepts: Accepts) -> st.SearchStrategy[list[str]]:
 
 def egress(accepts: Accepts) -> st.SearchStrategy[dict[str, Any]]:
     """A profile's ``egress`` section the target accepts."""
-    modes = [st.just({"mode": "deny"})]
+    modes: list[st.SearchStrategy[dict[str, Any]]] = [st.just({"mode": "deny"})]
     if accepts.open:
         modes.append(st.just({"mode": "open"}))
     if accepts.allowlist:

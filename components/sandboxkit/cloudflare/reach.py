@@ -133,8 +133,9 @@ def worker_code_problems(name: str, props: Mapping[str, object]) -> list[str]:
         )
     given = props.get("compatibilityFlags")
     # The policy pack hands its input proxies (a Sequence, never a list).
-    listed = isinstance(given, Sequence) and not isinstance(given, str)
-    flags = [str(flag) for flag in given] if listed else []
+    flags: list[str] = []
+    if isinstance(given, Sequence) and not isinstance(given, str):
+        flags = [str(flag) for flag in given]
     if any(f not in flags for f in COMPATIBILITY_FLAGS) or "global_fetch_private_origin" in flags:
         problems.append(
             f"Worker {name} runs without the compatibility flag global_fetch_strictly_public, so "
