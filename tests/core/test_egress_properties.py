@@ -141,7 +141,8 @@ def check(target: str, egress_section: dict[str, Any], extra: list[tuple[str, in
     assert explained.effective is not None, f"{target} has no egress reader"
     contract = explained.contract
     rules: list[EgressRule] = list(contract.rules)
-    probes = [(p.host, p.port) for p in derive_probes(rules, contract.control_plane)]
+    derived = derive_probes(rules, contract.control_plane, explained.effective.connect)
+    probes = [(p.host, p.port) for p in derived]
     for host, port in [*probes, *extra]:
         target_says = explained.effective.admits(host, port)
         assert target_says.admitted == contract.admits(host, port), (
@@ -176,6 +177,48 @@ def test_every_target_admits_exactly_what_the_contract_admits(target: str) -> No
         check(target, egress_section, extra)
 
     run()
+
+
+MIXED = (
+    "pypi.org:443",
+    "*.pythonhosted.org:443",
+    "api.example.com:8443",
+    "downloads.example.org:80",
+    "140.82.112.3:443",
+    "[2606:4700:4700::1111]:443",
+)
+
+
+def accepted(accepts: Accepts, entry: str) -> bool:
+    rule = parse_rule(entry)
+    kind_ok = {
+        "name": accepts.names,
+        "wildcard": accepts.wildcards,
+        "ip": accepts.ipv6 if ":" in rule.host else accepts.ipv4,
+    }[rule.kind]
+    return kind_ok and rule.port in accepts.ports
+
+
+@pytest.mark.parametrize(
+    ("target", "allow"),
+    [
+        ("kubernetes", MIXED),
+        ("aws-microvm", MIXED[:5]),
+        ("gcp-cloudrun", (MIXED[0], *MIXED[2:5])),
+        ("gcp-gke", MIXED[4:]),
+        ("cloudflare", (*MIXED[:2], MIXED[3])),
+    ],
+)
+def test_a_mixed_allowlist_explains_with_no_difference(target: str, allow: tuple[str, ...]) -> None:
+    # Exact names, a wildcard, ports 80, 443 and 8443 and IP literals, as far as each accepts.
+    assert allow == tuple(e for e in MIXED if accepted(ACCEPTS[target], e))
+    section = {"mode": "allowlist", "allow": list(allow)}
+    explained = explained_for(target, json.dumps(section, sort_keys=True))
+    assert sorted(str(rule) for rule in explained.contract.rules) == sorted(allow)
+    assert explained.differences == ()
+    findings = [str(f) for f in explained.findings if f.kind != "resolved-address-only"]
+    assert findings == []
+    check(target, section, [])
 
 
 def test_the_prod_targets_are_the_ones_checked() -> None:
