@@ -11,27 +11,18 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from pack_calls import POLICIES, resource_reports, stack_reports
 from pulumi_policy import (
-    PolicyCustomTimeouts,
-    PolicyResource,
-    PolicyResourceOptions,
-    ResourceValidationArgs,
     ResourceValidationPolicy,
-    StackValidationArgs,
     StackValidationPolicy,
 )
 
-from sandboxkit import gate
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.cloudflare.spec import WORKER_MODULE
 
-PROJECT = Path(__file__).resolve().parents[2]
-POLICIES = gate.load_policies(gate.pack_dir(PROJECT)).ALL_POLICIES
-OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
 CONNECTOR = "arn:aws:lambda:us-east-1:123456789012:network-connector/sandboxkit-prod"
 
 
@@ -39,35 +30,23 @@ def tags(target: str) -> dict[str, str]:
     return {"managed-by": "sandboxkit", "sandboxkit-target": target}
 
 
-def _recorder(found: set[str], name: str) -> Callable[[str, str | None], None]:
-    def report(_message: str, _urn: str | None = None) -> None:
-        found.add(name)
-
-    return report
-
-
 def fired(resource_type: str, props: dict[str, Any], name: str = "r") -> set[str]:
     """Names of the resource policies that report ``props``."""
-    found: set[str] = set()
-    for policy in POLICIES:
-        if not isinstance(policy, ResourceValidationPolicy):
-            continue
-        args = ResourceValidationArgs(resource_type, props, f"urn::{name}", name, OPTIONS, None)
-        policy.validate(args, _recorder(found, policy.name))
-    return found
+    return {
+        policy.name
+        for policy in POLICIES.values()
+        if isinstance(policy, ResourceValidationPolicy)
+        and resource_reports(policy.name, resource_type, props, name)
+    }
 
 
 def fired_on_stack(resources: list[tuple[str, dict[str, Any]]]) -> set[str]:
     """Names of the stack policies that report a stack of ``(type, props)``."""
-    stack = [
-        PolicyResource(t, p, f"urn::{t}::{i}", f"r{i}", OPTIONS, None, None, [], {})
-        for i, (t, p) in enumerate(resources)
-    ]
-    found: set[str] = set()
-    for policy in POLICIES:
-        if isinstance(policy, StackValidationPolicy):
-            policy.validate(StackValidationArgs(stack), _recorder(found, policy.name))
-    return found
+    return {
+        policy.name
+        for policy in POLICIES.values()
+        if isinstance(policy, StackValidationPolicy) and stack_reports(policy.name, resources)
+    }
 
 
 def launcher_env(**overrides: str) -> dict[str, str]:

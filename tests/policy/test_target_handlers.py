@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
+from pack_calls import OPTIONS, PACK, POLICIES, resource_reports, stack_reports
 from pulumi_policy import (
-    PolicyCustomTimeouts,
-    PolicyResource,
-    PolicyResourceOptions,
     ResourceValidationArgs,
     ResourceValidationPolicy,
     StackValidationArgs,
@@ -25,14 +22,15 @@ from pulumi_policy import (
 )
 
 from fake_target import guard as fake_guard
-from sandboxkit import gate, targets
+from sandboxkit import targets
 from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource
 
-PROJECT = Path(__file__).resolve().parents[2]
-PACK = gate.load_policies(gate.pack_dir(PROJECT))
 COMMON = importlib.import_module(f"{PACK.__name__}._common")
-POLICIES = {p.name: p for p in PACK.ALL_POLICIES}
-OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+
+
+def reports(policy: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """What the pack's resource policy ``policy`` reports on one resource named ``box``."""
+    return resource_reports(policy, resource_type, props, "box")
 
 
 @pytest.fixture
@@ -47,38 +45,6 @@ def recollect(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def concrete(pattern: str) -> str:
     """A type token ``pattern`` matches (``kubernetes:*:Kind`` in some API group)."""
     return pattern.replace("kubernetes:*:", "kubernetes:example.io/v1:")
-
-
-def _recorder(found: list[tuple[str, str | None]]) -> Callable[[str, str | None], None]:
-    def report(message: str, urn: str | None = None) -> None:
-        found.append((message, urn))
-
-    return report
-
-
-def reports(policy: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """What the pack's resource policy ``policy`` reports on one resource named ``box``."""
-    found: list[tuple[str, str | None]] = []
-    validator = POLICIES[policy]
-    assert isinstance(validator, ResourceValidationPolicy)
-    args = ResourceValidationArgs(resource_type, props, "urn::box", "box", OPTIONS, None)
-    validator.validate(args, _recorder(found))
-    return [message for message, _urn in found]
-
-
-def stack_reports(
-    policy: str, resources: Iterable[tuple[str, Mapping[str, Any]]]
-) -> list[tuple[str, str | None]]:
-    """What the pack's stack policy ``policy`` reports on a stack of ``(type, props)``."""
-    stack = [
-        PolicyResource(t, p, f"urn::{t}::r{i}", f"r{i}", OPTIONS, None, None, [], {})
-        for i, (t, p) in enumerate(resources)
-    ]
-    found: list[tuple[str, str | None]] = []
-    validator = POLICIES[policy]
-    assert isinstance(validator, StackValidationPolicy)
-    validator.validate(StackValidationArgs(stack), _recorder(found))
-    return found
 
 
 def _describe(handler: Handler | StackHandler) -> str:
