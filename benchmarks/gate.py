@@ -28,7 +28,8 @@ from sandboxkit.checkov_bridge.runner import STACK_FRAMEWORKS, locate_checkov, r
 from sandboxkit.config import read_stack_file
 from sandboxkit.gate import InProcessAnalyzer, check_rendered, pack_dir
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox
-from sandboxkit.kubernetes.spec import KubernetesSettings, sandbox_args
+from sandboxkit.kubernetes.spec import SPEC as KUBERNETES
+from sandboxkit.kubernetes.spec import KubernetesSettings
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.project import find_project_dir, stack_file
 from sandboxkit.render import RenderedStack, recording_engine, render_stack
@@ -54,13 +55,7 @@ def synthetic(project_dir: Path, pools: int, dev: RenderedStack) -> RenderedStac
     def program() -> None:
         for index in range(pools):
             context = KitContext(stack=f"bench{index}", environment="dev", target="kubernetes")
-            args = sandbox_args(
-                profile,
-                settings,
-                context,
-                fqdn_policy=settings.fqdn_policy,
-                runtime_class=settings.runtime_class,
-            )
+            args = KUBERNETES.plan(profile, settings, context)
             args["namespace"] = f"sandboxes-{index}"
             AgentSandbox(f"pool-{index}", args)
 
