@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from google.protobuf import empty_pb2
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
@@ -304,6 +305,15 @@ class CheckFormat(StrEnum):
     SARIF = "sarif"
 
 
+PackConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy-pack-config",
+        help="Pack config file (default: the pack's config/<environment>.json).",
+    ),
+]
+
+
 @app.command()
 def check(
     *,
@@ -320,13 +330,7 @@ def check(
     output: Annotated[
         CheckFormat, typer.Option("--format", help="text, json or sarif (SARIF 2.1.0).")
     ] = CheckFormat.TEXT,
-    pack_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--policy-pack-config",
-            help="Pack config file (default: the pack's config/<environment>.json).",
-        ),
-    ] = None,
+    pack_config: PackConfigOption = None,
     no_checkov: Annotated[
         bool,
         typer.Option("--no-checkov", help="Skip checkov (CrossGuard only); the output says so."),
@@ -430,6 +434,35 @@ def cloudflare_config(
     """Write STACK's wrangler config for the cloudflare container application (not deployed);
     the same as ``external-config --target cloudflare``."""
     _write_external_config(stack, "cloudflare", out, project_dir)
+
+
+@app.command("pack-config")
+def pack_config_command(
+    stack: StackOption,
+    out: OutOption,
+    pack_config: PackConfigOption = None,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Write STACK's pack config for ``pulumi preview --policy-pack-config``: the environment's
+    config/<environment>.json (or --policy-pack-config) with SBX-NET-008's egress contracts taken
+    from the stack, so the Pulumi CLI runs the pack as ``sandboxkit check`` does. Exit 2 on bad
+    stack config or a pack config the pack's schemas reject."""
+    root = project_dir or find_project_dir()
+    try:
+        rendered = render_stack(root, stack)
+        pack = gate.pack_dir(root)
+        path = pack_config or gate.environment_config_path(pack, rendered.spec.environment)
+        document = gate.stack_pack_config(rendered, path)
+        info = gate.InProcessAnalyzer(pack).GetAnalyzerInfo(empty_pb2.Empty())
+        gate.policy_config(info, document, str(path))
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=2) + "\n")
+    sys.stdout.write(
+        f"wrote {out}; use it with: pulumi preview --stack {stack} "
+        f"--policy-pack {pack.relative_to(root)} --policy-pack-config {out}\n"
+    )
 
 
 def main() -> None:

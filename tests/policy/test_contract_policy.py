@@ -7,16 +7,20 @@ contract expresses.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf import empty_pb2
+from typer.testing import CliRunner
 
 import support as testing
 from sandboxkit import gate
+from sandboxkit.cli import app
 from sandboxkit.explain import contracts_config
-from sandboxkit.gate.crossguard import CONTRACT_POLICY, analyze, configure
-from sandboxkit.gate.pack_config import policy_config
+from sandboxkit.gate.crossguard import analyze, configure
+from sandboxkit.gate.pack_config import CONTRACT_POLICY, policy_config
 from sandboxkit.render import RenderedStack
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -47,11 +51,15 @@ def _with_rules(rendered: RenderedStack, lines: list[str]) -> RenderedStack:
 
 
 def contract_reports(
-    analyzer: gate.InProcessAnalyzer, rendered: RenderedStack, contracts: bool
+    analyzer: gate.InProcessAnalyzer,
+    rendered: RenderedStack,
+    contracts: bool,
+    document: dict[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
-    """SBX-NET-008's (message, resource name) reports, with or without the stack's contracts."""
+    """SBX-NET-008's (message, resource name) reports, with or without the stack's contracts,
+    the pack configured from ``document`` (a pack config file's object) as the Pulumi CLI does."""
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
-    config = policy_config(info, {}, "test")
+    config = policy_config(info, document or {}, "test")
     level, props = config[CONTRACT_POLICY]
     if contracts:
         config[CONTRACT_POLICY] = (level, {**props, "contracts": contracts_config(rendered)})
@@ -80,10 +88,14 @@ def test_contracts_config_is_each_listed_targets_profile_and_control_plane(
     assert tuple(contracts_config(dev)) == tuple(dev.spec.targets)
 
 
+def _narrowed(dev: RenderedStack) -> RenderedStack:
+    return _with_rules(dev, [line for line in _rules(dev) if "pythonhosted" not in line])
+
+
 def test_a_dropped_entry_is_narrower_only_against_the_stacks_contract(
     analyzer: gate.InProcessAnalyzer, dev: RenderedStack
 ) -> None:
-    narrowed = _with_rules(dev, [line for line in _rules(dev) if "pythonhosted" not in line])
+    narrowed = _narrowed(dev)
     assert contract_reports(analyzer, narrowed, contracts=False) == []
     reports = contract_reports(analyzer, narrowed, contracts=True)
     assert {resource for _, resource in reports} == {"aws-microvm"}
@@ -133,3 +145,52 @@ def test_a_wildcard_admitting_its_apex_is_reported_without_a_contract(
         )
         for message, _ in reports
     )
+
+
+def test_pack_config_writes_the_environments_config_with_the_stacks_contracts(
+    analyzer: gate.InProcessAnalyzer, dev: RenderedStack, tmp_path: Path
+) -> None:
+    out = tmp_path / "dev.json"
+    result = CliRunner().invoke(
+        app, ["pack-config", "--stack", "dev", "--out", str(out), "--project-dir", str(PROJECT)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        f"wrote {out}; use it with: pulumi preview --stack dev --policy-pack "
+        f"policy-packs/sandbox-guard --policy-pack-config {out}\n"
+    )
+    written = json.loads(out.read_text())
+    environment = json.loads((gate.pack_dir(PROJECT) / "config" / "dev.json").read_text())
+    assert {k: v for k, v in written.items() if k != CONTRACT_POLICY} == {
+        k: v for k, v in environment.items() if k != CONTRACT_POLICY
+    }
+    assert written[CONTRACT_POLICY]["contracts"] == contracts_config(dev)
+    # The written file alone, as the Pulumi CLI reads it, finds what sandboxkit check finds.
+    reports = contract_reports(analyzer, _narrowed(dev), contracts=False, document=written)
+    assert {resource for _, resource in reports} == {"aws-microvm"}
+
+
+def test_pack_config_keeps_a_policy_level_given_as_a_string(tmp_path: Path) -> None:
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps({"all": "advisory", CONTRACT_POLICY: "mandatory"}))
+    out = tmp_path / "out.json"
+    args = ["pack-config", "--stack", "dev", "--out", str(out), "--project-dir", str(PROJECT)]
+    result = CliRunner().invoke(app, [*args, "--policy-pack-config", str(given)])
+    assert result.exit_code == 0, result.output
+    entry = json.loads(out.read_text())[CONTRACT_POLICY]
+    assert set(entry) == {"enforcementLevel", "contracts"}
+    assert entry["enforcementLevel"] == "mandatory"
+
+
+def test_pack_config_refuses_a_pack_config_naming_an_unknown_policy(tmp_path: Path) -> None:
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps({"sbx-net-999": "mandatory"}))
+    out = tmp_path / "out.json"
+    args = ["pack-config", "--stack", "dev", "--out", str(out), "--project-dir", str(PROJECT)]
+    result = CliRunner().invoke(app, [*args, "--policy-pack-config", str(given)])
+    assert result.exit_code == 2
+    assert f"{given}: sbx-net-999: got 'mandatory'; expected a policy of the pack or 'all'" in (
+        result.output
+    )
+    assert "Traceback" not in result.output
+    assert not out.exists()

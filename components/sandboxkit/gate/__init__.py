@@ -39,6 +39,7 @@ from sandboxkit.gate.crossguard import check_rendered, run_check
 from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.sarif import format_sarif
 from sandboxkit.gate.formats.text import format_text
+from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, RuleInfo, Violation, exit_code
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Violation",
     "check_rendered",
     "check_stacks",
+    "environment_config_path",
     "exit_code",
     "format_json",
     "format_sarif",
@@ -57,5 +59,7 @@ __all__ = [
     "load_policies",
     "pack_dir",
     "pack_process",
+    "policy_config",
     "run_check",
+    "stack_pack_config",
 ]

@@ -4,7 +4,7 @@
 (``Configure``: schema defaults, then the pack config of the stack's environment), sends every
 resource (``Analyze``) and the whole stack once (``AnalyzeStack``), and turns the diagnostics into
 ``Violation``s at the stack-file line of the fix (SBX-NET-008 gets the stack's egress
-contracts as its config: ``explain.contracts_config``). ``run_check`` renders the stack first,
+contracts as its config: ``pack_config.stack_pack_config``). ``run_check`` renders the stack first,
 exactly as ``sandboxkit preview`` does. The rules live only in the pack.
 """
 
@@ -18,7 +18,6 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import proto
 
 from sandboxkit.config import NAMESPACE
-from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import (
     ENFORCEMENT_NAMES,
     ENFORCEMENT_VALUES,
@@ -28,13 +27,10 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
 )
 from sandboxkit.gate.locations import rule_line
-from sandboxkit.gate.pack_config import environment_config_path, policy_config, read_pack_config
+from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
 from sandboxkit.gate.results import SOURCE_CROSSGUARD, CheckResult, RuleInfo, Violation
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack, render_stack
-
-CONTRACT_POLICY = "sbx-net-008"
-"""The stack policy whose ``contracts`` config ``check_rendered`` sets from the stack."""
 
 
 def _struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -180,11 +176,7 @@ def check_rendered(
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     environment = rendered.spec.environment
     config_path = pack_config or environment_config_path(pack, environment)
-    config = policy_config(info, read_pack_config(config_path), str(config_path))
-    if CONTRACT_POLICY in config:
-        # The stack's own contracts, whatever a pack config file says: the render is the truth.
-        level, props = config[CONTRACT_POLICY]
-        config[CONTRACT_POLICY] = (level, {**props, "contracts": contracts_config(rendered)})
+    config = policy_config(info, stack_pack_config(rendered, config_path), str(config_path))
     configure(analyzer, config)
     path = stack_file(project_dir, rendered.stack)
     text = path.read_text() if path.is_file() else ""

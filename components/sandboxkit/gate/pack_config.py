@@ -17,7 +17,12 @@ import jsonschema
 from google.protobuf import json_format
 
 from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import ENFORCEMENT_NAMES, ENFORCEMENT_VALUES
+from sandboxkit.render import RenderedStack
+
+CONTRACT_POLICY = "sbx-net-008"
+"""The stack policy whose ``contracts`` property ``stack_pack_config`` sets from the stack."""
 
 
 def environment_config_path(pack: Path, environment: str) -> Path:
@@ -43,6 +48,24 @@ def read_pack_config(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ConfigError(Problem(str(path), document, "a JSON object of policy levels"))
     return document
+
+
+def stack_pack_config(rendered: RenderedStack, path: Path) -> dict[str, Any]:
+    """The pack config file at ``path`` for one stack: SBX-NET-008's ``contracts`` property set
+    from the rendered stack (``explain.contracts_config``), whatever the file says, and its level
+    kept (a level string becomes ``enforcementLevel``). ``sandboxkit check`` runs the pack with
+    it; ``sandboxkit pack-config`` writes it for ``pulumi preview --policy-pack-config``.
+
+    Raises:
+        ConfigError: when the file is missing or not a JSON object (``read_pack_config``).
+    """
+    document = read_pack_config(path)
+    entry = document.get(CONTRACT_POLICY, {})
+    if isinstance(entry, str):
+        entry = {"enforcementLevel": entry}
+    if not isinstance(entry, dict):
+        return document  # policy_config names the bad entry
+    return {**document, CONTRACT_POLICY: {**entry, "contracts": contracts_config(rendered)}}
 
 
 def policy_config(
