@@ -442,7 +442,10 @@ def test_existing_namespace_and_runtime_class_are_referenced_not_created(
         ({"object_name": "Bad_Name"}, "DNS-1123"),
         ({"vcpu": 0}, "vcpu"),
         ({"pool_ready": 11}, "pool_ready"),
-        ({"egress_mode": "allowlist", "fqdn_policy": "none"}, "fqdn_policy"),
+        (
+            {"egress_mode": "allowlist", "egress_rules": ALLOW, "fqdn_policy": "none"},
+            "allowlist names need fqdn_policy cilium",
+        ),
         (
             {"egress_mode": "allowlist", "egress_rules": ALLOW, "fqdn_policy": "gke"},
             "allowlist names need fqdn_policy cilium",

@@ -117,6 +117,24 @@ def test_bad_resolver_settings_name_their_key(resolver: dict[str, Any], key: str
     assert list(problems(NAMES, resolver=settings)) == [f"sandboxkit:kubernetes.resolver.{key}"]
 
 
+def test_plain_network_policy_refuses_names_naming_the_entries_and_the_setting() -> None:
+    assert problems(NAMES, fqdnPolicy="none") == {
+        "sandboxkit:profile.egress.allow": (
+            ["pypi.org:443", "*.pythonhosted.org:443"],
+            "IP entries only on target kubernetes, whose fqdnPolicy is none: plain Kubernetes "
+            "NetworkPolicy matches addresses, not names. Set sandboxkit:kubernetes.fqdnPolicy "
+            "to cilium (Cilium 1.19 or later) for name entries",
+        )
+    }
+
+
+def test_plain_network_policy_takes_an_allowlist_of_ip_entries() -> None:
+    ips = {"egress": {"mode": "allowlist", "allow": ["93.184.216.34:8443"]}}
+    planned = load(ips, fqdnPolicy="none").plans["kubernetes"]
+    assert (planned["egress_mode"], planned["fqdn_policy"]) == ("allowlist", "none")
+    assert [str(rule) for rule in planned["egress_rules"]] == ["93.184.216.34:8443"]
+
+
 def test_gke_flavour_refuses_names() -> None:
     found = problems(NAMES, fqdnPolicy="gke")
     assert list(found) == ["sandboxkit:profile.egress.allow"]

@@ -26,7 +26,9 @@ ALLOWLIST = [
 SANDBOX: dict[str, JSONValue] = {"sandboxkit-sandbox": "s"}
 
 
-def render(stack: str, target: str, egress: dict[str, Any] | None = None) -> RenderedStack:
+def render(
+    stack: str, target: str, egress: dict[str, Any] | None = None, fqdn_policy: str = "cilium"
+) -> RenderedStack:
     values = testing.stack_values(PROJECT, stack)
     if target not in values:
         values[target] = testing.stack_values(PROJECT, "prod")[target]
@@ -34,7 +36,7 @@ def render(stack: str, target: str, egress: dict[str, Any] | None = None) -> Ren
     if egress is not None:
         values["profile"]["egress"] = egress
     if target == "kubernetes":
-        values[target]["fqdnPolicy"] = "cilium"
+        values[target]["fqdnPolicy"] = fqdn_policy
     return testing.render_values(PROJECT, stack, values)
 
 
@@ -345,6 +347,29 @@ def test_gke_takes_ip_entries_and_resolves_nothing() -> None:
     assert egress.admits("93.184.216.34", 8443)
     assert not egress.resolves("pypi.org")
     assert explain_target(rendered, "gcp-gke").matches_contract
+
+
+def test_plain_network_policy_takes_ip_entries_as_ip_blocks_and_resolves_nothing() -> None:
+    allow = ["93.184.216.34:8443", "[2606:4700:4700::1111]:443"]
+    rendered = render("prod", "kubernetes", {"mode": "allowlist", "allow": allow}, "none")
+    policy = testing.named(rendered.resources, "kubernetes-network-policy")
+    # The entries in the profile's sorted order, each on its own port only.
+    assert policy.inputs["spec"]["egress"] == [
+        {
+            "to": [{"ipBlock": {"cidr": "2606:4700:4700::1111/128"}}],
+            "ports": [{"protocol": "TCP", "port": 443}],
+        },
+        {
+            "to": [{"ipBlock": {"cidr": "93.184.216.34/32"}}],
+            "ports": [{"protocol": "TCP", "port": 8443}],
+        },
+    ]
+    assert not [r for r in rendered.resources if r.type == CNP]
+    egress = effective(rendered)
+    assert egress.admits("93.184.216.34", 8443)
+    assert not egress.admits("93.184.216.34", 443)
+    assert not egress.resolves("pypi.org")
+    assert explain_target(rendered, "kubernetes").matches_contract
 
 
 @pytest.mark.parametrize("target", ["kubernetes", "gcp-gke"])

@@ -193,7 +193,7 @@ def check_sessions(profile: SandboxProfile, settings: AzureSessionsSettings) -> 
                 f"{SESSIONS_DOC}) and no Microsoft documentation routes session egress through "
                 "the environment's virtual network, so no firewall could enforce host names. "
                 "Use egress deny here, or a target with per-host egress: aws-microvm, "
-                "gcp-cloudrun, kubernetes with fqdnPolicy cilium or gke, or cloudflare",
+                "gcp-cloudrun, kubernetes with fqdnPolicy cilium, or cloudflare",
             )
         )
     if mode == "open":

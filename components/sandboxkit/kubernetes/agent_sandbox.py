@@ -64,10 +64,10 @@ class AgentSandbox(pulumi.ComponentResource):
 
     Raises:
         ValueError: for an object name that is not DNS-1123, a non-positive limit, a pool with
-            ``pool_ready`` above ``max_concurrent``, ``allowlist`` with ``fqdn_policy: none``,
-            allowlist names with ``fqdn_policy: gke`` (GKE FQDNNetworkPolicy does not learn
-            from the kit's resolver) or without a ``resolver``, or names with ``cilium`` and no
-            ``cilium_version``.
+            ``pool_ready`` above ``max_concurrent``, allowlist names with ``fqdn_policy``
+            ``none`` (a NetworkPolicy matches addresses only) or ``gke`` (GKE FQDNNetworkPolicy
+            does not learn from the kit's resolver) or without a ``resolver``, or names with
+            ``cilium`` and no ``cilium_version``.
     """
 
     namespace: pulumi.Output[str]
@@ -87,12 +87,10 @@ class AgentSandbox(pulumi.ComponentResource):
                 raise ValueError(f"{key} {args[key]!r}: greater than zero")
         if not 0 <= args["pool_ready"] <= args["max_concurrent"]:
             raise ValueError(f"pool_ready {args['pool_ready']}: from 0 to max_concurrent")
-        if args["egress_mode"] == "allowlist" and args["fqdn_policy"] == "none":
-            raise ValueError("egress_mode allowlist needs fqdn_policy cilium or gke")
         names = [r for r in args["egress_rules"] if r.kind != "ip"]
         if args["egress_mode"] == "allowlist" and names:
             if args["fqdn_policy"] != "cilium":
-                raise ValueError("allowlist names need fqdn_policy cilium (IP entries only)")
+                raise ValueError("allowlist names need fqdn_policy cilium (gke and none: IP only)")
             if "resolver" not in args or "cilium_version" not in args:
                 raise ValueError("allowlist names need a resolver and a cilium_version")
         if args["egress_mode"] == "open" and "resolver" not in args:

@@ -194,8 +194,9 @@ class KubernetesSettings(SandboxObjectSettings):
             ``create: false`` references an existing class.
         fqdnPolicy: how ``allowlist`` names are enforced: ``cilium`` (CiliumNetworkPolicy
             ``toFQDNs`` with TLS ``serverNames`` or HTTP ``host`` rules, which need Cilium's L7
-            proxy, Envoy), ``gke`` (GKE FQDNNetworkPolicy: IP entries only, see
-            ``check_names_enforceable``) or ``none`` (egress mode ``allowlist`` exits 2).
+            proxy, Envoy); ``gke`` (GKE FQDNNetworkPolicy) and ``none`` (plain NetworkPolicy)
+            take IP entries only, as NetworkPolicy ``ipBlock`` rules (see
+            ``check_names_enforceable``).
         ciliumVersion: the cluster's Cilium release (``1.19``, ``1.18.4``), 1.13 or later; it
             decides what the kit's patterns mean. A wildcard entry needs 1.19 or later.
     """
@@ -206,26 +207,6 @@ class KubernetesSettings(SandboxObjectSettings):
     cilium_version: Annotated[str, AfterValidator(_cilium_version)] = Field(
         DEFAULT_CILIUM_VERSION, alias="ciliumVersion"
     )
-
-
-def check_fqdn_policy(profile: SandboxProfile, fqdn_policy: str, target: str) -> None:
-    """Refuse ``allowlist`` where names have no enforcement path.
-
-    Raises:
-        ConfigError: ``allowlist`` with ``fqdnPolicy: none`` (no FQDN enforcement path).
-    """
-    mode = profile.egress.mode
-    if mode == "allowlist" and fqdn_policy == "none":
-        raise ConfigError(
-            Problem(
-                "sandboxkit:profile.egress.mode",
-                mode,
-                f"deny or open for target {target}, whose fqdnPolicy is none: plain "
-                "Kubernetes NetworkPolicy cannot match host names. Set "
-                f"sandboxkit:{target}.fqdnPolicy to cilium (Cilium CNI) or gke (GKE Dataplane V2 "
-                "FQDN network policy)",
-            )
-        )
 
 
 def name_entries(profile: SandboxProfile) -> tuple[EgressRule, ...]:
@@ -239,7 +220,8 @@ def check_names_enforceable(
     """Refuse allowlist names the cluster cannot enforce exactly as the egress contract says.
 
     Raises:
-        ConfigError: names with the ``gke`` flavour: GKE FQDNNetworkPolicy programs only
+        ConfigError: names with ``fqdnPolicy: none`` (a NetworkPolicy matches addresses
+            only); names with the ``gke`` flavour: GKE FQDNNetworkPolicy programs only
             addresses from kube-dns or Cloud DNS answers to the pod ("Results returned by
             non-cluster DNS name servers ... are not considered valid", GKE docs, FQDN network
             policies, Requirements and limitations), while the kit sends sandbox DNS to its own
@@ -250,6 +232,17 @@ def check_names_enforceable(
     if profile.egress.mode != "allowlist":
         return
     names = name_entries(profile)
+    if fqdn_policy == "none" and names:
+        raise ConfigError(
+            Problem(
+                "sandboxkit:profile.egress.allow",
+                [str(rule) for rule in names],
+                f"IP entries only on target {target}, whose fqdnPolicy is none: plain "
+                "Kubernetes NetworkPolicy matches addresses, not names. Set "
+                f"sandboxkit:{target}.fqdnPolicy to cilium (Cilium 1.19 or later) for name "
+                "entries",
+            )
+        )
     if fqdn_policy == "gke" and names:
         raise ConfigError(
             Problem(
@@ -409,11 +402,10 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
         """The ``AgentSandbox`` inputs, on the cluster of kubeconfig context ``context``.
 
         Raises:
-            ConfigError: see ``check_fqdn_policy``, ``check_names_enforceable`` and
+            ConfigError: see ``check_names_enforceable`` and
                 ``resolver_plan``.
         """
         cilium_version = parse_version(settings.cilium_version)
-        check_fqdn_policy(profile, settings.fqdn_policy, self.name)
         check_names_enforceable(profile, settings.fqdn_policy, cilium_version, self.name)
         args = sandbox_args(
             profile,
