@@ -232,27 +232,22 @@ def check_names_enforceable(
     if profile.egress.mode != "allowlist":
         return
     names = name_entries(profile)
-    if fqdn_policy == "none" and names:
+    # Why a flavour without Cilium's DNS-aware policy cannot take names.
+    names_refused = {
+        "none": f", whose fqdnPolicy is none: plain Kubernetes NetworkPolicy matches addresses, "
+        f"not names. Set sandboxkit:{target}.fqdnPolicy to cilium (Cilium 1.19 or later) for "
+        "name entries",
+        "gke": ": GKE FQDNNetworkPolicy learns addresses only from kube-dns or Cloud DNS "
+        "answers, and sandbox DNS goes to the kit's filtering resolver (which keeps names from "
+        "carrying data out), so listed names would never connect. Use target kubernetes with "
+        "fqdnPolicy cilium (Cilium 1.19 or later) for name entries",
+    }
+    if names and fqdn_policy in names_refused:
         raise ConfigError(
             Problem(
                 "sandboxkit:profile.egress.allow",
                 [str(rule) for rule in names],
-                f"IP entries only on target {target}, whose fqdnPolicy is none: plain "
-                "Kubernetes NetworkPolicy matches addresses, not names. Set "
-                f"sandboxkit:{target}.fqdnPolicy to cilium (Cilium 1.19 or later) for name "
-                "entries",
-            )
-        )
-    if fqdn_policy == "gke" and names:
-        raise ConfigError(
-            Problem(
-                "sandboxkit:profile.egress.allow",
-                [str(rule) for rule in names],
-                f"IP entries only on target {target}: GKE FQDNNetworkPolicy learns addresses "
-                "only from kube-dns or Cloud DNS answers, and sandbox DNS goes to the kit's "
-                "filtering resolver (which keeps names from carrying data out), so listed names "
-                "would never connect. Use target kubernetes with fqdnPolicy cilium (Cilium 1.19 "
-                "or later) for name entries",
+                f"IP entries only on target {target}{names_refused[fqdn_policy]}",
             )
         )
     wildcards = [str(rule) for rule in names if rule.kind == "wildcard"]
