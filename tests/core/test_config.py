@@ -239,12 +239,14 @@ def test_unenforced_entries_must_be_profile_fields() -> None:
     assert found == [("sandboxkit:kubernetes.unenforced", ["limits.cpu"])]
 
 
-def test_allowlist_without_fqdn_enforcement_is_refused_with_alternatives() -> None:
+def test_allowlist_names_without_fqdn_enforcement_are_refused_with_the_alternative() -> None:
     with pytest.raises(ConfigError) as caught:
         load_stack(source(profile={"egress": {"mode": "allowlist", "allow": ["pypi.org"]}}), "test")
     [problem] = caught.value.problems
-    assert problem.key == "sandboxkit:profile.egress.mode"
-    assert "fqdnPolicy to cilium" in problem.expected and "gke" in problem.expected
+    assert (problem.key, problem.value) == ("sandboxkit:profile.egress.allow", ["pypi.org:443"])
+    assert problem.expected.endswith(
+        "Set sandboxkit:kubernetes.fqdnPolicy to cilium (Cilium 1.19 or later) for name entries"
+    )
 
 
 # A target with a secret setting and a cap, to test the loader's generic rules on their own.
