@@ -17,7 +17,7 @@ from sandboxkit import targets
 from sandboxkit.addresses import non_public_reach
 from sandboxkit.contract import EVERYWHERE
 from sandboxkit.egress import parse_rule
-from sandboxkit.guard import CheckContext, number, numbers
+from sandboxkit.guard import CheckContext, dig, number, numbers
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -175,6 +175,18 @@ def size_problems(kind: str, name: str, cpu: Any, memory: Any, ctx: CheckContext
             f"{kind} {name} allows {number(mib)} MiB, above the maximum of "
             f"{number(ctx.setting('maxMemoryMiB'))}; lower sandboxkit:profile.limits.memoryMiB."
         )
+
+
+def container_size_problems(
+    kind: str, containers: Iterable[Any], limits_path: str, ctx: CheckContext
+) -> Iterator[str]:
+    """SBX-RES-001 on each container's limits, found at the dotted ``limits_path`` of the
+    container (``resources.limits`` on Kubernetes and Cloud Run, ``resources`` on a session
+    pool), each named ``<resource> container <container name>``."""
+    for container in containers:
+        limits = dig(container, limits_path, {}) or {}
+        label = f"{ctx.name} container {dig(container, 'name')}"
+        yield from size_problems(kind, label, limits.get("cpu"), limits.get("memory"), ctx)
 
 
 def kit_cap(target: str | None, profile_field: str) -> Any:

@@ -16,11 +16,11 @@ from sandboxkit.guard import (
     of_kind,
 )
 from sandboxkit.guard_checks import (
+    container_size_problems,
     count_problems,
     identity_allowed,
     inline_secrets,
     retention_problems,
-    size_problems,
     time_problems,
     unpinned_images,
 )
@@ -109,12 +109,8 @@ def _executor_scope(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
 
 
 def _pool_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    for container in items(dig(props, "customContainerTemplate.containers")):
-        resources = dig(container, "resources", {}) or {}
-        label = f"{ctx.name} container {dig(container, 'name')}"
-        yield from size_problems(
-            "Session pool", label, resources.get("cpu"), resources.get("memory"), ctx
-        )
+    containers = items(dig(props, "customContainerTemplate.containers"))
+    yield from container_size_problems("Session pool", containers, "resources", ctx)
 
 
 def _pool_lifecycle(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:

@@ -31,12 +31,12 @@ from sandboxkit.guard import (
 from sandboxkit.guard_checks import (
     PortSpan,
     cidr_problems,
+    container_size_problems,
     count_problems,
     entries_problems,
     identity_allowed,
     inline_secrets,
     ports_problem,
-    size_problems,
     time_problems,
     unpinned_images,
 )
@@ -419,12 +419,8 @@ def _token_mounted(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 
 
 def _pod_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    for container in containers_of(sandbox_pod_spec(props)):
-        limits = dig(container, "resources.limits", {}) or {}
-        label = f"{ctx.name} container {container.get('name')}"
-        yield from size_problems(
-            "SandboxTemplate", label, limits.get("cpu"), limits.get("memory"), ctx
-        )
+    containers = containers_of(sandbox_pod_spec(props))
+    yield from container_size_problems("SandboxTemplate", containers, "resources.limits", ctx)
 
 
 def _pod_deadline(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:

@@ -22,11 +22,11 @@ from sandboxkit.guard import (
 from sandboxkit.guard_checks import (
     PortSpan,
     cidr_problems,
+    container_size_problems,
     count_problems,
     entries_problems,
     inline_secrets,
     ports_problem,
-    size_problems,
     time_problems,
     unpinned_images,
 )
@@ -164,12 +164,8 @@ def _public_member(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 
 
 def _limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    for container in items(dig(props, "template.containers")):
-        limits = dig(container, "resources.limits", {}) or {}
-        label = f"{ctx.name} container {dig(container, 'name')}"
-        yield from size_problems(
-            "Cloud Run service", label, limits.get("cpu"), limits.get("memory"), ctx
-        )
+    containers = items(dig(props, "template.containers"))
+    yield from container_size_problems("Cloud Run service", containers, "resources.limits", ctx)
 
 
 def _timeout(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
