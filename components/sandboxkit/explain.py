@@ -3,7 +3,7 @@
 For every target a stack lists, the target's reader (``TargetSpec.read_egress``) computes what
 its rendered resources let a sandbox reach, from those resources alone; the stack's profile and
 the target's control-plane hosts give the egress contract (``egress.EgressContract``). Probes
-derived from the entries (``reach.derive_probes``) are asked of both; every answer says how the
+derived from the entries (``reach.contract_probes``) are asked of both; every answer says how the
 target enforces it and whether that is the kit's own tested code or documented platform
 behaviour, and every difference from the contract is marked wider or narrower.
 """
@@ -23,7 +23,7 @@ from sandboxkit.reach import (
     ResourceView,
     Verdict,
     compare,
-    derive_probes,
+    contract_probes,
     inexpressible,
 )
 from sandboxkit.render import RenderedStack, to_display
@@ -93,10 +93,9 @@ def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
     """Explain one listed target's egress (see the module docstring)."""
     contract = target_contract(rendered, target)
     effective = get_target(target).read_egress(resource_views(rendered, target))
+    probes = contract_probes(contract, effective)
     if effective is None:
-        probes = derive_probes(contract.rules, contract.control_plane)
         return TargetEgress(target, contract, probes, None, (), ())
-    probes = derive_probes(contract.rules, contract.control_plane, effective.connect)
     return TargetEgress(
         target,
         contract,

@@ -438,6 +438,16 @@ def derive_probes(
     return tuple(found.values())
 
 
+def contract_probes(
+    contract: EgressContract, effective: EffectiveEgress | None = None
+) -> tuple[Probe, ...]:
+    """The probes ``preview --explain-egress`` and SBX-NET-008 ask both a target and
+    ``contract``: ``derive_probes`` over the contract's entries and control-plane hosts and,
+    once the target is read (``effective``), its connection grants."""
+    grants = effective.connect if effective is not None else ()
+    return derive_probes(contract.rules, contract.control_plane, grants)
+
+
 # --- Comparison ----------------------------------------------------------------------------------
 
 Question = Literal["connect", "resolve"]

@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandboxkit.config import ConfigSource, read_stack_file
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.egress import parse_rule
 from sandboxkit.explain import TargetEgress, explain_target
 from sandboxkit.project import stack_file
-from sandboxkit.reach import derive_probes
+from sandboxkit.reach import contract_probes
 from sandboxkit.render import render_source
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -140,9 +140,7 @@ def check(target: str, egress_section: dict[str, Any], extra: list[tuple[str, in
     explained = explained_for(target, json.dumps(egress_section, sort_keys=True))
     assert explained.effective is not None, f"{target} has no egress reader"
     contract = explained.contract
-    rules: list[EgressRule] = list(contract.rules)
-    derived = derive_probes(rules, contract.control_plane, explained.effective.connect)
-    probes = [(p.host, p.port) for p in derived]
+    probes = [(p.host, p.port) for p in contract_probes(contract, explained.effective)]
     for host, port in [*probes, *extra]:
         target_says = explained.effective.admits(host, port)
         assert target_says.admitted == contract.admits(host, port), (

@@ -13,7 +13,7 @@ from pulumi_policy import Severity
 
 from sandboxkit.egress import EgressContract, parse_rule
 from sandboxkit.guard import CheckContext, StackResource, target_views
-from sandboxkit.reach import EffectiveEgress, Grant, compare, derive_probes, inexpressible
+from sandboxkit.reach import EffectiveEgress, Grant, compare, contract_probes, inexpressible
 from sandboxkit.targets import TARGET_MODULES, get_target
 
 from ._common import ResourceRule, Rule, StackRule
@@ -200,8 +200,7 @@ def _contract_differences(
         if declared is None:
             continue
         contract = _declared_contract(declared)
-        probes = derive_probes(contract.rules, contract.control_plane, effective.connect)
-        for difference in compare(effective, contract, probes):
+        for difference in compare(effective, contract, contract_probes(contract, effective)):
             # A wider answer is on the resource granting it; a narrower one on the component.
             grants = difference.verdict.grants
             yield (
