@@ -30,7 +30,7 @@ from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import find_project_dir, list_stacks
-from sandboxkit.render import RenderedStack, render_stack, to_display
+from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
 from sandboxkit.targets import TARGET_MODULES, get_target
 
 EXIT_FAILED = 1
@@ -81,10 +81,14 @@ def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
     return typer.Exit(EXIT_CONFIG)
 
 
-def load(stack: str, project_dir: Path | None) -> RenderedStack:
-    """Render ``stack`` offline; raises ``typer.Exit(2)`` on bad config."""
+def load(stack: str, project_dir: Path | None, step: gate.Step = gate.no_steps) -> RenderedStack:
+    """Render ``stack`` offline, telling ``step`` each target; ``typer.Exit(2)`` on bad config."""
     try:
-        return render_stack(project_dir or find_project_dir(), stack)
+        return render_stack(
+            project_dir or find_project_dir(),
+            stack,
+            on_target=lambda target: step(f"rendering {stack}: {target}"),
+        )
     except ConfigError as exc:
         raise fail_config(exc) from None
 
@@ -188,9 +192,13 @@ def preview(
     project_dir: ProjectOption = None,
 ) -> None:
     """Render STACK offline: every resource `pulumi up` would create, and the enforcement map."""
-    rendered = load(stack, project_dir)
+    collector_off_until_exit()
+    with gate.terminal_steps(not as_json) as step:
+        rendered = load(stack, project_dir, step)
+        if explain_egress:
+            step("reading each target's egress")
+            explained = explain_stack(rendered)
     if explain_egress:
-        explained = explain_stack(rendered)
         if as_json:
             document = {"stack": rendered.stack, "egress": explanation_document(explained)}
             sys.stdout.write(json.dumps(document, indent=2) + "\n")
@@ -343,19 +351,21 @@ def check(
     policy-packs/checkov/levels.json (mandatory in prod). Exit 2 on bad config, or when checkov
     is missing or fails (it is never skipped silently: pass --no-checkov to skip it).
     """
+    collector_off_until_exit()
     try:
         root = project_dir or find_project_dir()
         if all_stacks == (stack is not None):
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
         names = list_stacks(root) if all_stacks else [stack]
-        rendered = [render_stack(root, name) for name in names if name is not None]
-        results = gate.check_stacks(
-            rendered,
-            root,
-            pack_config=pack_config,
-            checkov=not no_checkov,
-            project_files=all_stacks,
-        )
+        with gate.terminal_steps(output is CheckFormat.TEXT) as step:
+            results = gate.check_stack_files(
+                [name for name in names if name is not None],
+                root,
+                pack_config=pack_config,
+                checkov=not no_checkov,
+                project_files=all_stacks,
+                step=step,
+            )
     except ConfigError as exc:
         raise fail_config(exc) from None
     except CHECKOV_ERRORS as exc:

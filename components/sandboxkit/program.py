@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pulumi
@@ -11,7 +12,9 @@ from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_file
 from sandboxkit.targets import get_target
 
 
-def main(project_dir: Path | None = None) -> StackSpec:
+def main(
+    project_dir: Path | None = None, on_target: Callable[[str], None] | None = None
+) -> StackSpec:
     """Read and validate the stack config, then create one component per listed target.
 
     Each target's outputs are exported as one stack output named after the target.
@@ -19,6 +22,8 @@ def main(project_dir: Path | None = None) -> StackSpec:
     Args:
         project_dir: the folder with Pulumi.yaml; by default the engine's project root, else the
             nearest one above the working folder.
+        on_target: called with each target's name before its component is built (the CLI's
+            progress line).
 
     Returns:
         The validated ``StackSpec``.
@@ -38,6 +43,8 @@ def main(project_dir: Path | None = None) -> StackSpec:
             "policy gate reports this (mandatory in prod by default)"
         )
     for name in spec.targets:
+        if on_target is not None:
+            on_target(name)
         deployment = get_target(name).build(spec.plans[name])
         pulumi.export(name, dict(deployment.outputs))
     return spec

@@ -45,6 +45,9 @@ READ_ONLY_ROOT = (
     "readOnlyRootFilesystem",
 )
 TAGGED_IMAGE = "ghcr.io/example/agent-python-sandbox:3.12"
+GOLDEN_DIR = Path(__file__).parent / "golden"
+# Set to rewrite the golden files after a deliberate change of the gate's output.
+UPDATE_GOLDEN = "SANDBOXKIT_UPDATE_GOLDEN"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
 CM = ("checkov", "mandatory")
 
@@ -72,6 +75,16 @@ def run_check(*args: str, cwd: Path, checkov: Path) -> subprocess.CompletedProce
         timeout=300,
         check=False,
     )
+
+
+def assert_golden(name: str, returncode: int, document: dict[str, Any]) -> None:
+    """The exit code and the whole JSON document equal ``golden/check-<name>.json``, recorded
+    from the gate before it overlapped checkov with CrossGuard (checkov's findings sorted)."""
+    path = GOLDEN_DIR / f"check-{name}.json"
+    found = {"exit_code": returncode, "document": document}
+    if os.environ.get(UPDATE_GOLDEN):
+        path.write_text(json.dumps(found, indent=2) + "\n")
+    assert found == json.loads(path.read_text())
 
 
 def weakened_project(root: Path) -> Path:
@@ -106,6 +119,12 @@ def weakened_prod(
     result = run_check("--stack", "prod", "--format", "json", cwd=project, checkov=checkov_bin)
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
+
+
+def test_weakened_prod_json_is_the_golden_document(
+    weakened_prod: tuple[int, dict[str, Any]],
+) -> None:
+    assert_golden("weakened-prod", *weakened_prod)
 
 
 def test_prod_json_lists_checkov_and_crossguard_findings_on_their_urns(
@@ -268,6 +287,10 @@ def test_sarif_with_both_sources_validates_with_rule_metadata_and_locations(
 def all_stacks(checkov_bin: Path) -> tuple[int, dict[str, Any]]:
     result = run_check("--all-stacks", "--format", "json", cwd=PROJECT_DIR, checkov=checkov_bin)
     return result.returncode, json.loads(result.stdout)
+
+
+def test_all_stacks_json_is_the_golden_document(all_stacks: tuple[int, dict[str, Any]]) -> None:
+    assert_golden("all-stacks", *all_stacks)
 
 
 def test_all_stacks_reports_the_kits_own_files_once(all_stacks: tuple[int, dict[str, Any]]) -> None:

@@ -12,15 +12,17 @@ the resource it came from (or to the project file), and the baseline marks accep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Self
 
 from sandboxkit.checkov_bridge.baseline import Accepted, load_baseline
 from sandboxkit.checkov_bridge.exporters import StackExport, export_stack
@@ -192,6 +194,164 @@ def project_files(project_dir: Path) -> list[Path]:
     return sorted(p for pattern in PROJECT_FILES for p in project_dir.glob(pattern))
 
 
+# Run by the checkov script's own interpreter: checkov's imports (most of a small run's time)
+# happen while the caller is still rendering; the command line arrives on stdin, and the script
+# then runs exactly as it would have run alone.
+_WARM_DRIVER = """
+import json, runpy, sys, warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import checkov.main
+# checkov.main reads sys.argv[1:] when it is imported (Checkov's default argument): the
+# script imports it again under the real command line, its dependencies already loaded.
+del sys.modules["checkov.main"]
+line = sys.stdin.readline()
+if line:
+    sys.argv = json.loads(line)
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def script_interpreter(executable: Path) -> list[str] | None:
+    """The Python interpreter a console script names on its ``#!`` line, else ``None``.
+
+    pip writes ``#!<venv>/bin/python`` into a venv's ``checkov`` script; ``#!/usr/bin/env
+    python3`` is read too. A binary, a shell wrapper or an unreadable file gives ``None``.
+    """
+    try:
+        with executable.open("rb") as script:
+            first = script.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if words and Path(words[0]).name == "env":
+        words = words[1:]
+    if not words or not re.fullmatch(r"python[0-9.]*", Path(words[0]).name):
+        return None
+    return words
+
+
+class CheckovProcess:
+    """One checkov run whose process can start before the files it scans exist.
+
+    ``warm`` starts the script's interpreter now, importing checkov (about two thirds of a
+    run on one stack's exports: benchmarks/README.md), when the executable is a Python script
+    (``script_interpreter``); ``start`` sends it the command line, or starts the command as it
+    is when nothing was warmed; ``wait`` returns ``(exit code, stdout, stderr)``. Output goes
+    to temporary files, so a process nobody reads yet never blocks on a full pipe. Use it as a
+    context manager: ``close`` kills a process still running.
+
+    Args:
+        executable: the checkov executable (``locate_checkov``).
+    """
+
+    def __init__(self, executable: Path) -> None:
+        self.executable = executable
+        self._process: subprocess.Popen[str] | None = None
+        self._warm = False
+        self._outputs: tuple[IO[str], IO[str]] | None = None
+
+    def __enter__(self) -> Self:
+        self._outputs = (
+            tempfile.TemporaryFile("w+", encoding="utf-8"),
+            tempfile.TemporaryFile("w+", encoding="utf-8"),
+        )
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _popen(self, command: Sequence[str], stdin: int) -> subprocess.Popen[str]:
+        assert self._outputs is not None, "use CheckovProcess as a context manager"
+        return subprocess.Popen(
+            list(command),
+            stdin=stdin,
+            stdout=self._outputs[0],
+            stderr=self._outputs[1],
+            text=True,
+            encoding="utf-8",
+        )
+
+    def warm(self) -> Self:
+        """Start the interpreter and checkov's imports now, if the executable allows it."""
+        interpreter = script_interpreter(self.executable)
+        if interpreter is not None and self._process is None:
+            self._process = self._popen([*interpreter, "-c", _WARM_DRIVER], subprocess.PIPE)
+            self._warm = True
+        return self
+
+    def start(self, command: Sequence[str]) -> None:
+        """Run ``command`` (``checkov_command``): in the warmed process, else as a new one."""
+        if self._warm:
+            assert self._process is not None and self._process.stdin is not None
+            try:
+                self._process.stdin.write(json.dumps(list(command)) + "\n")
+                self._process.stdin.close()
+            except BrokenPipeError:
+                pass  # it died while importing: its exit code and stderr tell why
+        else:
+            self._process = self._popen(command, subprocess.DEVNULL)
+
+    def wait(self) -> tuple[int, str, str]:
+        """Wait for the run ``start`` began; ``(exit code, stdout, stderr)``."""
+        assert self._process is not None and self._outputs is not None
+        code = self._process.wait()
+        self._process = None
+        stdout, stderr = self._outputs
+        stdout.seek(0)
+        stderr.seek(0)
+        return code, stdout.read(), stderr.read()
+
+    def close(self) -> None:
+        """Kill a process still running, and drop its output files."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+        for stream in self._outputs or ():
+            stream.close()
+        self._outputs = None
+
+
+def checkov_command(
+    executable: Path,
+    files: Sequence[Path],
+    frameworks: Iterable[str],
+    external_checks_dir: Path | None = None,
+) -> list[str]:
+    """The command line of an offline checkov run with a JSON report on ``files``."""
+    command = [str(executable), "--skip-download", "--compact", "-o", "json", "--framework"]
+    command += list(frameworks)
+    for path in files:
+        command += ["-f", str(path)]
+    if external_checks_dir is not None:
+        command += ["--external-checks-dir", str(external_checks_dir)]
+    return command
+
+
+def checkov_reports(returncode: int, stdout: str, stderr: str) -> list[dict[str, Any]]:
+    """checkov's JSON reports (one per framework) from a finished run's exit code and output.
+
+    Raises:
+        CheckovFailedError: when checkov exited with neither 0 nor 1 or printed no JSON.
+    """
+    # checkov exits 1 when a check fails: that is a result, not an error.
+    try:
+        reports = json.loads(stdout) if returncode in (0, 1) else None
+    except json.JSONDecodeError:
+        reports = None
+    if reports is None:
+        raise CheckovFailedError(
+            f"checkov exited {returncode} without a JSON report: {stderr.strip()[-2000:]}"
+        )
+    # One framework gives one object; several give a list; nothing to scan gives a summary.
+    if isinstance(reports, dict):
+        reports = [reports] if "results" in reports else []
+    return list(reports)
+
+
 def run_checkov(
     executable: Path,
     files: Sequence[Path],
@@ -203,26 +363,9 @@ def run_checkov(
     Raises:
         CheckovFailedError: when checkov exits with neither 0 nor 1 or prints no JSON.
     """
-    command = [str(executable), "--skip-download", "--compact", "-o", "json", "--framework"]
-    command += list(frameworks)
-    for path in files:
-        command += ["-f", str(path)]
-    if external_checks_dir is not None:
-        command += ["--external-checks-dir", str(external_checks_dir)]
-    # checkov exits 1 when a check fails: that is a result, not an error.
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    try:
-        reports = json.loads(done.stdout) if done.returncode in (0, 1) else None
-    except json.JSONDecodeError:
-        reports = None
-    if reports is None:
-        raise CheckovFailedError(
-            f"checkov exited {done.returncode} without a JSON report: {done.stderr.strip()[-2000:]}"
-        )
-    # One framework gives one object; several give a list; nothing to scan gives a summary.
-    if isinstance(reports, dict):
-        reports = [reports] if "results" in reports else []
-    return list(reports)
+    with CheckovProcess(executable) as process:
+        process.start(checkov_command(executable, files, frameworks, external_checks_dir))
+        return checkov_reports(*process.wait())
 
 
 def scan(
@@ -247,45 +390,101 @@ def scan(
         CheckovFailedError: when it produced no report.
         BaselineError: for a malformed baseline.
     """
-    executable = executable or locate_checkov(project_dir)
-    accepted = tuple(load_baseline(project_dir) if baseline is None else baseline)
-    report = CheckovReport(exports=list(exports))
-    with tempfile.TemporaryDirectory(prefix="sandboxkit-checkov-") as tmp:
-        root = Path(tmp)
-        owners: dict[tuple[str, str], tuple[str, str]] = {}
-        files: list[Path] = []
-        for export in exports:
-            export.write(root / export.stack)
-            files += [root / export.stack / name for name in export.files]
-            for entry in export.resources:
-                path = str((root / export.stack / entry.file).resolve())
-                owners[(path, entry.checkov_id)] = (entry.urn, entry.type)
-        frameworks = list(STACK_FRAMEWORKS)
-        if include_project_files:
-            files += project_files(project_dir)
-            frameworks += PROJECT_FRAMEWORKS
-        if not files:
-            return report
-        checks_dir = project_dir / KIT_CHECKS_DIR
-        reports = run_checkov(
-            executable, files, frameworks, checks_dir if checks_dir.is_dir() else None
+    with scan_started(
+        project_dir,
+        exports,
+        include_project_files=include_project_files,
+        executable=executable,
+        baseline=baseline,
+    ) as report:
+        return report()
+
+
+@contextlib.contextmanager
+def scan_started(
+    project_dir: Path,
+    exports: Iterable[StackExport],
+    *,
+    include_project_files: bool = True,
+    executable: Path | None = None,
+    baseline: Sequence[Accepted] | None = None,
+    process: CheckovProcess | None = None,
+) -> Iterator[Callable[[], CheckovReport]]:
+    """``scan``, split in two: checkov starts on entry; the yielded function waits for its
+    report, so the caller works meanwhile (``sandboxkit check`` runs CrossGuard).
+
+    Args:
+        project_dir, include_project_files, executable, baseline: as for ``scan``.
+        exports: the stacks' exports, produced on entry (a generator of ``export_stack``
+            calls: what fails in them is deferred like the rest).
+        process: a ``CheckovProcess`` already warmed for ``executable`` (default: a new one);
+            its owner closes it.
+
+    Yields:
+        A function returning the ``CheckovReport``. Whatever failed while starting (an
+        unmapped type, checkov missing, a malformed baseline) is raised by it, not on entry:
+        work done meanwhile reports its own errors first, as when checkov ran after it.
+        Leaving the block kills a checkov still running.
+    """
+    with contextlib.ExitStack() as cleanup:
+        root = Path(
+            cleanup.enter_context(tempfile.TemporaryDirectory(prefix="sandboxkit-checkov-"))
         )
-        for framework_report in reports:
-            results = framework_report.get("results", {})
-            for status in ("passed_checks", "failed_checks"):
-                for result in results.get(status, []):
-                    report.findings.append(
-                        _finding(
-                            result,
-                            status == "passed_checks",
-                            framework_report.get("check_type", ""),
-                            owners=owners,
-                            root=root,
-                            project_dir=project_dir,
-                        )
+        report = CheckovReport()
+        owners: dict[tuple[str, str], tuple[str, str]] = {}
+        failure: Exception | None = None
+        running = False
+        try:
+            report.exports = list(exports)
+            executable = executable or locate_checkov(project_dir)
+            accepted = tuple(load_baseline(project_dir) if baseline is None else baseline)
+            files: list[Path] = []
+            for export in report.exports:
+                export.write(root / export.stack)
+                files += [root / export.stack / name for name in export.files]
+                for entry in export.resources:
+                    path = str((root / export.stack / entry.file).resolve())
+                    owners[(path, entry.checkov_id)] = (entry.urn, entry.type)
+            frameworks = list(STACK_FRAMEWORKS)
+            if include_project_files:
+                files += project_files(project_dir)
+                frameworks += PROJECT_FRAMEWORKS
+            if files:
+                checks_dir = project_dir / KIT_CHECKS_DIR
+                process = process or cleanup.enter_context(CheckovProcess(executable))
+                process.start(
+                    checkov_command(
+                        executable, files, frameworks, checks_dir if checks_dir.is_dir() else None
                     )
-    report.findings = [_apply_baseline(f, accepted) for f in report.findings]
-    return report
+                )
+                running = True
+        except Exception as exc:  # raised by the report, after the caller's own work
+            failure = exc
+
+        def finished() -> CheckovReport:
+            if failure is not None:
+                raise failure
+            if not running:
+                return report
+            assert process is not None
+            for framework_report in checkov_reports(*process.wait()):
+                results = framework_report.get("results", {})
+                for status in ("passed_checks", "failed_checks"):
+                    for result in results.get(status, []):
+                        report.findings.append(
+                            _finding(
+                                result,
+                                status == "passed_checks",
+                                framework_report.get("check_type", ""),
+                                owners=owners,
+                                root=root,
+                                project_dir=project_dir,
+                            )
+                        )
+            report.findings = [_apply_baseline(f, accepted) for f in report.findings]
+            return report
+
+        yield finished
 
 
 def _finding(

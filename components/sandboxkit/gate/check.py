@@ -1,23 +1,92 @@
-"""The whole gate ``sandboxkit check`` runs: CrossGuard per stack, then checkov once for all.
+"""The whole gate ``sandboxkit check`` runs: CrossGuard per stack, checkov once for all.
 
 checkov runs once over every stack's exports (``checkov_bridge``) and its verdicts are merged
 into each stack's CrossGuard result (``checkov_merge``); the kit's own Dockerfiles and
 workflows are scanned only when asked (``--all-stacks``) and reported as one more result.
+
+Each stack is rendered once, and that render feeds both CrossGuard and the exports. checkov's
+process does not wait for the gate: ``check_stack_files`` starts its interpreter (and its
+imports, most of its time) before rendering, and ``check_stacks`` hands it the exports before
+CrossGuard runs, so the two scan side by side (benchmarks/README.md). Errors keep their order:
+CrossGuard's are raised before anything checkov could not do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from sandboxkit.checkov_bridge.runner import scan_rendered
+from sandboxkit.checkov_bridge.exporters import export_stack
+from sandboxkit.checkov_bridge.runner import (
+    CheckovMissingError,
+    CheckovProcess,
+    locate_checkov,
+    scan_started,
+)
 from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
 from sandboxkit.gate.locations import target_lines
+from sandboxkit.gate.progress import Step, no_steps
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult
 from sandboxkit.project import stack_file
-from sandboxkit.render import RenderedStack
+from sandboxkit.render import RenderedStack, render_stack
+
+
+@contextlib.contextmanager
+def warm_checkov(project_dir: Path) -> Iterator[CheckovProcess | None]:
+    """A checkov process importing itself from now on (``CheckovProcess.warm``); ``None``
+    when checkov is missing (the scan reports that in its turn). Killed when the block ends."""
+    try:
+        executable = locate_checkov(project_dir)
+    except CheckovMissingError:
+        yield None
+        return
+    with CheckovProcess(executable) as process:
+        yield process.warm()
+
+
+def check_stack_files(
+    names: Sequence[str],
+    project_dir: Path,
+    *,
+    pack_config: Path | None = None,
+    checkov: bool = True,
+    project_files: bool = False,
+    step: Step = no_steps,
+) -> list[CheckResult]:
+    """``sandboxkit check``: render each named stack once, then ``check_stacks``.
+
+    checkov's interpreter starts before the first render (``warm_checkov``).
+
+    Args:
+        names: stack names (``stacks/Pulumi.<name>.yaml``), in the order results come back.
+        project_dir, pack_config, checkov, project_files: as for ``check_stacks``.
+        step: told what starts (each target's render, CrossGuard, checkov).
+
+    Raises:
+        ConfigError: bad stack config (before any CrossGuard or checkov verdict), and what
+            ``check_stacks`` raises.
+    """
+    with contextlib.ExitStack() as cleanup:
+        process = cleanup.enter_context(warm_checkov(project_dir)) if checkov else None
+        rendered = []
+        for name in names:
+
+            def rendering(target: str, stack: str = name) -> None:
+                step(f"rendering {stack}: {target}")
+
+            rendered.append(render_stack(project_dir, name, on_target=rendering))
+        return check_stacks(
+            rendered,
+            project_dir,
+            pack_config=pack_config,
+            checkov=checkov,
+            project_files=project_files,
+            checkov_process=process,
+            step=step,
+        )
 
 
 def check_stacks(
@@ -28,8 +97,10 @@ def check_stacks(
     checkov: bool = True,
     project_files: bool = False,
     analyzer: Analyzer | None = None,
+    checkov_process: CheckovProcess | None = None,
+    step: Step = no_steps,
 ) -> list[CheckResult]:
-    """The whole gate on rendered stacks: CrossGuard per stack, then checkov once for all.
+    """The whole gate on rendered stacks: checkov once for all, CrossGuard per stack meanwhile.
 
     Args:
         rendered: the stacks (``render_stack``, or a weakened copy in tests).
@@ -40,6 +111,8 @@ def check_stacks(
         project_files: also scan the kit's Dockerfiles and workflows, reported once as a
             last result with ``stack == "project"`` (``sandboxkit check --all-stacks``).
         analyzer: the pack to ask; by default its servicer in this process.
+        checkov_process: a warmed checkov (``warm_checkov``) to run the scan in.
+        step: told what starts (CrossGuard per stack, then the wait for checkov).
 
     Raises:
         ConfigError: bad pack config or checkov levels (the CLI exits 2).
@@ -47,11 +120,26 @@ def check_stacks(
             cannot give a verdict (the CLI exits 2; it never skips silently).
     """
     analyzer = analyzer or InProcessAnalyzer(pack_dir(project_dir))
-    results = [check_rendered(analyzer, r, project_dir, pack_config) for r in rendered]
-    if not checkov:
+
+    def crossguard() -> list[CheckResult]:
+        results = []
+        for stack in rendered:
+            step(f"CrossGuard: {stack.stack} ({len(stack.resources)} resources)")
+            results.append(check_rendered(analyzer, stack, project_dir, pack_config))
         return results
-    levels = checkov_levels(project_dir)
-    report = scan_rendered(project_dir, rendered, include_project_files=project_files)
+
+    if not checkov:
+        return crossguard()
+    with scan_started(
+        project_dir,
+        (export_stack(r) for r in rendered),
+        include_project_files=project_files,
+        process=checkov_process,
+    ) as checkov_report:
+        results = crossguard()
+        levels = checkov_levels(project_dir)
+        step("checkov: waiting for its report")
+        report = checkov_report()
     merged = []
     for stack, result in zip(rendered, results, strict=True):
         path = stack_file(project_dir, stack.stack)

@@ -122,7 +122,10 @@ def with_checkov(
         ones under ``accepted`` (with their reason), the failed checks' rules and
         ``checkov`` set to ``{"passed", "failed", "accepted"}`` counts.
     """
-    failed = [f for f in findings if not f.passed]
+    # checkov's own order changes between runs (its graph checks): sorted, the output is stable.
+    failed = sorted(
+        (f for f in findings if not f.passed), key=lambda f: (f.urn, f.policy, f.file, f.resource)
+    )
     violations: list[Violation] = []
     accepted: list[Violation] = []
     for finding in failed:
