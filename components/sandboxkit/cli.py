@@ -192,7 +192,6 @@ def preview(
     project_dir: ProjectOption = None,
 ) -> None:
     """Render STACK offline: every resource `pulumi up` would create, and the enforcement map."""
-    collector_off_until_exit()
     with gate.terminal_steps(not as_json) as step:
         rendered = load(stack, project_dir, step)
         if explain_egress:
@@ -351,7 +350,6 @@ def check(
     policy-packs/checkov/levels.json (mandatory in prod). Exit 2 on bad config, or when checkov
     is missing or fails (it is never skipped silently: pass --no-checkov to skip it).
     """
-    collector_off_until_exit()
     try:
         root = project_dir or find_project_dir()
         if all_stacks == (stack is not None):
@@ -476,5 +474,6 @@ def pack_config_command(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (a process that renders once and exits)."""
+    collector_off_until_exit()
     app()

@@ -172,8 +172,8 @@ def collector_paused() -> Iterator[None]:
 
 
 def collector_off_until_exit() -> None:
-    """For a process that renders and exits (``sandboxkit preview``, ``check``): no cyclic
-    garbage collection from now on, and none at exit.
+    """For a process that renders and exits (the ``sandboxkit`` command, never a test
+    process): no cyclic garbage collection from now on, and none at exit.
 
     After a render every object the SDK imports made is young, so the first collection after
     ``collector_paused`` would walk them all, and the interpreter's collection at exit walks

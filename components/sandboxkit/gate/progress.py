@@ -1,8 +1,8 @@
 """What a long command is doing, shown on an interactive terminal only.
 
 ``sandboxkit preview`` and ``check`` report each phase as it starts (rendering a target,
-CrossGuard, checkov) to a ``Step``. ``terminal_steps`` shows them as rich's status line on
-stderr, and only when stderr is a terminal and the output is meant for people: with ``--json``
+CrossGuard, checkov) to a ``Step``. ``terminal_steps`` shows them on stderr, one line per step
+under rich's status line (a spinner on the current step), and only when stderr is a terminal and the output is meant for people: with ``--json``
 or ``--format json|sarif``, or when stderr is not a terminal (CI logs, pipes, files), the steps
 go nowhere and every byte written stays as it was.
 """
@@ -22,25 +22,33 @@ def no_steps(_: str) -> None:
     """A ``Step`` that shows nothing."""
 
 
+def stderr_console() -> Console:
+    """Where the steps go: stderr, as rich detects it (``TTY_INTERACTIVE=0`` turns it off)."""
+    return Console(stderr=True)
+
+
 @contextlib.contextmanager
 def terminal_steps(show: bool, console: Console | None = None) -> Iterator[Step]:
     """A ``Step`` that shows each phase on ``console``'s status line while the block runs.
 
     Args:
         show: ``False`` for machine-readable output: nothing is shown.
-        console: where to show it; default stderr. Nothing is shown unless it is a terminal
-            (rich's ``Console.is_terminal``; ``force_terminal`` makes one in tests).
+        console: where to show it; default ``stderr_console()``. Nothing is shown unless it
+            is an interactive terminal (rich's ``Console.is_interactive``; a console made with
+            ``force_terminal`` and ``force_interactive`` is one, for tests).
 
     Yields:
-        The ``Step``; the status line is cleared when the block ends.
+        The ``Step``; the status line is cleared when the block ends, the step lines stay.
     """
-    console = console or Console(stderr=True)
-    if not (show and console.is_terminal):
+    console = console or stderr_console()
+    if not (show and console.is_interactive):
         yield no_steps
         return
     with console.status("starting") as status:
 
         def step(text: str) -> None:
+            # A line per step stays above the status line: what ran, and in which order.
+            console.print(text, style="dim", markup=False, highlight=False)
             status.update(text)
 
         yield step
