@@ -2,9 +2,10 @@
 
 ``sandboxkit preview`` and ``check`` report each phase as it starts (rendering a target,
 CrossGuard, checkov) to a ``Step``. ``terminal_steps`` shows them on stderr, one line per step
-under rich's status line (a spinner on the current step), and only when stderr is a terminal and the output is meant for people: with ``--json``
-or ``--format json|sarif``, or when stderr is not a terminal (CI logs, pipes, files), the steps
-go nowhere and every byte written stays as it was.
+under rich's status line (a spinner on the current step), and only when stderr is an
+interactive terminal and the output is meant for people: with ``--json`` or ``--format
+json|sarif``, or when stderr is not a terminal (CI logs, pipes, files), the steps go nowhere
+and every byte written stays as it was.
 """
 
 from __future__ import annotations
