@@ -77,6 +77,18 @@ def test_a_script_that_is_not_python_runs_as_it_is(tmp_path: Path) -> None:
     )
 
 
+def test_an_interpreter_that_cannot_start_leaves_the_script_to_fail_as_it_would(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "checkov"
+    script.write_text(f"#!{tmp_path / 'missing' / 'python'}\n")
+    script.chmod(0o755)
+    with CheckovProcess(script) as process:
+        process.warm()
+        with pytest.raises(OSError):
+            process.start([str(script)])
+
+
 def test_missing_checkov_is_raised_by_the_report_not_on_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

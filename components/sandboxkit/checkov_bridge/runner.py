@@ -278,7 +278,10 @@ class CheckovProcess:
         """Start the interpreter and checkov's imports now, if the executable allows it."""
         interpreter = script_interpreter(self.executable)
         if interpreter is not None and self._process is None:
-            self._process = self._popen([*interpreter, "-c", _WARM_DRIVER], subprocess.PIPE)
+            try:
+                self._process = self._popen([*interpreter, "-c", _WARM_DRIVER], subprocess.PIPE)
+            except OSError:
+                return self  # an interpreter that cannot start: ``start`` runs the script as is
             self._warm = True
         return self
 
