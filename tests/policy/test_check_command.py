@@ -276,7 +276,7 @@ def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared
     jsonschema.validate(log, schema)
     (run,) = log["runs"]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
-    assert len(rules) == 32
+    assert len(rules) == 33
     rule = rules["SBX-NET-001"]
     assert rule["help"]["text"].startswith("Set sandboxkit:profile.egress.mode to deny")
     assert rule["properties"]["security-severity"] == "9.5"

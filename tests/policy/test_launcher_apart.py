@@ -12,8 +12,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import support as testing
 from pack_calls import stack_reports
+
+import support as testing
 from sandboxkit import gate
 
 PROJECT = Path(__file__).resolve().parents[2]
