@@ -6,9 +6,16 @@ import ipaddress
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
-from sandboxkit.gcp.cloudrun.service import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY
+from sandboxkit.gcp.cloudrun.service import (
+    ALLOW_FIRST_PRIORITY,
+    DENY_ALL_PRIORITY,
+    CloudRunSandbox,
+)
 from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
 from sandboxkit.render import Recorder, render_stack
 from support import build_target, named, of_type, one
@@ -322,3 +329,27 @@ def test_more_names_on_one_port_than_one_rule_takes_fill_further_rules(engine: R
     listed = [f for n in sorted(allows) for f in allows[n]["match"]["destFqdns"]]
     assert listed == sorted(names)
     assert [allows[n]["priority"] for n in sorted(allows)] == [1000, 1001, 1002]
+
+
+@pytest.mark.parametrize(
+    ("templates", "error"),
+    [
+        ([{"name": "python", "image": "example.com/python:3.12"}], "none named 'sandbox'"),
+        (
+            [
+                {"name": "sandbox", "image": "us-docker.pkg.dev/example-project/agents/sandbox:1"},
+                {"name": "python", "image": SETTINGS["image"]},
+            ],
+            "an image other than the launcher's",
+        ),
+    ],
+    ids=["kit-template-missing", "launcher-image"],
+)
+def test_the_component_refuses_templates_that_expose_the_launcher(
+    engine: Recorder, templates: list[dict[str, Any]], error: str
+) -> None:
+    values = {"environment": "prod", "targets": ["gcp-cloudrun"], "gcp-cloudrun": SETTINGS}
+    plan = load_stack(ConfigSource(values=values), "test").plans["gcp-cloudrun"]
+    args = {**plan, "templates": tuple(templates)}
+    with pytest.raises(ValueError, match=error):
+        engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
