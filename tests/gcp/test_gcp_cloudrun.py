@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
+from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.cloudrun.service import (
     ALLOW_FIRST_PRIORITY,
     DENY_ALL_PRIORITY,
@@ -350,6 +351,6 @@ def test_the_component_refuses_templates_that_expose_the_launcher(
 ) -> None:
     values = {"environment": "prod", "targets": ["gcp-cloudrun"], "gcp-cloudrun": SETTINGS}
     plan = load_stack(ConfigSource(values=values), "test").plans["gcp-cloudrun"]
-    args = {**plan, "templates": tuple(templates)}
+    args = cast(CloudRunSandboxArgs, {**plan, "templates": tuple(templates)})
     with pytest.raises(ValueError, match=error):
         engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
