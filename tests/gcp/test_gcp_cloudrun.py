@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import pytest
+
+from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
-from sandboxkit.gcp.cloudrun.service import ALLOW_FIRST_PRIORITY, DENY_ALL_PRIORITY, LAUNCHER_ROLES
+from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.cloudrun.service import (
+    ALLOW_FIRST_PRIORITY,
+    DENY_ALL_PRIORITY,
+    CloudRunSandbox,
+)
 from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
 from sandboxkit.render import Recorder, render_stack
 from support import build_target, named, of_type, one
@@ -21,6 +29,7 @@ SETTINGS = {
     "project": "example-project",
     "region": "us-central1",
     "image": "us-docker.pkg.dev/example-project/agents/launcher:1",
+    "sandboxImage": "us-docker.pkg.dev/example-project/agents/sandbox:1",
     "invokers": ["serviceAccount:agent@example-project.iam.gserviceaccount.com"],
 }
 ALLOWLIST = [
@@ -45,7 +54,6 @@ def test_children_are_exactly_the_documented_set_with_egress_deny(engine: Record
         [
             ("sandboxkit:index:CloudRunSandbox", "gcp-cloudrun"),
             ("gcp:serviceaccount/account:Account", "gcp-cloudrun-service-account"),
-            ("gcp:projects/iAMMember:IAMMember", "gcp-cloudrun-role-logging-logWriter"),
             ("gcp:compute/network:Network", "gcp-cloudrun-network"),
             ("gcp:compute/subnetwork:Subnetwork", "gcp-cloudrun-subnet"),
             (
@@ -76,7 +84,7 @@ def test_the_service_is_a_gen2_sandbox_launcher_reachable_only_internally(
     engine: Recorder,
 ) -> None:
     service = one(build(engine), SERVICE).inputs
-    assert service["launchStage"] == "BETA"
+    assert service["launchStage"] == "ALPHA"
     assert service["ingress"] == "INGRESS_TRAFFIC_INTERNAL_ONLY"
     assert service["invokerIamDisabled"] is False
     assert service["location"] == "us-central1"
@@ -87,7 +95,22 @@ def test_the_service_is_a_gen2_sandbox_launcher_reachable_only_internally(
     assert container["resources"]["limits"] == {"cpu": "8", "memory": "32768Mi"}
     assert template["serviceAccount"] == "sbx-test-run@example-project.iam.gserviceaccount.com"
     assert template["vpcAccess"]["egress"] == "ALL_TRAFFIC"
-    assert "sandboxes" not in template
+
+
+def test_every_sandbox_starts_from_the_kits_template_of_the_sandbox_image(
+    engine: Recorder,
+) -> None:
+    # Without a template a sandbox mounts the launcher's root filesystem at /: the service
+    # always holds the kit's template, and the launcher is told its name (nothing else).
+    template = one(build(engine), SERVICE).inputs["template"]
+    assert template["sandboxes"] == {
+        "templates": [
+            {"name": "sandbox", "image": "us-docker.pkg.dev/example-project/agents/sandbox:1"}
+        ]
+    }
+    (container,) = template["containers"]
+    assert container["image"] == "us-docker.pkg.dev/example-project/agents/launcher:1"
+    assert container["envs"] == [{"name": "SANDBOXKIT_SANDBOX_TEMPLATE", "value": "sandbox"}]
 
 
 def test_sizing_reaches_concurrency_scaling_and_timeout(engine: Recorder) -> None:
@@ -99,18 +122,19 @@ def test_sizing_reaches_concurrency_scaling_and_timeout(engine: Recorder) -> Non
     assert template["timeout"] == "300s"
 
 
-def test_templates_need_launch_stage_alpha_and_carry_no_environment(engine: Recorder) -> None:
+def test_further_templates_follow_the_kits_and_carry_no_environment(engine: Recorder) -> None:
     templates = [{"name": "python", "image": "example.com/python:3.12", "command": ["python3"]}]
     service = one(build(engine, templates=templates), SERVICE).inputs
     assert service["launchStage"] == "ALPHA"
     assert service["template"]["sandboxes"] == {
         "templates": [
-            {"name": "python", "image": "example.com/python:3.12", "commands": ["python3"]}
+            {"name": "sandbox", "image": "us-docker.pkg.dev/example-project/agents/sandbox:1"},
+            {"name": "python", "image": "example.com/python:3.12", "commands": ["python3"]},
         ]
     }
 
 
-def test_no_public_invoker_and_only_the_listed_roles(engine: Recorder) -> None:
+def test_no_public_invoker_and_no_project_role_for_the_launcher(engine: Recorder) -> None:
     resources = build(engine)
     members = [
         r.inputs["member"]
@@ -120,17 +144,10 @@ def test_no_public_invoker_and_only_the_listed_roles(engine: Recorder) -> None:
     for resource in resources:
         assert "allUsers" not in str(resource.inputs)
         assert "allAuthenticatedUsers" not in str(resource.inputs)
-    grants = [
-        (r.inputs["role"], r.inputs["member"])
-        for r in of_type(resources, "gcp:projects/iAMMember:IAMMember")
-    ]
-    assert list(LAUNCHER_ROLES) == ["roles/logging.logWriter"]
-    assert grants == [
-        (
-            "roles/logging.logWriter",
-            "serviceAccount:sbx-test-run@example-project.iam.gserviceaccount.com",
-        )
-    ]
+    # The audit record goes to stdout (a container log, no role): the launcher's account
+    # holds no project-wide roles/logging.logWriter, nor any other project role.
+    assert not of_type(resources, "gcp:projects/iAMMember:IAMMember")
+    assert not of_type(resources, "gcp:projects/iAMBinding:IAMBinding")
 
 
 def test_deny_has_no_route_out_and_no_nat(engine: Recorder) -> None:
@@ -313,3 +330,27 @@ def test_more_names_on_one_port_than_one_rule_takes_fill_further_rules(engine: R
     listed = [f for n in sorted(allows) for f in allows[n]["match"]["destFqdns"]]
     assert listed == sorted(names)
     assert [allows[n]["priority"] for n in sorted(allows)] == [1000, 1001, 1002]
+
+
+@pytest.mark.parametrize(
+    ("templates", "error"),
+    [
+        ([{"name": "python", "image": "example.com/python:3.12"}], "none named 'sandbox'"),
+        (
+            [
+                {"name": "sandbox", "image": "us-docker.pkg.dev/example-project/agents/sandbox:1"},
+                {"name": "python", "image": SETTINGS["image"]},
+            ],
+            "an image other than the launcher's",
+        ),
+    ],
+    ids=["kit-template-missing", "launcher-image"],
+)
+def test_the_component_refuses_templates_that_expose_the_launcher(
+    engine: Recorder, templates: list[dict[str, Any]], error: str
+) -> None:
+    values = {"environment": "prod", "targets": ["gcp-cloudrun"], "gcp-cloudrun": SETTINGS}
+    plan = load_stack(ConfigSource(values=values), "test").plans["gcp-cloudrun"]
+    args = cast(CloudRunSandboxArgs, {**plan, "templates": tuple(templates)})
+    with pytest.raises(ValueError, match=error):
+        engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))

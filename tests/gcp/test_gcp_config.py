@@ -10,7 +10,12 @@ from sandboxkit.config import ConfigSource, StackSpec, load_stack
 from sandboxkit.errors import ConfigError
 from sandboxkit.gcp.gke.spec import GkeSettings
 
-CLOUDRUN = {"project": "example-project", "region": "us-central1", "image": "example.com/l:1"}
+CLOUDRUN = {
+    "project": "example-project",
+    "region": "us-central1",
+    "image": "example.com/l:1",
+    "sandboxImage": "example.com/s:1",
+}
 GKE = {"project": "example-project", "region": "us-central1", "image": "example.com/s:1"}
 
 
@@ -333,3 +338,40 @@ def test_ipv6_entries_exit_2_since_the_subnet_is_ipv4_only() -> None:
     assert problem.key == "sandboxkit:profile.egress.allow"
     assert problem.value == "[2606:4700:4700::1111]:443"
     assert problem.expected.startswith("a name or an IPv4 address for target gcp-cloudrun")
+
+
+def test_a_cloudrun_stack_without_a_sandbox_image_is_refused_with_the_reason() -> None:
+    # There is no setting to run sandboxes without a template: a stack written before
+    # sandboxImage existed exits 2 naming the key, the reason and the fix.
+    settings = {k: v for k, v in CLOUDRUN.items() if k != "sandboxImage"}
+    key, value, expected = only_problem("gcp-cloudrun", settings)
+    assert (key, value) == ("sandboxkit:gcp-cloudrun.sandboxImage", None)
+    assert expected == (
+        "the image sandboxes run, apart from the launcher's (build images/sandbox and pin it by "
+        "digest): without a template a Cloud Run sandbox mounts the launcher container's root "
+        "filesystem read-only at / (https://cloud.google.com/run/docs/reference/sandbox-cli), so "
+        "untrusted code would read everything the launcher image holds; the kit has no setting "
+        "to run without one"
+    )
+
+
+def test_sandboxes_never_run_the_launcher_image() -> None:
+    launcher = (
+        "an image other than the launcher's (example.com/l:1): a sandbox running the launcher "
+        "image reads everything the launcher holds"
+    )
+    assert problems("gcp-cloudrun", {**CLOUDRUN, "sandboxImage": "example.com/l:1"}) == {
+        "sandboxkit:gcp-cloudrun.sandboxImage": launcher
+    }
+    templates = [
+        {"name": "sandbox", "image": "example.com/python:3.12"},
+        {"name": "python", "image": "example.com/l:1"},
+        {"name": "python", "image": "example.com/python:3.12"},
+    ]
+    assert problems("gcp-cloudrun", {**CLOUDRUN, "templates": templates}) == {
+        "sandboxkit:gcp-cloudrun.templates[0].name": "a name not used yet (sandbox; 'sandbox' "
+        "is the kit's template of sandboxImage)",
+        "sandboxkit:gcp-cloudrun.templates[1].image": launcher,
+        "sandboxkit:gcp-cloudrun.templates[2].name": "a name not used yet (python, sandbox; "
+        "'sandbox' is the kit's template of sandboxImage)",
+    }

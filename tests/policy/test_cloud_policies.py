@@ -146,11 +146,23 @@ HAPPY: dict[str, dict[str, Any]] = {
             "containers": [
                 {
                     "name": "launcher",
+                    "image": "us-docker.pkg.dev/p/agents/launcher@sha256:" + "0d" * 32,
                     "sandboxLauncher": True,
                     "resources": {"limits": {"cpu": "4", "memory": "8Gi"}},
-                    "envs": [{"name": "LOG_LEVEL", "value": "info"}],
+                    "envs": [
+                        {"name": "LOG_LEVEL", "value": "info"},
+                        {"name": "SANDBOXKIT_SANDBOX_TEMPLATE", "value": "sandbox"},
+                    ],
                 }
             ],
+            "sandboxes": {
+                "templates": [
+                    {
+                        "name": "sandbox",
+                        "image": "us-docker.pkg.dev/p/agents/sandbox@sha256:" + "5d" * 32,
+                    }
+                ]
+            },
         },
         "labels": tags("gcp-cloudrun"),
     },

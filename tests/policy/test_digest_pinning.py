@@ -41,9 +41,9 @@ def prod(analyzer: gate.InProcessAnalyzer) -> gate.CheckResult:
     return _check(analyzer, testing.stack_values(PROJECT, "prod"))
 
 
-def _image(target: str, image: str) -> Callable[[dict[str, Any]], None]:
+def _image(target: str, image: str, key: str = "image") -> Callable[[dict[str, Any]], None]:
     def mutate(values: dict[str, Any]) -> None:
-        values[target]["image"] = image
+        values[target][key] = image
 
     return mutate
 
@@ -67,9 +67,21 @@ def test_shipped_prod_images_are_all_pinned(prod: gate.CheckResult) -> None:
         (_image("gcp-gke", TAGGED), "gcp-gke-agent-sandbox-template", "SandboxTemplate"),
         (_image("gcp-cloudrun", TAGGED), "gcp-cloudrun-service", "Cloud Run service"),
         (_run_template(TAGGED), "gcp-cloudrun-service", "Cloud Run service"),
+        (
+            _image("gcp-cloudrun", TAGGED, "sandboxImage"),
+            "gcp-cloudrun-service",
+            "Cloud Run service",
+        ),
         (_image("azure-sessions", TAGGED), "azure-sessions-pool", "Session pool"),
     ],
-    ids=["kubernetes", "gcp-gke", "cloudrun-container", "cloudrun-template", "azure-sessions"],
+    ids=[
+        "kubernetes",
+        "gcp-gke",
+        "cloudrun-container",
+        "cloudrun-template",
+        "cloudrun-sandbox-image",
+        "azure-sessions",
+    ],
 )
 def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
     analyzer: gate.InProcessAnalyzer,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pytest
 
 import support as testing
 from sandboxkit import gate
-from sandboxkit.render import RenderedStack
+from sandboxkit.render import RenderedResource, RenderedStack
 from support import REMOVE, named, with_input, without
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -142,6 +142,28 @@ def _drop(name: str) -> InputMutation:
     return lambda rendered: without(rendered, name)
 
 
+def _launcher_log_writer(rendered: RenderedStack) -> RenderedStack:
+    """The launcher's account given project-wide roles/logging.logWriter, as the kit did
+    before: the grant ``service_account`` created beside the Cloud Run service."""
+    service = named(rendered.resources, RUN)
+    old = RenderedResource(
+        urn=service.urn.replace(
+            "gcp:cloudrunv2/service:Service::gcp-cloudrun-service",
+            "gcp:projects/iAMMember:IAMMember::gcp-cloudrun-role-logging-logWriter",
+        ),
+        type="gcp:projects/iAMMember:IAMMember",
+        name="gcp-cloudrun-role-logging-logWriter",
+        parent=service.parent,
+        custom=True,
+        inputs={
+            "project": service.inputs["project"],
+            "role": "roles/logging.logWriter",
+            "member": f"serviceAccount:{service.inputs['template']['serviceAccount']}",
+        },
+    )
+    return replace(rendered, resources=(*rendered.resources, old))
+
+
 @dataclass(frozen=True)
 class Row:
     """One hardened default: where it lives, how it is weakened, what must catch it.
@@ -184,6 +206,7 @@ RUN = "gcp-cloudrun-service"
 DNS_CATCH_ALL = "gcp-cloudrun-dns-refuse-everything-else"
 CLOUDRUN_ONLY = ("gcp-cloudrun",)
 RUN_CONTAINER = ("template", "containers", 0)
+GKE_NODE_ROLE = "gcp-gke-role-container-defaultNodeServiceAccount"
 GVISOR_POOL = "gcp-gke-gvisor-pool"
 WORKER = "cloudflare-script"
 HTTPS = [{"protocol": "TCP", "port": 443}]
@@ -888,8 +911,38 @@ ROWS = [
     Row(
         "gcp-editor-role",
         "prod",
-        _caught(("SBX-IAM-001", "gcp-cloudrun-role-logging-logWriter")),
-        inputs=_set("gcp-cloudrun-role-logging-logWriter", ("role",), "roles/editor"),
+        _caught(("SBX-IAM-001", GKE_NODE_ROLE)),
+        inputs=_set(GKE_NODE_ROLE, ("role",), "roles/editor"),
+    ),
+    Row(
+        # The old shape: no sandbox template, so every sandbox mounts the launcher's root
+        # filesystem, and the launcher not told one.
+        "run-without-template",
+        "prod",
+        _caught(("SBX-SES-004", RUN)),
+        inputs=lambda r: with_input(
+            with_input(r, RUN, ("template", "sandboxes"), REMOVE),
+            RUN,
+            (*RUN_CONTAINER, "envs"),
+            REMOVE,
+        ),
+    ),
+    Row(
+        "run-template-of-launcher-image",
+        "prod",
+        _caught(("SBX-SES-004", RUN)),
+        inputs=lambda r: with_input(
+            r,
+            RUN,
+            ("template", "sandboxes", "templates", 0, "image"),
+            named(r.resources, RUN).inputs["template"]["containers"][0]["image"],
+        ),
+    ),
+    Row(
+        "run-launcher-log-writer",
+        "prod",
+        _caught(("SBX-SES-004", "gcp-cloudrun-role-logging-logWriter")),
+        inputs=_launcher_log_writer,
     ),
     Row(
         "gke-node-metadata-exposed",
@@ -937,7 +990,12 @@ ROWS = [
         "run-secret-in-env",
         "prod",
         _caught(("SBX-SEC-001", RUN)),
-        inputs=_set(RUN, (*RUN_CONTAINER, "envs"), [{"name": "DB_PASSWORD", "value": "pw"}]),
+        inputs=_edit(
+            RUN,
+            lambda inputs: inputs["template"]["containers"][0]["envs"].append(
+                {"name": "DB_PASSWORD", "value": "pw"}
+            ),
+        ),
     ),
     Row(
         "gke-without-gvisor",
@@ -1062,10 +1120,12 @@ def _baseline(
 
 
 def _level(stack: str, policy: str) -> str:
-    # The shipped per-environment default: NET, SEC-001, SEC-002 and the host-kernel runtime
-    # check (K8S-004) mandatory in prod, all else advisory.
+    # The shipped per-environment default: NET, SEC-001, SEC-002, the host-kernel runtime
+    # check (K8S-004) and the launcher's separation (SES-004) mandatory in prod, all else
+    # advisory.
     strict = stack == "prod" and (
-        policy.split("-")[1] == "NET" or policy in ("SBX-SEC-001", "SBX-SEC-002", "SBX-K8S-004")
+        policy.split("-")[1] == "NET"
+        or policy in ("SBX-SEC-001", "SBX-SEC-002", "SBX-K8S-004", "SBX-SES-004")
     )
     return "mandatory" if strict else "advisory"
 
@@ -1086,6 +1146,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-SES-001",
         "SBX-SES-002",
         "SBX-SES-003",
+        "SBX-SES-004",
         "SBX-NET-003",
         "SBX-NET-004",
         "SBX-RES-001",

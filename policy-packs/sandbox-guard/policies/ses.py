@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pulumi_policy import Severity
 
-from ._common import ResourceRule, Rule
+from ._common import ResourceRule, Rule, StackRule
 
 SERVER_CHOSEN_IDS = ResourceRule(
     Rule(
@@ -75,4 +75,20 @@ SIGNED_WEBHOOKS = ResourceRule(
     )
 )
 
-RULES = [SERVER_CHOSEN_IDS, AUTHENTICATED_WORKER, SIGNED_WEBHOOKS]
+LAUNCHER_APART = StackRule(
+    Rule(
+        id="SBX-SES-004",
+        title="Sandboxes share neither the launcher's filesystem nor its identity's reach",
+        severity=Severity.HIGH,
+        description="Checks that a Cloud Run sandbox launcher starts sandboxes from a template "
+        "of a separate image (a sandbox without one mounts the launcher container's root "
+        "filesystem at /), that the launcher is told the template in "
+        "SANDBOXKIT_SANDBOX_TEMPLATE, and that the launcher's service account holds no Cloud "
+        "Logging role on a whole project, folder or organization.",
+        remediation="Set sandboxkit:gcp-cloudrun.sandboxImage (the kit renders the template and "
+        "tells the launcher its name) and drop project-wide logging grants to the launcher's "
+        "account: its audit record goes to stdout.",
+    )
+)
+
+RULES = [SERVER_CHOSEN_IDS, AUTHENTICATED_WORKER, SIGNED_WEBHOOKS, LAUNCHER_APART]

@@ -29,13 +29,22 @@ KINDS: tuple[ResourceKind, ...] = (
                 {
                     "template",
                     "template.containers",
+                    "template.containers.envs",
                     "template.containers.ports",
                     "template.containers.resources",
+                    "template.sandboxes",
+                    "template.sandboxes.templates",
                     "template.scaling",
                     "template.vpcAccess",
                     "template.vpcAccess.networkInterfaces",
                 }
             ),
+            # The bridge pluralises repeated Terraform blocks and list attributes: the
+            # launcher's template variable is an `env` block, a template's entrypoint `command`.
+            renames={
+                "template.containers.envs": "env",
+                "template.sandboxes.templates.commands": "command",
+            },
             maps=frozenset(
                 {*TAGS, "annotations", "template.labels", "template.containers.resources.limits"}
             ),

@@ -1,5 +1,6 @@
 """The sandbox-guard checks of what the gcp-cloudrun target creates: the Cloud Run launcher
-service, its invoker grants and the network firewall policy rules that filter its egress."""
+service, its invoker grants, the network firewall policy rules that filter its egress, and what
+the launcher shares with its sandboxes (its filesystem, its identity's logging grants)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from sandboxkit.contract import EVERYWHERE
 from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE
 from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
 from sandboxkit.guard import (
     CheckContext,
@@ -38,6 +40,14 @@ INVOKER_GRANTS = (
     "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
 )
 GCP_PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+# Grants on a whole project, folder or organization (type token prefix -> what and the input
+# naming it): Cloud Logging's write permission (logging.logEntries.create) is granted no lower
+# than these (https://cloud.google.com/iam/docs/roles-permissions/logging).
+WIDE_GRANTS = {
+    "gcp:projects/": ("project", "project"),
+    "gcp:folder/": ("folder", "folder"),
+    "gcp:organizations/": ("organization", "orgId"),
+}
 
 
 # --- SBX-NET-001 -------------------------------------------------------------------------------
@@ -229,6 +239,109 @@ def _dns_doors(
         )
 
 
+# --- SBX-SES-004 -------------------------------------------------------------------------------
+
+
+def _launchers(
+    resources: Sequence[StackResource],
+) -> Iterator[tuple[StackResource, list[Mapping[str, Any]]]]:
+    """Each Cloud Run service with its ``sandboxLauncher`` containers (services without one
+    start no sandboxes)."""
+    for service in of_kind(resources, "cloudrunv2/service:Service"):
+        containers = items(dig(service.props, "template.containers"))
+        launchers = [
+            c for c in containers if isinstance(c, Mapping) and c.get("sandboxLauncher") is True
+        ]
+        if launchers:
+            yield service, launchers
+
+
+def _template_problems(service: StackResource, launchers: list[Mapping[str, Any]]) -> Iterator[str]:
+    templates = [
+        t
+        for t in items(dig(service.props, "template.sandboxes.templates"))
+        if isinstance(t, Mapping)
+    ]
+    if not templates:
+        yield (
+            f"Cloud Run service {service.name} launches sandboxes without a sandbox template, so "
+            "every sandbox mounts the launcher container's root filesystem read-only at / and "
+            "its code reads everything the launcher image holds; add template.sandboxes."
+            "templates with a separate sandbox image (sandboxkit:gcp-cloudrun.sandboxImage)."
+        )
+        return
+    launcher_images = {c.get("image") for c in launchers}
+    for template in templates:
+        if template.get("image") in launcher_images:
+            yield (
+                f"Sandbox template {template.get('name')} of Cloud Run service {service.name} "
+                f"runs the launcher's own image {template.get('image')}, so its sandboxes read "
+                "everything the launcher holds; give it a separate sandbox image."
+            )
+    names = sorted(str(t.get("name")) for t in templates)
+    for launcher in launchers:
+        told = [
+            e.get("value")
+            for e in items(launcher.get("envs"))
+            if isinstance(e, Mapping) and e.get("name") == TEMPLATE_VARIABLE
+        ]
+        if not told or (isinstance(told[0], str) and told[0] not in names):
+            yield (
+                f"The launcher of Cloud Run service {service.name} is not told which template "
+                f"to start sandboxes from ({TEMPLATE_VARIABLE} "
+                f"{'is unset' if not told else f'names {told[0]}'}), so it may start them on "
+                f"its own filesystem; set {TEMPLATE_VARIABLE} to one of its templates "
+                f"({', '.join(names)})."
+            )
+
+
+def _sandboxes_apart(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # A template-less sandbox "mounts the host container's root file system as read-only at
+    # /" (https://cloud.google.com/run/docs/reference/sandbox-cli).
+    for service, launchers in _launchers(resources):
+        for message in _template_problems(service, launchers):
+            yield message, service.urn
+
+
+def _members(props: Mapping[str, Any]) -> list[Any]:
+    return [props.get("member"), *items(props.get("members"))]
+
+
+def _launcher_log_writers(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # Unknown emails (an account created in the same update, under preview) match nothing.
+    accounts = {
+        f"serviceAccount:{dig(service.props, 'template.serviceAccount')}": service.name
+        for service, _ in _launchers(resources)
+        if isinstance(dig(service.props, "template.serviceAccount"), str)
+    }
+    for grant in resources:
+        scope = [
+            (label, grant.props.get(key))
+            for prefix, (label, key) in WIDE_GRANTS.items()
+            if grant.resource_type.startswith(prefix)
+            and grant.resource_type.endswith(("/iAMMember:IAMMember", "/iAMBinding:IAMBinding"))
+        ]
+        role = str(grant.props.get("role", ""))
+        if not scope or not role.startswith("roles/logging."):
+            continue
+        ((label, where),) = scope
+        for member in _members(grant.props):
+            if member in accounts:
+                yield (
+                    f"IAM grant {grant.name} gives {role} on {label} {where} to the account of "
+                    f"Cloud Run sandbox launcher {accounts[member]}, so whoever takes over the "
+                    f"launcher writes entries into any log of that {label}, under any resource "
+                    "(and can forge other services' records); drop the grant and write the "
+                    "launcher's audit record to stdout, which Cloud Run sends to Cloud Logging "
+                    "without a role.",
+                    grant.urn,
+                )
+
+
 HANDLERS = (
     *gcp_guard.HANDLERS,
     Handler("SBX-NET-001", (SERVICE,), _egress),
@@ -244,4 +357,6 @@ HANDLERS = (
     Handler("SBX-RES-003", (SERVICE,), _scale),
     Handler("SBX-SEC-001", (SERVICE,), _env),
     Handler("SBX-SEC-003", (SERVICE,), _images),
+    StackHandler("SBX-SES-004", _sandboxes_apart),
+    StackHandler("SBX-SES-004", _launcher_log_writers),
 )

@@ -10,6 +10,11 @@ from typing import Any, TypedDict
 from sandboxkit.egress import EgressRule
 from sandboxkit.gcp.response_policy import ResponseRule
 
+# The launcher's environment variable naming the template it starts every sandbox from (the
+# name only, no secret): the launcher passes it to the sandbox CLI, so no sandbox mounts the
+# launcher's own filesystem.
+TEMPLATE_VARIABLE = "SANDBOXKIT_SANDBOX_TEMPLATE"
+
 
 class CloudRunSandboxArgs(TypedDict, total=False):
     """Inputs of ``CloudRunSandbox``; ``spec.cloudrun_args`` builds them from profile + settings."""
@@ -37,9 +42,13 @@ class CloudRunSandboxArgs(TypedDict, total=False):
     """Instances at most."""
     request_timeout_seconds: int
     """Request timeout, seconds (at most 3600)."""
+    sandbox_template: str
+    """Name of the template every sandbox starts from; one of ``templates``. The launcher gets
+    it in ``TEMPLATE_VARIABLE``."""
     templates: tuple[dict[str, Any], ...]
     """Sandbox templates as the service's ``template.sandboxes.templates`` takes them (name,
-    image, commands, args, working_dir; never env); any makes the launch stage ALPHA."""
+    image, commands, args, working_dir; never env): at least ``sandbox_template``, each image
+    other than ``image``."""
     ingress: str
     """``internal`` or ``internal-and-cloud-load-balancing``."""
     invokers: tuple[str, ...]

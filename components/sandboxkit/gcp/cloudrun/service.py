@@ -13,25 +13,26 @@ import pulumi
 import pulumi_gcp as gcp
 
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE, CloudRunSandboxArgs
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.gcp.dns import response_policy
 
-# Project roles of the launcher's service account, each for one thing the launcher does:
-LAUNCHER_ROLES = (
-    # Write its audit record of each sandbox run (caller, command, exit code) through the
-    # Cloud Logging API; container stdout needs no role.
-    "roles/logging.logWriter",
-)
-# A launcher reaches sandboxes through the `sandbox` CLI in its own container: no Cloud Run,
-# storage or secret roles. Pulling the image from the same project's Artifact Registry is done
-# by the Cloud Run service agent, not this account.
+# Project roles of the launcher's service account: none. The launcher writes its audit record of
+# each sandbox run (caller, command, exit code) as a JSON line on stdout, which Cloud Run sends
+# to Cloud Logging as a container log of this service without any role
+# (https://cloud.google.com/run/docs/logging "Container logs"). roles/logging.logWriter would be
+# wider than that: its logging.logEntries.create is checked on the project (or folder,
+# organization, billing account) receiving the entries, the lowest level it can be granted
+# (https://cloud.google.com/iam/docs/roles-permissions/logging; entries.write "logName"), so
+# the launcher could write into any log of the project under any monitored resource. It reaches
+# sandboxes through the `sandbox` CLI in its own container: no Cloud Run, storage or secret
+# roles either. The Cloud Run service agent, not this account, pulls the images.
+LAUNCHER_ROLES: tuple[str, ...] = ()
 
-# The sandbox feature is Preview: the launcher flag needs launch stage BETA and sandbox
-# templates ALPHA (pulumi-gcp cloudrunv2.Service examples "Cloudrunv2 Service Sandbox" and
-# "Cloudrunv2 Service Sandbox Templates").
-LAUNCH_STAGE = "BETA"
-TEMPLATES_LAUNCH_STAGE = "ALPHA"
+# Sandbox templates need launch stage ALPHA (pulumi-gcp cloudrunv2.Service example "Cloudrunv2
+# Service Sandbox Templates"; the launcher flag alone takes BETA), and the service always has
+# templates.
+LAUNCH_STAGE = "ALPHA"
 INGRESS = {
     "internal": "INGRESS_TRAFFIC_INTERNAL_ONLY",
     "internal-and-cloud-load-balancing": "INGRESS_TRAFFIC_INTERNAL_LOAD_BALANCER",
@@ -58,8 +59,11 @@ def _ports(port: int | None) -> list[dict[str, Any]]:
 class CloudRunSandbox(pulumi.ComponentResource):
     """A sandbox-launcher Cloud Run service, its identity, its egress network and its logs.
 
+    The launcher container gets ``TEMPLATE_VARIABLE`` naming ``sandbox_template``; every
+    sandbox it starts runs a template's image, never the launcher's filesystem.
+
     Children (``<name>`` is the component name):
-        ``<name>-service-account``, ``<name>-role-<role>`` per ``LAUNCHER_ROLES``,
+        ``<name>-service-account`` (holding no role: ``LAUNCHER_ROLES`` is empty),
         ``<name>-network``, ``<name>-subnet``, ``<name>-router`` and ``<name>-nat`` (egress
         ``allowlist`` or ``open`` only), ``<name>-firewall-policy``,
         ``<name>-firewall-association``, the rules ``<name>-deny-all-ipv4`` and
@@ -73,7 +77,8 @@ class CloudRunSandbox(pulumi.ComponentResource):
 
     Raises:
         ValueError: an object name that cannot prefix GCP names, slots or instance counts out
-            of range, a wildcard or IPv6 allowlist entry, or a public invoker.
+            of range, a wildcard or IPv6 allowlist entry, a public invoker, or templates that
+            leave out ``sandbox_template`` or run the launcher's image.
     """
 
     service_uri: pulumi.Output[str]
@@ -100,6 +105,10 @@ class CloudRunSandbox(pulumi.ComponentResource):
             p.split(":")[0] not in ("user", "group", "serviceAccount") for p in args["invokers"]
         ):
             raise ValueError("invokers: user:, group: or serviceAccount: principals only")
+        if args["sandbox_template"] not in [t["name"] for t in args["templates"]]:
+            raise ValueError(f"templates: none named {args['sandbox_template']!r}")
+        if any(t["image"] == args["image"] for t in args["templates"]):
+            raise ValueError("templates: an image other than the launcher's")
 
         self._args = args
         project, region = args["project"], args["region"]
@@ -112,7 +121,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
             project=project,
             account_id=f"{object_name}-run",
             display_name="sandboxkit Cloud Run sandbox launcher",
-            description="Runs the sandbox launcher; holds only LAUNCHER_ROLES.",
+            description="Runs the sandbox launcher; holds no project role.",
             roles=LAUNCHER_ROLES,
             opts=child,
         )
@@ -178,6 +187,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
                 {
                     "image": args["image"],
                     "sandbox_launcher": True,
+                    "envs": [{"name": TEMPLATE_VARIABLE, "value": args["sandbox_template"]}],
                     "ports": {"container_port": args["port"]},
                     "resources": {
                         "limits": {
@@ -187,16 +197,15 @@ class CloudRunSandbox(pulumi.ComponentResource):
                     },
                 }
             ],
+            "sandboxes": {"templates": list(args["templates"])},
         }
-        if args["templates"]:
-            template["sandboxes"] = {"templates": list(args["templates"])}
         service = gcp.cloudrunv2.Service(
             f"{name}-service",
             project=project,
             location=region,
             name=f"{object_name}-launcher",
             description="sandboxkit sandbox launcher",
-            launch_stage=TEMPLATES_LAUNCH_STAGE if args["templates"] else LAUNCH_STAGE,
+            launch_stage=LAUNCH_STAGE,
             ingress=INGRESS[args["ingress"]],
             invoker_iam_disabled=False,
             labels=labels,

@@ -5,6 +5,15 @@ CLI, which starts gVisor sandboxes inside the same instance. Sandboxes start wit
 (``--allow-egress`` turns it on per run) and share the instance's CPU and memory with the
 launcher. Sources: https://cloud.google.com/run/docs/configuring/services/sandboxes and
 https://cloud.google.com/run/docs/reference/sandbox-cli.
+
+A sandbox started without a template "mounts the host container's root file system as
+read-only at ``/``" (sandbox CLI reference, ``sandbox`` section, read 2026-11-30): untrusted code
+reads every file of the launcher image. So the kit always renders a template of its own, named
+``SANDBOX_TEMPLATE``, running ``sandboxImage`` (a separate image, never the launcher's), and
+tells the launcher its name in ``plan.TEMPLATE_VARIABLE``. A template is one entry of the service's
+``template.sandboxes.templates`` ("Container templates that can be launched through the sandbox
+CLI", Cloud Run Admin API v2 ``SandboxConfiguration.templates``). There is no setting to run
+without one: a profile cannot ask for the launcher's filesystem in its sandboxes.
 """
 
 from __future__ import annotations
@@ -60,6 +69,17 @@ DEFAULT_PORT = 8080
 # The Cloud Run request timeout is at most 60 minutes
 # (https://cloud.google.com/run/docs/configuring/request-timeout).
 MAX_REQUEST_TIMEOUT_SECONDS = 3600
+
+# The kit's template, running sandboxImage: the launcher starts every sandbox from it.
+SANDBOX_TEMPLATE = "sandbox"
+# Why a sandbox image is required, for the refusal of a stack without one.
+_WHY_SANDBOX_IMAGE = (
+    "the image sandboxes run, apart from the launcher's (build images/sandbox and pin it by "
+    "digest): without a template a Cloud Run sandbox mounts the launcher container's root "
+    "filesystem read-only at / (https://cloud.google.com/run/docs/reference/sandbox-cli), so "
+    "untrusted code would read everything the launcher image holds; the kit has no setting to "
+    "run without one"
+)
 
 _PRINCIPAL = re.compile(r"^(user|group|serviceAccount):[^@\s:]+@[a-z0-9.-]+\.[a-z]+$")
 _DNS_LABEL = Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")]
@@ -133,13 +153,14 @@ class LauncherReserve(_Strict):
 
 
 class SandboxTemplate(_Strict):
-    """One entry of ``templates``: a named sandbox the ``sandbox`` CLI can launch.
+    """One entry of ``templates``: a further named sandbox the ``sandbox`` CLI can launch.
 
     No environment variables: the kit never lets configuration inject values into a sandbox.
 
     Attributes:
-        name: the template's name, a DNS label (lower-case letters, digits, hyphens).
-        image: the sandbox image.
+        name: the template's name, a DNS label (lower-case letters, digits, hyphens), not
+            ``sandbox`` (the kit's own template) and not repeated.
+        image: the sandbox image; never the launcher's ``image``.
         command: the entrypoint, overriding the image's.
         args: arguments to the entrypoint.
         workingDir: working directory of the sandbox process.
@@ -157,6 +178,12 @@ class CloudRunSettings(GcpSettings):
 
     Attributes:
         image: the launcher image (runs the agent-facing service and calls ``sandbox``).
+        sandboxImage: the image every sandbox runs, from the kit's template ``sandbox`` (the
+            launcher is told its name in ``SANDBOXKIT_SANDBOX_TEMPLATE`` and passes it for
+            every sandbox it starts). Required, and never the launcher's ``image``: without a
+            template a sandbox mounts the launcher container's root filesystem read-only at
+            ``/`` (Cloud Run sandbox CLI reference). Build ``images/sandbox`` and pin it by
+            digest (``SBX-SEC-003``).
         port: the launcher's HTTP port.
         instance: one instance's size (see ``InstanceSize``); defaults to the largest instance.
         launcher: the share of each instance kept for the launcher (see ``LauncherReserve``);
@@ -167,8 +194,9 @@ class CloudRunSettings(GcpSettings):
             refused.
         subnetCidr: private range of the subnet Direct VPC egress takes addresses from, a /26
             or larger.
-        templates: sandbox templates (no environment variables); setting any makes the launch
-            stage ``ALPHA``.
+        templates: further sandbox templates beside ``sandbox`` (no environment variables),
+            each with an image other than the launcher's. Templates need launch stage
+            ``ALPHA``, which the service always has.
         cnameTargets: exact names the allowlisted names' DNS answers are CNAMEs to (egress
             ``allowlist`` only); each resolves for sandboxes too, with no firewall allow of its
             own. From 2027-01-05 Cloud DNS applies the response policy to every name of a CNAME
@@ -177,6 +205,7 @@ class CloudRunSettings(GcpSettings):
     """
 
     image: Annotated[str, Field(min_length=1)]
+    sandbox_image: Annotated[str, Field(min_length=1, alias="sandboxImage")]
     port: Annotated[int, Field(ge=1, le=65535)] = DEFAULT_PORT
     instance: InstanceSize = InstanceSize()
     launcher: LauncherReserve = LauncherReserve()
@@ -192,6 +221,42 @@ class CloudRunSettings(GcpSettings):
         tuple[Annotated[str, Field(strict=True), AfterValidator(_exact_name)], ...],
         Field(strict=False, alias="cnameTargets"),
     ] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sandbox_image_given(cls, data: Any) -> Any:
+        # The generic "this key is required" would not say why: a stack written before the
+        # setting existed gets the reason and the fix.
+        if isinstance(data, dict) and not {"sandboxImage", "sandbox_image"} & data.keys():
+            raise FieldError(".sandboxImage", None, _WHY_SANDBOX_IMAGE)
+        return data
+
+    @model_validator(mode="after")
+    def _sandboxes_apart_from_launcher(self) -> CloudRunSettings:
+        errors: list[FieldError] = []
+        launcher = (
+            f"an image other than the launcher's ({self.image}): a sandbox running the "
+            "launcher image reads everything the launcher holds"
+        )
+        if self.sandbox_image == self.image:
+            errors.append(FieldError(".sandboxImage", self.sandbox_image, launcher))
+        seen = {SANDBOX_TEMPLATE}
+        for index, template in enumerate(self.templates):
+            if template.name in seen:
+                errors.append(
+                    FieldError(
+                        f".templates[{index}].name",
+                        template.name,
+                        f"a name not used yet ({', '.join(sorted(seen))}; "
+                        f"{SANDBOX_TEMPLATE!r} is the kit's template of sandboxImage)",
+                    )
+                )
+            seen.add(template.name)
+            if template.image == self.image:
+                errors.append(FieldError(f".templates[{index}].image", template.image, launcher))
+        if errors:
+            raise FieldError.first_of(errors)
+        return self
 
     @model_validator(mode="after")
     def _subnet_large_enough(self) -> CloudRunSettings:
@@ -371,7 +436,8 @@ def check_egress(profile: SandboxProfile) -> None:
 
 
 def template_spec(template: SandboxTemplate) -> dict[str, Any]:
-    """A ``templates`` entry as Cloud Run's ``template.sandboxes.templates`` takes it."""
+    """A template as Cloud Run's ``template.sandboxes.templates`` takes it (``name``,
+    ``image``, ``commands``, ``args``, ``working_dir``; never ``envs``)."""
     spec: dict[str, Any] = {"name": template.name, "image": template.image}
     if template.command:
         spec["commands"] = list(template.command)
@@ -415,7 +481,14 @@ def cloudrun_args(
         min_instances=sizing.min_instances,
         max_instances=sizing.max_instances,
         request_timeout_seconds=profile.limits.exec_timeout_seconds,
-        templates=tuple(template_spec(t) for t in settings.templates),
+        sandbox_template=SANDBOX_TEMPLATE,
+        templates=tuple(
+            template_spec(t)
+            for t in (
+                SandboxTemplate(name=SANDBOX_TEMPLATE, image=settings.sandbox_image),
+                *settings.templates,
+            )
+        ),
         ingress=settings.ingress,
         invokers=settings.invokers,
         subnet_cidr=settings.subnet_cidr,
