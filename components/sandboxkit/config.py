@@ -176,6 +176,24 @@ def _near(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _dotted_hint(parents: tuple[str | int, ...], key: str, known: Iterable[str]) -> str:
+    """For a dotted key whose first part is a known key, the nested form a stack file needs.
+
+    The docs write paths dotted (``sandboxkit:gcp-cloudrun.project``); YAML reads
+    ``gcp-cloudrun.project`` as one unknown key, which leaves ``project`` missing.
+    """
+    head, *rest = key.split(".")
+    if not rest or head not in known or any(isinstance(p, int) for p in parents):
+        return ""
+    path = [str(p) for p in parents] + [head, *rest]
+    nested = "<value>"
+    for part in reversed(path[1:]):
+        nested = f"{{{part}: {nested}}}"
+    return (
+        f"; a dotted name is not a path in a stack file: nest it, {NAMESPACE}:{path[0]}: {nested}"
+    )
+
+
 def _known_keys(model: type[BaseModel]) -> list[str]:
     """The config keys a model accepts, as written in stack files (aliases)."""
     return [info.alias or name for name, info in model.model_fields.items()]
@@ -253,13 +271,22 @@ def _problems(
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             known = _known_keys(parent) if parent else []
-            hint = _near(str(loc[-1]), known)
+            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or _near(
+                str(loc[-1]), known
+            )
             # A misspelt key may hold a secret (authTokne: ...): never echo its value.
             problems.append(
                 Problem(key, NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
         elif error["type"] == "missing":
-            problems.append(Problem(key, None, "a value (this key is required)"))
+            dotted = ".".join(str(p) for p in (*base, *loc))
+            written = (
+                f"; the stack has a key literally named {dotted!r} instead"
+                + _dotted_hint((), dotted, (str(base[0]),))
+                if dotted in source.values
+                else ""
+            )
+            problems.append(Problem(key, None, f"a value (this key is required){written}"))
         else:
             problems.append(Problem(key, value, _expected_text(error["msg"])))
     return problems
@@ -401,12 +428,9 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
     for key in source.values:
         if key not in _TOP_LEVEL and key not in TARGET_MODULES:
             known = (*_TOP_LEVEL, *TARGET_MODULES)
+            hint = _dotted_hint((), key, known) or _near(key, known)
             problems.append(
-                Problem(
-                    _key(key),
-                    NOT_SHOWN,
-                    f"no such key{_near(key, known)}; known keys: {', '.join(known)}",
-                )
+                Problem(_key(key), NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
     environment = source.values.get("environment")
     if environment not in ENVIRONMENTS:

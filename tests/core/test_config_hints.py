@@ -1,0 +1,121 @@
+"""What a newcomer's mistakes get told: dotted keys copied from the docs, defaults in refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandboxkit.config import ConfigSource, load_stack, read_stack_file
+from sandboxkit.errors import NOT_SHOWN, ConfigError
+
+KUBERNETES = {"context": "kind-test", "image": "example.com/sandbox:1"}
+
+
+def problems(values: dict[str, object]) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(values=values), "test")
+    return [str(p) for p in caught.value.problems]
+
+
+def test_a_dotted_target_key_copied_from_the_docs_gets_the_nested_form(tmp_path: Path) -> None:
+    stack_file = tmp_path / "Pulumi.try.yaml"
+    stack_file.write_text(
+        "config:\n"
+        "  sandboxkit:environment: dev\n"
+        "  sandboxkit:targets: [gcp-cloudrun]\n"
+        "  sandboxkit:gcp-cloudrun.project: my-project\n"
+        "  sandboxkit:gcp-cloudrun.region: europe-west1\n"
+        "  sandboxkit:gcp-cloudrun.image: europe-docker.pkg.dev/p/r/launcher:1\n"
+    )
+    found = problems(dict(read_stack_file(stack_file).values))
+    nest = "; a dotted name is not a path in a stack file: nest it, "
+    known = (
+        "; known keys: environment, targets, profile, kubernetes, azure-sessions, aws-microvm, "
+        "gcp-cloudrun, gcp-gke, cloudflare"
+    )
+    assert found == [
+        f"sandboxkit:gcp-cloudrun.{key}: got {NOT_SHOWN!r}; expected no such key{nest}"
+        f"sandboxkit:gcp-cloudrun: {{{key}: <value>}}{known}"
+        for key in ("project", "region", "image")
+    ] + [
+        f"sandboxkit:gcp-cloudrun.{key}: got (missing); expected a value (this key is "
+        f"required); the stack has a key literally named 'gcp-cloudrun.{key}' instead{nest}"
+        f"sandboxkit:gcp-cloudrun: {{{key}: <value>}}"
+        for key in ("project", "region", "image")
+    ]
+
+
+def test_a_dotted_key_inside_a_mapping_gets_the_nested_form_from_the_top() -> None:
+    found = problems(
+        {
+            "environment": "dev",
+            "targets": ["kubernetes"],
+            "kubernetes": KUBERNETES,
+            "profile": {"limits.vcpu": 2},
+        }
+    )
+    assert found == [
+        f"sandboxkit:profile.limits.vcpu: got {NOT_SHOWN!r}; expected no such key; a dotted "
+        "name is not a path in a stack file: nest it, sandboxkit:profile: {limits: {vcpu: "
+        "<value>}}; known keys: egress, limits, pool, audit"
+    ]
+
+
+def test_a_dotted_key_whose_head_is_unknown_gets_the_near_name_only() -> None:
+    found = problems(
+        {"environment": "dev", "targets": ["kubernetes"], "kubernetes": KUBERNETES, "profle.x": 1}
+    )
+    assert len(found) == 1
+    assert "nest it" not in found[0]
+    assert found[0].startswith("sandboxkit:profle.x: got '[value not shown]'; expected no such key")
+
+
+def test_a_short_lifetime_names_every_default_it_contradicts_as_a_default() -> None:
+    found = problems(
+        {
+            "environment": "dev",
+            "targets": ["kubernetes"],
+            "kubernetes": KUBERNETES,
+            "profile": {"limits": {"maxLifetimeSeconds": 100}},
+        }
+    )
+    assert found == [
+        "sandboxkit:profile.limits.execTimeoutSeconds: got 300; expected at most "
+        "limits.maxLifetimeSeconds (100 s) (default 300, not set in the stack: set "
+        "execTimeoutSeconds explicitly)",
+        "sandboxkit:profile.limits.idleTimeoutSeconds: got 600; expected at most "
+        "limits.maxLifetimeSeconds (100 s) (default 600, not set in the stack: set "
+        "idleTimeoutSeconds explicitly)",
+    ]
+
+
+def test_a_value_the_stack_set_is_not_called_a_default() -> None:
+    found = problems(
+        {
+            "environment": "dev",
+            "targets": ["kubernetes"],
+            "kubernetes": KUBERNETES,
+            "profile": {"limits": {"maxLifetimeSeconds": 100, "execTimeoutSeconds": 200}},
+        }
+    )
+    assert found[0] == (
+        "sandboxkit:profile.limits.execTimeoutSeconds: got 200; expected at most "
+        "limits.maxLifetimeSeconds (100 s)"
+    )
+    assert "default 600" in found[1]
+
+
+def test_a_default_ready_above_max_concurrent_says_it_is_the_default() -> None:
+    found = problems(
+        {
+            "environment": "dev",
+            "targets": ["kubernetes"],
+            "kubernetes": KUBERNETES,
+            "profile": {"pool": {"maxConcurrent": 1}},
+        }
+    )
+    assert found == [
+        "sandboxkit:profile.pool.ready: got 2; expected at most pool.maxConcurrent (1) "
+        "(default 2, not set in the stack: set ready explicitly)"
+    ]
