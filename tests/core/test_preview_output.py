@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 from rich.console import Console
-from support import render_values, stack_values
 
 from sandboxkit.cli import _print_text, print_table
 from sandboxkit.config import ConfigSource, read_stack_file
 from sandboxkit.project import stack_file
 from sandboxkit.render import placeholder_paths, render_source, render_stack
+from support import render_values, stack_values
 
 BOX_DRAWING = re.compile("[\u2500-\u257f]")
 ANSI = "\x1b["
@@ -102,7 +102,8 @@ def test_a_terminal_gets_a_table_at_its_own_width(project_dir: Path) -> None:
     _print_text(render_stack(project_dir, "dev"), console)
     lines = buffer.getvalue().splitlines()
     assert any(BOX_DRAWING.search(line) for line in lines)
-    assert max(map(len, lines[lines.index(next(x for x in lines if "Enforcement map" in x)) :])) <= 120
+    start = next(i for i, line in enumerate(lines) if "Enforcement map" in line)
+    assert max(map(len, lines[start:])) <= 120
 
 
 def test_plain_table_puts_the_long_column_under_its_row_wrapped() -> None:
