@@ -223,11 +223,72 @@ def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseMo
     return current
 
 
+# Each ``pattern=`` a settings model uses, said in words: a refusal never prints a regular
+# expression (tests/core/test_config_hints.py fails on a pattern missing here).
+PATTERN_WORDS: Mapping[str, str] = {
+    r"\S": "non-blank text",
+    r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": (
+        "a DNS label: 1 to 63 lower-case letters, digits or hyphens, starting and ending with a "
+        "letter or digit"
+    ),
+    r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": (
+        "a DNS label: 1 to 63 lower-case letters, digits or hyphens, starting and ending with a "
+        "letter or digit"
+    ),
+    r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$": (
+        "1 to 63 lower-case letters, digits or hyphens, starting with a letter and ending with "
+        "a letter or digit"
+    ),
+    r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$": (
+        "a GKE cluster name: 1 to 40 lower-case letters, digits or hyphens, starting with a "
+        "letter and ending with a letter or digit"
+    ),
+    r"^[a-z0-9]+$": "lower-case letters and digits only (an Azure region name, e.g. westeurope)",
+    r"^[a-z0-9]+(-[a-z0-9]+)+$": (
+        "a machine type: lower-case words joined by hyphens (e.g. n2-standard-4)"
+    ),
+    r"^[a-z]+-[a-z]+[0-9]+$": "a Google Cloud region name (e.g. europe-west1)",
+    r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$": (
+        "a Google Cloud project id: 6 to 30 lower-case letters, digits or hyphens, starting "
+        "with a letter and not ending with a hyphen"
+    ),
+    r"^[a-z]{2}(-[a-z]+)+-[0-9]+$": "an AWS region name (e.g. eu-west-1)",
+    r"^[A-Za-z0-9_.@+-]+$": (
+        "an AWS profile name: letters, digits and the characters _ . @ + - only"
+    ),
+    r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$": (
+        "an external id: 2 to 1224 letters, digits or the characters _ + = , . @ : / -"
+    ),
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$": (
+        "an IAM role ARN: arn:aws:iam::<12-digit account>:role/<name>"
+    ),
+    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": (
+        "an S3 bucket name: 3 to 63 lower-case letters, digits, dots or hyphens, starting and "
+        "ending with a letter or digit"
+    ),
+    r"^[^*?]+\.zip$": "an object key ending in .zip, without * or ?",
+    r"^[0-9a-f]{32}$": "a Cloudflare account id: 32 lower-case hexadecimal digits",
+    r"^\d{4}-\d{2}-\d{2}$": "a date written YYYY-MM-DD",
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$": (
+        "a GUID (8-4-4-4-12 hexadecimal digits)"
+    ),
+    r"^[-\w.()]{0,89}[-\w()]$": (
+        "an Azure resource group name: 1 to 90 letters, digits, underscores, hyphens, periods "
+        "or parentheses, not ending with a period"
+    ),
+    (
+        r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[-\w.()]+/providers/"
+        r"Microsoft\.ManagedIdentity/userAssignedIdentities/[-\w]+$"
+    ): (
+        "a user-assigned identity's resource id: /subscriptions/<id>/resourceGroups/<group>/"
+        "providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>"
+    ),
+}
+
 # pydantic's phrasing -> the kit's "expected ..." phrasing.
 _MESSAGE_REWRITES: tuple[tuple[str, str], ...] = (
     (r"^Input should be (a valid|an?|greater|less|at|one of|'|finite)", r"\1"),
     (r"^Input should be ", ""),
-    (r"^String should match pattern '(.*)'$", r"text matching the pattern \1"),
     (r"^String should have at least (\d+) characters?$", r"text of at least \1 characters"),
     (
         r"^(?:Tuple|List) should have at least (\d+) items? after validation, not \d+$",
@@ -278,6 +339,9 @@ def _problems(
             problems.append(
                 Problem(key, NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
+        elif error["type"] == "string_pattern_mismatch":
+            pattern = str((error.get("ctx") or {}).get("pattern", ""))
+            problems.append(Problem(key, value, PATTERN_WORDS.get(pattern, "text of another form")))
         elif error["type"] == "missing":
             dotted = ".".join(str(p) for p in (*base, *loc))
             written = (

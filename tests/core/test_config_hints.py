@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sandboxkit.config import ConfigSource, load_stack, read_stack_file
+from sandboxkit.config import PATTERN_WORDS, ConfigSource, load_stack, read_stack_file
 from sandboxkit.errors import NOT_SHOWN, ConfigError
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 KUBERNETES = {"context": "kind-test", "image": "example.com/sandbox:1"}
 
@@ -119,3 +120,46 @@ def test_a_default_ready_above_max_concurrent_says_it_is_the_default() -> None:
         "sandboxkit:profile.pool.ready: got 2; expected at most pool.maxConcurrent (1) "
         "(default 2, not set in the stack: set ready explicitly)"
     ]
+
+
+def _patterns(schema: object) -> set[str]:
+    if isinstance(schema, dict):
+        own = {schema["pattern"]} if isinstance(schema.get("pattern"), str) else set()
+        return own.union(*map(_patterns, schema.values()))
+    if isinstance(schema, list):
+        return set().union(*map(_patterns, schema))
+    return set()
+
+
+def test_every_pattern_a_setting_uses_is_said_in_words() -> None:
+    models = [get_target(t).settings_model for t in TARGET_MODULES]
+    used = set().union(*(_patterns(m.__pydantic_core_schema__) for m in models))
+    assert used, "no pattern found: the walk reads nothing"
+    assert sorted(used - set(PATTERN_WORDS)) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "settings", "key", "words"),
+    [
+        (
+            "aws-microvm",
+            {"region": "EU-West-1"},
+            "region",
+            "an AWS region name (e.g. eu-west-1)",
+        ),
+        (
+            "kubernetes",
+            {**KUBERNETES, "namespace": "Agent_Sandboxes"},
+            "namespace",
+            "a DNS label: 1 to 63 lower-case letters, digits or hyphens, starting and ending "
+            "with a letter or digit",
+        ),
+    ],
+)
+def test_a_refusal_says_the_rule_in_words_not_a_regular_expression(
+    target: str, settings: dict[str, object], key: str, words: str
+) -> None:
+    found = problems({"environment": "dev", "targets": [target], target: settings})
+    line = next(p for p in found if p.startswith(f"sandboxkit:{target}.{key}:"))
+    assert line.endswith(f"; expected {words}")
+    assert not any(mark in line for mark in ("^", "$", "\\", "{0,"))
