@@ -30,7 +30,11 @@ def test_every_target_has_one_example_listing_only_itself() -> None:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("examples")
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
-    shutil.copytree(ROOT / "policy-packs", root / "policy-packs")
+    shutil.copytree(
+        ROOT / "policy-packs",
+        root / "policy-packs",
+        ignore=shutil.ignore_patterns("venv", "__pycache__"),
+    )
     (root / "stacks").mkdir()
     for target in TARGET_MODULES:
         shutil.copy(EXAMPLES / f"{target}.yaml", root / "stacks" / f"Pulumi.try-{target}.yaml")
