@@ -405,12 +405,14 @@ def _validate_settings(
         return None, [Problem(_key(name), raw, "a mapping of target settings")]
     model = spec.settings_model
     wrapped, problems = _wrap_secrets(name, model, raw, source)
-    if problems:
-        return None, problems
     try:
-        return model.model_validate(wrapped), []
+        settings = model.model_validate(wrapped)
     except ValidationError as exc:
-        return None, _problems(exc, model, (name,), source)
+        # Every problem in one run: the other keys' too, not twice a secret's.
+        reported = {p.key for p in problems}
+        found = _problems(exc, model, (name,), source)
+        return None, problems + [p for p in found if p.key not in reported]
+    return (None, problems) if problems else (settings, [])
 
 
 def _check_enforcement(

@@ -163,3 +163,24 @@ def test_a_refusal_says_the_rule_in_words_not_a_regular_expression(
     line = next(p for p in found if p.startswith(f"sandboxkit:{target}.{key}:"))
     assert line.endswith(f"; expected {words}")
     assert not any(mark in line for mark in ("^", "$", "\\", "{0,"))
+
+
+def test_a_plain_text_secret_does_not_hide_the_other_settings_problems() -> None:
+    found = problems(
+        {
+            "environment": "dev",
+            "targets": ["cloudflare"],
+            "cloudflare": {
+                "accountId": "not-hex",
+                "image": "registry.cloudflare.com/x/agent:1",
+                "authToken": "plain",
+            },
+        }
+    )
+    keys = [line.split(": got")[0] for line in found]
+    assert keys == [
+        "sandboxkit:cloudflare.authToken",
+        "sandboxkit:cloudflare.accountId",
+        "sandboxkit:cloudflare.sandboxIdKey",
+    ]
+    assert "a Pulumi secret, not plain text" in found[0]
