@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -72,8 +73,8 @@ _PLAIN_INDENT = "    "
 
 def print_table(
     console: Console,
-    columns: tuple[str, ...],
-    rows: list[tuple[str, ...]],
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
     *,
     title: str = "",
     below: int = -1,
@@ -93,7 +94,7 @@ def print_table(
         console.print(table)
         return
     long_at = below % len(columns)
-    plain = [[Text.from_markup(cell).plain for cell in row] for row in [columns, *rows]]
+    plain = [[Text.from_markup(cell).plain for cell in row] for row in (columns, *rows)]
     short = [[cell for i, cell in enumerate(row) if i != long_at] for row in plain]
     widths = [max(len(row[i]) for row in short) for i in range(len(columns) - 1)]
     if title:

@@ -118,7 +118,7 @@ def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = 
         The line of the deepest key the finding is about (module docstring), else 1.
     """
     keys = stack_keys(stack_text)
-    sections = [("config", PROFILE)]
+    sections: list[tuple[str, ...]] = [("config", PROFILE)]
     if target:
         sections.insert(0, ("config", f"{NAMESPACE}:{target}"))
     own = [k for k in keys if any(k.path[: len(s)] == s and k.path != s for s in sections)]
@@ -139,7 +139,9 @@ def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = 
         if best is not None:
             return best.line
     area = rule_id.split("-")[1].lower() if rule_id.count("-") == 2 else ""
-    fallback = [("config", PROFILE, section) for section in AREA_KEYS.get(area, ())]
+    fallback: list[tuple[str, ...]] = [
+        ("config", PROFILE, section) for section in AREA_KEYS.get(area, ())
+    ]
     fallback += [("config", PROFILE)] if area in AREA_KEYS else []
     fallback += sections[:1] if target else []
     lines = {k.path: k.line for k in keys}
