@@ -13,6 +13,15 @@ from sandboxkit.targets import TARGET_MODULES, get_target
 KUBERNETES = {"context": "kind-test", "image": "example.com/sandbox:1"}
 
 
+def with_profile(profile: dict[str, object]) -> dict[str, object]:
+    return {
+        "environment": "dev",
+        "targets": ["kubernetes"],
+        "kubernetes": KUBERNETES,
+        "profile": profile,
+    }
+
+
 def problems(values: dict[str, object]) -> list[str]:
     with pytest.raises(ConfigError) as caught:
         load_stack(ConfigSource(values=values), "test")
@@ -48,14 +57,7 @@ def test_a_dotted_target_key_copied_from_the_docs_gets_the_nested_form(tmp_path:
 
 
 def test_a_dotted_key_inside_a_mapping_gets_the_nested_form_from_the_top() -> None:
-    found = problems(
-        {
-            "environment": "dev",
-            "targets": ["kubernetes"],
-            "kubernetes": KUBERNETES,
-            "profile": {"limits.vcpu": 2},
-        }
-    )
+    found = problems(with_profile({"limits.vcpu": 2}))
     assert found == [
         f"sandboxkit:profile.limits.vcpu: got {NOT_SHOWN!r}; expected no such key; a dotted "
         "name is not a path in a stack file: nest it, sandboxkit:profile: {limits: {vcpu: "
@@ -73,14 +75,7 @@ def test_a_dotted_key_whose_head_is_unknown_gets_the_near_name_only() -> None:
 
 
 def test_a_short_lifetime_names_every_default_it_contradicts_as_a_default() -> None:
-    found = problems(
-        {
-            "environment": "dev",
-            "targets": ["kubernetes"],
-            "kubernetes": KUBERNETES,
-            "profile": {"limits": {"maxLifetimeSeconds": 100}},
-        }
-    )
+    found = problems(with_profile({"limits": {"maxLifetimeSeconds": 100}}))
     assert found == [
         "sandboxkit:profile.limits.execTimeoutSeconds: got 300; expected at most "
         "limits.maxLifetimeSeconds (100 s) (default 300, not set in the stack: set "
@@ -92,14 +87,8 @@ def test_a_short_lifetime_names_every_default_it_contradicts_as_a_default() -> N
 
 
 def test_a_value_the_stack_set_is_not_called_a_default() -> None:
-    found = problems(
-        {
-            "environment": "dev",
-            "targets": ["kubernetes"],
-            "kubernetes": KUBERNETES,
-            "profile": {"limits": {"maxLifetimeSeconds": 100, "execTimeoutSeconds": 200}},
-        }
-    )
+    limits = {"maxLifetimeSeconds": 100, "execTimeoutSeconds": 200}
+    found = problems(with_profile({"limits": limits}))
     assert found[0] == (
         "sandboxkit:profile.limits.execTimeoutSeconds: got 200; expected at most "
         "limits.maxLifetimeSeconds (100 s)"
@@ -108,14 +97,7 @@ def test_a_value_the_stack_set_is_not_called_a_default() -> None:
 
 
 def test_a_default_ready_above_max_concurrent_says_it_is_the_default() -> None:
-    found = problems(
-        {
-            "environment": "dev",
-            "targets": ["kubernetes"],
-            "kubernetes": KUBERNETES,
-            "profile": {"pool": {"maxConcurrent": 1}},
-        }
-    )
+    found = problems(with_profile({"pool": {"maxConcurrent": 1}}))
     assert found == [
         "sandboxkit:profile.pool.ready: got 2; expected at most pool.maxConcurrent (1) "
         "(default 2, not set in the stack: set ready explicitly)"

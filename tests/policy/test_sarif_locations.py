@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from sandboxkit.cli import app
 from sandboxkit.gate.locations import rule_line, stack_keys
-
-SARIF = ("--format", "sarif")
-COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 STACK = """\
 config:
@@ -92,16 +88,9 @@ def test_a_finding_points_at_the_deepest_key_it_is_about(
 
 
 def test_sarif_points_at_the_image_line_of_the_stack_file(project_dir: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "sandboxkit", *("check", "--all-stacks", "--no-checkov"), *SARIF],
-        cwd=project_dir,
-        env={**os.environ, "PYTHONPATH": str(COMPONENTS)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    args = ["check", "--all-stacks", "--no-checkov", "--format", "sarif"]
+    result = CliRunner().invoke(app, [*args, "--project-dir", str(project_dir)])
+    assert result.exit_code == 0, result.output
     found = []
     for finding in json.loads(result.stdout)["runs"][0]["results"]:
         location = finding["locations"][0]["physicalLocation"]
