@@ -350,6 +350,17 @@ def _problems(
                 if dotted in source.values
                 else ""
             )
+            parent = _model_at(model, loc[:-1])
+            if (
+                parent is not None
+                and issubclass(parent, TargetSettings)
+                and str(loc[-1]) in parent.secret_keys()
+            ):
+                written += (
+                    f"; it is a secret: pulumi config set --secret --path '{NAMESPACE}:{dotted}' "
+                    "<value> (offline, a secure: placeholder as in docs/examples/ renders as an "
+                    "unknown secret)"
+                )
             problems.append(Problem(key, None, f"a value (this key is required){written}"))
         else:
             problems.append(Problem(key, value, _expected_text(error["msg"])))

@@ -166,3 +166,20 @@ def test_a_plain_text_secret_does_not_hide_the_other_settings_problems() -> None
         "sandboxkit:cloudflare.sandboxIdKey",
     ]
     assert "a Pulumi secret, not plain text" in found[0]
+
+
+def test_a_missing_secret_says_how_to_set_it_and_the_offline_placeholder() -> None:
+    found = problems(
+        {
+            "environment": "dev",
+            "targets": ["cloudflare"],
+            "cloudflare": {"accountId": "0" * 32, "image": "registry.cloudflare.com/x/agent:1"},
+        }
+    )
+    assert found == [
+        f"sandboxkit:cloudflare.{key}: got (missing); expected a value (this key is required); "
+        f"it is a secret: pulumi config set --secret --path 'sandboxkit:cloudflare.{key}' "
+        "<value> (offline, a secure: placeholder as in docs/examples/ renders as an unknown "
+        "secret)"
+        for key in ("authToken", "sandboxIdKey")
+    ]
