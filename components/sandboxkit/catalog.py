@@ -39,6 +39,40 @@ ARM_ENVELOPE = frozenset(
 )
 
 
+class ResourceArgs(MockResourceArgs):
+    """A registration as an ``OutputRule`` sees it: the mock's args, the inputs of the
+    resource's explicit provider (an ``aws.Provider``'s ``region``, say) and the stack name,
+    so mock outputs follow the stack's own settings instead of one fixed region.
+
+    Args:
+        args: the registration.
+        provider_inputs: the inputs the resource's explicit provider was registered with
+            (empty for the default provider).
+        stack: the stack being rendered.
+    """
+
+    def __init__(
+        self, args: MockResourceArgs, provider_inputs: Mapping[str, Any], stack: str
+    ) -> None:
+        super().__init__(
+            args.typ, args.name, args.inputs, args.provider, args.resource_id, args.custom
+        )
+        self.provider_inputs = provider_inputs
+        self.stack = stack
+
+
+def setting_of(args: MockResourceArgs, key: str, default: str) -> str:
+    """The resource's own ``key`` input, else its explicit provider's, else ``default``.
+
+    pulumi-aws 7 takes ``region`` on each resource as well as on the provider.
+    """
+    own = args.inputs.get(key)
+    if isinstance(own, str) and own:
+        return own
+    found = args.provider_inputs.get(key) if isinstance(args, ResourceArgs) else None
+    return found if isinstance(found, str) and found else default
+
+
 def mock_hash(text: str) -> str:
     """Twelve hex characters of ``text``'s SHA-256: stable mock ids, names and endpoints."""
     return hashlib.sha256(text.encode()).hexdigest()[:12]

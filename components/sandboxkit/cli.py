@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections import Counter
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +15,9 @@ from typing import Annotated, Any
 import typer
 from google.protobuf import empty_pb2
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from sandboxkit import gate
@@ -56,8 +60,51 @@ def _root() -> None:
 
 
 def _console() -> Console:
-    # Piped output (CI logs, files) gets a wide page instead of rich's 80 columns.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    # A terminal gets colour and tables at its width; piped output (CI logs, files) plain text
+    # at $COLUMNS (rich's 80 when unset): no colour codes, no box drawing.
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, no_color=True, color_system=None)
+
+
+# Plain output: the long column goes under its row, indented, wrapped to the width.
+_PLAIN_INDENT = "    "
+
+
+def print_table(
+    console: Console,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str = "",
+    below: int = -1,
+) -> None:
+    """Print ``rows`` as a table that fits ``console.width``.
+
+    On a terminal a rich table (cells may hold rich markup). Elsewhere plain text: a title
+    line, then per row the short columns aligned on one line and column ``below`` (the long
+    one) beneath it, indented and wrapped; no box drawing, markup removed.
+    """
+    if console.is_terminal:
+        table = Table(title=title or None, show_lines=False)
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    long_at = below % len(columns)
+    plain = [[Text.from_markup(cell).plain for cell in row] for row in (columns, *rows)]
+    short = [[cell for i, cell in enumerate(row) if i != long_at] for row in plain]
+    widths = [max(len(row[i]) for row in short) for i in range(len(columns) - 1)]
+    if title:
+        console.print(title, markup=False)
+    wrap_at = max(console.width - len(_PLAIN_INDENT), 20)
+    for cells, row in zip(short, plain, strict=True):
+        line = "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+        console.print(line.rstrip(), markup=False, soft_wrap=True)
+        for part in textwrap.wrap(row[long_at], wrap_at) or [""]:
+            console.print(f"{_PLAIN_INDENT}{part}".rstrip(), markup=False, soft_wrap=True)
 
 
 def fail_config(exc: ConfigError) -> typer.Exit:
@@ -121,26 +168,55 @@ def _print_text(rendered: RenderedStack, console: Console) -> None:
     for resource in rendered.resources:
         parent = resource.parent if resource.parent in urns else None
         children.setdefault(parent, []).append(resource)
-    tree = Tree(f"[bold]resources[/] ({len(rendered.resources)})")
+    head = f"resources ({len(rendered.resources)})"
+    if not console.is_terminal:
+        # Plain: two spaces per level instead of the tree's box-drawing guides.
+        console.print(head, markup=False)
 
-    def add(node: Tree, parent: str | None) -> None:
-        for resource in children.get(parent, []):
-            add(node.add(f"{resource.type}  [cyan]{resource.name}[/]"), resource.urn)
+        def show(parent: str | None, depth: int) -> None:
+            for resource in children.get(parent, []):
+                line = f"{'  ' * depth}{resource.type}  {resource.name}"
+                console.print(line, markup=False, soft_wrap=True)
+                show(resource.urn, depth + 1)
 
-    add(tree, None)
-    console.print(tree)
+        show(None, 1)
+    else:
+        tree = Tree(f"[bold]{head}[/]")
+
+        def add(node: Tree, parent: str | None) -> None:
+            for resource in children.get(parent, []):
+                add(
+                    node.add(f"{escape(resource.type)}  [cyan]{escape(resource.name)}[/]"),
+                    resource.urn,
+                )
+
+        add(tree, None)
+        console.print(tree)
     counts = Counter(rendered.target_of(r) for r in rendered.resources)
     for target in rendered.spec.targets:
         console.print(f"target {target}: {counts[target]} resources")
-    table = Table(title="Enforcement map", show_lines=False)
-    for column in ("target", "field", "value", "enforced", "where"):
-        table.add_column(column)
-    for row in enforcement_table(rendered):
-        value = f"{row['value']}" + ("" if row["explicit"] else " (default)")
-        table.add_row(row["target"], row["field"], value, row["kind"], row["where"])
-    console.print(table)
+    rows = [
+        (
+            row["target"],
+            row["field"],
+            f"{row['value']}" + ("" if row["explicit"] else " (default)"),
+            row["kind"],
+            row["where"],
+        )
+        for row in enforcement_table(rendered)
+    ]
+    print_table(
+        console, ("target", "field", "value", "enforced", "where"), rows, title="Enforcement map"
+    )
     console.print("[bold]Outputs[/]")
     console.print_json(json.dumps(to_display(rendered.outputs)))
+    if rendered.placeholders:
+        console.print(
+            "placeholders (the cloud computes these at deploy time; offline they are mock "
+            "values derived from the stack's settings, not the real ones): "
+            + ", ".join(rendered.placeholders),
+            markup=False,
+        )
     for warning in rendered.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
 
@@ -155,22 +231,23 @@ def _print_egress(explained: list[TargetEgress], console: Console) -> None:
         if item.effective is None:
             console.print("  [red]no egress reader: this target's egress is not explained[/]")
             continue
-        table = Table(show_lines=False)
-        for column in ("probe", "kind", "target", "contract", "how", "basis"):
-            table.add_column(column)
+        rows = []
         for probe in item.probes:
             verdict = item.effective.admits(probe.host, probe.port)
             contract_says = contract.admits(probe.host, probe.port)
             mark = "" if verdict.admitted == contract_says else " [red]<- differs[/]"
-            table.add_row(
-                str(probe),
-                probe.kind,
-                ("admitted" if verdict else "refused") + mark,
-                "admitted" if contract_says else "refused",
-                "; ".join(verdict.enforced),
-                ", ".join(sorted({g.basis for g in verdict.grants})),
+            rows.append(
+                (
+                    escape(str(probe)),
+                    probe.kind,
+                    ("admitted" if verdict else "refused") + mark,
+                    "admitted" if contract_says else "refused",
+                    escape("; ".join(verdict.enforced)),
+                    ", ".join(sorted({g.basis for g in verdict.grants})),
+                )
             )
-        console.print(table)
+        columns = ("probe", "kind", "target", "contract", "how", "basis")
+        print_table(console, columns, rows, below=4)
         for line in (*map(str, item.differences), *map(str, item.findings)):
             console.print(f"  [red]{line}[/]")
         if item.matches_contract:
@@ -208,6 +285,7 @@ def preview(
         document = rendered.display()
         document["enforcement"] = enforcement_table(rendered)
         document["warnings"] = list(rendered.warnings)
+        document["placeholders"] = list(rendered.placeholders)
         sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
         return
     _print_text(rendered, _console())
@@ -241,14 +319,16 @@ def _print_checkov(report: CheckovReport, console: Console) -> None:
         console.print(
             f"[yellow]accepted[/] {finding.policy} on {finding.resource}: {finding.accepted.reason}"
         )
-    table = Table(title="checkov coverage per exported type")
-    for column in ("type", "resources", "checks", "kit checks"):
-        table.add_column(column)
-    for type_token, row in report.coverage().items():
-        table.add_row(
-            type_token, str(row["resources"]), str(len(row["checks"])), ", ".join(row["kit_checks"])
-        )
-    console.print(table)
+    rows = [
+        (type_token, str(row["resources"]), str(len(row["checks"])), ", ".join(row["kit_checks"]))
+        for type_token, row in report.coverage().items()
+    ]
+    print_table(
+        console,
+        ("type", "resources", "checks", "kit checks"),
+        rows,
+        title="checkov coverage per exported type",
+    )
     passed = sum(f.passed for f in report.findings)
     console.print(
         f"checkov: {passed} passed, {len(report.failures)} failed, "

@@ -176,6 +176,24 @@ def _near(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _dotted_hint(parents: tuple[str | int, ...], key: str, known: Iterable[str]) -> str:
+    """For a dotted key whose first part is a known key, the nested form a stack file needs.
+
+    The docs write paths dotted (``sandboxkit:gcp-cloudrun.project``); YAML reads
+    ``gcp-cloudrun.project`` as one unknown key, which leaves ``project`` missing.
+    """
+    head, *rest = key.split(".")
+    if not rest or head not in known or any(isinstance(p, int) for p in parents):
+        return ""
+    path = [str(p) for p in parents] + [head, *rest]
+    nested = "<value>"
+    for part in reversed(path[1:]):
+        nested = f"{{{part}: {nested}}}"
+    return (
+        f"; a dotted name is not a path in a stack file: nest it, {NAMESPACE}:{path[0]}: {nested}"
+    )
+
+
 def _known_keys(model: type[BaseModel]) -> list[str]:
     """The config keys a model accepts, as written in stack files (aliases)."""
     return [info.alias or name for name, info in model.model_fields.items()]
@@ -205,11 +223,72 @@ def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseMo
     return current
 
 
+# Each ``pattern=`` a settings model uses, said in words: a refusal never prints a regular
+# expression (tests/core/test_config_hints.py fails on a pattern missing here).
+PATTERN_WORDS: Mapping[str, str] = {
+    r"\S": "non-blank text",
+    r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": (
+        "a DNS label: 1 to 63 lower-case letters, digits or hyphens, starting and ending with a "
+        "letter or digit"
+    ),
+    r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": (
+        "a DNS label: 1 to 63 lower-case letters, digits or hyphens, starting and ending with a "
+        "letter or digit"
+    ),
+    r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$": (
+        "1 to 63 lower-case letters, digits or hyphens, starting with a letter and ending with "
+        "a letter or digit"
+    ),
+    r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$": (
+        "a GKE cluster name: 1 to 40 lower-case letters, digits or hyphens, starting with a "
+        "letter and ending with a letter or digit"
+    ),
+    r"^[a-z0-9]+$": "lower-case letters and digits only (an Azure region name, e.g. westeurope)",
+    r"^[a-z0-9]+(-[a-z0-9]+)+$": (
+        "a machine type: lower-case words joined by hyphens (e.g. n2-standard-4)"
+    ),
+    r"^[a-z]+-[a-z]+[0-9]+$": "a Google Cloud region name (e.g. europe-west1)",
+    r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$": (
+        "a Google Cloud project id: 6 to 30 lower-case letters, digits or hyphens, starting "
+        "with a letter and not ending with a hyphen"
+    ),
+    r"^[a-z]{2}(-[a-z]+)+-[0-9]+$": "an AWS region name (e.g. eu-west-1)",
+    r"^[A-Za-z0-9_.@+-]+$": (
+        "an AWS profile name: letters, digits and the characters _ . @ + - only"
+    ),
+    r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$": (
+        "an external id: 2 to 1224 letters, digits or the characters _ + = , . @ : / -"
+    ),
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$": (
+        "an IAM role ARN: arn:aws:iam::<12-digit account>:role/<name>"
+    ),
+    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": (
+        "an S3 bucket name: 3 to 63 lower-case letters, digits, dots or hyphens, starting and "
+        "ending with a letter or digit"
+    ),
+    r"^[^*?]+\.zip$": "an object key ending in .zip, without * or ?",
+    r"^[0-9a-f]{32}$": "a Cloudflare account id: 32 lower-case hexadecimal digits",
+    r"^\d{4}-\d{2}-\d{2}$": "a date written YYYY-MM-DD",
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$": (
+        "a GUID (8-4-4-4-12 hexadecimal digits)"
+    ),
+    r"^[-\w.()]{0,89}[-\w()]$": (
+        "an Azure resource group name: 1 to 90 letters, digits, underscores, hyphens, periods "
+        "or parentheses, not ending with a period"
+    ),
+    (
+        r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[-\w.()]+/providers/"
+        r"Microsoft\.ManagedIdentity/userAssignedIdentities/[-\w]+$"
+    ): (
+        "a user-assigned identity's resource id: /subscriptions/<id>/resourceGroups/<group>/"
+        "providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>"
+    ),
+}
+
 # pydantic's phrasing -> the kit's "expected ..." phrasing.
 _MESSAGE_REWRITES: tuple[tuple[str, str], ...] = (
     (r"^Input should be (a valid|an?|greater|less|at|one of|'|finite)", r"\1"),
     (r"^Input should be ", ""),
-    (r"^String should match pattern '(.*)'$", r"text matching the pattern \1"),
     (r"^String should have at least (\d+) characters?$", r"text of at least \1 characters"),
     (
         r"^(?:Tuple|List) should have at least (\d+) items? after validation, not \d+$",
@@ -253,13 +332,36 @@ def _problems(
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             known = _known_keys(parent) if parent else []
-            hint = _near(str(loc[-1]), known)
+            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or _near(
+                str(loc[-1]), known
+            )
             # A misspelt key may hold a secret (authTokne: ...): never echo its value.
             problems.append(
                 Problem(key, NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
+        elif error["type"] == "string_pattern_mismatch":
+            pattern = str((error.get("ctx") or {}).get("pattern", ""))
+            problems.append(Problem(key, value, PATTERN_WORDS.get(pattern, "text of another form")))
         elif error["type"] == "missing":
-            problems.append(Problem(key, None, "a value (this key is required)"))
+            dotted = ".".join(str(p) for p in (*base, *loc))
+            written = (
+                f"; the stack has a key literally named {dotted!r} instead"
+                + _dotted_hint((), dotted, (str(base[0]),))
+                if dotted in source.values
+                else ""
+            )
+            parent = _model_at(model, loc[:-1])
+            if (
+                parent is not None
+                and issubclass(parent, TargetSettings)
+                and str(loc[-1]) in parent.secret_keys()
+            ):
+                written += (
+                    f"; it is a secret: pulumi config set --secret --path '{NAMESPACE}:{dotted}' "
+                    "<value> (offline, a secure: placeholder as in docs/examples/ renders as an "
+                    "unknown secret)"
+                )
+            problems.append(Problem(key, None, f"a value (this key is required){written}"))
         else:
             problems.append(Problem(key, value, _expected_text(error["msg"])))
     return problems
@@ -314,12 +416,14 @@ def _validate_settings(
         return None, [Problem(_key(name), raw, "a mapping of target settings")]
     model = spec.settings_model
     wrapped, problems = _wrap_secrets(name, model, raw, source)
-    if problems:
-        return None, problems
     try:
-        return model.model_validate(wrapped), []
+        settings = model.model_validate(wrapped)
     except ValidationError as exc:
-        return None, _problems(exc, model, (name,), source)
+        # Every problem in one run: the other keys' too, not twice a secret's.
+        reported = {p.key for p in problems}
+        found = _problems(exc, model, (name,), source)
+        return None, problems + [p for p in found if p.key not in reported]
+    return (None, problems) if problems else (settings, [])
 
 
 def _check_enforcement(
@@ -401,12 +505,9 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
     for key in source.values:
         if key not in _TOP_LEVEL and key not in TARGET_MODULES:
             known = (*_TOP_LEVEL, *TARGET_MODULES)
+            hint = _dotted_hint((), key, known) or _near(key, known)
             problems.append(
-                Problem(
-                    _key(key),
-                    NOT_SHOWN,
-                    f"no such key{_near(key, known)}; known keys: {', '.join(known)}",
-                )
+                Problem(_key(key), NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
     environment = source.values.get("environment")
     if environment not in ENVIRONMENTS:

@@ -220,6 +220,65 @@ def parse_rule(entry: str) -> EgressRule:
     return EgressRule(host=host, port=port, kind=kind)
 
 
+def normalisation_notices(entries: object, key: str) -> list[str]:
+    """Say how ``parse_rule`` rewrote each accepted entry, so nothing changes silently.
+
+    Args:
+        entries: the allow list as written in the stack (anything else gives no notice).
+        key: the list's config key, e.g. ``sandboxkit:profile.egress.allow``.
+
+    Returns:
+        One sentence per entry written other than as the contract reads it (case, a trailing
+        dot, spaces, an IPv6 literal not in compressed form, a non-ASCII name, whose A-label
+        is suggested) and per entry that repeats an earlier one once normalised (kept once).
+        Entries ``parse_rule`` refuses are left to its refusal.
+    """
+    if not isinstance(entries, list | tuple):
+        return []
+    notices: list[str] = []
+    first_at: dict[EgressRule, int] = {}
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, str):
+            continue
+        try:
+            rule = parse_rule(entry)
+            written, _ = _split_port(entry.strip())
+        except ValueError:
+            continue
+        where = f"{key}[{index}] {entry!r}"
+        if rule in first_at:
+            notices.append(
+                f"{where} repeats {key}[{first_at[rule]}] once normalised ({rule}); it is "
+                "listed once"
+            )
+            continue
+        first_at[rule] = index
+        host = rule.pattern
+        if written == host and entry == entry.strip():
+            continue
+        if not entry.isascii():
+            notices.append(
+                f"{where} is read as {host!r}, its IDNA A-label (what DNS and the clouds' "
+                f"rules match); write {host!r} so the stack says what is enforced"
+            )
+        else:
+            changes = [
+                text
+                for text, changed in (
+                    ("surrounding spaces dropped", entry != entry.strip()),
+                    ("lower-cased", written != written.lower()),
+                    ("trailing dot dropped", written.rstrip(".") != written),
+                    (
+                        "address written in compressed form",
+                        rule.kind == "ip" and written.strip("[]").lower() != rule.host,
+                    ),
+                )
+                if changed
+            ]
+            notices.append(f"{where} is read as {host!r} ({', '.join(changes)})")
+    return notices
+
+
 class EgressSection(Protocol):
     """What ``EgressContract.of`` reads: ``sandboxkit.profile.Egress`` has this shape."""
 

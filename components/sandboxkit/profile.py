@@ -49,6 +49,14 @@ class _Section(BaseModel):
         return next(name for name, info in cls.model_fields.items() if (info.alias or name) == key)
 
 
+def _default_note(section: _Section, key: str) -> str:
+    """Say that a value in a refusal is a default the stack never set, and how to set it."""
+    if section.field_for(key) in section.model_fields_set:
+        return ""
+    value = getattr(section, section.field_for(key))
+    return f" (default {value}, not set in the stack: set {key} explicitly)"
+
+
 class Egress(_Section):
     """Where sandbox code may connect.
 
@@ -112,14 +120,18 @@ class Limits(_Section):
 
     @model_validator(mode="after")
     def _fit_in_lifetime(self) -> Limits:
-        for name in ("execTimeoutSeconds", "idleTimeoutSeconds"):
-            value = getattr(self, Limits.field_for(name))
-            if value > self.max_lifetime_seconds:
-                raise FieldError(
-                    f".{name}",
-                    value,
-                    f"at most limits.maxLifetimeSeconds ({self.max_lifetime_seconds} s)",
-                )
+        errors = [
+            FieldError(
+                f".{name}",
+                getattr(self, Limits.field_for(name)),
+                f"at most limits.maxLifetimeSeconds ({self.max_lifetime_seconds} s)"
+                + _default_note(self, name),
+            )
+            for name in ("execTimeoutSeconds", "idleTimeoutSeconds")
+            if getattr(self, Limits.field_for(name)) > self.max_lifetime_seconds
+        ]
+        if errors:
+            raise FieldError.first_of(errors)
         return self
 
 
@@ -133,7 +145,10 @@ class Pool(_Section):
     def _ready_within_max(self) -> Pool:
         if self.ready > self.max_concurrent:
             raise FieldError(
-                ".ready", self.ready, f"at most pool.maxConcurrent ({self.max_concurrent})"
+                ".ready",
+                self.ready,
+                f"at most pool.maxConcurrent ({self.max_concurrent})"
+                + _default_note(self, "ready"),
             )
         return self
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pulumi
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
+from sandboxkit.egress import normalisation_notices
+from sandboxkit.profile import PROFILE_KEY
 from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_file
 from sandboxkit.targets import get_target
 
@@ -36,7 +38,11 @@ def main(
         engine_root if (engine_root / PROJECT_FILE).is_file() else find_project_dir()
     )
     stack = pulumi.get_stack()
-    spec = load_stack(ConfigSource.from_runtime(stack_file(root, stack)), stack)
+    source = ConfigSource.from_runtime(stack_file(root, stack))
+    spec = load_stack(source, stack)
+    egress = (source.values.get("profile") or {}).get("egress") or {}
+    for notice in normalisation_notices(egress.get("allow"), f"{PROFILE_KEY}.egress.allow"):
+        pulumi.log.warn(notice)
     if spec.profile.egress.mode == "open":
         pulumi.log.warn(
             "sandboxkit:profile.egress.mode is open: sandboxes can reach any public host; the "

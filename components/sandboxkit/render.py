@@ -127,6 +127,7 @@ class Recorder:
     monitor: RecordingMonitor
     outputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    cloud: CloudMocks = field(default_factory=CloudMocks)
 
     @property
     def resources(self) -> list[RenderedResource]:
@@ -234,10 +235,11 @@ def recording_engine(
     saved_root = settings.ROOT.get()
     saved_config = dict(runtime_config.CONFIG.get())
     saved_secret_keys = set(runtime_config._SECRET_KEYS.get())  # noqa: SLF001
-    monitor = RecordingMonitor(CloudMocks())
+    cloud = CloudMocks(stack)
+    monitor = RecordingMonitor(cloud)
     logger = logging.getLogger(f"sandboxkit.render.{stack}")
     logger.propagate = False
-    recorder = Recorder(monitor=monitor)
+    recorder = Recorder(monitor=monitor, cloud=cloud)
     handler = _WarningHandler(recorder.warnings)
     logger.addHandler(handler)
     try:
@@ -245,7 +247,7 @@ def recording_engine(
         values, secret_keys = _config_for_runtime(source or ConfigSource(values={}))
         runtime_config.set_all_config(values, secret_keys)
         mocks.set_mocks(
-            CloudMocks(),
+            cloud,
             project=project,
             stack=stack,
             preview=False,
@@ -271,6 +273,9 @@ class RenderedStack:
         resources: registered resources, sorted by URN.
         outputs: stack outputs in wire form (secrets wrapped).
         warnings: warnings the program logged (e.g. a guest-visible execution role).
+        placeholders: dotted paths of outputs (``aws-microvm.webhookUrl``) holding a value the
+            cloud computes at deploy time, which the render shows as a mock value derived from
+            the stack's settings (its region, project, location) and never the real one.
     """
 
     stack: str
@@ -278,6 +283,7 @@ class RenderedStack:
     resources: tuple[RenderedResource, ...]
     outputs: Mapping[str, Any]
     warnings: tuple[str, ...]
+    placeholders: tuple[str, ...] = ()
 
     def display(self) -> dict[str, Any]:
         """The JSON document of ``sandboxkit preview --json``."""
@@ -334,4 +340,18 @@ def render_source(
         resources=tuple(sorted(recorder.resources, key=lambda r: r.urn)),
         outputs=dict(recorder.outputs),
         warnings=tuple(recorder.warnings),
+        placeholders=placeholder_paths(to_display(recorder.outputs), recorder.cloud.invented),
     )
+
+
+def placeholder_paths(outputs: Any, invented: set[str], path: str = "") -> tuple[str, ...]:
+    """Dotted paths (list items as ``[i]``) of the text values in ``outputs`` that hold one of
+    the ``invented`` texts (``CloudMocks.invented``): a mock id, ARN or endpoint."""
+    if isinstance(outputs, dict):
+        items = [(f"{path}.{k}" if path else str(k), v) for k, v in outputs.items()]
+    elif isinstance(outputs, list):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(outputs)]
+    else:
+        held = isinstance(outputs, str) and any(text in outputs for text in invented)
+        return (path,) if held else ()
+    return tuple(p for key, value in items for p in placeholder_paths(value, invented, key))

@@ -28,7 +28,7 @@ SETTINGS: dict[str, Any] = {
     "availabilityZones": ["eu-west-1a", "eu-west-1b"],
 }
 DEV_EGRESS = {"mode": "allowlist", "allow": ["pypi.org:443", "*.pythonhosted.org:443"]}
-ACCOUNT_REGION = "us-east-1:123456789012"  # what the offline mocks put in ARNs
+ACCOUNT_REGION = "eu-west-1:123456789012"  # the offline mocks: the provider's region
 RULE_GROUP_ARN = f"arn:aws:networkfirewall:{ACCOUNT_REGION}:rulegroup"
 
 
@@ -251,7 +251,7 @@ def test_firewall_policy_is_strict_drop_established_and_validates_resolved_addre
     assert policy.inputs["namePrefix"] == f"{T}-fw-policy"
     firewall = named(resources, f"{T}-fw").inputs
     assert firewall["firewallPolicyArn"].startswith(
-        "arn:aws:network-firewall:us-east-1:123456789012:firewall-policy/aws-microvm-fw-policy-"
+        "arn:aws:network-firewall:eu-west-1:123456789012:firewall-policy/aws-microvm-fw-policy-"
     )
 
 

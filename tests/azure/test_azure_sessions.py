@@ -317,7 +317,7 @@ def test_bad_settings_exit_naming_the_key(change: dict[str, Any], key: str) -> N
                 {"principalId": "not-a-uuid", "principalType": "Group"},
             ],
             "sandboxkit:azure-sessions.executors[1].principalId",
-            "text matching the pattern ^[0-9a-fA-F]{8}-",
+            "a GUID (8-4-4-4-12 hexadecimal digits)",
         ),
         (
             [],

@@ -59,7 +59,9 @@ def test_preview_json_is_the_documented_shape(project_dir: Path) -> None:
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["stack"] == "prod"
-    assert {"stack", "resources", "outputs", "enforcement", "warnings"} == set(document)
+    assert {"stack", "resources", "outputs", "enforcement", "warnings", "placeholders"} == set(
+        document
+    )
     for resource in document["resources"]:
         assert set(resource) == {"urn", "type", "name", "parent", "inputs"}
     types = {r["type"] for r in document["resources"]}

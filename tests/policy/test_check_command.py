@@ -289,7 +289,7 @@ def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared
     assert location["physicalLocation"]["artifactLocation"]["uri"] == "stacks/Pulumi.prod.yaml"
     line = location["physicalLocation"]["region"]["startLine"]
     stack_lines = (project_copy / "stacks/Pulumi.prod.yaml").read_text().splitlines()
-    assert stack_lines[line - 1].strip().startswith("egress:")
+    assert stack_lines[line - 1].strip() == "mode: open"  # the key the fix changes
     assert location["logicalLocations"][0]["fullyQualifiedName"] == finding_urn(result)
 
 

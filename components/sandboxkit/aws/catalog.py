@@ -10,11 +10,25 @@ from typing import Any
 from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
-from sandboxkit.catalog import TAGS, TF_AWS, OutputRule, ResourceKind, TerraformType, mock_hash
+from sandboxkit.catalog import (
+    TAGS,
+    TF_AWS,
+    OutputRule,
+    ResourceArgs,
+    ResourceKind,
+    TerraformType,
+    mock_hash,
+    setting_of,
+)
 
 # A documentation account id (AWS uses 123456789012 in its examples); never a real account.
 MOCK_AWS_ACCOUNT = "123456789012"
+# Only for a resource with neither its own region nor an explicit provider's (tests).
 MOCK_AWS_REGION = "us-east-1"
+
+
+def _region(args: MockResourceArgs) -> str:
+    return setting_of(args, "region", MOCK_AWS_REGION)
 
 
 def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
@@ -23,7 +37,7 @@ def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     kind = args.typ.split(":")[2].lower()
     name = args.inputs.get("name", resource_id)
     return {
-        "arn": f"arn:aws:{module}:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
+        "arn": f"arn:aws:{module}:{_region(args)}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
         "name": name,
     }
 
@@ -33,7 +47,7 @@ def _aws_lambda_arn(kind: str) -> OutputRule:
     def rule(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
         name = args.inputs.get("name", resource_id)
         return {
-            "arn": f"arn:aws:lambda:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{kind}:{name}",
+            "arn": f"arn:aws:lambda:{_region(args)}:{MOCK_AWS_ACCOUNT}:{kind}:{name}",
             "name": name,
         }
 
@@ -43,7 +57,7 @@ def _aws_lambda_arn(kind: str) -> OutputRule:
 def _aws_log_group(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     name = args.inputs.get("name", resource_id)
     return {
-        "arn": f"arn:aws:logs:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:log-group:{name}",
+        "arn": f"arn:aws:logs:{_region(args)}:{MOCK_AWS_ACCOUNT}:log-group:{name}",
         "name": name,
     }
 
@@ -63,26 +77,31 @@ def _aws_network_firewall(args: MockResourceArgs, resource_id: str) -> dict[str,
 def _firewall_policy_document(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     # What FirewallPolicyProvider.create returns: the name gets a random suffix in AWS.
     name = f"{args.inputs.get('namePrefix', resource_id)}-{mock_hash(resource_id)[:8]}"
+    access = args.inputs.get("access")
+    region = access.get("region") if isinstance(access, dict) else None
     return {
-        "arn": f"arn:aws:network-firewall:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:"
+        "arn": f"arn:aws:network-firewall:{region or _region(args)}:{MOCK_AWS_ACCOUNT}:"
         f"firewall-policy/{name}",
         "firewallPolicyName": name,
     }
 
 
 def _aws_http_api(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
-    api_id = mock_hash(resource_id)[:10]
+    # API Gateway picks a random id per API: one per stack here, as two stacks get two.
+    stack = args.stack if isinstance(args, ResourceArgs) else ""
+    api_id = mock_hash(stack + resource_id)[:10]
+    region = _region(args)
     return {
         **_aws_arn(args, resource_id),
-        "apiEndpoint": f"https://{api_id}.execute-api.{MOCK_AWS_REGION}.amazonaws.com",
-        "executionArn": f"arn:aws:execute-api:{MOCK_AWS_REGION}:{MOCK_AWS_ACCOUNT}:{api_id}",
+        "apiEndpoint": f"https://{api_id}.execute-api.{region}.amazonaws.com",
+        "executionArn": f"arn:aws:execute-api:{region}:{MOCK_AWS_ACCOUNT}:{api_id}",
     }
 
 
 def _aws_function(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     outputs = _aws_arn(args, resource_id)
     outputs["invokeArn"] = (
-        f"arn:aws:apigateway:{MOCK_AWS_REGION}:lambda:path/2015-03-31/functions/"
+        f"arn:aws:apigateway:{_region(args)}:lambda:path/2015-03-31/functions/"
         f"{outputs['arn']}/invocations"
     )
     return outputs

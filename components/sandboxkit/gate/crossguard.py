@@ -144,7 +144,7 @@ def violations_of(
                 urn=urn,
                 message=message,
                 source=SOURCE_CROSSGUARD,
-                line=rule_line(stack_text, rule_id, target),
+                line=rule_line(stack_text, rule_id, target, message),
             )
         )
     return found

@@ -1,26 +1,77 @@
 """Where in a stack file a finding is fixed: the 1-based line reports point at.
 
-A violation of an area (``SBX-NET-...``) is fixed under the profile key of that area
-(``egress``, ...); a finding on one target's resource under that target's settings
-(``sandboxkit:<target>``). SARIF locations and the text report use these lines.
+A finding points at the deepest key of the stack file it is about: the key whose value the
+message quotes (an image reference), else a config key the message names
+(``sandboxkit:profile.egress.mode``), else a setting of the finding's target the message names
+(``workersDev``), else the profile key of the rule's area (``egress``, ...), else the
+target's section (``sandboxkit:<target>``), else line 1. SARIF locations and the text report
+use these lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import yaml
 
 from sandboxkit.config import NAMESPACE
 from sandboxkit.render import RenderedStack
 
 # Where in a stack file a violation of each area is fixed (first key found wins).
 AREA_KEYS = {
-    "net": ("egress", "sandboxkit:profile"),
-    "res": ("limits", "pool", "sandboxkit:profile"),
-    "log": ("audit", "sandboxkit:profile"),
+    "net": ("egress",),
+    "res": ("limits", "pool"),
+    "log": ("audit",),
 }
+PROFILE = f"{NAMESPACE}:profile"
+# Values this short ("true", "1", "dev") occur in messages by chance; longer ones are quoted.
+_MIN_QUOTED = 6
+_CONFIG_KEY = re.compile(rf"{NAMESPACE}:[A-Za-z0-9-]+(?:\.[A-Za-z0-9]+)*")
 
 
-def find_line(text: str, keys: Sequence[str]) -> int:
+@dataclass(frozen=True)
+class KeyLine:
+    """One key (or list item) of a stack file.
+
+    Attributes:
+        path: keys from the document's top (``("config", "sandboxkit:kubernetes", "image")``);
+            a list item adds its index as text (``"[0]"``).
+        line: 1-based line of the key (of the item, for list items).
+        value: the scalar value's text; ``None`` for a mapping or list.
+    """
+
+    path: tuple[str, ...]
+    line: int
+    value: str | None
+
+
+def _walk(node: yaml.Node, path: tuple[str, ...]) -> Iterator[KeyLine]:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            here = (*path, str(key.value))
+            scalar = value.value if isinstance(value, yaml.ScalarNode) else None
+            yield KeyLine(here, key.start_mark.line + 1, scalar)
+            yield from _walk(value, here)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            here = (*path, f"[{index}]")
+            scalar = item.value if isinstance(item, yaml.ScalarNode) else None
+            yield KeyLine(here, item.start_mark.line + 1, scalar)
+            yield from _walk(item, here)
+
+
+def stack_keys(text: str) -> list[KeyLine]:
+    """Every key and list item of a stack file, in document order (none for bad YAML)."""
+    try:
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    return list(_walk(document, ())) if document is not None else []
+
+
+def find_line(text: str, keys: tuple[str, ...]) -> int:
     """1-based line of the first of ``keys`` written as a YAML key in ``text``, else 1."""
     lines = text.splitlines()
     for key in keys:
@@ -30,20 +81,71 @@ def find_line(text: str, keys: Sequence[str]) -> int:
     return 1
 
 
-def rule_line(stack_text: str, rule_id: str, target: str | None) -> int:
+def _deepest(found: list[KeyLine]) -> KeyLine | None:
+    return max(found, key=lambda k: (len(k.path), -k.line), default=None)
+
+
+def _quoted(key: KeyLine, message: str) -> str:
+    """The text of ``key``'s value that ``message`` quotes ("" if none): the value, or for a
+    ``host:port`` entry its host."""
+    if key.value is None:
+        return ""
+    for text in (key.value, key.value.rsplit(":", 1)[0]):
+        if len(text) >= _MIN_QUOTED and text in message:
+            return text
+    return ""
+
+
+def _named_keys(message: str) -> set[tuple[str, ...]]:
+    # "sandboxkit:profile.egress.mode" -> ("config", "sandboxkit:profile", "egress", "mode")
+    named = set()
+    for mention in _CONFIG_KEY.findall(message):
+        section, *rest = mention.split(".")
+        named.add(("config", section, *rest))
+    return named
+
+
+def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = "") -> int:
     """The line of ``stack_text`` where a violation of ``rule_id`` is fixed.
 
     Args:
         stack_text: the stack file's text (``""`` when the stack has no file).
         rule_id: ``SBX-<AREA>-NNN``; other ids have no area.
         target: the target whose resource is in violation, or ``None`` (stack-wide finding).
+        message: the violation's message, which may quote a value or name a key.
 
     Returns:
-        The line of the area's key, else of ``sandboxkit:<target>``, else 1.
+        The line of the deepest key the finding is about (module docstring), else 1.
     """
+    keys = stack_keys(stack_text)
+    sections: list[tuple[str, ...]] = [("config", PROFILE)]
+    if target:
+        sections.insert(0, ("config", f"{NAMESPACE}:{target}"))
+    own = [k for k in keys if any(k.path[: len(s)] == s and k.path != s for s in sections)]
+    quoted = [k for k in own if _quoted(k, message)]
+    named = _named_keys(message)
+    mentioned = [k for k in keys if k.path in named]
+    target_keys = [k for k in own if target and k.path[1] == f"{NAMESPACE}:{target}"]
+    by_name = [
+        k
+        for k in target_keys
+        if not k.path[-1].startswith("[") and re.search(rf"\b{re.escape(k.path[-1])}\b", message)
+    ]
+    if quoted:
+        # The longest value quoted wins: an image over the project id inside its path.
+        return max(quoted, key=lambda k: (len(_quoted(k, message)), len(k.path))).line
+    for found in (mentioned, by_name):
+        best = _deepest(found)
+        if best is not None:
+            return best.line
     area = rule_id.split("-")[1].lower() if rule_id.count("-") == 2 else ""
-    keys = (*AREA_KEYS.get(area, ()), *((f"{NAMESPACE}:{target}",) if target else ()))
-    return find_line(stack_text, keys)
+    fallback: list[tuple[str, ...]] = [
+        ("config", PROFILE, section) for section in AREA_KEYS.get(area, ())
+    ]
+    fallback += [("config", PROFILE)] if area in AREA_KEYS else []
+    fallback += sections[:1] if target else []
+    lines = {k.path: k.line for k in keys}
+    return next((lines[p] for p in fallback if p in lines), 1)
 
 
 def target_lines(rendered: RenderedStack, stack_text: str) -> dict[str, int]:

@@ -9,13 +9,18 @@ from typing import Any
 
 from pulumi.runtime import MockResourceArgs
 
-from sandboxkit.catalog import TAGS, TF_GOOGLE, ResourceKind, TerraformType, mock_hash
+from sandboxkit.catalog import TAGS, TF_GOOGLE, ResourceKind, TerraformType, mock_hash, setting_of
 from sandboxkit.gcp.catalog import KINDS as GCP_KINDS
 
 
 def _gcp_cloud_run_service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # Cloud Run's deterministic URL, https://<service>-<project number>.<region>.run.app
+    # (cloud.google.com/run/docs/triggering/https-request#deterministic); the project number
+    # is made up from the project id.
     name = args.inputs.get("name", resource_id)
-    return {"uri": f"https://{name}-{mock_hash(name)}-uc.a.run.app"}
+    region = setting_of(args, "location", "us-central1")
+    number = int(mock_hash(setting_of(args, "project", name)), 16) % 10**12
+    return {"uri": f"https://{name}-{number:012d}.{region}.run.app"}
 
 
 KINDS: tuple[ResourceKind, ...] = (

@@ -1,0 +1,73 @@
+"""README's "Running it for real" and docs/running-for-real.md stay true to the installed SDKs."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+# Words as a reader sees them: line breaks in the Markdown source are spaces.
+SECTION = " ".join(
+    README[README.index("## Running it for real") : README.index("## Commands")].split()
+)
+GUIDE = (ROOT / "docs" / "running-for-real.md").read_text()
+
+PLUGINS = {
+    "aws": "pulumi-aws",
+    "gcp": "pulumi-gcp",
+    "azure-native": "pulumi-azure-native",
+    "cloudflare": "pulumi-cloudflare",
+    "kubernetes": "pulumi-kubernetes",
+}
+
+
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_each_plugin_version_is_the_installed_sdks(plugin: str) -> None:
+    installed = version(PLUGINS[plugin])
+    assert f"`{plugin}` {installed}" in SECTION
+    assert f"| `{PLUGINS[plugin]}` (plugin `{plugin}`) | {installed} |" in GUIDE
+
+
+def test_the_cli_version_floor_is_the_installed_sdks() -> None:
+    assert f"`pulumi` SDK's {'.'.join(version('pulumi').split('.')[:2])}" in SECTION
+
+
+def test_the_section_has_the_steps_a_first_deployment_needs() -> None:
+    for step in (
+        "pulumi login",
+        "pulumi stack init dev",
+        "--secret --path 'sandboxkit:aws-microvm.webhookSecret'",
+        "images/launcher/Dockerfile",
+        "X-Sandboxkit-Signature",
+    ):
+        assert step in SECTION, step
+    assert "placeholder" in SECTION
+
+
+def test_the_guide_names_permissions_and_every_output_of_each_target() -> None:
+    outputs = {
+        "kubernetes": ["namespace", "sandboxTemplateName", "warmPoolName", "networkPolicyName"],
+        "aws-microvm": ["webhookUrl", "launcherFunctionName", "imageArn", "connectorArn"],
+        "azure-sessions": ["poolManagementEndpoint", "poolName", "workspaceId"],
+        "cloudflare": ["scriptName", "workersDevEnabled", "instanceType", "containerConfig"],
+        "gcp-cloudrun": ["serviceUri", "serviceAccountEmail", "firewallPolicyName"],
+        "gcp-gke": ["clusterName", "nodePoolName", "nodeServiceAccountEmail"],
+    }
+    for target, names in outputs.items():
+        assert f"- **{target}**:" in GUIDE, target
+        for name in names:
+            assert re.search(rf"\| [^|\n]*{target}[^|\n]* \| [^|\n]*`{name}`", GUIDE), name
+
+
+def test_the_two_set_up_commands_stay_at_the_top() -> None:
+    setup = README[README.index("## Set up") : README.index("## Running it for real")]
+    commands = [line for line in setup.splitlines() if line.startswith((".venv", "python", "bash"))]
+    assert commands == [
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/sandboxkit preview "
+        "--stack dev",
+        "bash .ci/run",
+    ]
