@@ -17,13 +17,13 @@ from sandboxkit.targets import KitContext
 from support import build_target, named, of_type, one
 
 T = "aws-microvm"
-SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerKey"})
+SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerCredentialKey"})
 SETTINGS: dict[str, Any] = {
     "region": "eu-west-1",
     "controlPlaneUrl": "https://agents.example.com/api",
     "workerArtifact": {"bucket": "example-artifacts", "key": "worker/worker.zip"},
     "webhookSecret": "webhook-hmac",
-    "workerKey": "worker-key",
+    "workerCredentialKey": "credential-key",
     "vpcCidr": "10.40.0.0/20",
     "availabilityZones": ["eu-west-1a", "eu-west-1b"],
 }
@@ -105,8 +105,8 @@ def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True)
         "image",
         "webhook-secret",
         "webhook-secret-value",
-        "worker-key",
-        "worker-key-value",
+        "credential-key",
+        "credential-key-value",
         "launcher-logs",
         "launcher-role",
         "launcher-policy",
@@ -406,7 +406,7 @@ def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> No
     assert connector.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-conn")
     assert [s.split("/")[-1].rsplit("-", 1)[0] for s in secrets] == [
         f"{T}-webhook-secret",
-        f"{T}-worker-key",
+        f"{T}-credential-key",
     ]
     assert logs == f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/sandboxkit/test/{T}/launcher-logs:*"
     assert all(s["Effect"] == "Allow" and "*" not in str(s["Action"]) for s in statements)
@@ -447,7 +447,7 @@ def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None
         "IMAGE_ARN",
         "CONNECTOR_ARN",
         "WEBHOOK_SECRET_ARN",
-        "WORKER_KEY_SECRET_ARN",
+        "CREDENTIAL_KEY_SECRET_ARN",
         "MAX_DURATION_SECONDS",
         "IDLE_TIMEOUT_SECONDS",
         "EXEC_TIMEOUT_SECONDS",
@@ -496,11 +496,21 @@ def test_launcher_concurrency_setting_overrides_the_pool(engine: Recorder) -> No
     assert named(resources, f"{T}-launcher").inputs["reservedConcurrentExecutions"] == 3
 
 
-def test_secrets_stay_secret_and_the_worker_key_is_tagged(engine: Recorder) -> None:
-    resources = build(engine, workerKeyMaxAgeDays=14)
-    for part in ("webhook-secret", "worker-key"):
+def test_secrets_stay_secret_and_the_credential_key_is_tagged(engine: Recorder) -> None:
+    resources = build(engine, workerCredentialKeyMaxAgeDays=14)
+    for part in ("webhook-secret", "credential-key"):
         assert is_secret_value(named(resources, f"{T}-{part}-value").inputs["secretString"])
-    assert named(resources, f"{T}-worker-key").inputs["tags"]["sandboxkit-max-age-days"] == "14"
+    key = named(resources, f"{T}-credential-key").inputs
+    assert key["tags"]["sandboxkit-max-age-days"] == "14"
+
+
+@pytest.mark.parametrize("setting", ["workerKey", "workerKeyMaxAgeDays"])
+def test_the_static_worker_key_settings_are_refused_with_their_replacement(setting: str) -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="workerCredentialKey") as caught:
+        load_stack(source(**{setting: "wk_static"}), "test")
+    assert "wk_static" not in str(caught.value)
 
 
 def test_auth_token_ingress_adds_only_a_token_policy(engine: Recorder) -> None:
@@ -675,7 +685,9 @@ def test_exact_control_plane_hosts_are_accepted(engine: Recorder) -> None:
 def test_plaintext_secret_is_refused_without_showing_it() -> None:
     from sandboxkit.errors import ConfigError
 
-    plain = ConfigSource(values=source().values, secret_paths=frozenset({f"{T}.workerKey"}))
+    plain = ConfigSource(
+        values=source().values, secret_paths=frozenset({f"{T}.workerCredentialKey"})
+    )
     with pytest.raises(ConfigError) as caught:
         load_stack(plain, "test")
     assert caught.value.keys == (f"sandboxkit:{T}.webhookSecret",)

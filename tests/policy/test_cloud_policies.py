@@ -54,7 +54,7 @@ def launcher_env(**overrides: str) -> dict[str, str]:
         "IMAGE_ARN": "arn:aws:lambda:us-east-1:123456789012:microvm-image/worker",
         "CONNECTOR_ARN": CONNECTOR,
         "WEBHOOK_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook",
-        "WORKER_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:worker",
+        "CREDENTIAL_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:cred",
         "MAX_DURATION_SECONDS": "3600",
         "IDLE_TIMEOUT_SECONDS": "600",
         "EXEC_TIMEOUT_SECONDS": "300",

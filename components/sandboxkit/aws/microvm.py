@@ -63,7 +63,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
         ``-dns-association``, ``-dns-config``; flow logs: ``-flow-logs``, ``-flow-log-role``,
         ``-flow-log-policy``, ``-flow-log``; image: ``-build-role``, ``-build-policy``,
         ``-image``; ``-execution-role`` and ``-execution-policy`` (if configured); secrets:
-        ``-webhook-secret(-value)``, ``-worker-key(-value)``; launcher: ``-launcher-logs``,
+        ``-webhook-secret(-value)``, ``-credential-key(-value)``; launcher: ``-launcher-logs``,
         ``-launcher-role``, ``-launcher-policy``, ``-launcher``, ``-api``, ``-api-logs``,
         ``-api-integration``, ``-api-route``, ``-api-stage``, ``-api-permission``;
         ``-ingress-policy`` (``authToken``).

@@ -1,4 +1,5 @@
-"""The webhook path: the two secrets, the launcher Lambda behind an API Gateway HTTP API
+"""The webhook path: the two secrets (the webhook HMAC key and the worker-credential key, both
+read by the launcher only), the launcher Lambda behind an API Gateway HTTP API
 (``POST /launch``), the launcher's role, and the ingress policy for MicroVM auth tokens."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sandboxkit.aws.plan import MicrovmSandboxArgs
 from sandboxkit.contract import (
     LAUNCHER_CONNECTOR_ARN,
     LAUNCHER_CONTROL_PLANE_URL,
+    LAUNCHER_CREDENTIAL_KEY_SECRET_ARN,
     LAUNCHER_EXEC_TIMEOUT_SECONDS,
     LAUNCHER_EXECUTION_ROLE_ARN,
     LAUNCHER_IDLE_TIMEOUT_SECONDS,
@@ -23,7 +25,6 @@ from sandboxkit.contract import (
     LAUNCHER_MAX_DURATION_SECONDS,
     LAUNCHER_REPLAY_WINDOW_SECONDS,
     LAUNCHER_WEBHOOK_SECRET_ARN,
-    LAUNCHER_WORKER_KEY_SECRET_ARN,
 )
 from sandboxkit.secrets import SecretValue
 
@@ -63,7 +64,7 @@ def launcher(
     connector: aws.lambda_.CoreNetworkConnector,
     execution_role: aws.iam.Role | None,
 ) -> tuple[aws.lambda_.Function, aws.apigatewayv2.Api]:
-    """Secrets ``-webhook-secret(-value)`` and ``-worker-key(-value)``; ``-launcher-logs``,
+    """Secrets ``-webhook-secret(-value)`` and ``-credential-key(-value)``; ``-launcher-logs``,
     ``-launcher-role``, ``-launcher-policy``, ``-launcher``; ``-api``, ``-api-integration``,
     ``-api-route``, ``-api-logs``, ``-api-stage``, ``-api-permission``.
 
@@ -74,25 +75,26 @@ def launcher(
     webhook = _secret(
         kit, "webhook-secret", args["webhook_secret"], "sandboxkit webhook HMAC key", kit.tags
     )
-    max_age = str(args["worker_key_max_age_days"])
-    worker_key = _secret(
+    max_age = str(args["worker_credential_key_max_age_days"])
+    credential_key = _secret(
         kit,
-        "worker-key",
-        args["worker_key"],
-        f"sandboxkit job-scoped worker key; replace within {max_age} days",
+        "credential-key",
+        args["worker_credential_key"],
+        f"sandboxkit worker-credential signing key (launcher and platform only); "
+        f"replace within {max_age} days",
         {**kit.tags, "sandboxkit-max-age-days": max_age},
     )
     logs = kit.log_group("launcher-logs")
     role_arn = execution_role.arn if execution_role is not None else None
     policy = pulumi.Output.all(
-        image.arn, connector.arn, webhook.arn, worker_key.arn, logs.arn, role_arn
+        image.arn, connector.arn, webhook.arn, credential_key.arn, logs.arn, role_arn
     ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
     role = kit.role("launcher", LAMBDA_PRINCIPAL, policy)
     environment: dict[str, pulumi.Input[str]] = {
         LAUNCHER_IMAGE_ARN: image.arn,
         LAUNCHER_CONNECTOR_ARN: connector.arn,
         LAUNCHER_WEBHOOK_SECRET_ARN: webhook.arn,
-        LAUNCHER_WORKER_KEY_SECRET_ARN: worker_key.arn,
+        LAUNCHER_CREDENTIAL_KEY_SECRET_ARN: credential_key.arn,
         LAUNCHER_MAX_DURATION_SECONDS: str(args["max_duration_seconds"]),
         LAUNCHER_IDLE_TIMEOUT_SECONDS: str(args["idle_timeout_seconds"]),
         LAUNCHER_EXEC_TIMEOUT_SECONDS: str(args["exec_timeout_seconds"]),
