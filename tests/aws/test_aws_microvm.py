@@ -467,6 +467,42 @@ def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None
     )
 
 
+def test_every_role_is_assumable_for_this_account_only(engine: Recorder) -> None:
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*"}
+        ],
+    }
+    resources = build(engine, executionRolePolicy=document)
+    account = "123456789012"  # sts:GetCallerIdentity under the offline mocks
+    pinned = {"StringEquals": {"aws:SourceAccount": account}}
+    pinned_if_sent = {"StringEqualsIfExists": {"aws:SourceAccount": account}}
+    trusts = {
+        role.name: json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+        for role in of_type(resources, "aws:iam/role:Role")
+    }
+    assert {
+        name: [(s["Principal"], s["Condition"]) for s in st] for name, st in trusts.items()
+    } == {
+        f"{T}-launcher-role": [({"Service": "lambda.amazonaws.com"}, pinned)],
+        f"{T}-flow-log-role": [
+            (
+                {"Service": "vpc-flow-logs.amazonaws.com"},
+                {
+                    **pinned,
+                    "ArnLike": {"aws:SourceArn": f"arn:aws:ec2:eu-west-1:{account}:vpc-flow-log/*"},
+                },
+            )
+        ],
+        f"{T}-connector-role": [
+            ({"Service": "network-connectors.lambda.amazonaws.com"}, pinned_if_sent)
+        ],
+        f"{T}-build-role": [({"Service": "lambda.amazonaws.com"}, pinned_if_sent)],
+        f"{T}-execution-role": [({"Service": "lambda.amazonaws.com"}, pinned_if_sent)],
+    }
+
+
 def test_launcher_code_concurrency_and_logs(engine: Recorder) -> None:
     resources = build(
         engine,

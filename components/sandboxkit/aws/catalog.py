@@ -10,7 +10,15 @@ from typing import Any
 from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
-from sandboxkit.catalog import TAGS, TF_AWS, OutputRule, ResourceKind, TerraformType, mock_hash
+from sandboxkit.catalog import (
+    TAGS,
+    TF_AWS,
+    MockCall,
+    OutputRule,
+    ResourceKind,
+    TerraformType,
+    mock_hash,
+)
 
 # A documentation account id (AWS uses 123456789012 in its examples); never a real account.
 MOCK_AWS_ACCOUNT = "123456789012"
@@ -324,5 +332,18 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "aws:",
         mock_outputs=_aws_arn,
+    ),
+)
+
+# The account every role's trust policy is pinned to (``sts:GetCallerIdentity``).
+CALLS = (
+    MockCall(
+        "aws:index/getCallerIdentity:getCallerIdentity",
+        lambda _: {
+            "accountId": MOCK_AWS_ACCOUNT,
+            "arn": f"arn:aws:iam::{MOCK_AWS_ACCOUNT}:user/sandboxkit-render",
+            "id": MOCK_AWS_ACCOUNT,
+            "userId": "AIDAMOCKRENDER",
+        },
     ),
 )

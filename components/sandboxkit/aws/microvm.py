@@ -98,10 +98,16 @@ class MicrovmSandbox(pulumi.ComponentResource):
             **provider_args(args["access"]),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        # The account the provider deploys into: every role's trust policy is pinned to it.
+        identity = aws.get_caller_identity_output(
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=provider)
+        )
         kit = Children(
             name=name,
             tags=dict(args["labels"]),
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            account=identity.account_id,
+            region=args["access"].region,
             log_retention_days=args["log_retention_days"],
         )
         plan = args["egress"]

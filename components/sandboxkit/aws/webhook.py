@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.image import LAMBDA_PRINCIPAL
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 from sandboxkit.contract import (
@@ -36,6 +36,14 @@ LAUNCHER_RUNTIME = "python3.12"
 LAUNCHER_TIMEOUT_SECONDS = 25
 LAUNCHER_MEMORY_MIB = 256
 WEBHOOK_ROUTE = "POST /launch"
+# Lambda developer guide, "Working with AWS managed policies in the execution role": when
+# Lambda assumes a function's execution role, aws:SourceAccount and aws:SourceArn may be used
+# in its trust policy. The source ARN's shape is not given there, so only the account is pinned.
+FUNCTION_SOURCE = SourceContext(
+    documented=True,
+    source_arn=None,
+    source="Lambda developer guide, permissions-managed-policies (execution role trust)",
+)
 
 
 def _secret(
@@ -89,7 +97,7 @@ def launcher(
     policy = pulumi.Output.all(
         image.arn, connector.arn, webhook.arn, credential_key.arn, logs.arn, role_arn
     ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
-    role = kit.role("launcher", LAMBDA_PRINCIPAL, policy)
+    role = kit.role("launcher", LAMBDA_PRINCIPAL, FUNCTION_SOURCE, policy)
     environment: dict[str, pulumi.Input[str]] = {
         LAUNCHER_IMAGE_ARN: image.arn,
         LAUNCHER_CONNECTOR_ARN: connector.arn,
