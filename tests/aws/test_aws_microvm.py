@@ -11,6 +11,8 @@ import pytest
 from pulumi.runtime import rpc
 
 from sandboxkit.aws.webhook import LAUNCHER_DIR
+from sandboxkit.aws.worker import build as worker_build
+from sandboxkit.aws.worker import main as worker
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
 from sandboxkit.targets import KitContext
@@ -550,16 +552,33 @@ def test_the_static_worker_key_settings_are_refused_with_their_replacement(setti
 
 
 def test_auth_token_ingress_adds_only_a_token_policy(engine: Recorder) -> None:
-    resources = build(engine, ingress="authToken", ingressPort=9000)
+    resources = build(engine, ingress="authToken", ingressPort=8443)
     policy = named(resources, f"{T}-ingress-policy")
+    image_arn = named(resources, f"{T}-launcher").inputs["environment"]["variables"]["IMAGE_ARN"]
+    assert image_arn.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:microvm-image:")
     assert json.loads(policy.inputs["policy"])["Statement"] == [
         {
+            "Sid": "MintIngressTokens",
             "Effect": "Allow",
             "Action": "lambda:CreateMicrovmAuthToken",
-            "Resource": "arn:aws:lambda:eu-west-1:123456789012:microvm:*",
-        }
+            "Resource": ["arn:aws:lambda:eu-west-1:123456789012:microvm:*", image_arn],
+        },
+        {
+            "Sid": "NoShellTokens",
+            "Effect": "Deny",
+            "Action": "lambda:CreateMicrovmShellAuthToken",
+            "Resource": "*",
+        },
     ]
-    assert policy.inputs["tags"]["sandboxkit-ingress-port"] == "9000"
+    assert policy.inputs["tags"]["sandboxkit-ingress-port"] == "8443"
+
+
+def test_ingress_port_may_not_be_the_hooks_port() -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lifecycle-hook port"):
+        load_stack(source(ingress="authToken", ingressPort=worker_build.HOOKS_PORT), "test")
+    assert worker_build.HOOKS_PORT == 9000 == worker.DEFAULT_HOOKS_PORT
 
 
 def test_prod_stack_renders_the_target(project_dir: Path) -> None:

@@ -23,6 +23,7 @@ from sandboxkit.aws.plan import (
     EgressPlan,
     MicrovmSandboxArgs,
 )
+from sandboxkit.aws.worker.build import HOOKS_PORT
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_KEY, SandboxProfile
@@ -200,9 +201,11 @@ class MicrovmSettings(TargetSettings):
             render warns, because the guest can read the role's credentials.
         replayWindowSeconds: accepted webhook timestamp skew, seconds (1 to 3600).
         ingress: ``none`` (no one is granted MicroVM auth tokens) or ``authToken`` (a managed
-            IAM policy, to attach to the platform, lets it mint short-lived tokens for the
-            MicroVM's HTTPS endpoint, requested for ``ingressPort`` only).
-        ingressPort: the one MicroVM port tokens may name (``authToken`` only).
+            IAM policy, to attach to the platform, lets it mint short-lived tokens for this
+            account's MicroVMs and denies shell tokens; IAM has no key for the port, so the
+            platform must request ``ingressPort`` only: see ``webhook.ingress_document``).
+        ingressPort: the one MicroVM port tokens should name (``authToken`` only); never the
+            worker's lifecycle-hook port 9000.
         launcherConcurrency: reserved concurrency of the launcher and the API stage's throttle
             (default ``pool.maxConcurrent``).
         launcherLayers: Lambda layer ARNs for the launcher, e.g. one bundling a boto3 new
@@ -291,6 +294,17 @@ class MicrovmSettings(TargetSettings):
                 exact_control_plane_host(parse_rule(entry))
             except ValueError as exc:
                 raise FieldError(f"[{index}]", entry, str(exc)) from None
+        return value
+
+    @field_validator("ingress_port")
+    @classmethod
+    def _not_the_hooks_port(cls, value: int) -> int:
+        # An auth token naming the hooks port would reach the worker's lifecycle listener.
+        if value == HOOKS_PORT:
+            raise ValueError(
+                f"must not be {HOOKS_PORT}, the worker's lifecycle-hook port "
+                "(sandboxkit.aws.worker.build.HOOKS_PORT); the default is 8080"
+            )
         return value
 
     @field_validator("vpc_cidr")

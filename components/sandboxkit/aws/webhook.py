@@ -194,28 +194,66 @@ def launcher(
 def ingress_policy(
     kit: Children, args: MicrovmSandboxArgs, image: aws.lambdamicrovms.Image
 ) -> None:
-    """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens."""
+    """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens, and
+    never shell tokens (:func:`ingress_document`)."""
     port = args["ingress_port"]
     region = args["access"].region
     aws.iam.Policy(
         f"{kit.name}-ingress-policy",
         description=(
             "sandboxkit: mint short-lived auth tokens for the MicroVMs' HTTPS endpoint; "
-            f"request allowedPorts [{{port: {port}}}] only"
+            f"request allowedPorts [{{port: {port}}}] only (IAM cannot enforce the port); "
+            "never shell tokens"
         ),
-        policy=image.arn.apply(
-            lambda arn: json.dumps(
-                policy_document(
-                    {
-                        "Effect": "Allow",
-                        "Action": "lambda:CreateMicrovmAuthToken",
-                        "Resource": f"arn:aws:lambda:{region}:{arn.split(':')[4]}:microvm:*",
-                    }
-                )
-            )
+        policy=pulumi.Output.all(kit.account, image.arn).apply(
+            lambda a: json.dumps(ingress_document(region, a[0], a[1]))
         ),
         tags={**kit.tags, "sandboxkit-ingress-port": str(port)},
         opts=kit.opts,
+    )
+
+
+def ingress_document(region: str, account: str, image_arn: str) -> dict[str, Any]:
+    """The ingress policy: ``CreateMicrovmAuthToken`` on this account's MicroVMs in ``region``
+    and on this image, and an explicit Deny of ``CreateMicrovmShellAuthToken`` everywhere.
+
+    What IAM can and cannot say here (checked 2026-12-01):
+
+    * Actions: the ``lambda-microvms`` operations ``CreateMicrovmAuthToken`` and
+      ``CreateMicrovmShellAuthToken`` (botocore 1.44.8 service model, signing name
+      ``lambda``), authorized in IAM's ``lambda:`` namespace like ``RunMicrovm``.
+    * Resources: ``arn:aws:lambda:<region>:<account>:microvm:*`` plus the image ARN. A
+      MicroVM's ARN carries an opaque id, not its image, so the ARN alone cannot single out
+      this image's MicroVMs. Listing the image ARN narrows the grant to them only if the
+      service authorizes these calls against the image a MicroVM runs, as a public deployment
+      reports for ``GetMicrovm``/``Suspend``/``Resume``/``Terminate``; the Service
+      Authorization Reference rows for the MicroVM actions could not be read to confirm it.
+      Either way nothing is granted outside this account and region.
+    * Condition keys: none. No condition key from the Service Authorization Reference's
+      ``lambda`` page could be confirmed for these actions (IAM accepts unknown keys
+      silently, so an unconfirmed one would look like a limit and be none). In particular
+      no key for ``allowedPorts`` is known: a holder can request ``allPorts`` or any port,
+      including the worker's hooks port, of any MicroVM this grant covers. The kit's other
+      guards: the spec refuses ``ingressPort`` equal to the hooks port, and the worker takes
+      one ``/run`` only (409 after it).
+    * Shell tokens need the ``SHELL_INGRESS`` connector on the MicroVM (API reference,
+      ``CreateMicrovmShellAuthToken``); the launcher may pass only the kit's egress connector
+      (``lambda:PassNetworkConnector`` on it alone), so no kit MicroVM has one. The Deny keeps
+      a broader policy attached beside this one from granting shell tokens to its holder.
+    """
+    return policy_document(
+        {
+            "Sid": "MintIngressTokens",
+            "Effect": "Allow",
+            "Action": "lambda:CreateMicrovmAuthToken",
+            "Resource": [f"arn:aws:lambda:{region}:{account}:microvm:*", image_arn],
+        },
+        {
+            "Sid": "NoShellTokens",
+            "Effect": "Deny",
+            "Action": "lambda:CreateMicrovmShellAuthToken",
+            "Resource": "*",
+        },
     )
 
 
