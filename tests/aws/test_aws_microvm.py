@@ -414,13 +414,17 @@ def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> No
     assert all(s["Effect"] == "Allow" and "*" not in str(s["Action"]) for s in statements)
 
 
+# A least-privilege execution-role policy, for the tests that configure one.
+EXECUTION_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::example-data/*"}
+    ],
+}
+
+
 def test_execution_role_is_passed_only_when_configured_and_warned(engine: Recorder) -> None:
-    document = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::example-data/*"}
-        ],
-    }
+    document = EXECUTION_POLICY
     resources = build(engine, executionRolePolicy=document)
     statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
     assert statements[-1]["Sid"] == "PassExecutionRole"
@@ -470,13 +474,7 @@ def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None
 
 
 def test_every_role_is_assumable_for_this_account_only(engine: Recorder) -> None:
-    document = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::data/*"}
-        ],
-    }
-    resources = build(engine, executionRolePolicy=document)
+    resources = build(engine, executionRolePolicy=EXECUTION_POLICY)
     account = "123456789012"  # sts:GetCallerIdentity under the offline mocks
     pinned = {"StringEquals": {"aws:SourceAccount": account}}
     pinned_if_sent = {"StringEqualsIfExists": {"aws:SourceAccount": account}}
@@ -547,7 +545,7 @@ def test_the_static_worker_key_settings_are_refused_with_their_replacement(setti
     from sandboxkit.errors import ConfigError
 
     with pytest.raises(ConfigError, match="workerCredentialKey") as caught:
-        load_stack(source(**{setting: "wk_static"}), "test")
+        load_stack(source(None, **{setting: "wk_static"}), "test")
     assert "wk_static" not in str(caught.value)
 
 
