@@ -224,11 +224,12 @@ def ingress_document(region: str, account: str, image_arn: str) -> dict[str, Any
       ``lambda``), authorized in IAM's ``lambda:`` namespace like ``RunMicrovm``.
     * Resources: ``arn:aws:lambda:<region>:<account>:microvm:*`` plus the image ARN. A
       MicroVM's ARN carries an opaque id, not its image, so the ARN alone cannot single out
-      this image's MicroVMs. Listing the image ARN narrows the grant to them only if the
-      service authorizes these calls against the image a MicroVM runs, as a public deployment
-      reports for ``GetMicrovm``/``Suspend``/``Resume``/``Terminate``; the Service
-      Authorization Reference rows for the MicroVM actions could not be read to confirm it.
-      Either way nothing is granted outside this account and region.
+      this image's MicroVMs. Listing the image ARN narrows the grant to them if the service
+      authorizes these calls against the image a MicroVM runs, which public deployments report
+      for ``CreateMicrovmAuthToken`` and ``GetMicrovm`` (observed from refused calls, not an
+      AWS statement); the Service Authorization Reference rows for the MicroVM actions could
+      not be read to confirm it. If the service checks the MicroVM ARN only, the grant covers
+      every MicroVM of this account in ``region``; never anything outside them.
     * Condition keys: none. No condition key from the Service Authorization Reference's
       ``lambda`` page could be confirmed for these actions (IAM accepts unknown keys
       silently, so an unconfirmed one would look like a limit and be none). In particular
