@@ -11,19 +11,21 @@ import pytest
 from pulumi.runtime import rpc
 
 from sandboxkit.aws.webhook import LAUNCHER_DIR
+from sandboxkit.aws.worker import build as worker_build
+from sandboxkit.aws.worker import main as worker
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
 from sandboxkit.targets import KitContext
 from support import build_target, named, of_type, one
 
 T = "aws-microvm"
-SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerKey"})
+SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerCredentialKey"})
 SETTINGS: dict[str, Any] = {
     "region": "eu-west-1",
     "controlPlaneUrl": "https://agents.example.com/api",
     "workerArtifact": {"bucket": "example-artifacts", "key": "worker/worker.zip"},
     "webhookSecret": "webhook-hmac",
-    "workerKey": "worker-key",
+    "workerCredentialKey": "credential-key",
     "vpcCidr": "10.40.0.0/20",
     "availabilityZones": ["eu-west-1a", "eu-west-1b"],
 }
@@ -105,8 +107,8 @@ def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True)
         "image",
         "webhook-secret",
         "webhook-secret-value",
-        "worker-key",
-        "worker-key-value",
+        "credential-key",
+        "credential-key-value",
         "launcher-logs",
         "launcher-role",
         "launcher-policy",
@@ -406,19 +408,23 @@ def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> No
     assert connector.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-conn")
     assert [s.split("/")[-1].rsplit("-", 1)[0] for s in secrets] == [
         f"{T}-webhook-secret",
-        f"{T}-worker-key",
+        f"{T}-credential-key",
     ]
     assert logs == f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/sandboxkit/test/{T}/launcher-logs:*"
     assert all(s["Effect"] == "Allow" and "*" not in str(s["Action"]) for s in statements)
 
 
+# A least-privilege execution-role policy, for the tests that configure one.
+EXECUTION_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::example-data/*"}
+    ],
+}
+
+
 def test_execution_role_is_passed_only_when_configured_and_warned(engine: Recorder) -> None:
-    document = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::example-data/*"}
-        ],
-    }
+    document = EXECUTION_POLICY
     resources = build(engine, executionRolePolicy=document)
     statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
     assert statements[-1]["Sid"] == "PassExecutionRole"
@@ -447,7 +453,7 @@ def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None
         "IMAGE_ARN",
         "CONNECTOR_ARN",
         "WEBHOOK_SECRET_ARN",
-        "WORKER_KEY_SECRET_ARN",
+        "CREDENTIAL_KEY_SECRET_ARN",
         "MAX_DURATION_SECONDS",
         "IDLE_TIMEOUT_SECONDS",
         "EXEC_TIMEOUT_SECONDS",
@@ -465,6 +471,36 @@ def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None
         variables["IMAGE_ARN"]
         == policy_of(resources, f"{T}-launcher-policy")["Statement"][0]["Resource"]
     )
+
+
+def test_every_role_is_assumable_for_this_account_only(engine: Recorder) -> None:
+    resources = build(engine, executionRolePolicy=EXECUTION_POLICY)
+    account = "123456789012"  # sts:GetCallerIdentity under the offline mocks
+    pinned = {"StringEquals": {"aws:SourceAccount": account}}
+    pinned_if_sent = {"StringEqualsIfExists": {"aws:SourceAccount": account}}
+    trusts = {
+        role.name: json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+        for role in of_type(resources, "aws:iam/role:Role")
+    }
+    assert {
+        name: [(s["Principal"], s["Condition"]) for s in st] for name, st in trusts.items()
+    } == {
+        f"{T}-launcher-role": [({"Service": "lambda.amazonaws.com"}, pinned)],
+        f"{T}-flow-log-role": [
+            (
+                {"Service": "vpc-flow-logs.amazonaws.com"},
+                {
+                    **pinned,
+                    "ArnLike": {"aws:SourceArn": f"arn:aws:ec2:eu-west-1:{account}:vpc-flow-log/*"},
+                },
+            )
+        ],
+        f"{T}-connector-role": [
+            ({"Service": "network-connectors.lambda.amazonaws.com"}, pinned_if_sent)
+        ],
+        f"{T}-build-role": [({"Service": "lambda.amazonaws.com"}, pinned_if_sent)],
+        f"{T}-execution-role": [({"Service": "lambda.amazonaws.com"}, pinned_if_sent)],
+    }
 
 
 def test_launcher_code_concurrency_and_logs(engine: Recorder) -> None:
@@ -496,24 +532,51 @@ def test_launcher_concurrency_setting_overrides_the_pool(engine: Recorder) -> No
     assert named(resources, f"{T}-launcher").inputs["reservedConcurrentExecutions"] == 3
 
 
-def test_secrets_stay_secret_and_the_worker_key_is_tagged(engine: Recorder) -> None:
-    resources = build(engine, workerKeyMaxAgeDays=14)
-    for part in ("webhook-secret", "worker-key"):
+def test_secrets_stay_secret_and_the_credential_key_is_tagged(engine: Recorder) -> None:
+    resources = build(engine, workerCredentialKeyMaxAgeDays=14)
+    for part in ("webhook-secret", "credential-key"):
         assert is_secret_value(named(resources, f"{T}-{part}-value").inputs["secretString"])
-    assert named(resources, f"{T}-worker-key").inputs["tags"]["sandboxkit-max-age-days"] == "14"
+    key = named(resources, f"{T}-credential-key").inputs
+    assert key["tags"]["sandboxkit-max-age-days"] == "14"
+
+
+@pytest.mark.parametrize("setting", ["workerKey", "workerKeyMaxAgeDays"])
+def test_the_static_worker_key_settings_are_refused_with_their_replacement(setting: str) -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="workerCredentialKey") as caught:
+        load_stack(source(None, **{setting: "wk_static"}), "test")
+    assert "wk_static" not in str(caught.value)
 
 
 def test_auth_token_ingress_adds_only_a_token_policy(engine: Recorder) -> None:
-    resources = build(engine, ingress="authToken", ingressPort=9000)
+    resources = build(engine, ingress="authToken", ingressPort=8443)
     policy = named(resources, f"{T}-ingress-policy")
+    image_arn = named(resources, f"{T}-launcher").inputs["environment"]["variables"]["IMAGE_ARN"]
+    assert image_arn.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:microvm-image:")
     assert json.loads(policy.inputs["policy"])["Statement"] == [
         {
+            "Sid": "MintIngressTokens",
             "Effect": "Allow",
             "Action": "lambda:CreateMicrovmAuthToken",
-            "Resource": "arn:aws:lambda:eu-west-1:123456789012:microvm:*",
-        }
+            "Resource": ["arn:aws:lambda:eu-west-1:123456789012:microvm:*", image_arn],
+        },
+        {
+            "Sid": "NoShellTokens",
+            "Effect": "Deny",
+            "Action": "lambda:CreateMicrovmShellAuthToken",
+            "Resource": "*",
+        },
     ]
-    assert policy.inputs["tags"]["sandboxkit-ingress-port"] == "9000"
+    assert policy.inputs["tags"]["sandboxkit-ingress-port"] == "8443"
+
+
+def test_ingress_port_may_not_be_the_hooks_port() -> None:
+    from sandboxkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lifecycle-hook port"):
+        load_stack(source(ingress="authToken", ingressPort=worker_build.HOOKS_PORT), "test")
+    assert worker_build.HOOKS_PORT == 9000 == worker.DEFAULT_HOOKS_PORT
 
 
 def test_prod_stack_renders_the_target(project_dir: Path) -> None:
@@ -675,7 +738,9 @@ def test_exact_control_plane_hosts_are_accepted(engine: Recorder) -> None:
 def test_plaintext_secret_is_refused_without_showing_it() -> None:
     from sandboxkit.errors import ConfigError
 
-    plain = ConfigSource(values=source().values, secret_paths=frozenset({f"{T}.workerKey"}))
+    plain = ConfigSource(
+        values=source().values, secret_paths=frozenset({f"{T}.workerCredentialKey"})
+    )
     with pytest.raises(ConfigError) as caught:
         load_stack(plain, "test")
     assert caught.value.keys == (f"sandboxkit:{T}.webhookSecret",)

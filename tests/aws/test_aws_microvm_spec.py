@@ -27,7 +27,7 @@ def settings(**overrides: object) -> MicrovmSettings:
             "controlPlaneUrl": "https://agents.example.com",
             "workerArtifact": {"bucket": "example-artifacts", "key": "w.zip"},
             "webhookSecret": SecretValue("a"),
-            "workerKey": SecretValue("b"),
+            "workerCredentialKey": SecretValue("b"),
             "vpcCidr": "10.0.0.0/16",
             "availabilityZones": ["eu-west-1a"],
             **overrides,
@@ -184,4 +184,4 @@ def test_base_image_defaults_to_the_regions_managed_image() -> None:
 
 
 def test_secret_settings_are_declared() -> None:
-    assert MicrovmSettings.secret_keys() == {"webhookSecret", "workerKey"}
+    assert MicrovmSettings.secret_keys() == {"webhookSecret", "workerCredentialKey"}

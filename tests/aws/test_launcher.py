@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import logging
 from collections.abc import Iterator
@@ -23,10 +25,10 @@ NOW = 1_800_000_000
 IMAGE_ARN = "arn:aws:lambda:us-east-1:123456789012:microvm-image:sbx-worker"
 CONNECTOR_ARN = "arn:aws:lambda:us-east-1:123456789012:network-connector:sbx-egress"
 WEBHOOK_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sbx-webhook-AbCdEf"
-WORKER_KEY_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sbx-worker-GhIjKl"
+CREDENTIAL_KEY_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sbx-worker-GhIjKl"
 ROLE_ARN = "arn:aws:iam::123456789012:role/sbx-microvm-exec"
 WEBHOOK_SECRET = "whsec_test_0123456789abcdef"
-WORKER_KEY = "wk_live_SUPERSECRET_9f8e7d6c5b4a"
+CREDENTIAL_KEY = "ck_live_SUPERSECRET_9f8e7d6c5b4a"
 CONTROL_PLANE_URL = "https://agents.example.com/api"
 SESSION_ID = "sess_01HZX3Y7"
 JOB_ID = "job_42"
@@ -37,7 +39,7 @@ ENV = {
     "IMAGE_ARN": IMAGE_ARN,
     "CONNECTOR_ARN": CONNECTOR_ARN,
     "WEBHOOK_SECRET_ARN": WEBHOOK_SECRET_ARN,
-    "WORKER_KEY_SECRET_ARN": WORKER_KEY_SECRET_ARN,
+    "CREDENTIAL_KEY_SECRET_ARN": CREDENTIAL_KEY_SECRET_ARN,
     "MAX_DURATION_SECONDS": "3600",
     "IDLE_TIMEOUT_SECONDS": "900",
     "EXEC_TIMEOUT_SECONDS": "120",
@@ -152,8 +154,33 @@ def _body(session_id: str = SESSION_ID, job_id: str = JOB_ID) -> str:
     return json.dumps({"sessionId": session_id, "jobId": job_id})
 
 
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _claims(
+    session_id: str = SESSION_ID, job_id: str = JOB_ID, launched_at: int = NOW
+) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "aud": CONTROL_PLANE_URL,
+        "jobId": job_id,
+        "sessionId": session_id,
+        "sandboxId": "sbx-" + hashlib.sha256(session_id.encode()).hexdigest(),
+        "iat": launched_at,
+        "exp": launched_at + 3600,  # MAX_DURATION_SECONDS
+    }
+
+
+def _credential(claims: dict[str, Any], key: str = CREDENTIAL_KEY) -> str:
+    """The credential format, written out independently of the launcher's code."""
+    body = _b64url(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode())
+    mac = hmac.new(key.encode(), f"sbxw1.{body}".encode(), hashlib.sha256).digest()
+    return f"sbxw1.{body}.{_b64url(mac)}"
+
+
 def _expected_params(
-    session_id: str = SESSION_ID, job_id: str = JOB_ID, **overrides: Any
+    session_id: str = SESSION_ID, job_id: str = JOB_ID, launched_at: int = NOW, **overrides: Any
 ) -> dict[str, Any]:
     params = {
         "imageIdentifier": IMAGE_ARN,
@@ -167,11 +194,11 @@ def _expected_params(
         "runHookPayload": json.dumps(
             {
                 "controlPlaneUrl": CONTROL_PLANE_URL,
+                "credential": _credential(_claims(session_id, job_id, launched_at)),
                 "execTimeoutSeconds": 120,
                 "jobId": job_id,
                 "sessionId": session_id,
-                "v": 1,
-                "workerKey": WORKER_KEY,
+                "v": 2,
             },
             separators=(",", ":"),
         ),
@@ -195,7 +222,7 @@ RUN = ("lambda-microvms", "RunMicrovm")
 
 def test_good_webhook_reads_both_secrets_then_runs_one_microvm(aws: Aws) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
     aws.expect_run(_expected_params())
 
     status, body = _call(_event(_body()))
@@ -208,7 +235,7 @@ def test_good_webhook_reads_both_secrets_then_runs_one_microvm(aws: Aws) -> None
 
 def test_base64_encoded_body_is_verified_on_its_decoded_bytes(aws: Aws) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
     aws.expect_run(_expected_params())
 
     status, _ = _call(_event(_body(), base64_body=True))
@@ -222,7 +249,7 @@ def test_execution_role_is_passed_only_when_configured(
 ) -> None:
     monkeypatch.setenv("EXECUTION_ROLE_ARN", ROLE_ARN)
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
     aws.expect_run(_expected_params(executionRoleArn=ROLE_ARN))
 
     status, _ = _call(_event(_body()))
@@ -233,7 +260,7 @@ def test_execution_role_is_passed_only_when_configured(
 
 def test_params_never_name_internet_egress_or_auto_resume() -> None:
     config = handler.load_config(ENV)
-    params = handler.build_run_microvm_params(config, SESSION_ID, JOB_ID, WORKER_KEY)
+    params = handler.build_run_microvm_params(config, SESSION_ID, JOB_ID, _credential(_claims()))
 
     assert params["egressNetworkConnectors"] == [CONNECTOR_ARN]
     assert "INTERNET_EGRESS" not in json.dumps(params)
@@ -247,12 +274,78 @@ def test_params_are_valid_against_the_service_model() -> None:
     from botocore.validate import ParamValidator
 
     config = handler.load_config({**ENV, "EXECUTION_ROLE_ARN": ROLE_ARN})
-    params = handler.build_run_microvm_params(config, "s" * 128, "j" * 128, "k" * 2000)
+    claims = _claims("s" * 128, "j" * 128)
+    params = handler.build_run_microvm_params(config, "s" * 128, "j" * 128, _credential(claims))
     model = _fake_client("lambda-microvms").meta.service_model.operation_model("RunMicrovm")
 
     report = ParamValidator().validate(params, model.input_shape)
 
     assert not report.has_errors(), report.generate_report()
+
+
+# --- per-launch worker credentials ------------------------------------------------------------
+
+
+def test_each_launch_carries_a_credential_for_its_own_job_and_no_key(aws: Aws) -> None:
+    aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
+    aws.expect_run(_expected_params())
+    aws.expect_run(_expected_params("sess_other", "job_43"))
+    sent: list[dict[str, Any]] = []
+    aws.microvms.meta.events.register(
+        "provide-client-params.lambda-microvms.RunMicrovm",
+        lambda params, **_: sent.append(dict(params)),
+    )
+
+    assert _call(_event(_body()))[0] == 202
+    assert _call(_event(_body("sess_other", "job_43")))[0] == 202
+
+    payloads = [json.loads(params["runHookPayload"]) for params in sent]
+    assert [p["credential"] for p in payloads] == [
+        _credential(_claims()),
+        _credential(_claims("sess_other", "job_43")),
+    ]
+    for params in sent:
+        # The signing key is in no RunMicrovm parameter, so in nothing the guest receives.
+        assert CREDENTIAL_KEY not in json.dumps(params)
+        assert "workerKey" not in params["runHookPayload"]
+    # The launcher's environment names the key's secret, never the key.
+    assert CREDENTIAL_KEY not in json.dumps(dict(handler.os.environ))
+
+
+def test_the_platform_verifies_a_credential_for_its_job_only() -> None:
+    key = CREDENTIAL_KEY.encode()
+    credential = _credential(_claims())
+    verify = handler.verify_worker_credential
+    forged = (
+        _credential(_claims(job_id="job_43")).rsplit(".", 1)[0] + "." + credential.rsplit(".", 1)[1]
+    )
+
+    assert verify(key, credential, audience=CONTROL_PLANE_URL, job_id=JOB_ID, now=NOW) == (
+        _claims()
+    )
+    refusals = {
+        "other job": (key, credential, CONTROL_PLANE_URL, "job_43", NOW),
+        "expired": (key, credential, CONTROL_PLANE_URL, JOB_ID, NOW + 3600),
+        "other key": (b"another-key", credential, CONTROL_PLANE_URL, JOB_ID, NOW),
+        "other platform": (key, credential, "https://evil.example.com", JOB_ID, NOW),
+        # Job 43's claims under job 42's signature.
+        "forged claims": (key, forged, CONTROL_PLANE_URL, "job_43", NOW),
+        "static key": (key, CREDENTIAL_KEY, CONTROL_PLANE_URL, JOB_ID, NOW),
+    }
+    reasons = {}
+    for name, (k, token, audience, job, now) in refusals.items():
+        with pytest.raises(handler.CredentialError) as raised:
+            verify(k, token, audience=audience, job_id=job, now=now)
+        reasons[name] = raised.value.reason
+    assert reasons == {
+        "other job": "wrong_job",
+        "expired": "expired",
+        "other key": "bad_signature",
+        "other platform": "wrong_audience",
+        "forged claims": "bad_signature",
+        "static key": "malformed",
+    }
 
 
 # --- rejected webhooks: exact status and nothing started ---------------------------------------
@@ -283,9 +376,9 @@ def test_rejected_before_any_aws_call(aws: Aws, name: str, event: dict[str, Any]
 
 def test_replay_window_edges_are_accepted(aws: Aws) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
-    aws.expect_run(_expected_params())
-    aws.expect_run(_expected_params())
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
+    aws.expect_run(_expected_params(launched_at=NOW - 300))
+    aws.expect_run(_expected_params())  # a future timestamp never extends the credential
 
     past = _call(_event(_body(), timestamp=NOW - 300))
     future = _call(_event(_body(), timestamp=NOW + 300))
@@ -358,8 +451,8 @@ def test_invalid_base64_body_is_401(aws: Aws) -> None:
 
 def test_redelivery_of_a_session_reuses_the_client_token(aws: Aws) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
-    aws.expect_run(_expected_params())
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
+    aws.expect_run(_expected_params(launched_at=NOW - 10))
     aws.expect_run(_expected_params())  # same clientToken, asserted by the Stubber
 
     first = _call(_event(_body(), timestamp=NOW - 10))
@@ -387,7 +480,7 @@ def test_secrets_are_refetched_after_the_cache_ttl(
     monkeypatch.setattr(handler, "monotonic_clock", lambda: clock[0])
     for _ in range(2):
         aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-        aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
+        aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
     for _ in range(3):
         aws.expect_run(_expected_params())
 
@@ -404,7 +497,7 @@ def test_run_microvm_error_is_502_without_details(
     aws: Aws, caplog: pytest.LogCaptureFixture
 ) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
     aws.microvms_stub.add_client_error(
         "run_microvm",
         service_error_code="ServiceQuotaExceededException",
@@ -435,7 +528,7 @@ def test_secret_read_error_is_502_and_starts_nothing(aws: Aws) -> None:
     assert aws.calls == [GET_SECRET]
 
 
-def test_worker_key_read_error_is_502_and_starts_nothing(aws: Aws) -> None:
+def test_credential_key_read_error_is_502_and_starts_nothing(aws: Aws) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
     aws.secrets_stub.add_client_error("get_secret_value", "InternalServiceError", "boom")
 
@@ -458,11 +551,11 @@ def test_webhook_secret_without_a_string_is_refused(aws: Aws) -> None:
     assert aws.calls == [GET_SECRET]
 
 
-def test_worker_key_never_reaches_logs_or_response(
+def test_credential_key_never_reaches_logs_or_response(
     aws: Aws, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, WORKER_KEY)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
     aws.expect_run(_expected_params())
     caplog.set_level(logging.DEBUG)
 
@@ -472,7 +565,7 @@ def test_worker_key_never_reaches_logs_or_response(
     assert result["statusCode"] == 202
     assert any('"event": "microvm_started"' in r.getMessage() for r in caplog.records)
     for text in (caplog.text, captured.out, captured.err, json.dumps(result)):
-        assert WORKER_KEY not in text
+        assert CREDENTIAL_KEY not in text
         assert WEBHOOK_SECRET not in text
 
 
@@ -511,7 +604,7 @@ def test_logs_are_json_with_an_event_name(aws: Aws, caplog: pytest.LogCaptureFix
         ({"CONTROL_PLANE_URL": "http://agents.example.com"}, "CONTROL_PLANE_URL"),
         ({"CONTROL_PLANE_URL": "https://u:p@agents.example.com"}, "CONTROL_PLANE_URL"),
         ({"EXECUTION_ROLE_ARN": "arn:aws:iam::123:user/x"}, "EXECUTION_ROLE_ARN"),
-        ({"WORKER_KEY_SECRET_ARN": "  "}, "WORKER_KEY_SECRET_ARN"),
+        ({"CREDENTIAL_KEY_SECRET_ARN": "  "}, "CREDENTIAL_KEY_SECRET_ARN"),
     ],
 )
 def test_invalid_configuration_names_the_field(override: dict[str, str], field_name: str) -> None:
@@ -548,9 +641,11 @@ def test_custom_replay_window_is_honoured(aws: Aws, monkeypatch: pytest.MonkeyPa
     assert aws.calls == []
 
 
-def test_oversized_worker_key_is_refused_before_run(aws: Aws) -> None:
+def test_oversized_payload_is_refused_before_run(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The URL appears twice (the payload and the credential's aud): 1,800 characters overflow.
+    monkeypatch.setenv("CONTROL_PLANE_URL", CONTROL_PLANE_URL + "/" + "a" * 1800)
     aws.expect_secret(WEBHOOK_SECRET_ARN, WEBHOOK_SECRET)
-    aws.expect_secret(WORKER_KEY_SECRET_ARN, "k" * handler.MAX_RUN_HOOK_PAYLOAD_CHARS)
+    aws.expect_secret(CREDENTIAL_KEY_SECRET_ARN, CREDENTIAL_KEY)
 
     status, _ = _call(_event(_body()))
 

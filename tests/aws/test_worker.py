@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -17,7 +18,6 @@ import pytest
 from sandboxkit.aws.worker import main as worker
 from support import LoopbackHTTP
 
-WORKER_KEY = "wk_job_scoped_DO_NOT_PRINT_7c1f"
 SESSION_ID = "sess_01HZX3Y7"
 JOB_ID = "job_42"
 JOB_PATH = f"/v1/jobs/{JOB_ID}"
@@ -44,12 +44,34 @@ def plane() -> Iterator[ControlPlane]:
         yield stand_in
 
 
+# An hour from the test run: the credentials below are alive unless a test says otherwise.
+EXPIRES = int(time.time()) + 3600
+
+
+def _credential(
+    audience: str, *, job_id: str = JOB_ID, session_id: str = SESSION_ID, expires: int = EXPIRES
+) -> str:
+    """A credential of the launcher's shape; the MAC is opaque to the worker (it holds no key)."""
+    claims = {
+        "v": 1,
+        "aud": audience,
+        "jobId": job_id,
+        "sessionId": session_id,
+        "sandboxId": "sbx-0",
+        "iat": expires - 3600,
+        "exp": expires,
+    }
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return f"sbxw1.{body}.MAC_DO_NOT_PRINT_7c1f"
+
+
 def _config(plane: ControlPlane, **overrides: Any) -> worker.WorkerConfig:
     values: dict[str, Any] = {
         "session_id": SESSION_ID,
         "job_id": JOB_ID,
         "control_plane_url": plane.url,
-        "worker_key": WORKER_KEY,
+        "credential": _credential(plane.url),
+        "credential_expires_at": EXPIRES,
         "exec_timeout_seconds": 10,
     }
     values.update(overrides)
@@ -58,11 +80,11 @@ def _config(plane: ControlPlane, **overrides: Any) -> worker.WorkerConfig:
 
 def _payload(plane: ControlPlane, **overrides: Any) -> dict[str, Any]:
     payload: dict[str, Any] = {
-        "v": 1,
+        "v": 2,
         "sessionId": SESSION_ID,
         "jobId": JOB_ID,
         "controlPlaneUrl": plane.url,
-        "workerKey": WORKER_KEY,
+        "credential": _credential(plane.url),
         "execTimeoutSeconds": 10,
     }
     payload.update(overrides)
@@ -104,7 +126,7 @@ def test_fetches_job_with_bearer_key_runs_commands_and_reports_exact_results(
     assert sleeps == []
     assert plane.calls() == [("GET", JOB_PATH), ("POST", RESULTS_PATH)]
     for request in plane.requests:
-        assert request.headers["Authorization"] == f"Bearer {WORKER_KEY}"
+        assert request.headers["Authorization"] == f"Bearer {_credential(plane.url)}"
     assert plane.requests[1].headers["Content-Type"] == "application/json"
     common = {"timedOut": False, "error": None, "stdoutTruncated": False, "stderrTruncated": False}
     assert _without_durations(plane.posted_results()) == {
@@ -363,10 +385,11 @@ def test_main_never_prints_the_key(
     captured = capsys.readouterr()
     assert code == worker.EXIT_CONTROL_PLANE
     assert '"event": "results_post_failed"' in captured.err
-    assert WORKER_KEY not in captured.out + captured.err
+    credential = _credential(plane.url)
+    assert credential not in captured.out + captured.err
     posted = [r.body.decode() for r in plane.requests if r.method == "POST"]
-    assert posted and all(WORKER_KEY not in body for body in posted)
-    assert WORKER_KEY not in repr(_config(plane))
+    assert posted and all(credential not in body for body in posted)
+    assert credential not in repr(_config(plane))
 
 
 def test_commands_run_as_the_configured_unprivileged_user(
@@ -426,14 +449,17 @@ def test_payload_written_by_the_launcher_is_accepted() -> None:
             "IMAGE_ARN": "arn:aws:lambda:us-east-1:123456789012:microvm-image:w",
             "CONNECTOR_ARN": "arn:aws:lambda:us-east-1:123456789012:network-connector:c",
             "WEBHOOK_SECRET_ARN": "arn:w",
-            "WORKER_KEY_SECRET_ARN": "arn:k",
+            "CREDENTIAL_KEY_SECRET_ARN": "arn:k",
             "MAX_DURATION_SECONDS": "600",
             "IDLE_TIMEOUT_SECONDS": "300",
             "EXEC_TIMEOUT_SECONDS": "45",
             "CONTROL_PLANE_URL": "https://agents.example.com/",
         }
     )
-    payload = handler.build_run_hook_payload(launcher_config, SESSION_ID, JOB_ID, WORKER_KEY)
+    launched_at = int(time.time())
+    claims = handler.worker_credential_claims(launcher_config, SESSION_ID, JOB_ID, launched_at)
+    credential = handler.mint_worker_credential(b"launcher-only-key", claims)
+    payload = handler.build_run_hook_payload(launcher_config, SESSION_ID, JOB_ID, credential)
 
     config = worker.parse_payload(payload.encode())
 
@@ -441,16 +467,20 @@ def test_payload_written_by_the_launcher_is_accepted() -> None:
         session_id=SESSION_ID,
         job_id=JOB_ID,
         control_plane_url="https://agents.example.com",
-        worker_key=WORKER_KEY,
+        credential=credential,
+        credential_expires_at=launched_at + 600,
         exec_timeout_seconds=45,
     )
+    assert "launcher-only-key" not in payload
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        {"v": 2},
-        {"workerKey": ""},
+        {"v": 1},
+        {"credential": ""},
+        {"credential": "wk_static_shared_key"},
+        {"credential": "sbxw1.e30.mac"},  # claims {} carry no version
         {"jobId": None},
         {"execTimeoutSeconds": 0},
         {"execTimeoutSeconds": True},
@@ -464,6 +494,48 @@ def test_payload_written_by_the_launcher_is_accepted() -> None:
 def test_invalid_payloads_are_refused(plane: ControlPlane, change: dict[str, Any]) -> None:
     with pytest.raises(worker.ConfigError):
         worker.parse_payload(json.dumps(_payload(plane, **change)).encode())
+
+
+def test_a_static_worker_key_is_refused_even_beside_a_credential(plane: ControlPlane) -> None:
+    payload = _payload(plane, workerKey="wk_static_shared_key")
+
+    with pytest.raises(worker.ConfigError, match="workerKey is not accepted"):
+        worker.parse_payload(json.dumps(payload).encode())
+
+
+@pytest.mark.parametrize(
+    ("claims", "refusal"),
+    [
+        ({"job_id": "job_43"}, "credential is for another jobId"),
+        ({"session_id": "sess_other"}, "credential is for another sessionId"),
+        ({"audience": "https://agents.example.com"}, "credential is for another aud"),
+        ({"expires": int(time.time()) - 1}, "credential expired"),
+    ],
+)
+def test_a_credential_of_another_job_or_an_expired_one_is_refused(
+    plane: ControlPlane, claims: dict[str, Any], refusal: str
+) -> None:
+    audience = claims.pop("audience", plane.url)
+    payload = _payload(plane, credential=_credential(audience, **claims))
+
+    with pytest.raises(worker.ConfigError) as raised:
+        worker.parse_payload(json.dumps(payload).encode())
+
+    assert str(raised.value) == refusal
+
+
+def test_an_expired_credential_is_never_sent(
+    plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plane.job(["true"])
+    # Alive when parsed; past its exp by the time the worker would call the control plane.
+    monkeypatch.setattr(worker, "wall_clock", lambda: float(EXPIRES))
+
+    status, sleeps = _run(plane)
+
+    assert status == worker.EXIT_CONTROL_PLANE
+    assert sleeps == []  # 401: not retried
+    assert plane.requests == []
 
 
 @pytest.mark.parametrize("raw", [b"", b"[]", b"\xff", b"{"])

@@ -9,12 +9,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from sandboxkit.aws.launcher import handler
 from sandboxkit.aws.worker import build
 from sandboxkit.aws.worker import main as worker
 from support import LoopbackHTTP
@@ -135,12 +137,23 @@ def test_unpacked_artifact_serves_the_run_hook_and_completes_a_job(
         first = json.loads(process.stderr.readline())
         assert first["event"] == "hooks_listening"
         port = int(first["port"])
-        payload = {
+        now = int(time.time())
+        claims = {
             "v": 1,
+            "aud": plane.url,
+            "jobId": "job_1",
+            "sessionId": "sess_1",
+            "sandboxId": handler.client_token_for("sess_1"),
+            "iat": now,
+            "exp": now + 600,
+        }
+        credential = handler.mint_worker_credential(b"launcher-only-key", claims)
+        payload = {
+            "v": 2,
             "sessionId": "sess_1",
             "jobId": "job_1",
             "controlPlaneUrl": plane.url,
-            "workerKey": "wk_artifact_secret",
+            "credential": credential,
             "execTimeoutSeconds": 5,
         }
 
@@ -155,12 +168,12 @@ def test_unpacked_artifact_serves_the_run_hook_and_completes_a_job(
     assert (ready, run) == (200, 200)
     assert process.returncode == worker.EXIT_OK, stderr
     assert [(r.method, r.path, r.headers["Authorization"]) for r in plane.requests] == [
-        ("GET", "/v1/jobs/job_1", "Bearer wk_artifact_secret"),
-        ("POST", "/v1/jobs/job_1/results", "Bearer wk_artifact_secret"),
+        ("GET", "/v1/jobs/job_1", f"Bearer {credential}"),
+        ("POST", "/v1/jobs/job_1/results", f"Bearer {credential}"),
     ]
     result = json.loads(plane.requests[1].body)["results"][0]
     assert (result["stdout"], result["exitCode"]) == ("from-the-artifact\n", 0)
-    assert "wk_artifact_secret" not in stdout + stderr
+    assert credential not in stdout + stderr
 
 
 def _post(port: int, path: str, body: bytes) -> int:

@@ -54,7 +54,7 @@ def launcher_env(**overrides: str) -> dict[str, str]:
         "IMAGE_ARN": "arn:aws:lambda:us-east-1:123456789012:microvm-image/worker",
         "CONNECTOR_ARN": CONNECTOR,
         "WEBHOOK_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook",
-        "WORKER_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:worker",
+        "CREDENTIAL_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:cred",
         "MAX_DURATION_SECONDS": "3600",
         "IDLE_TIMEOUT_SECONDS": "600",
         "EXEC_TIMEOUT_SECONDS": "300",
@@ -126,6 +126,32 @@ HAPPY: dict[str, dict[str, Any]] = {
         "resourceId": "vpc-0123456789abcdef0",
     },
     "aws:iam/rolePolicy:RolePolicy": {"policy": policy_document("lambda:RunMicrovm")},
+    "aws:iam/role:Role": {
+        "assumeRolePolicy": json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                        "Condition": {
+                            "StringEquals": {"aws:SourceAccount": "123456789012"},
+                            "ArnLike": {
+                                "aws:SourceArn": "arn:aws:ec2:us-east-1:123456789012:vpc-flow-log/*"
+                            },
+                        },
+                    },
+                    # A role another account's principal assumes is no service role.
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": "arn:aws:iam::210987654321:role/deployer"},
+                        "Action": "sts:AssumeRole",
+                    },
+                ],
+            }
+        ),
+    },
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": {
         "policyArn": "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
     },
@@ -498,6 +524,66 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "k8s-004",
     ),
 ]
+
+
+ROLE = "aws:iam/role:Role"
+
+
+def _trust(statement: dict[str, Any]) -> dict[str, Any]:
+    return {"assumeRolePolicy": json.dumps({"Version": "2012-10-17", "Statement": [statement]})}
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        (
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}},
+            [
+                "Role r lets lambda.amazonaws.com assume it without an aws:SourceAccount or "
+                "aws:SourceArn condition, so the service could be made to use it on another "
+                "account's behalf; pin aws:SourceAccount to this account (and aws:SourceArn "
+                "where the service documents it) in the trust policy."
+            ],
+        ),
+        # Another key does not pin the account; a list of services is named in full.
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["ec2.amazonaws.com", "ecs-tasks.amazonaws.com"]},
+                "Condition": {"StringEquals": {"aws:RequestedRegion": "us-east-1"}},
+            },
+            [
+                "Role r lets ec2.amazonaws.com, ecs-tasks.amazonaws.com assume it without an "
+                "aws:SourceAccount or aws:SourceArn condition, so the service could be made to "
+                "use it on another account's behalf; pin aws:SourceAccount to this account "
+                "(and aws:SourceArn where the service documents it) in the trust policy."
+            ],
+        ),
+        # Either key under any operator (keys are case-insensitive) pins it.
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "lambda.amazonaws.com"},
+                "Condition": {"ArnLike": {"AWS:SourceArn": "arn:aws:lambda:*:1:function:*"}},
+            },
+            [],
+        ),
+        (
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "lambda.amazonaws.com"},
+                "Condition": {"StringEqualsIfExists": {"aws:SourceAccount": "1"}},
+            },
+            [],
+        ),
+        # A Deny grants nothing.
+        ({"Effect": "Deny", "Principal": {"Service": "lambda.amazonaws.com"}}, []),
+    ],
+)
+def test_a_service_role_without_source_conditions_is_reported(
+    statement: dict[str, Any], expected: list[str]
+) -> None:
+    assert resource_reports("sbx-iam-005", ROLE, _trust(statement)) == expected
 
 
 @pytest.mark.parametrize("resource_type", sorted(HAPPY))

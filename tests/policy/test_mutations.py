@@ -97,6 +97,12 @@ def _policy_action(action: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _trust_without_source(inputs: dict[str, Any]) -> None:
+    document = json.loads(inputs["assumeRolePolicy"])
+    del document["Statement"][0]["Condition"]
+    inputs["assumeRolePolicy"] = json.dumps(document)
+
+
 def _binding(binding: str, field: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(inputs: dict[str, Any]) -> None:
         for entry in inputs["bindings"]:
@@ -790,6 +796,18 @@ ROWS = [
         inputs=_edit("aws-microvm-launcher-policy", _policy_action("lambda:*")),
     ),
     Row(
+        "launcher-role-trust-unpinned",
+        "prod",
+        _caught(("SBX-IAM-005", "aws-microvm-launcher-role")),
+        inputs=_edit("aws-microvm-launcher-role", _trust_without_source),
+    ),
+    Row(
+        "flow-log-role-trust-unpinned",
+        "dev",
+        _caught(("SBX-IAM-005", "aws-microvm-flow-log-role")),
+        inputs=_edit("aws-microvm-flow-log-role", _trust_without_source),
+    ),
+    Row(
         "launcher-execution-role",
         "prod",
         _caught(("SBX-IAM-002", LAUNCHER)),
@@ -1121,11 +1139,11 @@ def _baseline(
 
 def _level(stack: str, policy: str) -> str:
     # The shipped per-environment default: NET, SEC-001, SEC-002, the host-kernel runtime
-    # check (K8S-004) and the launcher's separation (SES-004) mandatory in prod, all else
-    # advisory.
+    # check (K8S-004), the launcher's separation (SES-004) and the confused-deputy check
+    # (IAM-005) mandatory in prod, all else advisory.
     strict = stack == "prod" and (
         policy.split("-")[1] == "NET"
-        or policy in ("SBX-SEC-001", "SBX-SEC-002", "SBX-K8S-004", "SBX-SES-004")
+        or policy in ("SBX-SEC-001", "SBX-SEC-002", "SBX-K8S-004", "SBX-SES-004", "SBX-IAM-005")
     )
     return "mandatory" if strict else "advisory"
 
@@ -1143,6 +1161,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-IAM-002",
         "SBX-IAM-003",
         "SBX-IAM-004",
+        "SBX-IAM-005",
         "SBX-SES-001",
         "SBX-SES-002",
         "SBX-SES-003",

@@ -13,6 +13,7 @@ from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCU
 from sandboxkit.catalog import (
     TAGS,
     TF_AWS,
+    MockCall,
     OutputRule,
     ResourceArgs,
     ResourceKind,
@@ -343,5 +344,18 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "aws:",
         mock_outputs=_aws_arn,
+    ),
+)
+
+# The account every role's trust policy is pinned to (``sts:GetCallerIdentity``).
+CALLS = (
+    MockCall(
+        "aws:index/getCallerIdentity:getCallerIdentity",
+        lambda _: {
+            "accountId": MOCK_AWS_ACCOUNT,
+            "arn": f"arn:aws:iam::{MOCK_AWS_ACCOUNT}:user/sandboxkit-render",
+            "id": MOCK_AWS_ACCOUNT,
+            "userId": "AIDAMOCKRENDER",
+        },
     ),
 )

@@ -19,11 +19,54 @@ def policy_document(*statements: dict[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": list(statements)}
 
 
-def trust_policy(service: str, *, tag_session: bool = False) -> str:
-    """A role trust policy (JSON) letting the AWS ``service`` principal assume the role."""
+@dataclass(frozen=True)
+class SourceContext:
+    """How a role's trust policy ties the service's ``sts:AssumeRole`` to this account: the
+    confused-deputy guard (IAM user guide, "The confused deputy problem": ``aws:SourceAccount``
+    and ``aws:SourceArn`` in the trust policy of a role a service assumes).
+
+    Attributes:
+        documented: the service's own documentation says it sets these keys when it assumes
+            a role; then the condition is ``StringEquals`` (and ``ArnLike``), which fails
+            closed. Otherwise ``StringEqualsIfExists``: a mismatching account is refused
+            whenever the service sends one, and a service that sends none can still assume
+            the role, so an undocumented key cannot break the deployment.
+        source_arn: ``aws:SourceArn`` pattern, ``{region}`` and ``{account}`` filled in; or
+            ``None`` when the service documents no ARN shape for it.
+        source: where the support is documented, or why it is assumed.
+    """
+
+    documented: bool
+    source_arn: str | None
+    source: str
+
+
+def trust_policy(
+    service: str,
+    account: str,
+    region: str,
+    context: SourceContext,
+    *,
+    tag_session: bool = False,
+) -> str:
+    """A role trust policy (JSON) letting the AWS ``service`` principal assume the role only on
+    behalf of ``account`` (and, with a ``source_arn``, of that account's matching resources
+    in ``region``)."""
     actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else "sts:AssumeRole"
+    suffix = "" if context.documented else "IfExists"
+    condition: dict[str, Any] = {f"StringEquals{suffix}": {"aws:SourceAccount": account}}
+    if context.source_arn is not None:
+        pattern = context.source_arn.format(region=region, account=account)
+        condition[f"ArnLike{suffix}"] = {"aws:SourceArn": pattern}
     return json.dumps(
-        policy_document({"Effect": "Allow", "Principal": {"Service": service}, "Action": actions})
+        policy_document(
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": service},
+                "Action": actions,
+                "Condition": condition,
+            }
+        )
     )
 
 
@@ -35,6 +78,8 @@ class Children:
         name: the component name; every child is ``<name>-<part>``.
         tags: the kit's tags, set on every child that takes tags.
         opts: parent (the component) and the explicit regional provider.
+        account: the AWS account id the provider deploys into (``sts:GetCallerIdentity``).
+        region: the provider's region.
         log_retention_days: CloudWatch retention of every log group, days.
         log_groups: the log groups created so far, in creation order.
     """
@@ -42,6 +87,8 @@ class Children:
     name: str
     tags: dict[str, str]
     opts: pulumi.ResourceOptions
+    account: pulumi.Output[str]
+    region: str
     log_retention_days: int
     log_groups: list[aws.cloudwatch.LogGroup] = field(default_factory=list)
 
@@ -66,12 +113,24 @@ class Children:
         return group
 
     def role(
-        self, part: str, service: str, policy: pulumi.Input[str], *, tag_session: bool = False
+        self,
+        part: str,
+        service: str,
+        context: SourceContext,
+        policy: pulumi.Input[str],
+        *,
+        tag_session: bool = False,
     ) -> aws.iam.Role:
-        """Role ``<name>-<part>-role`` for ``service`` with one inline policy ``-<part>-policy``."""
+        """Role ``<name>-<part>-role`` for ``service``, assumable for this account only
+        (``context``), with one inline policy ``-<part>-policy``."""
+        region = self.region
         role = aws.iam.Role(
             f"{self.name}-{part}-role",
-            assume_role_policy=trust_policy(service, tag_session=tag_session),
+            assume_role_policy=self.account.apply(
+                lambda account: trust_policy(
+                    service, account, region, context, tag_session=tag_session
+                )
+            ),
             tags=self.tags,
             opts=self.opts,
         )

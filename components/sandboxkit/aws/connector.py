@@ -8,11 +8,18 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.network import ANYWHERE, resolver_address
 from sandboxkit.aws.plan import EgressPlan, MicrovmSandboxArgs
 
 CONNECTOR_PRINCIPAL = "network-connectors.lambda.amazonaws.com"
+# The connector's operator role (AWSLambdaNetworkConnectorOperatorPolicy's principal): no
+# confused-deputy keys are documented for it, so the account is pinned whenever one is sent.
+CONNECTOR_SOURCE = SourceContext(
+    documented=False,
+    source_arn=None,
+    source="Lambda network connectors, operator role (no source keys documented)",
+)
 
 
 def security_group_egress(
@@ -108,7 +115,7 @@ def connector(
             )
         )
     )
-    role = kit.role("connector", CONNECTOR_PRINCIPAL, policy)
+    role = kit.role("connector", CONNECTOR_PRINCIPAL, CONNECTOR_SOURCE, policy)
     return aws.lambda_.CoreNetworkConnector(
         f"{kit.name}-connector",
         operator_role=role.arn,

@@ -131,6 +131,47 @@ def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+# --- SBX-IAM-005 -------------------------------------------------------------------------------
+
+# The global condition keys that tie a service's AssumeRole to the account (and resource) it
+# acts for (IAM user guide, "The confused deputy problem"; global condition keys
+# aws:SourceAccount and aws:SourceArn). Condition keys are case-insensitive.
+SOURCE_KEYS = ("aws:sourceaccount", "aws:sourcearn")
+
+
+def _services(principal: Any) -> list[str]:
+    if not isinstance(principal, Mapping):
+        return []
+    services = principal.get("Service", [])
+    return [str(s) for s in ([services] if isinstance(services, str) else items(services))]
+
+
+def _source_keys(condition: Any) -> set[str]:
+    if not isinstance(condition, Mapping):
+        return set()
+    return {
+        str(key).lower()
+        for operator in condition.values()
+        if isinstance(operator, Mapping)
+        for key in operator
+        if str(key).lower() in SOURCE_KEYS
+    }
+
+
+def _confused_deputy(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    for statement in _statements(props.get("assumeRolePolicy")):
+        if statement.get("Effect", "Allow") != "Allow":
+            continue
+        services = _services(statement.get("Principal"))
+        if services and not _source_keys(statement.get("Condition")):
+            yield (
+                f"Role {ctx.name} lets {', '.join(services)} assume it without an "
+                "aws:SourceAccount or aws:SourceArn condition, so the service could be made to "
+                "use it on another account's behalf; pin aws:SourceAccount to this account "
+                "(and aws:SourceArn where the service documents it) in the trust policy."
+            )
+
+
 # --- SBX-SES-003 -------------------------------------------------------------------------------
 
 
@@ -229,6 +270,7 @@ HANDLERS = (
     Handler("SBX-IAM-001", (ROLE,), _role),
     Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
+    Handler("SBX-IAM-005", (ROLE,), _confused_deputy),
     Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
     Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
     Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),

@@ -8,10 +8,19 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 
 LAMBDA_PRINCIPAL = "lambda.amazonaws.com"
+# The image's build role and the MicroVMs' execution role trust lambda.amazonaws.com (Lambda
+# MicroVMs developer guide, "Security and permissions", "Trust policies"); that page names no
+# confused-deputy keys for them, so the account is pinned whenever Lambda sends one.
+MICROVM_SOURCE = SourceContext(
+    documented=False,
+    source_arn=None,
+    source="Lambda MicroVMs developer guide, Security and permissions: trust policies "
+    "(no source keys documented)",
+)
 
 
 def image(
@@ -27,7 +36,7 @@ def image(
             }
         )
     )
-    build_role = kit.role("build", LAMBDA_PRINCIPAL, build_policy, tag_session=True)
+    build_role = kit.role("build", LAMBDA_PRINCIPAL, MICROVM_SOURCE, build_policy, tag_session=True)
     return aws.lambdamicrovms.Image(
         f"{kit.name}-image",
         base_image_arn=args["base_image_arn"],
@@ -54,4 +63,6 @@ def execution_role(
         "read its credentials (IMDS inside the guest). Grant only what every job may use.",
         resource=component,
     )
-    return kit.role("execution", LAMBDA_PRINCIPAL, json.dumps(document), tag_session=True)
+    return kit.role(
+        "execution", LAMBDA_PRINCIPAL, MICROVM_SOURCE, json.dumps(document), tag_session=True
+    )

@@ -63,7 +63,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
         ``-dns-association``, ``-dns-config``; flow logs: ``-flow-logs``, ``-flow-log-role``,
         ``-flow-log-policy``, ``-flow-log``; image: ``-build-role``, ``-build-policy``,
         ``-image``; ``-execution-role`` and ``-execution-policy`` (if configured); secrets:
-        ``-webhook-secret(-value)``, ``-worker-key(-value)``; launcher: ``-launcher-logs``,
+        ``-webhook-secret(-value)``, ``-credential-key(-value)``; launcher: ``-launcher-logs``,
         ``-launcher-role``, ``-launcher-policy``, ``-launcher``, ``-api``, ``-api-logs``,
         ``-api-integration``, ``-api-route``, ``-api-stage``, ``-api-permission``;
         ``-ingress-policy`` (``authToken``).
@@ -98,10 +98,16 @@ class MicrovmSandbox(pulumi.ComponentResource):
             **provider_args(args["access"]),
             opts=pulumi.ResourceOptions(parent=self),
         )
+        # The account the provider deploys into: every role's trust policy is pinned to it.
+        identity = aws.get_caller_identity_output(
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=provider)
+        )
         kit = Children(
             name=name,
             tags=dict(args["labels"]),
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            account=identity.account_id,
+            region=args["access"].region,
             log_retention_days=args["log_retention_days"],
         )
         plan = args["egress"]

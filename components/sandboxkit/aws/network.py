@@ -17,10 +17,18 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 
 FLOW_LOGS_PRINCIPAL = "vpc-flow-logs.amazonaws.com"
+# Amazon VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs": the source
+# account is the flow log's owner and the source ARN the flow log's ARN (a wildcard for the
+# id, which is unknown until the flow log exists).
+FLOW_LOGS_SOURCE = SourceContext(
+    documented=True,
+    source_arn="arn:aws:ec2:{region}:{account}:vpc-flow-log/*",
+    source="Amazon VPC user guide, flow-logs-iam-role",
+)
 ANYWHERE = "0.0.0.0/0"
 TIERS = ("private", "firewall", "public")
 
@@ -153,7 +161,7 @@ def flow_log(kit: Children, network: aws.ec2.Vpc) -> None:
     """``-flow-logs``, ``-flow-log-role``, ``-flow-log-policy`` and ``-flow-log`` (all traffic)."""
     group = kit.log_group("flow-logs")
     policy = group.arn.apply(lambda arn: json.dumps(_flow_log_policy(arn)))
-    role = kit.role("flow-log", FLOW_LOGS_PRINCIPAL, policy)
+    role = kit.role("flow-log", FLOW_LOGS_PRINCIPAL, FLOW_LOGS_SOURCE, policy)
     aws.ec2.FlowLog(
         f"{kit.name}-flow-log",
         vpc_id=network.id,

@@ -105,10 +105,11 @@ class MicrovmSandboxArgs(TypedDict, total=False):
     """MicroVM base image ARN."""
     webhook_secret: SecretValue
     """HMAC key shared with the platform."""
-    worker_key: SecretValue
-    """Job-scoped worker key handed to one MicroVM at launch."""
-    worker_key_max_age_days: int
-    """Longest life of the worker key, days (tagged on its secret)."""
+    worker_credential_key: SecretValue
+    """HMAC key the launcher signs each MicroVM's per-launch worker credential with (shared
+    with the platform's verifier; never handed to a MicroVM)."""
+    worker_credential_key_max_age_days: int
+    """Longest life of that key, days (tagged on its secret)."""
     vpc_cidr: str
     """IPv4 CIDR of the VPC (RFC 1918, /16 to /24)."""
     availability_zones: tuple[str, ...]

@@ -23,6 +23,7 @@ from sandboxkit.aws.plan import (
     EgressPlan,
     MicrovmSandboxArgs,
 )
+from sandboxkit.aws.worker.build import HOOKS_PORT
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_KEY, SandboxProfile
@@ -82,8 +83,9 @@ LOG_RETENTION_SOURCE = (
 HTTPS_PORT = 443
 # Five minutes of clock skew: the common webhook default (the launcher's own default too).
 DEFAULT_REPLAY_WINDOW_SECONDS = 300
-# A leaked worker key is useful until it is replaced; thirty days bounds that without rotation.
-DEFAULT_WORKER_KEY_MAX_AGE_DAYS = 30
+# A leaked credential key mints worker credentials until it is replaced; thirty days bounds
+# that without rotation.
+DEFAULT_WORKER_CREDENTIAL_KEY_MAX_AGE_DAYS = 30
 # The MicroVM's HTTPS endpoint stays closed unless the stack asks for token-based ingress.
 DEFAULT_INGRESS: Final = "none"
 # Port-scoped auth tokens name a port; 8080 is the endpoint's default routing port
@@ -93,13 +95,17 @@ DEFAULT_INGRESS_PORT = 8080
 DEFAULT_BASE_IMAGE = "al2023-1"
 
 # Setting names that suggest the platform's session-creating key. That key never goes to AWS:
-# the guest sees only the job-scoped worker key, so a leak from a sandbox cannot mint sessions.
+# the guest sees only its own job's worker credential, so a leak from a sandbox cannot mint
+# sessions.
 _SESSION_KEY_NAME = re.compile(
     r"(session|admin|api|platform|master|root).?(key|token|secret)", re.I
 )
 # Settings that would choose the MicroVM's network path. There is one: the kit's connector;
 # the service default (the AWS-managed INTERNET_EGRESS connector) is never used.
 _NETWORK_PATH_NAME = re.compile(r"(egress|connector)", re.I)
+# The settings of the static worker key every MicroVM used to receive (issue 14): refused by
+# name, so an old stack file fails with the replacement spelled out.
+_STATIC_WORKER_KEY_SETTINGS = frozenset({"workerKey", "workerKeyMaxAgeDays"})
 _REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]+$"
 _PROFILE = r"^[A-Za-z0-9_.@+-]+$"
 _ROLE_ARN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$"
@@ -173,14 +179,17 @@ class MicrovmSettings(TargetSettings):
         baseImageArn: MicroVM base image; default the AWS-managed ``al2023-1`` of ``region``.
         webhookSecret: HMAC key shared with the platform (Pulumi secret), stored in Secrets
             Manager and read by the launcher.
-        workerKey: the job-scoped key the worker presents to the platform (Pulumi secret),
-            stored in Secrets Manager, read by the launcher at launch time and handed to one
-            MicroVM in its run-hook payload; never baked into the image. The platform's
-            session-creating key is never placed in AWS: a setting named like it
-            (``sessionKey``, ``adminKey``, ``apiKey`` ...) is refused.
-        workerKeyMaxAgeDays: the longest the worker key may live before it is replaced
-            (days, 1 to 365); tagged ``sandboxkit-max-age-days`` on its secret for rotation
-            audits.
+        workerCredentialKey: the HMAC key (Pulumi secret) the launcher signs each MicroVM's
+            worker credential with, shared with the platform's verifier only: stored in Secrets
+            Manager, read by the launcher, never handed to a MicroVM. Each MicroVM receives a
+            credential for its own job and session that expires with its lifetime
+            (``sandboxkit.aws.launcher.handler``, "Worker credentials"). The old static
+            ``workerKey``, handed to every MicroVM, is refused. The platform's session-creating
+            key is never placed in AWS: a setting named like it (``sessionKey``, ``adminKey``,
+            ``apiKey`` ...) is refused.
+        workerCredentialKeyMaxAgeDays: the longest the credential key may live before it is
+            replaced (days, 1 to 365); tagged ``sandboxkit-max-age-days`` on its secret for
+            rotation audits.
         vpcCidr: IPv4 CIDR of the kit's VPC, RFC 1918, a /16 to /24, carved into 16 equal
             subnets.
         availabilityZones: AZ names of ``region`` (1 to 4) for the connector, firewall and NAT
@@ -192,9 +201,11 @@ class MicrovmSettings(TargetSettings):
             render warns, because the guest can read the role's credentials.
         replayWindowSeconds: accepted webhook timestamp skew, seconds (1 to 3600).
         ingress: ``none`` (no one is granted MicroVM auth tokens) or ``authToken`` (a managed
-            IAM policy, to attach to the platform, lets it mint short-lived tokens for the
-            MicroVM's HTTPS endpoint, requested for ``ingressPort`` only).
-        ingressPort: the one MicroVM port tokens may name (``authToken`` only).
+            IAM policy, to attach to the platform, lets it mint short-lived tokens for this
+            account's MicroVMs and denies shell tokens; IAM has no key for the port, so the
+            platform must request ``ingressPort`` only: see ``webhook.ingress_document``).
+        ingressPort: the one MicroVM port tokens should name (``authToken`` only); never the
+            worker's lifecycle-hook port 9000.
         launcherConcurrency: reserved concurrency of the launcher and the API stage's throttle
             (default ``pool.maxConcurrent``).
         launcherLayers: Lambda layer ARNs for the launcher, e.g. one bundling a boto3 new
@@ -211,9 +222,11 @@ class MicrovmSettings(TargetSettings):
     worker_artifact: WorkerArtifact = Field(alias="workerArtifact")
     base_image_arn: str | None = Field(None, alias="baseImageArn", min_length=20)
     webhook_secret: SecretValue = Field(alias="webhookSecret", json_schema_extra={"secret": True})
-    worker_key: SecretValue = Field(alias="workerKey", json_schema_extra={"secret": True})
-    worker_key_max_age_days: Annotated[int, Field(ge=1, le=365)] = Field(
-        DEFAULT_WORKER_KEY_MAX_AGE_DAYS, alias="workerKeyMaxAgeDays"
+    worker_credential_key: SecretValue = Field(
+        alias="workerCredentialKey", json_schema_extra={"secret": True}
+    )
+    worker_credential_key_max_age_days: Annotated[int, Field(ge=1, le=365)] = Field(
+        DEFAULT_WORKER_CREDENTIAL_KEY_MAX_AGE_DAYS, alias="workerCredentialKeyMaxAgeDays"
     )
     vpc_cidr: str = Field(alias="vpcCidr")
     availability_zones: tuple[str, ...] = Field(alias="availabilityZones")
@@ -241,7 +254,16 @@ class MicrovmSettings(TargetSettings):
                         REDACTED,
                         "no such setting: the platform's session-creating key is never placed "
                         "in AWS (a sandbox that leaked it could create sessions). Give the "
-                        "job-scoped key as workerKey",
+                        "key that signs per-job worker credentials as workerCredentialKey",
+                    )
+                if key in _STATIC_WORKER_KEY_SETTINGS:
+                    raise FieldError(
+                        f".{key}",
+                        REDACTED,
+                        "no such setting: a static worker key handed to every MicroVM is no "
+                        "longer used; give workerCredentialKey (the HMAC key the launcher signs "
+                        "each MicroVM's per-job credential with, shared with the platform's "
+                        "verifier) and workerCredentialKeyMaxAgeDays",
                     )
                 if isinstance(key, str) and _NETWORK_PATH_NAME.search(key):
                     raise FieldError(
@@ -272,6 +294,17 @@ class MicrovmSettings(TargetSettings):
                 exact_control_plane_host(parse_rule(entry))
             except ValueError as exc:
                 raise FieldError(f"[{index}]", entry, str(exc)) from None
+        return value
+
+    @field_validator("ingress_port")
+    @classmethod
+    def _not_the_hooks_port(cls, value: int) -> int:
+        # An auth token naming the hooks port would reach the worker's lifecycle listener.
+        if value == HOOKS_PORT:
+            raise ValueError(
+                f"must not be {HOOKS_PORT}, the worker's lifecycle-hook port "
+                "(sandboxkit.aws.worker.build.HOOKS_PORT); the default is 8080"
+            )
         return value
 
     @field_validator("vpc_cidr")
@@ -481,8 +514,8 @@ def microvm_args(
         worker_artifact_arn=settings.worker_artifact.object_arn,
         base_image_arn=settings.base_image(),
         webhook_secret=settings.webhook_secret,
-        worker_key=settings.worker_key,
-        worker_key_max_age_days=settings.worker_key_max_age_days,
+        worker_credential_key=settings.worker_credential_key,
+        worker_credential_key_max_age_days=settings.worker_credential_key_max_age_days,
         vpc_cidr=settings.vpc_cidr,
         availability_zones=settings.availability_zones,
         execution_role_policy=settings.execution_role_policy,

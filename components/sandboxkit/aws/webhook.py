@@ -1,4 +1,5 @@
-"""The webhook path: the two secrets, the launcher Lambda behind an API Gateway HTTP API
+"""The webhook path: the two secrets (the webhook HMAC key and the worker-credential key, both
+read by the launcher only), the launcher Lambda behind an API Gateway HTTP API
 (``POST /launch``), the launcher's role, and the ingress policy for MicroVM auth tokens."""
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.image import LAMBDA_PRINCIPAL
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 from sandboxkit.contract import (
     LAUNCHER_CONNECTOR_ARN,
     LAUNCHER_CONTROL_PLANE_URL,
+    LAUNCHER_CREDENTIAL_KEY_SECRET_ARN,
     LAUNCHER_EXEC_TIMEOUT_SECONDS,
     LAUNCHER_EXECUTION_ROLE_ARN,
     LAUNCHER_IDLE_TIMEOUT_SECONDS,
@@ -23,7 +25,6 @@ from sandboxkit.contract import (
     LAUNCHER_MAX_DURATION_SECONDS,
     LAUNCHER_REPLAY_WINDOW_SECONDS,
     LAUNCHER_WEBHOOK_SECRET_ARN,
-    LAUNCHER_WORKER_KEY_SECRET_ARN,
 )
 from sandboxkit.secrets import SecretValue
 
@@ -35,6 +36,14 @@ LAUNCHER_RUNTIME = "python3.12"
 LAUNCHER_TIMEOUT_SECONDS = 25
 LAUNCHER_MEMORY_MIB = 256
 WEBHOOK_ROUTE = "POST /launch"
+# Lambda developer guide, "Working with AWS managed policies in the execution role": when
+# Lambda assumes a function's execution role, aws:SourceAccount and aws:SourceArn may be used
+# in its trust policy. The source ARN's shape is not given there, so only the account is pinned.
+FUNCTION_SOURCE = SourceContext(
+    documented=True,
+    source_arn=None,
+    source="Lambda developer guide, permissions-managed-policies (execution role trust)",
+)
 
 
 def _secret(
@@ -63,7 +72,7 @@ def launcher(
     connector: aws.lambda_.CoreNetworkConnector,
     execution_role: aws.iam.Role | None,
 ) -> tuple[aws.lambda_.Function, aws.apigatewayv2.Api]:
-    """Secrets ``-webhook-secret(-value)`` and ``-worker-key(-value)``; ``-launcher-logs``,
+    """Secrets ``-webhook-secret(-value)`` and ``-credential-key(-value)``; ``-launcher-logs``,
     ``-launcher-role``, ``-launcher-policy``, ``-launcher``; ``-api``, ``-api-integration``,
     ``-api-route``, ``-api-logs``, ``-api-stage``, ``-api-permission``.
 
@@ -74,25 +83,26 @@ def launcher(
     webhook = _secret(
         kit, "webhook-secret", args["webhook_secret"], "sandboxkit webhook HMAC key", kit.tags
     )
-    max_age = str(args["worker_key_max_age_days"])
-    worker_key = _secret(
+    max_age = str(args["worker_credential_key_max_age_days"])
+    credential_key = _secret(
         kit,
-        "worker-key",
-        args["worker_key"],
-        f"sandboxkit job-scoped worker key; replace within {max_age} days",
+        "credential-key",
+        args["worker_credential_key"],
+        f"sandboxkit worker-credential signing key (launcher and platform only); "
+        f"replace within {max_age} days",
         {**kit.tags, "sandboxkit-max-age-days": max_age},
     )
     logs = kit.log_group("launcher-logs")
     role_arn = execution_role.arn if execution_role is not None else None
     policy = pulumi.Output.all(
-        image.arn, connector.arn, webhook.arn, worker_key.arn, logs.arn, role_arn
+        image.arn, connector.arn, webhook.arn, credential_key.arn, logs.arn, role_arn
     ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
-    role = kit.role("launcher", LAMBDA_PRINCIPAL, policy)
+    role = kit.role("launcher", LAMBDA_PRINCIPAL, FUNCTION_SOURCE, policy)
     environment: dict[str, pulumi.Input[str]] = {
         LAUNCHER_IMAGE_ARN: image.arn,
         LAUNCHER_CONNECTOR_ARN: connector.arn,
         LAUNCHER_WEBHOOK_SECRET_ARN: webhook.arn,
-        LAUNCHER_WORKER_KEY_SECRET_ARN: worker_key.arn,
+        LAUNCHER_CREDENTIAL_KEY_SECRET_ARN: credential_key.arn,
         LAUNCHER_MAX_DURATION_SECONDS: str(args["max_duration_seconds"]),
         LAUNCHER_IDLE_TIMEOUT_SECONDS: str(args["idle_timeout_seconds"]),
         LAUNCHER_EXEC_TIMEOUT_SECONDS: str(args["exec_timeout_seconds"]),
@@ -184,28 +194,67 @@ def launcher(
 def ingress_policy(
     kit: Children, args: MicrovmSandboxArgs, image: aws.lambdamicrovms.Image
 ) -> None:
-    """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens."""
+    """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens, and
+    never shell tokens (:func:`ingress_document`)."""
     port = args["ingress_port"]
     region = args["access"].region
     aws.iam.Policy(
         f"{kit.name}-ingress-policy",
         description=(
             "sandboxkit: mint short-lived auth tokens for the MicroVMs' HTTPS endpoint; "
-            f"request allowedPorts [{{port: {port}}}] only"
+            f"request allowedPorts [{{port: {port}}}] only (IAM cannot enforce the port); "
+            "never shell tokens"
         ),
-        policy=image.arn.apply(
-            lambda arn: json.dumps(
-                policy_document(
-                    {
-                        "Effect": "Allow",
-                        "Action": "lambda:CreateMicrovmAuthToken",
-                        "Resource": f"arn:aws:lambda:{region}:{arn.split(':')[4]}:microvm:*",
-                    }
-                )
-            )
+        policy=pulumi.Output.all(kit.account, image.arn).apply(
+            lambda a: json.dumps(ingress_document(region, a[0], a[1]))
         ),
         tags={**kit.tags, "sandboxkit-ingress-port": str(port)},
         opts=kit.opts,
+    )
+
+
+def ingress_document(region: str, account: str, image_arn: str) -> dict[str, Any]:
+    """The ingress policy: ``CreateMicrovmAuthToken`` on this account's MicroVMs in ``region``
+    and on this image, and an explicit Deny of ``CreateMicrovmShellAuthToken`` everywhere.
+
+    What IAM can and cannot say here (checked 2026-12-01):
+
+    * Actions: the ``lambda-microvms`` operations ``CreateMicrovmAuthToken`` and
+      ``CreateMicrovmShellAuthToken`` (botocore 1.44.8 service model, signing name
+      ``lambda``), authorized in IAM's ``lambda:`` namespace like ``RunMicrovm``.
+    * Resources: ``arn:aws:lambda:<region>:<account>:microvm:*`` plus the image ARN. A
+      MicroVM's ARN carries an opaque id, not its image, so the ARN alone cannot single out
+      this image's MicroVMs. Listing the image ARN narrows the grant to them if the service
+      authorizes these calls against the image a MicroVM runs, which public deployments report
+      for ``CreateMicrovmAuthToken`` and ``GetMicrovm`` (observed from refused calls, not an
+      AWS statement); the Service Authorization Reference rows for the MicroVM actions could
+      not be read to confirm it. If the service checks the MicroVM ARN only, the grant covers
+      every MicroVM of this account in ``region``; never anything outside them.
+    * Condition keys: none. No condition key from the Service Authorization Reference's
+      ``lambda`` page could be confirmed for these actions (IAM accepts unknown keys
+      silently, so an unconfirmed one would look like a limit and be none). In particular
+      no key for ``allowedPorts`` is known: a holder can request ``allPorts`` or any port,
+      including the worker's hooks port, of any MicroVM this grant covers. The kit's other
+      guards: the spec refuses ``ingressPort`` equal to the hooks port, and the worker takes
+      one ``/run`` only (409 after it).
+    * Shell tokens need the ``SHELL_INGRESS`` connector on the MicroVM (API reference,
+      ``CreateMicrovmShellAuthToken``); the launcher may pass only the kit's egress connector
+      (``lambda:PassNetworkConnector`` on it alone), so no kit MicroVM has one. The Deny keeps
+      a broader policy attached beside this one from granting shell tokens to its holder.
+    """
+    return policy_document(
+        {
+            "Sid": "MintIngressTokens",
+            "Effect": "Allow",
+            "Action": "lambda:CreateMicrovmAuthToken",
+            "Resource": [f"arn:aws:lambda:{region}:{account}:microvm:*", image_arn],
+        },
+        {
+            "Sid": "NoShellTokens",
+            "Effect": "Deny",
+            "Action": "lambda:CreateMicrovmShellAuthToken",
+            "Resource": "*",
+        },
     )
 
 

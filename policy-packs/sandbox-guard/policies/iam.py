@@ -69,4 +69,17 @@ EXECUTOR_NAMED = ResourceRule(
     )
 )
 
-RULES = [LEAST_PRIVILEGE, NO_GUEST_IDENTITY, NO_PUBLIC_INVOKER, EXECUTOR_NAMED]
+SOURCE_PINNED = ResourceRule(
+    Rule(
+        id="SBX-IAM-005",
+        title="Service roles are assumable for their own account only",
+        severity=Severity.HIGH,
+        description="Checks that every IAM role trust policy letting an AWS service principal "
+        "assume the role carries an aws:SourceAccount or aws:SourceArn condition, so the "
+        "service cannot be made to assume it on another account's behalf (confused deputy).",
+        remediation="Add a condition pinning aws:SourceAccount to the role's own account, and "
+        "aws:SourceArn to the service's resources where the service documents the key.",
+    )
+)
+
+RULES = [LEAST_PRIVILEGE, NO_GUEST_IDENTITY, NO_PUBLIC_INVOKER, EXECUTOR_NAMED, SOURCE_PINNED]

@@ -7,7 +7,8 @@ Flow for one API Gateway HTTP API (payload format 2.0) request::
     webhook secret read (Secrets Manager, cached) -> 502 on AWS error
     HMAC verified (constant time)               -> 401, nothing started
     body parsed {"sessionId", "jobId"}          -> 400, nothing started
-    worker key read (Secrets Manager, cached)   -> 502 on AWS error
+    credential key read (Secrets Manager, cached) -> 502 on AWS error
+    per-launch worker credential minted (HMAC)  -> no AWS call
     RunMicrovm (idempotent per session)         -> 502 on AWS error
     -> 202 {"microvmId": ..., "sessionId": ...}
 
@@ -22,8 +23,10 @@ Configuration (environment variables; the contract the Pulumi component sets):
     ``aws``, e.g. ``...:aws:network-connector:aws-network-connector:INTERNET_EGRESS``) are refused.
 ``WEBHOOK_SECRET_ARN``
     Secrets Manager secret whose ``SecretString`` is the HMAC key shared with the platform.
-``WORKER_KEY_SECRET_ARN``
-    Secrets Manager secret whose ``SecretString`` is the job-scoped worker key for the MicroVM.
+``CREDENTIAL_KEY_SECRET_ARN``
+    Secrets Manager secret whose ``SecretString`` is the HMAC key the launcher signs each
+    MicroVM's worker credential with (see "Worker credentials" below). The key never leaves the
+    launcher: only the credential it signs goes into the run-hook payload.
 ``MAX_DURATION_SECONDS``
     ``maximumDurationInSeconds``; integer seconds, 1-28,800 (botocore shape
     ``RunMicrovmRequestMaximumDurationInSecondsInteger``).
@@ -50,8 +53,37 @@ Configuration (environment variables; the contract the Pulumi component sets):
     Set by Lambda; every client is created with this explicit region.
 
 Secrets are cached per container for :data:`SECRET_CACHE_TTL_SECONDS` (60 s): a rotated webhook
-secret or worker key is picked up within a minute, and a burst of webhooks costs one
-``GetSecretValue`` per secret per minute instead of one per request.
+secret or credential key is picked up within a minute, and a burst of webhooks costs one
+``GetSecretValue`` per secret per minute instead of one per request (Secrets Manager API
+reference, ``GetSecretValue``: returns ``SecretString``).
+
+Worker credentials
+------------------
+Each launch gets its own credential, the only one its MicroVM ever holds::
+
+    "sbxw1." + b64url(claims) + "." + b64url(HMAC-SHA256(key, "sbxw1." + b64url(claims)))
+
+with ``b64url`` the unpadded URL-safe base64 and ``claims`` compact, sorted JSON::
+
+    {"v": 1, "aud": controlPlaneUrl, "jobId": str, "sessionId": str,
+     "sandboxId": clientToken, "iat": int, "exp": int}
+
+``sandboxId`` is the RunMicrovm ``clientToken`` (one per session, so one per MicroVM: the
+MicroVM id itself is only known after RunMicrovm returns, too late for the payload). ``iat``
+is the launch time in unix seconds: the signed webhook timestamp, or the launcher's clock if
+that is earlier, and ``exp`` is ``iat + MAX_DURATION_SECONDS``. The credential therefore dies no
+later than the MicroVM (``maximumDurationInSeconds`` counts from the launch); it may die up to
+``REPLAY_WINDOW_SECONDS`` earlier when the platform signed the webhook that long before. The
+same signed webhook delivered twice mints the same credential, so RunMicrovm's idempotent
+``clientToken`` sees the same parameters again.
+
+Why HMAC with a key in Secrets Manager, not a KMS asymmetric key (``kms:Sign``, with the public
+key for the verifier): the platform already verifies one HMAC (the webhook's) with stdlib code,
+and the key is read once a minute through the same cached ``GetSecretValue`` path, so a launch
+costs no extra AWS call, quota (KMS ``Sign`` request quotas) or latency. The price: the platform's
+verifier holds the same key, so a compromised verifier could mint credentials, which a KMS key
+would prevent. :func:`verify_worker_credential` is the reference check the platform runs on every
+``Authorization: Bearer`` it receives: signature, ``aud``, ``jobId`` of the URL it serves, expiry.
 
 Deployment note: the module imports only the standard library and boto3, but the managed Lambda
 Python runtime bundles a boto3/botocore that may predate the ``lambda-microvms`` service model.
@@ -106,8 +138,12 @@ ROLE_ARN_PATTERN = re.compile(r"arn:aws[a-z\-]*:iam::[0-9]{12}:role/?[a-zA-Z_0-9
 MIN_ROLE_ARN_CHARS = 20
 MAX_ROLE_ARN_CHARS = 2048
 
-# Version of the run-hook payload the worker (sandboxkit.aws.worker.main) understands.
-RUN_HOOK_PAYLOAD_VERSION = 1
+# Version of the run-hook payload the worker (sandboxkit.aws.worker.main) understands. Version 1
+# carried a static shared worker key; the worker refuses it.
+RUN_HOOK_PAYLOAD_VERSION = 2
+# Worker credentials (module docstring): prefix and claims version.
+CREDENTIAL_PREFIX = "sbxw1"
+CREDENTIAL_CLAIMS_VERSION = 1
 
 _TIMESTAMP_RE = re.compile(r"[0-9]{1,12}")
 _SIGNATURE_RE = re.compile(r"v1=([0-9a-f]{64})")
@@ -155,7 +191,7 @@ class LauncherConfig:
     image_arn: str
     connector_arn: str
     webhook_secret_arn: str
-    worker_key_secret_arn: str
+    credential_key_secret_arn: str
     max_duration_seconds: int
     idle_timeout_seconds: int
     exec_timeout_seconds: int
@@ -228,7 +264,7 @@ def load_config(environ: Mapping[str, str]) -> LauncherConfig:
         raise ConfigError("IMAGE_ARN", f"must be at most {MAX_IMAGE_IDENTIFIER_CHARS} characters")
     connector_arn = _validate_connector(_required(environ, "CONNECTOR_ARN"))
     webhook_secret_arn = _required(environ, "WEBHOOK_SECRET_ARN")
-    worker_key_secret_arn = _required(environ, "WORKER_KEY_SECRET_ARN")
+    credential_key_secret_arn = _required(environ, "CREDENTIAL_KEY_SECRET_ARN")
     max_duration = _int_in_range(
         environ, "MAX_DURATION_SECONDS", MIN_MAX_DURATION_SECONDS, MAX_MAX_DURATION_SECONDS
     )
@@ -248,7 +284,7 @@ def load_config(environ: Mapping[str, str]) -> LauncherConfig:
         image_arn=image_arn,
         connector_arn=connector_arn,
         webhook_secret_arn=webhook_secret_arn,
-        worker_key_secret_arn=worker_key_secret_arn,
+        credential_key_secret_arn=credential_key_secret_arn,
         max_duration_seconds=max_duration,
         idle_timeout_seconds=idle,
         exec_timeout_seconds=exec_timeout,
@@ -360,7 +396,7 @@ def _get_secret(arn: str) -> str:
     response = _client("secretsmanager").get_secret_value(SecretId=arn)
     value = response.get("SecretString")
     if not isinstance(value, str) or not value:
-        # An empty HMAC key would let anyone sign; an empty worker key would lock the worker out.
+        # An empty HMAC key would let anyone sign webhooks or worker credentials.
         raise _EmptySecretError(arn)
     with _cache_lock:
         _secret_cache[arn] = (value, now)
@@ -380,19 +416,108 @@ def client_token_for(session_id: str) -> str:
     return "sbx-" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
+class CredentialError(Exception):
+    """A worker credential failed verification; ``reason`` is a short stable code safe to log."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _credential_mac(key: bytes, signed_part: str) -> str:
+    return _b64url(hmac.new(key, signed_part.encode("ascii"), hashlib.sha256).digest())
+
+
+def worker_credential_claims(
+    config: LauncherConfig, session_id: str, job_id: str, launched_at: int
+) -> dict[str, Any]:
+    """The claims of one launch's worker credential (shape in the module docstring).
+
+    Args:
+        launched_at: the launch time, unix seconds; ``exp`` is ``launched_at +
+            MAX_DURATION_SECONDS``, the MicroVM's own ``maximumDurationInSeconds``.
+    """
+    return {
+        "v": CREDENTIAL_CLAIMS_VERSION,
+        "aud": config.control_plane_url,
+        "jobId": job_id,
+        "sessionId": session_id,
+        "sandboxId": client_token_for(session_id),
+        "iat": launched_at,
+        "exp": launched_at + config.max_duration_seconds,
+    }
+
+
+def mint_worker_credential(key: bytes, claims: Mapping[str, Any]) -> str:
+    """Sign ``claims`` into a worker credential (``sbxw1.<claims>.<mac>``, ASCII)."""
+    encoded = _b64url(
+        json.dumps(claims, ensure_ascii=True, separators=(",", ":"), sort_keys=True).encode()
+    )
+    signed_part = f"{CREDENTIAL_PREFIX}.{encoded}"
+    return f"{signed_part}.{_credential_mac(key, signed_part)}"
+
+
+def verify_worker_credential(
+    key: bytes, credential: str, *, audience: str, job_id: str, now: float
+) -> dict[str, Any]:
+    """The platform's check of a worker's ``Authorization: Bearer <credential>``.
+
+    Args:
+        key: the credential key (the ``CREDENTIAL_KEY_SECRET_ARN`` secret's value).
+        audience: the platform's own ``controlPlaneUrl``.
+        job_id: the job the request addresses (``/v1/jobs/{jobId}``).
+        now: current unix time, seconds.
+
+    Returns:
+        The verified claims.
+
+    Raises:
+        CredentialError: ``malformed``, ``bad_signature`` (constant-time comparison),
+            ``wrong_audience``, ``wrong_job`` or ``expired`` (``now >= exp``).
+    """
+    parts = credential.split(".")
+    if len(parts) != 3 or parts[0] != CREDENTIAL_PREFIX or not credential.isascii():
+        raise CredentialError("malformed")
+    signed_part = f"{parts[0]}.{parts[1]}"
+    if not hmac.compare_digest(_credential_mac(key, signed_part), parts[2]):
+        raise CredentialError("bad_signature")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (binascii.Error, ValueError):
+        raise CredentialError("malformed") from None
+    if not isinstance(claims, dict) or claims.get("v") != CREDENTIAL_CLAIMS_VERSION:
+        raise CredentialError("malformed")
+    expires = claims.get("exp")
+    if not isinstance(expires, int) or isinstance(expires, bool):
+        raise CredentialError("malformed")
+    if claims.get("aud") != audience:
+        raise CredentialError("wrong_audience")
+    if claims.get("jobId") != job_id:
+        raise CredentialError("wrong_job")
+    if now >= expires:
+        raise CredentialError("expired")
+    return claims
+
+
 def build_run_hook_payload(
-    config: LauncherConfig, session_id: str, job_id: str, worker_key: str
+    config: LauncherConfig, session_id: str, job_id: str, credential: str
 ) -> str:
     """The ``runHookPayload`` the worker reads from ``POST /aws/lambda-microvms/runtime/v1/run``.
 
     Shape (compact JSON, ASCII only, sorted keys)::
 
-        {"v": 1, "sessionId": str, "jobId": str, "controlPlaneUrl": str,
-         "workerKey": str, "execTimeoutSeconds": int}
+        {"v": 2, "sessionId": str, "jobId": str, "controlPlaneUrl": str,
+         "credential": str, "execTimeoutSeconds": int}
+
+    ``credential`` is this launch's worker credential; the key that signed it is not here.
 
     Raises:
         ConfigError: if the payload exceeds :data:`MAX_RUN_HOOK_PAYLOAD_CHARS` (in practice an
-            oversized worker key).
+            oversized control-plane URL, which the credential's ``aud`` repeats).
     """
     payload = json.dumps(
         {
@@ -400,7 +525,7 @@ def build_run_hook_payload(
             "sessionId": session_id,
             "jobId": job_id,
             "controlPlaneUrl": config.control_plane_url,
-            "workerKey": worker_key,
+            "credential": credential,
             "execTimeoutSeconds": config.exec_timeout_seconds,
         },
         ensure_ascii=True,
@@ -408,12 +533,12 @@ def build_run_hook_payload(
         sort_keys=True,
     )
     if len(payload) > MAX_RUN_HOOK_PAYLOAD_CHARS:
-        raise ConfigError("WORKER_KEY_SECRET_ARN", "worker key too large for runHookPayload")
+        raise ConfigError("CONTROL_PLANE_URL", "too long for runHookPayload")
     return payload
 
 
 def build_run_microvm_params(
-    config: LauncherConfig, session_id: str, job_id: str, worker_key: str
+    config: LauncherConfig, session_id: str, job_id: str, credential: str
 ) -> dict[str, Any]:
     """Keyword arguments for ``lambda-microvms`` ``RunMicrovm`` (member names from the model).
 
@@ -429,7 +554,7 @@ def build_run_microvm_params(
             "autoResumeEnabled": False,
         },
         "maximumDurationInSeconds": config.max_duration_seconds,
-        "runHookPayload": build_run_hook_payload(config, session_id, job_id, worker_key),
+        "runHookPayload": build_run_hook_payload(config, session_id, job_id, credential),
         "clientToken": client_token_for(session_id),
     }
     if config.execution_role_arn is not None:
@@ -563,8 +688,11 @@ def _handle(event: Mapping[str, Any], request_id: str | None) -> dict[str, Any]:
         return _response(400, {"error": "bad_request"})
 
     try:
-        worker_key = _get_secret(config.worker_key_secret_arn)
-        params = build_run_microvm_params(config, session_id, job_id, worker_key)
+        key = _get_secret(config.credential_key_secret_arn).encode("utf-8")
+        launched_at = min(int(timestamp), int(wall_clock()))
+        claims = worker_credential_claims(config, session_id, job_id, launched_at)
+        credential = mint_worker_credential(key, claims)
+        params = build_run_microvm_params(config, session_id, job_id, credential)
         response = _client("lambda-microvms").run_microvm(**params)
     except (BotoCoreError, ClientError) as error:
         _log(
@@ -576,7 +704,12 @@ def _handle(event: Mapping[str, Any], request_id: str | None) -> dict[str, Any]:
         )
         return _response(502, {"error": "upstream_error"})
     except _EmptySecretError:
-        _log("config_invalid", requestId=request_id, field="WORKER_KEY_SECRET_ARN", reason="empty")
+        _log(
+            "config_invalid",
+            requestId=request_id,
+            field="CREDENTIAL_KEY_SECRET_ARN",
+            reason="empty",
+        )
         return _response(500, {"error": "launcher_misconfigured"})
     except ConfigError as error:
         _log("config_invalid", requestId=request_id, field=error.field, reason=error.reason)
@@ -589,6 +722,7 @@ def _handle(event: Mapping[str, Any], request_id: str | None) -> dict[str, Any]:
         sessionId=session_id,
         jobId=job_id,
         microvmId=microvm_id,
+        credentialExpiresAt=claims["exp"],
         state=response.get("state"),
         clientToken=params["clientToken"],
     )

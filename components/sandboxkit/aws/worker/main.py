@@ -24,15 +24,29 @@ hooks listener (``--hooks-host``/``--hooks-port``, env ``SANDBOXKIT_HOOKS_HOST``
 
 For local runs and tests ``--payload-file PATH`` reads the same JSON from a file instead.
 
-Payload (version 1, written by ``sandboxkit.aws.launcher.handler.build_run_hook_payload``)::
+Payload (version 2, written by ``sandboxkit.aws.launcher.handler.build_run_hook_payload``)::
 
-    {"v": 1, "sessionId": str, "jobId": str, "controlPlaneUrl": str,
-     "workerKey": str, "execTimeoutSeconds": int >= 1,
+    {"v": 2, "sessionId": str, "jobId": str, "controlPlaneUrl": str,
+     "credential": str, "execTimeoutSeconds": int >= 1,
      "outputLimitBytes": int >= 1 (optional, default 65536)}
+
+Version 1 carried ``workerKey``, a static key shared by every MicroVM; it is refused.
+
+The credential
+--------------
+``credential`` is the launcher's per-launch worker credential (``sbxw1.<claims>.<mac>``, see
+the launcher's "Worker credentials"): signed with a key only the launcher and the platform's
+verifier hold, so the worker cannot check the signature and does not try; the platform does.
+What the worker checks is that the credential is for this payload and still alive: its claims
+name the payload's ``jobId``, ``sessionId`` and ``controlPlaneUrl`` (``aud``), and ``exp`` (unix
+seconds) is in the future. Anything else is refused at ``/run`` (400, exit
+:data:`EXIT_BAD_CONFIG`), and once ``exp`` has passed the worker sends nothing more: a
+control-plane call fails at once with status 401 and no request leaves the guest. The
+credential is the only secret the worker presents, and the only one it accepts.
 
 Control plane protocol
 ----------------------
-``GET {controlPlaneUrl}/v1/jobs/{jobId}`` with ``Authorization: Bearer <workerKey>`` returns::
+``GET {controlPlaneUrl}/v1/jobs/{jobId}`` with ``Authorization: Bearer <credential>`` returns::
 
     {"jobId": str (optional, must match), "commands": [[str, ...], ...]}
 
@@ -59,24 +73,26 @@ Isolation inside the guest
   too. A process that starts its own session escapes the group; the MicroVM's
   ``maximumDurationInSeconds`` is the backstop.
 * Commands get a fresh empty working directory and a minimal environment (``PATH``, ``HOME``,
-  ``LANG``, ``SANDBOXKIT_SESSION_ID``, ``SANDBOXKIT_JOB_ID``); the worker key is never in it.
+  ``LANG``, ``SANDBOXKIT_SESSION_ID``, ``SANDBOXKIT_JOB_ID``); the credential is never in it.
 * When ``SANDBOXKIT_COMMAND_UID`` / ``SANDBOXKIT_COMMAND_GID`` are set and the worker runs as
   root, commands run under that uid/gid with no supplementary groups. The worker also marks
   itself non-dumpable (``PR_SET_DUMPABLE`` 0), so an unprivileged process cannot read its memory
   through ``/proc``.
-* HTTP proxies from the environment are ignored and redirects are never followed, so the key
-  only ever goes to ``controlPlaneUrl``, which must be ``https://`` (``http://`` is accepted only
-  for loopback hosts, for tests).
+* HTTP proxies from the environment are ignored and redirects are never followed, so the
+  credential only ever goes to ``controlPlaneUrl``, which must be ``https://`` (``http://`` is
+  accepted only for loopback hosts, for tests).
 
 Exit status: :data:`EXIT_OK` once the results are accepted (whatever the commands' own
 statuses), :data:`EXIT_CONTROL_PLANE` when the control plane fails, :data:`EXIT_BAD_CONFIG` for
-a bad payload or arguments, :data:`EXIT_BAD_JOB` for a malformed job. The worker key is never
+a bad payload or arguments, :data:`EXIT_BAD_JOB` for a malformed job. The credential is never
 printed; logs are JSON lines on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import contextlib
 import ctypes
 import http.server
@@ -104,7 +120,10 @@ EXIT_CONTROL_PLANE = 1
 EXIT_BAD_CONFIG = 2
 EXIT_BAD_JOB = 3
 
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 2
+# The launcher's worker credentials: prefix and claims version (launcher module docstring).
+CREDENTIAL_PREFIX = "sbxw1"
+CREDENTIAL_CLAIMS_VERSION = 1
 # Commonly used hooks port in the AWS examples; the image's Hooks.port must match.
 DEFAULT_HOOKS_PORT = 9000
 HOOK_PATH_PREFIX = "/aws/lambda-microvms/runtime/v1/"
@@ -144,12 +163,14 @@ class ControlPlaneError(Exception):
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """Validated run-hook payload. ``worker_key`` is excluded from ``repr``."""
+    """Validated run-hook payload. ``credential`` is excluded from ``repr``;
+    ``credential_expires_at`` is its ``exp`` claim, unix seconds."""
 
     session_id: str
     job_id: str
     control_plane_url: str
-    worker_key: str = field(repr=False)
+    credential: str = field(repr=False)
+    credential_expires_at: int
     exec_timeout_seconds: int
     output_limit_bytes: int = DEFAULT_OUTPUT_LIMIT_BYTES
 
@@ -182,8 +203,12 @@ class CommandResult:
         }
 
 
+# Wall clock for the credential's expiry, replaceable in tests.
+wall_clock: Callable[[], float] = time.time
+
+
 def log(event: str, **fields: Any) -> None:
-    """Write one JSON log line to stderr. Callers never pass the worker key."""
+    """Write one JSON log line to stderr. Callers never pass the credential."""
     sys.stderr.write(json.dumps({"event": event, **fields}, sort_keys=True, default=str) + "\n")
     sys.stderr.flush()
 
@@ -222,27 +247,70 @@ def _positive_int(data: Mapping[str, Any], key: str, default: int | None = None)
     return value
 
 
+def credential_claims(credential: str) -> dict[str, Any]:
+    """The claims of a worker credential, unverified (the worker has no key; the platform
+    verifies the signature).
+
+    Raises:
+        ConfigError: when ``credential`` is not ``sbxw1.<base64url JSON object>.<mac>`` with
+            claims version 1 and an integer ``exp``.
+    """
+    parts = credential.split(".")
+    if len(parts) != 3 or parts[0] != CREDENTIAL_PREFIX or not all(parts):
+        raise ConfigError("credential is not a worker credential")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (binascii.Error, ValueError):
+        raise ConfigError("credential claims are not JSON") from None
+    if not isinstance(claims, dict) or claims.get("v") != CREDENTIAL_CLAIMS_VERSION:
+        raise ConfigError(f"credential claims version must be {CREDENTIAL_CLAIMS_VERSION}")
+    expires = claims.get("exp")
+    if not isinstance(expires, int) or isinstance(expires, bool):
+        raise ConfigError("credential exp must be an integer")
+    return claims
+
+
 def parse_payload(raw: bytes) -> WorkerConfig:
-    """Parse and validate a run-hook payload (shape in the module docstring)."""
+    """Parse and validate a run-hook payload (shape in the module docstring).
+
+    Raises:
+        ConfigError: for a malformed payload, a version-1 payload or any ``workerKey`` (a
+            static key is never accepted), or a credential for another job, session or
+            control plane, or one already expired.
+    """
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ConfigError("payload is not JSON") from None
     if not isinstance(data, dict):
         raise ConfigError("payload must be a JSON object")
+    if "workerKey" in data:
+        raise ConfigError("workerKey is not accepted: the worker uses its per-job credential")
     if data.get("v") != PAYLOAD_VERSION:
         raise ConfigError(f"payload version must be {PAYLOAD_VERSION}")
     strings = {}
-    for key in ("sessionId", "jobId", "controlPlaneUrl", "workerKey"):
+    for key in ("sessionId", "jobId", "controlPlaneUrl", "credential"):
         value = data.get(key)
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{key} must be a non-empty string")
         strings[key] = value
+    url = validate_control_plane_url(strings["controlPlaneUrl"])
+    claims = credential_claims(strings["credential"])
+    for claim, expected in (
+        ("jobId", strings["jobId"]),
+        ("sessionId", strings["sessionId"]),
+        ("aud", url),
+    ):
+        if claims.get(claim) != expected:
+            raise ConfigError(f"credential is for another {claim}")
+    if wall_clock() >= claims["exp"]:
+        raise ConfigError("credential expired")
     return WorkerConfig(
         session_id=strings["sessionId"],
         job_id=strings["jobId"],
-        control_plane_url=validate_control_plane_url(strings["controlPlaneUrl"]),
-        worker_key=strings["workerKey"],
+        control_plane_url=url,
+        credential=strings["credential"],
+        credential_expires_at=claims["exp"],
         exec_timeout_seconds=_positive_int(data, "execTimeoutSeconds"),
         output_limit_bytes=_positive_int(data, "outputLimitBytes", DEFAULT_OUTPUT_LIMIT_BYTES),
     )
@@ -270,9 +338,14 @@ def _transient(status: int | None) -> bool:
 def _http(
     config: WorkerConfig, method: str, path: str, body: bytes | None, max_bytes: int
 ) -> bytes:
-    """One request; returns the body of a 2xx answer or raises :class:`ControlPlaneError`."""
+    """One request; returns the body of a 2xx answer or raises :class:`ControlPlaneError`.
+
+    An expired credential is never sent: the call fails at once with status 401.
+    """
+    if wall_clock() >= config.credential_expires_at:
+        raise ControlPlaneError(f"{method} {path} not sent: credential expired", 401)
     request = urllib.request.Request(config.control_plane_url + path, data=body, method=method)
-    request.add_header("Authorization", "Bearer " + config.worker_key)
+    request.add_header("Authorization", "Bearer " + config.credential)
     request.add_header("Accept", "application/json")
     request.add_header("User-Agent", "sandboxkit-worker/1")
     if body is not None:
