@@ -37,6 +37,8 @@ def test_a_dotted_target_key_copied_from_the_docs_gets_the_nested_form(tmp_path:
         "  sandboxkit:gcp-cloudrun.project: my-project\n"
         "  sandboxkit:gcp-cloudrun.region: europe-west1\n"
         "  sandboxkit:gcp-cloudrun.image: europe-docker.pkg.dev/p/r/launcher:1\n"
+        "  sandboxkit:gcp-cloudrun:\n"
+        "    sandboxImage: europe-docker.pkg.dev/p/r/sandbox:1\n"
     )
     found = problems(dict(read_stack_file(stack_file).values))
     nest = "; a dotted name is not a path in a stack file: nest it, "
