@@ -99,8 +99,9 @@ class RenderedResource:
 class RecordingMonitor(mocks.MockMonitor):
     """A mock resource monitor that records every registration in order."""
 
-    def __init__(self, cloud: mocks.Mocks) -> None:
+    def __init__(self, cloud: CloudMocks) -> None:
         super().__init__(cloud)
+        self.cloud = cloud
         self.registrations: list[RenderedResource] = []
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
@@ -127,7 +128,11 @@ class Recorder:
     monitor: RecordingMonitor
     outputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    cloud: CloudMocks = field(default_factory=CloudMocks)
+
+    @property
+    def cloud(self) -> CloudMocks:
+        """The mocks answering this render (what they invented: ``CloudMocks.invented``)."""
+        return self.monitor.cloud
 
     @property
     def resources(self) -> list[RenderedResource]:
@@ -239,7 +244,7 @@ def recording_engine(
     monitor = RecordingMonitor(cloud)
     logger = logging.getLogger(f"sandboxkit.render.{stack}")
     logger.propagate = False
-    recorder = Recorder(monitor=monitor, cloud=cloud)
+    recorder = Recorder(monitor=monitor)
     handler = _WarningHandler(recorder.warnings)
     logger.addHandler(handler)
     try:
