@@ -7,7 +7,7 @@ from pathlib import Path
 import pulumi
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
-from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_file
+from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_environment, stack_file
 from sandboxkit.targets import get_target
 
 
@@ -31,7 +31,8 @@ def main(project_dir: Path | None = None) -> StackSpec:
         engine_root if (engine_root / PROJECT_FILE).is_file() else find_project_dir()
     )
     stack = pulumi.get_stack()
-    spec = load_stack(ConfigSource.from_runtime(stack_file(root, stack)), stack)
+    source = ConfigSource.from_runtime(stack_file(root, stack))
+    spec = load_stack(source, stack, stack_environment(root, stack))
     if spec.profile.egress.mode == "open":
         pulumi.log.warn(
             "sandboxkit:profile.egress.mode is open: sandboxes can reach any public host; the "
