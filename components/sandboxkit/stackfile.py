@@ -331,6 +331,13 @@ def read_yaml_file(path: Path) -> Any:
     return load_yaml(_read_bytes(path), str(path))
 
 
+_UNBOUNDED = object()
+_JSON_BOUNDS = (
+    f"JSON nested at most {MAX_DEPTH} deep, with at most {MAX_NODES:,} values and integers "
+    "that fit in 64 bits"
+)
+
+
 def _bounded(value: Any) -> bool:
     """Whether a JSON value stays within ``MAX_DEPTH`` and ``MAX_NODES`` and 64-bit integers."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -351,6 +358,26 @@ def _bounded(value: Any) -> bool:
     return True
 
 
+def read_json_file(path: Path) -> Any:
+    """A JSON file's value, within the bounds ``load_yaml`` keeps (nesting, size, 64-bit
+    integers).
+
+    Raises:
+        ConfigError: naming the file when it cannot be read, is not UTF-8, not JSON, or beyond
+            the bounds.
+    """
+    text = _read_bytes(path)
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = _UNBOUNDED
+    except ValueError as exc:
+        raise ConfigError(Problem(str(path), "not JSON", f"a JSON document ({exc})")) from None
+    if value is _UNBOUNDED or not _bounded(value):
+        raise ConfigError(Problem(str(path), f"{len(text)} characters", _JSON_BOUNDS))
+    return value
+
+
 def parse_config_text(value: Any, key: str) -> Any:
     """A config value as the program reads it: text that is a JSON object or array is that
     JSON (the engine passes structured values as JSON text); any other text stays text.
@@ -364,18 +391,12 @@ def parse_config_text(value: Any, key: str) -> Any:
     try:
         parsed = json.loads(value)
     except RecursionError:
-        parsed = None
+        parsed = _UNBOUNDED
     except ValueError:
         return value  # not JSON: the engine passes it as the text it is
-    if parsed is None or not _bounded(parsed):
-        raise ConfigError(
-            Problem(
-                key,
-                f"{value[:40]}... ({len(value)} characters)" if len(value) > 40 else value,
-                f"JSON text nested at most {MAX_DEPTH} deep, with at most {MAX_NODES:,} values "
-                "and 64-bit integers",
-            )
-        )
+    if parsed is _UNBOUNDED or not _bounded(parsed):
+        shown = f"{value[:40]}... ({len(value)} characters)" if len(value) > 40 else value
+        raise ConfigError(Problem(key, shown, _JSON_BOUNDS))
     return parsed
 
 

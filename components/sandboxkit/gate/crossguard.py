@@ -27,7 +27,12 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
 )
 from sandboxkit.gate.locations import rule_line
-from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
+from sandboxkit.gate.pack_config import (
+    environment_config_path,
+    lowered_levels,
+    policy_config,
+    stack_pack_config,
+)
 from sandboxkit.gate.results import SOURCE_CROSSGUARD, CheckResult, RuleInfo, Violation
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack, render_stack
@@ -192,6 +197,7 @@ def check_rendered(
         disabled=tuple(
             sorted(n.upper() for n, (level, _) in config.items() if level == "disabled")
         ),
+        lowered=lowered_levels(info, config),
     )
 
 

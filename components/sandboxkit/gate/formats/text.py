@@ -44,6 +44,12 @@ def format_text(results: Sequence[CheckResult]) -> str:
                 f"  disabled by the pack config ({len(result.disabled)}): "
                 f"{', '.join(result.disabled)}"
             )
+        if result.lowered:
+            # Below the pack's own level (e.g. "all": "advisory"): a weakened gate says so.
+            out.append(
+                f"  note: the pack config lowers {len(result.lowered)} policies below the "
+                f"pack's own level: {'; '.join(result.lowered)}"
+            )
         by_urn: dict[str, list[Violation]] = {}
         for violation in result.violations:
             by_urn.setdefault(violation.urn, []).append(violation)
