@@ -180,8 +180,12 @@ def check_rendered(
     pack = pack_dir(project_dir)
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     environment = rendered.spec.environment
-    config_path = pack_config or environment_config_path(pack, environment)
+    own_path = environment_config_path(pack, environment)
+    config_path = pack_config or own_path
     config = policy_config(info, stack_pack_config(rendered, config_path), str(config_path))
+    reference = None
+    if config_path != own_path and own_path.is_file():
+        reference = policy_config(info, stack_pack_config(rendered, own_path), str(own_path))
     configure(analyzer, config)
     path = stack_file(project_dir, rendered.stack)
     text = path.read_text() if path.is_file() else ""
@@ -197,7 +201,7 @@ def check_rendered(
         disabled=tuple(
             sorted(n.upper() for n, (level, _) in config.items() if level == "disabled")
         ),
-        lowered=lowered_levels(info, config),
+        lowered=lowered_levels(info, config, reference),
     )
 
 

@@ -108,16 +108,23 @@ def _schema_problems(
     return problems
 
 
-def lowered_levels(info: Any, config: Mapping[str, tuple[str, dict[str, Any]]]) -> tuple[str, ...]:
-    """``"SBX-NET-001: mandatory -> advisory"`` for each policy the pack config runs at a lower
-    level than the pack's own, sorted; the gate prints them, so ``{"all": "advisory"}`` never
-    weakens it unseen."""
+def lowered_levels(
+    info: Any,
+    config: Mapping[str, tuple[str, dict[str, Any]]],
+    reference: Mapping[str, tuple[str, dict[str, Any]]] | None = None,
+) -> tuple[str, ...]:
+    """``"SBX-NET-001: mandatory -> advisory"`` for each policy ``config`` runs at a lower level
+    than the pack's own or than ``reference`` (the environment's own pack config, when another
+    file is given), sorted; the gate prints them, so ``{"all": "advisory"}`` never weakens it
+    unseen."""
     lowered = []
     for policy in info.policies:
-        own = ENFORCEMENT_NAMES[policy.enforcementLevel]
+        before = ENFORCEMENT_NAMES[policy.enforcementLevel]
+        if reference is not None and _LEVEL_RANK[reference[policy.name][0]] > _LEVEL_RANK[before]:
+            before = reference[policy.name][0]
         level = config[policy.name][0]
-        if _LEVEL_RANK[level] < _LEVEL_RANK[own]:
-            lowered.append(f"{policy.name.upper()}: {own} -> {level}")
+        if _LEVEL_RANK[level] < _LEVEL_RANK[before]:
+            lowered.append(f"{policy.name.upper()}: {before} -> {level}")
     return tuple(sorted(lowered))
 
 

@@ -45,10 +45,10 @@ def format_text(results: Sequence[CheckResult]) -> str:
                 f"{', '.join(result.disabled)}"
             )
         if result.lowered:
-            # Below the pack's own level (e.g. "all": "advisory"): a weakened gate says so.
+            # Below the pack's or the environment's level ("all": "advisory"): say so.
             out.append(
-                f"  note: the pack config lowers {len(result.lowered)} policies below the "
-                f"pack's own level: {'; '.join(result.lowered)}"
+                f"  note: the pack config lowers {len(result.lowered)} policies below the level "
+                f"the pack or the environment's config gives them: {'; '.join(result.lowered)}"
             )
         by_urn: dict[str, list[Violation]] = {}
         for violation in result.violations:
