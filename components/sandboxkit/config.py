@@ -359,11 +359,11 @@ def _validate_targets(source: ConfigSource) -> tuple[tuple[str, ...], list[Probl
     problems = [
         Problem(_key("targets", i), t, f"one of {', '.join(known)}{_near(str(t), known)}")
         for i, t in enumerate(raw)
-        if t not in TARGET_MODULES
+        if not (isinstance(t, str) and t in TARGET_MODULES)
     ]
     if len(set(map(str, raw))) != len(raw):
         problems.append(Problem(_key("targets"), raw, "each target listed once"))
-    return tuple(raw), problems
+    return tuple(t for t in raw if isinstance(t, str)), problems
 
 
 def load_stack(
