@@ -30,10 +30,23 @@ def run_main(*args: str, stdout: Any = subprocess.PIPE, shell_suffix: str = "") 
     if shell_suffix:
         line = " ".join(f"'{part}'" for part in command) + shell_suffix
         return subprocess.run(
-            ["bash", "-c", line], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+            ["bash", "-c", line],
+            check=False,
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     return subprocess.run(
-        command, cwd=REPO, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120
+        command,
+        check=False,
+        cwd=REPO,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
     )
 
 
@@ -100,6 +113,7 @@ def test_a_pipe_closed_early_exits_74_quietly() -> None:
     try:
         result = subprocess.run(
             [sys.executable, "-m", "sandboxkit", "--version"],
+            check=False,
             cwd=REPO,
             env=env,
             stdout=writer,
@@ -214,7 +228,8 @@ def info() -> Any:
         pytest.param(
             {"sbx-log-001": {"minimumRetentionDays": -1}},
             [
-                "f: sbx-log-001.minimumRetentionDays: got -1; expected -1 is less than the minimum of 0"
+                "f: sbx-log-001.minimumRetentionDays: got -1; expected -1 is less than the "
+                "minimum of 0"
             ],
             id="negative-threshold",
         ),
