@@ -7,9 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.render import Recorder, recording_engine
+
+# Hypothesis profiles: "dev" (the default) keeps a local run quick; "ci" (HYPOTHESIS_PROFILE=ci,
+# set by .ci/run) runs the bad-input property tests on at least 1,000 examples each. Tests that
+# set max_examples themselves keep their own.
+settings.register_profile("dev", max_examples=100)
+settings.register_profile("ci", max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # The reference data (agent-sandbox CRDs, SARIF schema) sits beside the clone as ../shared; a

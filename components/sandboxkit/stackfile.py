@@ -202,7 +202,17 @@ def _check_mapping(node: MappingNode) -> None:
         seen[key.value] = key
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _check_scalar(node: ScalarNode) -> None:
+    if _SURROGATE.search(node.value):
+        # A "\ud800" escape: no Unicode character, so no engine or cloud can carry it.
+        raise _RefusedError(
+            node,
+            "text of Unicode characters (no lone surrogate escape such as \\ud800)",
+            node.value.encode("utf-8", "backslashreplace").decode(),
+        )
     if node.tag == _INT:
         digits = node.value.lstrip("+-")
         if len(digits) > _INT_DIGITS or not _INT_MIN <= _core_int(node.value) <= _INT_MAX:
@@ -275,8 +285,9 @@ def decode(data: bytes, origin: str) -> str:
 
 
 def _parse(text: str, origin: str) -> tuple[Node | None, Any]:
-    loader = _CoreLoader(text)
+    loader = None
     try:
+        loader = _CoreLoader(text)  # its reader refuses control characters at once
         root = loader.get_single_node()
         if root is None:
             return None, None
@@ -291,7 +302,8 @@ def _parse(text: str, origin: str) -> tuple[Node | None, Any]:
             _problem(origin, mark, "unparseable YAML", f"valid YAML ({reason})")
         ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(text: str, origin: str) -> Any:
@@ -333,8 +345,8 @@ def read_yaml_file(path: Path) -> Any:
 
 _UNBOUNDED = object()
 _JSON_BOUNDS = (
-    f"JSON nested at most {MAX_DEPTH} deep, with at most {MAX_NODES:,} values and integers "
-    "that fit in 64 bits"
+    f"JSON nested at most {MAX_DEPTH} deep, with at most {MAX_NODES:,} values, integers "
+    "that fit in 64 bits and no lone surrogate escape"
 )
 
 
@@ -351,7 +363,10 @@ def _bounded(value: Any) -> bool:
             continue
         if isinstance(item, int) and not _INT_MIN <= item <= _INT_MAX:
             return False
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return False
         if isinstance(item, dict):
+            stack.extend((k, depth + 1) for k in item)
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)

@@ -203,8 +203,8 @@ def test_json_text_too_deep_is_refused_naming_the_key() -> None:
         parse_config_text("[" * 100_000 + "]" * 100_000, "sandboxkit:targets")
     assert str(caught.value) == (
         "sandboxkit:targets: got '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[... (200000 "
-        "characters)'; expected JSON nested at most 64 deep, with at most 100,000 values and "
-        "integers that fit in 64 bits"
+        "characters)'; expected JSON nested at most 64 deep, with at most 100,000 values, "
+        "integers that fit in 64 bits and no lone surrogate escape"
     )
 
 

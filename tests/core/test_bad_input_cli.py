@@ -261,7 +261,7 @@ def test_a_pack_config_beyond_the_bounds_is_named(text: str, value: str, tmp_pat
         read_pack_config(path)
     assert str(caught.value) == (
         f"{path}: got {value!r}; expected JSON nested at most 64 deep, with at most 100,000 "
-        "values and integers that fit in 64 bits"
+        "values, integers that fit in 64 bits and no lone surrogate escape"
     )
 
 
