@@ -50,7 +50,13 @@ def project_root(given: Path | None) -> Path:
     if given is None:
         return find_project_dir()
     if not (given / PROJECT_FILE).is_file():
-        state = "a folder without Pulumi.yaml" if given.is_dir() else "no such folder"
+        state = (
+            "a folder without Pulumi.yaml"
+            if given.is_dir()
+            else "a file, not a folder"
+            if given.exists()
+            else "no such folder"
+        )
         raise ConfigError(
             Problem("--project-dir", str(given), f"a folder with Pulumi.yaml (this is {state})")
         )

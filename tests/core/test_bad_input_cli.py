@@ -107,20 +107,10 @@ def test_a_closed_stdout_exits_74_in_one_line() -> None:
 
 
 def test_a_pipe_closed_early_exits_74_quietly() -> None:
-    env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
     reader, writer = os.pipe()
     os.close(reader)  # the reader is gone before the first byte, as `| head -c0` leaves it
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "sandboxkit", "--version"],
-            check=False,
-            cwd=REPO,
-            env=env,
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
+        result = run_main("--version", stdout=writer)
     finally:
         os.close(writer)
     assert (result.returncode, result.stderr) == (74, "")
