@@ -578,7 +578,7 @@ def main() -> None:
     never read as the gate's exit 1; ``SANDBOXKIT_DEBUG=1`` adds the traceback.
     """
     real_stdout = sys.stdout
-    sys.stdout = _GuardedStdout(real_stdout)  # type: ignore[assignment]
+    sys.stdout = _GuardedStdout(real_stdout)
     code: int | str | None = 0
     try:
         try:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import yaml
 from yaml.events import AliasEvent
@@ -89,14 +89,14 @@ class _CoreLoader(yaml.SafeLoader):
     """A SafeLoader with the YAML 1.2 core resolvers that bounds nesting and refuses a
     recursive alias while composing (before any value is built)."""
 
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, re.Pattern[str]]]]] = {}
+    yaml_implicit_resolvers = {}  # noqa: RUF012 - PyYAML's class-level table, filled below
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
         self._open: set[str] = set()
 
-    def compose_node(self, parent: Node | None, index: object) -> Node:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         event = self.peek_event()
         if self.check_event(AliasEvent):
             if event.anchor in self._open:
@@ -105,7 +105,7 @@ class _CoreLoader(yaml.SafeLoader):
                     "no recursive alias (this alias is inside its own anchor)",
                     f"*{event.anchor}",
                 )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         if self._depth >= MAX_DEPTH:
             raise _RefusedError(
                 event, f"nesting at most {MAX_DEPTH} levels deep", f"{MAX_DEPTH + 1} levels"
@@ -115,7 +115,7 @@ class _CoreLoader(yaml.SafeLoader):
         if anchor is not None:
             self._open.add(anchor)
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
             self._open.discard(anchor)
@@ -123,7 +123,14 @@ class _CoreLoader(yaml.SafeLoader):
 
 for _tag, _pattern, _first in _CORE_RESOLVERS:
     _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
-_CoreLoader.add_constructor(_INT, lambda loader, node: _core_int(loader.construct_scalar(node)))
+
+
+def _construct_int(loader: yaml.SafeLoader, node: Node) -> int:
+    assert isinstance(node, ScalarNode)
+    return _core_int(loader.construct_scalar(node))
+
+
+_CoreLoader.add_constructor(_INT, _construct_int)
 
 # What a YAML 1.1 reader (PyYAML's own resolvers, much as go-yaml and older tools) makes of a
 # plain scalar: compared with the core reading to find the scalars the two read differently.
