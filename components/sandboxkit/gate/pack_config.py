@@ -116,14 +116,14 @@ def lowered_levels(
     """``"SBX-NET-001: mandatory -> advisory"`` for each policy ``config`` runs at a lower level
     than the pack's own or than ``reference`` (the environment's own pack config, when another
     file is given), sorted; the gate prints them, so ``{"all": "advisory"}`` never weakens it
-    unseen."""
+    unseen. A disabled policy is left out: the gate lists those apart (``disabled``)."""
     lowered = []
     for policy in info.policies:
         before = ENFORCEMENT_NAMES[policy.enforcementLevel]
         if reference is not None and _LEVEL_RANK[reference[policy.name][0]] > _LEVEL_RANK[before]:
             before = reference[policy.name][0]
         level = config[policy.name][0]
-        if _LEVEL_RANK[level] < _LEVEL_RANK[before]:
+        if level != "disabled" and _LEVEL_RANK[level] < _LEVEL_RANK[before]:
             lowered.append(f"{policy.name.upper()}: {before} -> {level}")
     return tuple(sorted(lowered))
 
