@@ -5,8 +5,11 @@ whatever the input: the text must be UTF-8; the document is composed (PyYAML's n
 an alias is the anchored node itself) and measured before anything is built from it, so an alias
 expansion bomb or a recursive alias is refused without being expanded; nesting is bounded;
 mapping keys are text and unique; only the core schema's tags are read; scalars are resolved with
-the YAML 1.2 core schema, and a plain scalar that a YAML 1.1 reader would turn into something
-else (``010`` -> 8, ``1:00:00`` -> 3600, ``yes`` -> true) is refused, as the two readings differ;
+the YAML 1.2 core schema, and a plain scalar that a YAML 1.1 reader reads as another type or
+value (``010`` -> 8, ``1:00:00`` -> 3600, ``yes`` -> true; ``0o17`` and ``1e3`` stay text) is
+refused: the Pulumi engine's reader (go-yaml v3, ``resolve.go``: ``strconv.ParseInt(plain, 0,
+64)`` after dropping ``_``; "octals from the 1.1 spec, spelled as 0777, are still decoded")
+mixes the two, reading ``010`` as 8;
 integers must fit in 64 bits, as the engine's config values do.
 
 ``config_values`` then reads a stack file's ``config`` mapping the way the Pulumi engine does:
@@ -49,6 +52,7 @@ _INT_DIGITS = 21  # enough for both bounds; longer text is refused before int() 
 _TAG = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
 _MERGE = _TAG + "merge"
+_TIMESTAMP = _TAG + "timestamp"
 _CORE_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _MERGE, _TAG + "seq", _TAG + "map"})
 
 # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution), and the merge key.
@@ -139,12 +143,12 @@ _YAML11 = yaml.SafeLoader("")
 
 def _reads_differently(node: ScalarNode) -> bool:
     old = _YAML11.resolve(ScalarNode, node.value, (True, False))
-    if old not in (_BOOL, _INT, _FLOAT):
-        return False
+    if old == _TIMESTAMP:
+        old = _STR  # an unquoted date stays text, as the engine passes it
     if old != node.tag:
-        return True
-    if old == _FLOAT:
-        return False  # the same float regex, bar '_' and sexagesimal, which change the tag
+        return True  # 010, 1:00:00, yes, 1_000 (1.1) or 0o17, 1e3, 08 (1.2) read as another type
+    if old not in (_INT, _BOOL):
+        return False  # text, null, a float by both regexes, the merge key
     old_value = _YAML11.construct_object(ScalarNode(old, node.value))
     new_value = _CoreLoader("").construct_object(ScalarNode(node.tag, node.value))
     return bool(old_value != new_value)
@@ -232,9 +236,9 @@ def _check_scalar(node: ScalarNode) -> None:
     if node.style is None and _reads_differently(node):
         raise _RefusedError(
             node,
-            "a value every YAML reader reads alike: YAML 1.1 reads this plain scalar as a "
-            "number or boolean and YAML 1.2 does not; quote it for text, or write the number "
-            "plainly (10, 0o10, 3600)",
+            "a value YAML 1.1 and 1.2 readers read alike (this plain scalar is a number or a "
+            "boolean in one and not the other, or a different number): quote it for text, or "
+            "write the number in plain decimal (10, 3600)",
             node.value,
         )
 
