@@ -354,53 +354,61 @@ def read_yaml_file(path: Path) -> Any:
     return load_yaml(_read_bytes(path), str(path))
 
 
-_UNBOUNDED = object()
-_JSON_BOUNDS = (
-    f"JSON nested at most {MAX_DEPTH} deep, with at most {MAX_NODES:,} values, integers "
-    "that fit in 64 bits and no lone surrogate escape"
-)
+_TOO_DEEP = f"JSON nested at most {MAX_DEPTH} deep"
 
 
-def _bounded(value: Any) -> bool:
-    """Whether a JSON value stays within ``MAX_DEPTH`` and ``MAX_NODES`` and 64-bit integers."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def _shown(value: object) -> object:
+    if isinstance(value, int) and len(digits := str(value)) > 40:
+        return f"{digits[:20]}... ({len(digits)} digits)"
+    if isinstance(value, str) and len(value) > 40:
+        value = f"{value[:20]}... ({len(value)} characters)"
+    return value.encode("utf-8", "backslashreplace").decode() if isinstance(value, str) else value
+
+
+def _json_problem(value: Any, where: str) -> Problem | None:
+    """The first value of a JSON document beyond ``load_yaml``'s bounds (nesting, size, 64-bit
+    integers, lone surrogates), named by its path below ``where``; ``None`` when all are within."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
     count = 0
     while stack:
-        item, depth = stack.pop()
+        item, path, depth = stack.pop()
         count += 1
-        if depth > MAX_DEPTH or count > MAX_NODES:
-            return False
-        if isinstance(item, bool):
-            continue
-        if isinstance(item, int) and not _INT_MIN <= item <= _INT_MAX:
-            return False
-        if isinstance(item, str) and _SURROGATE.search(item):
-            return False
-        if isinstance(item, dict):
-            stack.extend((k, depth + 1) for k in item)
-            stack.extend((v, depth + 1) for v in item.values())
+        if depth > MAX_DEPTH:
+            return Problem(path, f"{MAX_DEPTH + 1} levels", _TOO_DEEP)
+        if count > MAX_NODES:
+            return Problem(where, f"more than {MAX_NODES:,} values", f"at most {MAX_NODES:,}")
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not _INT_MIN <= item <= _INT_MAX:
+                return Problem(path, _shown(item), "an integer that fits in 64 bits")
+        elif isinstance(item, str) and _SURROGATE.search(item):
+            return Problem(path, _shown(item), "text without a lone surrogate escape (\\ud800)")
+        elif isinstance(item, dict):
+            stack.extend((k, path, depth + 1) for k in item)
+            dot = "" if path.endswith(" ") else "."
+            stack.extend((v, f"{path}{dot}{k}", depth + 1) for k, v in item.items())
         elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return True
+            stack.extend((v, f"{path}[{n}]", depth + 1) for n, v in enumerate(item))
+    return None
 
 
 def read_json_file(path: Path) -> Any:
     """A JSON file's value, within the bounds ``load_yaml`` keeps (nesting, size, 64-bit
-    integers).
+    integers, no lone surrogate).
 
     Raises:
-        ConfigError: naming the file when it cannot be read, is not UTF-8, not JSON, or beyond
-            the bounds.
+        ConfigError: naming the file (and the key, for a value beyond the bounds) when it
+            cannot be read, is not UTF-8, not JSON, or beyond the bounds.
     """
     text = _read_bytes(path)
     try:
         value = json.loads(text)
     except RecursionError:
-        value = _UNBOUNDED
+        raise ConfigError(Problem(str(path), f"{len(text)} characters", _TOO_DEEP)) from None
     except ValueError as exc:
         raise ConfigError(Problem(str(path), "not JSON", f"a JSON document ({exc})")) from None
-    if value is _UNBOUNDED or not _bounded(value):
-        raise ConfigError(Problem(str(path), f"{len(text)} characters", _JSON_BOUNDS))
+    problem = _json_problem(value, f"{path}: ")
+    if problem is not None:
+        raise ConfigError(problem)
     return value
 
 
@@ -409,20 +417,20 @@ def parse_config_text(value: Any, key: str) -> Any:
     JSON (the engine passes structured values as JSON text); any other text stays text.
 
     Raises:
-        ConfigError: naming ``key`` when the JSON is deeper, larger or holds wider integers than
-            ``load_yaml`` admits.
+        ConfigError: naming ``key`` and the path below it when the JSON is deeper, larger or
+            holds wider integers than ``load_yaml`` admits.
     """
     if not (isinstance(value, str) and value[:1] in ("{", "[")):
         return value
     try:
         parsed = json.loads(value)
     except RecursionError:
-        parsed = _UNBOUNDED
+        raise ConfigError(Problem(key, _shown(value), _TOO_DEEP)) from None
     except ValueError:
         return value  # not JSON: the engine passes it as the text it is
-    if parsed is _UNBOUNDED or not _bounded(parsed):
-        shown = f"{value[:40]}... ({len(value)} characters)" if len(value) > 40 else value
-        raise ConfigError(Problem(key, shown, _JSON_BOUNDS))
+    problem = _json_problem(parsed, key)
+    if problem is not None:
+        raise ConfigError(problem)
     return parsed
 
 
