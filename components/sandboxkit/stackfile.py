@@ -194,7 +194,7 @@ def _walk(node: Node, path: str) -> Iterator[tuple[Node, str]]:
             yield from _walk(value, _child_path(path, str(name)))
 
 
-def _check_mapping(node: MappingNode) -> None:
+def _check_mapping(node: MappingNode, path: str) -> None:
     seen: dict[str, Node] = {}
     for key, _ in node.value:
         if not isinstance(key, ScalarNode) or key.tag not in (_STR, _MERGE):
@@ -206,9 +206,10 @@ def _check_mapping(node: MappingNode) -> None:
             first = seen[key.value].start_mark.line + 1
             raise _RefusedError(
                 key,
-                f"each key once: {key.value!r} is also on line {first} "
+                f"each key once: it is also on line {first} "
                 "(a reader would silently keep the later one)",
-                key.value,
+                "a second entry",
+                _child_path(path, key.value),
             )
         seen[key.value] = key
 
@@ -263,11 +264,11 @@ def _check(root: Node) -> None:
                     _shown_tag(node.tag),
                 )
             if isinstance(node, MappingNode):
-                _check_mapping(node)
+                _check_mapping(node, path)
             elif isinstance(node, ScalarNode):
                 _check_scalar(node)
         except _RefusedError as exc:
-            raise _RefusedError(exc.mark, exc.expected, exc.value, path) from None
+            raise _RefusedError(exc.mark, exc.expected, exc.value, exc.path or path) from None
 
 
 def _problem(origin: str, mark: Any, value: object, expected: str, path: str = "") -> Problem:

@@ -102,9 +102,9 @@ EXPECTED_LINE = (
         ),
         pytest.param(
             "config:\n  sandboxkit:environment: prod\n" + GOOD.removeprefix("config:\n"),
-            "config (<p>/stacks/Pulumi.t.yaml line 3): got 'sandboxkit:environment'; expected "
-            "each key once: 'sandboxkit:environment' is also on line 2 (a reader would silently "
-            "keep the later one)",
+            "sandboxkit:environment (<p>/stacks/Pulumi.t.yaml line 3): got 'a second entry'; "
+            "expected each key once: it is also on line 2 (a reader would silently keep the "
+            "later one)",
             id="duplicate-key",
         ),
         pytest.param(
