@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 import textwrap
+import traceback
 from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
@@ -20,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from sandboxkit import gate
+from sandboxkit import __version__, gate
 from sandboxkit.checkov_bridge.baseline import BaselineError
 from sandboxkit.checkov_bridge.mapping import UnmappedTypeError
 from sandboxkit.checkov_bridge.runner import (
@@ -33,17 +36,33 @@ from sandboxkit.config import load_stack_file
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.profile import PROFILE_FIELDS
-from sandboxkit.project import find_project_dir, list_stacks
+from sandboxkit.project import list_stacks, project_root
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
 from sandboxkit.targets import TARGET_MODULES, get_target
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
+EXIT_OUTPUT = 74  # EX_IOERR (sysexits.h): stdout closed, full, or a pipe closed early
+EXIT_CRASH = 70  # EX_SOFTWARE (sysexits.h): a bug in the kit, never a verdict on the stack
+DEBUG_ENV = "SANDBOXKIT_DEBUG"
+"""Set to 1 to print the traceback of an unexpected error (exit 70)."""
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success; 1 a mandatory finding (check, checkov); 2 bad config, arguments or "
+    f"files (every bad key named); {EXIT_CRASH} an unexpected error in the kit (one line; "
+    f"{DEBUG_ENV}=1 prints the traceback); {EXIT_OUTPUT} the output could not be written "
+    "(stdout closed or full, or a pipe closed early)."
+)
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Hardened sandbox stacks for AI-agent code: offline preview and policy gate.",
+    # Plain click help and errors: flags show as flags (no "<bool>"), nothing is read as markup
+    # or emoji, and CI logs get plain text.
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="Hardened sandbox stacks for AI-agent code: offline preview and policy gate.\n\n"
+    + EXIT_CODES_HELP,
 )
 StackOption = Annotated[
     str, typer.Option("--stack", "-s", help="Stack name (stacks/Pulumi.<stack>.yaml).")
@@ -54,17 +73,37 @@ ProjectOption = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"sandboxkit {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
+) -> None:
     """Hardened sandbox stacks for AI-agent code: offline preview and policy gate."""
 
 
-def _console() -> Console:
-    # A terminal gets colour and tables at its width; piped output (CI logs, files) plain text
-    # at $COLUMNS (rich's 80 when unset): no colour codes, no box drawing.
+def _console(*, stderr: bool = False) -> Console:
+    """A console for the kit's output; ``stderr`` for messages beside it.
+
+    A terminal gets colour and tables at its width; piped output (CI logs, files) plain text
+    at $COLUMNS (rich's 80 when unset): no colour codes, no box drawing. User text (keys,
+    values, names) is interpolated with ``escape`` where markup is used, and emoji codes are
+    never replaced (``sandboxkit:fire`` stays as written).
+    """
+    if stderr:
+        return Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
     if sys.stdout.isatty():
-        return Console(highlight=False)
-    return Console(highlight=False, no_color=True, color_system=None)
+        return Console(highlight=False, emoji=False)
+    return Console(highlight=False, emoji=False, no_color=True, color_system=None)
 
 
 # Plain output: the long column goes under its row, indented, wrapped to the width.
@@ -109,7 +148,7 @@ def print_table(
 
 def fail_config(exc: ConfigError) -> typer.Exit:
     """Print a config error to stderr (no traceback) and return the exit-2 signal."""
-    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    console = _console(stderr=True)
     console.print("[bold red]error:[/] invalid input")
     for problem in exc.problems:
         console.print(f"  {problem}", markup=False)
@@ -122,9 +161,7 @@ CHECKOV_ERRORS = (CheckovMissingError, CheckovFailedError, BaselineError, Unmapp
 
 def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
     """Print why checkov gave no verdict to stderr and return the exit-2 signal."""
-    Console(stderr=True, soft_wrap=True, highlight=False).print(
-        f"[bold red]error:[/] {exc}{hint}", markup=True
-    )
+    _console(stderr=True).print(f"[bold red]error:[/] {escape(f'{exc}{hint}')}")
     return typer.Exit(EXIT_CONFIG)
 
 
@@ -132,7 +169,7 @@ def load(stack: str, project_dir: Path | None, step: gate.Step = gate.no_steps) 
     """Render ``stack`` offline, telling ``step`` each target; ``typer.Exit(2)`` on bad config."""
     try:
         return render_stack(
-            project_dir or find_project_dir(),
+            project_root(project_dir),
             stack,
             on_target=lambda target: step(f"rendering {stack}: {target}"),
         )
@@ -162,7 +199,7 @@ def enforcement_table(rendered: RenderedStack) -> list[dict[str, Any]]:
 
 
 def _print_text(rendered: RenderedStack, console: Console) -> None:
-    console.print(f"[bold]Stack[/] {rendered.stack} ({rendered.spec.environment})")
+    console.print(f"[bold]Stack[/] {escape(rendered.stack)} ({rendered.spec.environment})")
     children: dict[str | None, list[Any]] = {}
     urns = {r.urn for r in rendered.resources}
     for resource in rendered.resources:
@@ -196,12 +233,17 @@ def _print_text(rendered: RenderedStack, console: Console) -> None:
     for target in rendered.spec.targets:
         console.print(f"target {target}: {counts[target]} resources")
     rows = [
-        (
-            row["target"],
-            row["field"],
-            f"{row['value']}" + ("" if row["explicit"] else " (default)"),
-            row["kind"],
-            row["where"],
+        tuple(
+            map(
+                escape,
+                (
+                    row["target"],
+                    row["field"],
+                    f"{row['value']}" + ("" if row["explicit"] else " (default)"),
+                    row["kind"],
+                    row["where"],
+                ),
+            )
         )
         for row in enforcement_table(rendered)
     ]
@@ -218,7 +260,7 @@ def _print_text(rendered: RenderedStack, console: Console) -> None:
             markup=False,
         )
     for warning in rendered.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def _print_egress(explained: list[TargetEgress], console: Console) -> None:
@@ -226,7 +268,7 @@ def _print_egress(explained: list[TargetEgress], console: Console) -> None:
         contract = item.contract
         head = f"[bold]Egress of {item.target}[/]: mode {contract.mode}"
         if contract.control_plane:
-            head += f"; control plane {', '.join(map(str, contract.control_plane))}"
+            head += f"; control plane {escape(', '.join(map(str, contract.control_plane)))}"
         console.print(head)
         if item.effective is None:
             console.print("  [red]no egress reader: this target's egress is not explained[/]")
@@ -243,13 +285,13 @@ def _print_egress(explained: list[TargetEgress], console: Console) -> None:
                     ("admitted" if verdict else "refused") + mark,
                     "admitted" if contract_says else "refused",
                     escape("; ".join(verdict.enforced)),
-                    ", ".join(sorted({g.basis for g in verdict.grants})),
+                    escape(", ".join(sorted({g.basis for g in verdict.grants}))),
                 )
             )
         columns = ("probe", "kind", "target", "contract", "how", "basis")
         print_table(console, columns, rows, below=4)
         for line in (*map(str, item.differences), *map(str, item.findings)):
-            console.print(f"  [red]{line}[/]")
+            console.print(f"  [red]{escape(line)}[/]")
         if item.matches_contract:
             console.print("  no difference from the contract")
 
@@ -311,16 +353,22 @@ def _print_checkov(report: CheckovReport, console: Console) -> None:
     for finding in report.failures:
         by_urn.setdefault(finding.urn, []).append(finding)
     for urn, findings in by_urn.items():
-        console.print(f"[bold]{urn}[/]", markup=True)
+        console.print(f"[bold]{escape(urn)}[/]")
         for finding in findings:
-            console.print(f"  [red]FAILED[/] {finding.policy}  {finding.message}")
+            console.print(f"  [red]FAILED[/] {escape(finding.policy)}  {escape(finding.message)}")
     for finding in report.accepted:
         assert finding.accepted is not None
         console.print(
-            f"[yellow]accepted[/] {finding.policy} on {finding.resource}: {finding.accepted.reason}"
+            "[yellow]accepted[/] "
+            + escape(f"{finding.policy} on {finding.resource}: {finding.accepted.reason}")
         )
     rows = [
-        (type_token, str(row["resources"]), str(len(row["checks"])), ", ".join(row["kit_checks"]))
+        (
+            escape(type_token),
+            str(row["resources"]),
+            str(len(row["checks"])),
+            escape(", ".join(row["kit_checks"])),
+        )
         for type_token, row in report.coverage().items()
     ]
     print_table(
@@ -360,10 +408,13 @@ def checkov(
     Exit 0 when every failed check is accepted by policy-packs/checkov/baseline.yaml, 1 when
     any is not, 2 on bad config or when checkov is missing or fails.
     """
-    root = project_dir or _project_dir()
-    names = list_stacks(root) if all_stacks else list(stack or [])
-    if not names:
-        raise fail_config(ConfigError(Problem("--stack", None, "a stack name or --all-stacks")))
+    try:
+        root = project_root(project_dir)
+        names = list_stacks(root) if all_stacks else list(stack or [])
+        if not names:
+            raise ConfigError(Problem("--stack", None, "a stack name or --all-stacks"))
+    except ConfigError as exc:
+        raise fail_config(exc) from None
     rendered = [load(name, root) for name in names]
     try:
         report = scan_rendered(root, rendered, include_project_files=project_files)
@@ -375,13 +426,6 @@ def checkov(
         _print_checkov(report, _console())
     if report.failures:
         raise typer.Exit(EXIT_FAILED)
-
-
-def _project_dir() -> Path:
-    try:
-        return find_project_dir()
-    except ConfigError as exc:
-        raise fail_config(exc) from None
 
 
 class CheckFormat(StrEnum):
@@ -431,7 +475,7 @@ def check(
     is missing or fails (it is never skipped silently: pass --no-checkov to skip it).
     """
     try:
-        root = project_dir or find_project_dir()
+        root = project_root(project_dir)
         if all_stacks == (stack is not None):
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
         names = list_stacks(root) if all_stacks else [stack]
@@ -465,9 +509,25 @@ def check(
     raise typer.Exit(gate.exit_code(results))
 
 
-def _write_external_config(stack: str, target: str, out: Path, project_dir: Path | None) -> None:
-    root = project_dir or find_project_dir()
+def _write_out(out: Path, document: Any) -> None:
+    """Write ``document`` as JSON to ``--out``.
+
+    Raises:
+        ConfigError: naming ``--out`` when it cannot be written (a folder, a path under a file,
+            no permission).
+    """
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(document, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(
+            Problem("--out", str(out), f"a file path that can be written ({exc.strerror})")
+        ) from None
+
+
+def _write_external_config(stack: str, target: str, out: Path, project_dir: Path | None) -> None:
+    try:
+        root = project_root(project_dir)
         if target not in TARGET_MODULES:
             raise ConfigError(Problem("--target", target, f"one of {', '.join(TARGET_MODULES)}"))
         spec = load_stack_file(root, stack)
@@ -490,10 +550,9 @@ def _write_external_config(stack: str, target: str, out: Path, project_dir: Path
             raise ConfigError(
                 Problem("--out", str(out), f"a file ending in {' or '.join(found.suffixes)}")
             )
+        _write_out(out, found.document)
     except ConfigError as exc:
         raise fail_config(exc) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(found.document, indent=2) + "\n")
     sys.stdout.write(f"wrote {out}; apply it with: {found.apply.format(out=out)}\n")
 
 
@@ -535,25 +594,107 @@ def pack_config_command(
     config/<environment>.json (or --policy-pack-config) with SBX-NET-008's egress contracts taken
     from the stack, so the Pulumi CLI runs the pack as ``sandboxkit check`` does. Exit 2 on bad
     stack config or a pack config the pack's schemas reject."""
-    root = project_dir or find_project_dir()
     try:
+        root = project_root(project_dir)
         rendered = render_stack(root, stack)
         pack = gate.pack_dir(root)
         path = pack_config or gate.environment_config_path(pack, rendered.spec.environment)
         document = gate.stack_pack_config(rendered, path)
         info = gate.InProcessAnalyzer(pack).GetAnalyzerInfo(empty_pb2.Empty())
         gate.policy_config(info, document, str(path))
+        _write_out(out, document)
     except ConfigError as exc:
         raise fail_config(exc) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=2) + "\n")
     sys.stdout.write(
         f"wrote {out}; use it with: pulumi preview --stack {stack} "
         f"--policy-pack {pack.relative_to(root)} --policy-pack-config {out}\n"
     )
 
 
+class OutputError(Exception):
+    """stdout could not take the output (closed, full, or a pipe closed early)."""
+
+
+class _GuardedStdout:
+    """``sys.stdout`` for the commands: a failed write or flush raises ``OutputError`` (not an
+    ``OSError``, which click would turn into exit 1, the gate's failure code)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise OutputError(errno.EBADF, "stdout is closed")
+        try:
+            return int(self._stream.write(text))
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from None
+
+    def isatty(self) -> bool:
+        return self._stream is not None and bool(self._stream.isatty())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _say(line: str) -> None:
+    # stderr may be closed too: then the exit code alone speaks.
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+        except OSError:
+            pass
+
+
+def _silence_stdout() -> None:
+    # What is still buffered must not fail again at interpreter exit (Python's SIGPIPE note).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+
+
 def main() -> None:
-    """Console-script entry point (a process that renders once and exits)."""
+    """Console-script entry point: the commands' exit codes, and two of its own.
+
+    Exit ``EXIT_OUTPUT`` (74) when stdout cannot take the output (quietly for a pipe closed
+    early), ``EXIT_CRASH`` (70) with a one-line message on any unexpected error, so a crash is
+    never read as the gate's exit 1; ``SANDBOXKIT_DEBUG=1`` adds the traceback.
+    """
     collector_off_until_exit()
-    app()
+    real_stdout = sys.stdout
+    sys.stdout = _GuardedStdout(real_stdout)
+    code: int | str | None = 0
+    try:
+        try:
+            app()
+        except SystemExit as exc:
+            code = exc.code
+        sys.stdout.flush()
+    except OutputError as exc:
+        if exc.args[0] != errno.EPIPE:
+            _say(f"sandboxkit: could not write the output: {exc.args[1]}")
+        code = EXIT_OUTPUT
+        _silence_stdout()
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        _say(
+            f"sandboxkit: internal error (exit {EXIT_CRASH}, not a verdict on the stack): "
+            f"{type(exc).__name__}: {first[:300]}; set {DEBUG_ENV}=1 for the traceback"
+        )
+        code = EXIT_CRASH
+    finally:
+        sys.stdout = real_stdout
+    sys.exit(code)

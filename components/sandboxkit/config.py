@@ -7,7 +7,6 @@ The same code runs under ``pulumi up`` (values from the engine) and in the offli
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import typing
 from collections.abc import Iterable, Mapping
@@ -15,13 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
-from sandboxkit.project import existing_stack_file
+from sandboxkit.project import (
+    ENVIRONMENTS,
+    existing_stack_file,
+    project_name,
+    project_name_of,
+    stack_environment,
+)
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
+from sandboxkit.stackfile import NAMESPACE, config_values, parse_config_text
 from sandboxkit.targets import (
     TARGET_MODULES,
     Enforcement,
@@ -31,8 +36,6 @@ from sandboxkit.targets import (
     get_target,
 )
 
-NAMESPACE = "sandboxkit"
-ENVIRONMENTS = ("dev", "staging", "prod")
 _TOP_LEVEL = ("environment", "targets", "profile")
 
 
@@ -68,7 +71,7 @@ class ConfigSource:
         raw.update(runtime_config.CONFIG.get())
         prefix = f"{NAMESPACE}:"
         values = {
-            key.removeprefix(prefix): _parse_config_text(value)
+            key.removeprefix(prefix): parse_config_text(value, key)
             for key, value in raw.items()
             if key.startswith(prefix)
         }
@@ -84,23 +87,6 @@ class ConfigSource:
         return cls(values=values, secret_paths=frozenset(paths))
 
 
-def _parse_config_text(value: Any) -> Any:
-    # The engine passes structured values as JSON text and scalars as plain text.
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        return json.loads(value)
-    return value
-
-
-class _StackFileLoader(yaml.SafeLoader):
-    """YAML as stack files mean it: an unquoted date stays text, as the engine passes it."""
-
-
-_StackFileLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
@@ -112,30 +98,24 @@ def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
     return value
 
 
-def read_stack_file(path: Path) -> ConfigSource:
+def read_stack_file(path: Path, project: str | None = None) -> ConfigSource:
     """Read ``sandboxkit:*`` keys from a stack file without decrypting anything.
 
-    ``secure:`` values become ``UNKNOWN_SECRET`` and their paths are recorded as secret.
+    The file is read as ``stackfile.config_values`` reads it (bounded YAML 1.2, bare keys in the
+    project's namespace, JSON text as JSON), the one reader of every command. ``secure:``
+    values become ``UNKNOWN_SECRET`` and their paths are recorded as secret.
+
+    Args:
+        path: the stack file.
+        project: the project's name; by default read from the Pulumi.yaml above ``path``.
 
     Raises:
-        ConfigError: when the file is not YAML or has no ``config`` mapping.
+        ConfigError: naming the file, the line and the key for anything the reader refuses.
     """
-    try:
-        # A SafeLoader subclass: no arbitrary objects, only plain YAML.
-        document = yaml.load(path.read_text(), Loader=_StackFileLoader) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(Problem(str(path), "unparseable YAML", f"valid YAML ({exc})")) from None
-    config = document.get("config", {}) if isinstance(document, dict) else None
-    if not isinstance(config, dict):
-        raise ConfigError(Problem(f"{path}: config", config, "a mapping of config keys"))
+    values = config_values(path, project if project is not None else project_name_of(path))
     secret_paths: set[str] = set()
-    prefix = f"{NAMESPACE}:"
-    values = {
-        key.removeprefix(prefix): _strip_secure(value, key.removeprefix(prefix), secret_paths)
-        for key, value in config.items()
-        if key.startswith(prefix)
-    }
-    return ConfigSource(values=values, secret_paths=frozenset(secret_paths))
+    stripped = {key: _strip_secure(value, key, secret_paths) for key, value in values.items()}
+    return ConfigSource(values=stripped, secret_paths=frozenset(secret_paths))
 
 
 @dataclass(frozen=True)
@@ -483,20 +463,28 @@ def _validate_targets(source: ConfigSource) -> tuple[tuple[str, ...], list[Probl
     problems = [
         Problem(_key("targets", i), t, f"one of {', '.join(known)}{_near(str(t), known)}")
         for i, t in enumerate(raw)
-        if t not in TARGET_MODULES
+        if not (isinstance(t, str) and t in TARGET_MODULES)
     ]
     if len(set(map(str, raw))) != len(raw):
         problems.append(Problem(_key("targets"), raw, "each target listed once"))
-    return tuple(raw), problems
+    return tuple(t for t in raw if isinstance(t, str)), problems
 
 
-def load_stack(source: ConfigSource, stack: str) -> StackSpec:
+def load_stack(
+    source: ConfigSource, stack: str, expected_environment: str | None = None
+) -> StackSpec:
     """Validate the whole ``sandboxkit:*`` config of a stack.
 
     Checks, and reports together: unknown keys (with the near name), wrong types and ranges,
     profile consistency, target names, secrets given in plain text, explicit profile fields a
     target enforces nowhere (unless acknowledged), values beyond a target's caps, and egress a
     target cannot enforce.
+
+    Args:
+        source: the stack's ``sandboxkit:*`` config.
+        stack: the stack name.
+        expected_environment: the environment the organisation gives the stack
+            (``project.stack_environment``); a different ``sandboxkit:environment`` is refused.
 
     Raises:
         ConfigError: naming each bad key, its value and what is expected.
@@ -513,6 +501,15 @@ def load_stack(source: ConfigSource, stack: str) -> StackSpec:
     if environment not in ENVIRONMENTS:
         problems.append(
             Problem(_key("environment"), environment, f"one of {', '.join(ENVIRONMENTS)}")
+        )
+    elif expected_environment is not None and environment != expected_environment:
+        problems.append(
+            Problem(
+                _key("environment"),
+                environment,
+                f"{expected_environment}: the environment sandboxkit.yaml gives stack {stack!r} "
+                "(the gate's strictness is the organisation's choice, not the stack file's)",
+            )
         )
     targets, target_problems = _validate_targets(source)
     problems += target_problems
@@ -554,4 +551,5 @@ def load_stack_file(project_dir: Path, stack: str) -> StackSpec:
     Raises:
         ConfigError: a missing stack file (naming ``--stack``), or bad config.
     """
-    return load_stack(read_stack_file(existing_stack_file(project_dir, stack)), stack)
+    source = read_stack_file(existing_stack_file(project_dir, stack), project_name(project_dir))
+    return load_stack(source, stack, stack_environment(project_dir, stack))

@@ -10,7 +10,7 @@ import pulumi
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
 from sandboxkit.egress import normalisation_notices
 from sandboxkit.profile import PROFILE_KEY
-from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_file
+from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_environment, stack_file
 from sandboxkit.targets import get_target
 
 
@@ -39,7 +39,7 @@ def main(
     )
     stack = pulumi.get_stack()
     source = ConfigSource.from_runtime(stack_file(root, stack))
-    spec = load_stack(source, stack)
+    spec = load_stack(source, stack, stack_environment(root, stack))
     egress = (source.values.get("profile") or {}).get("egress") or {}
     for notice in normalisation_notices(egress.get("allow"), f"{PROFILE_KEY}.egress.allow"):
         pulumi.log.warn(notice)

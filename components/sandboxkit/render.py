@@ -28,7 +28,7 @@ from sandboxkit import program
 from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, read_stack_file
 from sandboxkit.errors import REDACTED
 from sandboxkit.mockcloud import CloudMocks
-from sandboxkit.project import existing_stack_file
+from sandboxkit.project import existing_stack_file, project_name
 
 UNKNOWN_TEXT = "[unknown]"
 
@@ -323,8 +323,9 @@ def render_stack(
     Raises:
         ConfigError: when the stack file is missing or its config is bad.
     """
+    path = existing_stack_file(project_dir, stack)
     return render_source(
-        project_dir, stack, read_stack_file(existing_stack_file(project_dir, stack)), on_target
+        project_dir, stack, read_stack_file(path, project_name(project_dir)), on_target
     )
 
 

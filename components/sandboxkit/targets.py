@@ -27,6 +27,7 @@ from sandboxkit.contract import (
     TARGET_LABEL,
 )
 from sandboxkit.egress import EgressRule
+from sandboxkit.naming import derived_name
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 from sandboxkit.reach import EffectiveEgress, ResourceView
 
@@ -140,6 +141,12 @@ class TargetSettings(BaseModel):
         )
 
 
+LABEL_VALUE_LENGTH = 63
+"""Longest label value: GCP labels and Kubernetes labels both stop at 63 characters
+(https://cloud.google.com/compute/docs/labeling-resources#requirements,
+https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set)."""
+
+
 @dataclass(frozen=True)
 class KitContext:
     """What every component needs besides its profile and settings.
@@ -154,6 +161,11 @@ class KitContext:
     environment: str
     target: str
 
+    def object_name(self, prefix: str, max_length: int) -> str:
+        """The base of the target's cloud names for this stack: ``<prefix><stack>`` within the
+        cloud's ``max_length`` and characters, kept unique (``naming.derived_name``)."""
+        return derived_name(prefix, self.stack, max_length)
+
     def labels(self) -> dict[str, str]:
         """The kit's tags/labels for every child that takes them.
 
@@ -162,7 +174,7 @@ class KitContext:
         """
         return {
             MANAGED_BY_LABEL: MANAGED_BY_VALUE,
-            STACK_LABEL: self.stack,
+            STACK_LABEL: derived_name("", self.stack, LABEL_VALUE_LENGTH),
             ENVIRONMENT_LABEL: self.environment,
             TARGET_LABEL: self.target,
         }

@@ -246,6 +246,7 @@ def test_json_has_the_documented_shape(project_copy: Path) -> None:
         "violations",
         "accepted",
         "checkov",
+        "lowered",
         "summary",
     }
     assert document["summary"] == {

@@ -271,7 +271,7 @@ def session_pool_args(
         location=settings.location,
         resource_group_name=settings.resource_group_name,
         create_resource_group=settings.create_resource_group,
-        object_name=f"sbx-{context.stack}",
+        object_name=context.object_name("sbx-", 27),
         container_type=settings.container_type,
         target_port=settings.target_port,
         vcpu=profile.limits.vcpu,

@@ -25,6 +25,7 @@ from sandboxkit.contract import (
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.naming import derived_name
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import (
@@ -150,8 +151,9 @@ class CloudflareSettings(TargetSettings):
 
 
 def script_name(settings: CloudflareSettings, stack: str) -> str:
-    """The Worker script name: ``scriptName`` or ``sandboxkit-<stack>``."""
-    return settings.script_name or f"sandboxkit-{stack}"
+    """The Worker script name: ``scriptName`` or ``sandboxkit-<stack>`` (at most 63 lower-case
+    letters, digits and hyphens, as ``scriptName`` is; ``naming.derived_name``)."""
+    return settings.script_name or derived_name("sandboxkit-", stack, 63)
 
 
 def egress_policy(profile: SandboxProfile) -> str:

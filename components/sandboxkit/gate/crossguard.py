@@ -27,7 +27,12 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
 )
 from sandboxkit.gate.locations import rule_line
-from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
+from sandboxkit.gate.pack_config import (
+    environment_config_path,
+    lowered_levels,
+    policy_config,
+    stack_pack_config,
+)
 from sandboxkit.gate.results import SOURCE_CROSSGUARD, CheckResult, RuleInfo, Violation
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack, render_stack
@@ -175,8 +180,12 @@ def check_rendered(
     pack = pack_dir(project_dir)
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     environment = rendered.spec.environment
-    config_path = pack_config or environment_config_path(pack, environment)
+    own_path = environment_config_path(pack, environment)
+    config_path = pack_config or own_path
     config = policy_config(info, stack_pack_config(rendered, config_path), str(config_path))
+    reference = None
+    if config_path != own_path and own_path.is_file():
+        reference = policy_config(info, stack_pack_config(rendered, own_path), str(own_path))
     configure(analyzer, config)
     path = stack_file(project_dir, rendered.stack)
     text = path.read_text() if path.is_file() else ""
@@ -192,6 +201,7 @@ def check_rendered(
         disabled=tuple(
             sorted(n.upper() for n, (level, _) in config.items() if level == "disabled")
         ),
+        lowered=lowered_levels(info, config, reference),
     )
 
 

@@ -8,7 +8,7 @@ reconciled with what the pack reports (``GetAnalyzerInfo``) the way the Pulumi C
 
 from __future__ import annotations
 
-import json
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import ENFORCEMENT_NAMES, ENFORCEMENT_VALUES
 from sandboxkit.render import RenderedStack
+from sandboxkit.stackfile import read_json_file
 
 CONTRACT_POLICY = "sbx-net-008"
 """The stack policy whose ``contracts`` property ``stack_pack_config`` sets from the stack."""
@@ -37,14 +38,10 @@ def read_pack_config(path: Path) -> dict[str, Any]:
         Its JSON object as written (``policy_config`` checks names, levels and properties).
 
     Raises:
-        ConfigError: when the file is missing or not a JSON object.
+        ConfigError: when the file is missing, not UTF-8 JSON within ``read_json_file``'s
+            bounds, or not a JSON object.
     """
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            Problem(str(path), "unreadable", f"a JSON object of policy levels ({exc})")
-        ) from None
+    document = read_json_file(path)
     if not isinstance(document, dict):
         raise ConfigError(Problem(str(path), document, "a JSON object of policy levels"))
     return document
@@ -66,6 +63,69 @@ def stack_pack_config(rendered: RenderedStack, path: Path) -> dict[str, Any]:
     if not isinstance(entry, dict):
         return document  # policy_config names the bad entry
     return {**document, CONTRACT_POLICY: {**entry, "contracts": contracts_config(rendered)}}
+
+
+# Levels by how much they enforce: a config that moves a policy down this order weakens the gate.
+_LEVEL_RANK = {"disabled": 0, "advisory": 1, "mandatory": 2, "remediate": 2}
+
+
+def _strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy's schema as the kit validates it: no property the schema does not name (a
+    misspelt threshold would otherwise be ignored and its default used), and no negative number
+    where the schema sets no minimum (every threshold of the pack is a count, a size or a
+    duration)."""
+    properties = {
+        name: (
+            {"minimum": 0, **prop}
+            if prop.get("type") in ("integer", "number") and "minimum" not in prop
+            else dict(prop)
+        )
+        for name, prop in schema.get("properties", {}).items()
+    }
+    return {"type": "object", **schema, "properties": properties, "additionalProperties": False}
+
+
+def _schema_problems(
+    where: str, props: Mapping[str, Any], schema: Mapping[str, Any]
+) -> list[Problem]:
+    known = list(schema.get("properties", {}))
+    problems = []
+    for error in jsonschema.Draft7Validator(schema).iter_errors(props):
+        if error.validator == "additionalProperties":
+            for name in sorted(set(props) - set(known)):
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(
+                    Problem(
+                        f"{where}.{name}",
+                        props[name],
+                        f"a property of the policy{hint}; known: {', '.join(known) or 'none'}",
+                    )
+                )
+            continue
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        problems.append(Problem(f"{where}{path}", error.instance, error.message))
+    return problems
+
+
+def lowered_levels(
+    info: Any,
+    config: Mapping[str, tuple[str, dict[str, Any]]],
+    reference: Mapping[str, tuple[str, dict[str, Any]]] | None = None,
+) -> tuple[str, ...]:
+    """``"SBX-NET-001: mandatory -> advisory"`` for each policy ``config`` runs at a lower level
+    than the pack's own or than ``reference`` (the environment's own pack config, when another
+    file is given), sorted; the gate prints them, so ``{"all": "advisory"}`` never weakens it
+    unseen. A disabled policy is left out: the gate lists those apart (``disabled``)."""
+    lowered = []
+    for policy in info.policies:
+        before = ENFORCEMENT_NAMES[policy.enforcementLevel]
+        if reference is not None and _LEVEL_RANK[reference[policy.name][0]] > _LEVEL_RANK[before]:
+            before = reference[policy.name][0]
+        level = config[policy.name][0]
+        if level != "disabled" and _LEVEL_RANK[level] < _LEVEL_RANK[before]:
+            lowered.append(f"{policy.name.upper()}: {before} -> {level}")
+    return tuple(sorted(lowered))
 
 
 def policy_config(
@@ -94,14 +154,14 @@ def policy_config(
     for name, policy in policies.items():
         schema = json_format.MessageToDict(policy.configSchema)
         properties = schema.get("properties", {})
-        schemas[name] = {"type": "object", **schema}
+        schemas[name] = _strict_schema(schema)
         defaults = {k: v["default"] for k, v in properties.items() if "default" in v}
         result[name] = (ENFORCEMENT_NAMES[policy.enforcementLevel], defaults)
     problems: list[Problem] = []
 
     def level_of(key: str, value: Any) -> str | None:
-        if value in ENFORCEMENT_VALUES:
-            return str(value)
+        if isinstance(value, str) and value in ENFORCEMENT_VALUES:
+            return value
         problems.append(Problem(f"{origin}: {key}", value, "advisory, mandatory or disabled"))
         return None
 
@@ -123,10 +183,7 @@ def policy_config(
                 level = level_of(key, value["enforcementLevel"]) or level
         else:
             level = level_of(key, value) or level
-        try:
-            jsonschema.validate(props, schemas[key])
-        except jsonschema.ValidationError as exc:
-            problems.append(Problem(f"{origin}: {key}", props, exc.message))
+        problems += _schema_problems(f"{origin}: {key}", props, schemas[key])
         result[key] = (level, props)
     if problems:
         raise ConfigError(*problems)

@@ -97,6 +97,8 @@ class CheckResult:
         checkov: checkov's counts (``passed``, ``failed``, ``accepted``), or ``None`` when
             checkov did not run (``--no-checkov``).
         disabled: ids of the pack's policies the pack config disabled (they did not run).
+        lowered: ``"SBX-NET-001: mandatory -> advisory"`` for each policy the pack config runs
+            below the pack's own level (``pack_config.lowered_levels``).
     """
 
     stack: str
@@ -107,6 +109,7 @@ class CheckResult:
     accepted: tuple[Violation, ...] = ()
     checkov: Mapping[str, int] | None = None
     disabled: tuple[str, ...] = ()
+    lowered: tuple[str, ...] = ()
 
     def with_findings(
         self,

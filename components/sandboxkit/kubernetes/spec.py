@@ -359,7 +359,7 @@ def sandbox_args(
     """Map the profile, the sandbox-object settings, the FQDN policy flavour, the runtime
     class and the planned resolver (``resolver_plan``) to component inputs."""
     args = AgentSandboxArgs(
-        object_name=f"sandboxkit-{context.stack}",
+        object_name=context.object_name("sandboxkit-", 50),
         namespace=settings.namespace,
         create_namespace=settings.create_namespace,
         image=settings.image,

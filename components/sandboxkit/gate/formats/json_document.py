@@ -8,10 +8,11 @@ from sandboxkit.gate.results import CheckResult
 
 
 def format_json(result: CheckResult) -> dict[str, Any]:
-    """``{"stack", "environment", "violations", "accepted", "checkov", "summary"}``.
+    """``{"stack", "environment", "violations", "accepted", "checkov", "lowered", "summary"}``.
 
     ``accepted`` lists the checkov findings the baseline accepts, each with its ``reason``;
-    ``checkov`` is checkov's counts, or ``"skipped"`` when it did not run.
+    ``checkov`` is checkov's counts, or ``"skipped"`` when it did not run; ``lowered`` names
+    the policies the pack config runs below the pack's own level.
     """
     return {
         "stack": result.stack,
@@ -19,5 +20,6 @@ def format_json(result: CheckResult) -> dict[str, Any]:
         "violations": [v.document() for v in result.violations],
         "accepted": [{**v.document(), "reason": v.reason} for v in result.accepted],
         "checkov": dict(result.checkov) if result.checkov is not None else "skipped",
+        "lowered": list(result.lowered),
         "summary": result.summary(),
     }

@@ -44,6 +44,12 @@ def format_text(results: Sequence[CheckResult]) -> str:
                 f"  disabled by the pack config ({len(result.disabled)}): "
                 f"{', '.join(result.disabled)}"
             )
+        if result.lowered:
+            # Below the pack's or the environment's level ("all": "advisory"): say so.
+            out.append(
+                f"  note: the pack config lowers {len(result.lowered)} policies below the level "
+                f"the pack or the environment's config gives them: {'; '.join(result.lowered)}"
+            )
         by_urn: dict[str, list[Violation]] = {}
         for violation in result.violations:
             by_urn.setdefault(violation.urn, []).append(violation)

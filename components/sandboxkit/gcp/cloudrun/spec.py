@@ -472,7 +472,7 @@ def cloudrun_args(
     return CloudRunSandboxArgs(
         project=settings.project,
         region=settings.region,
-        object_name=f"sbx-{context.stack}",
+        object_name=context.object_name("sbx-", 22),
         image=settings.image,
         port=settings.port,
         instance_vcpu=settings.instance.vcpu,

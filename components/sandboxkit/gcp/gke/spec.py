@@ -207,7 +207,7 @@ def gke_args(
     return GkeAgentSandboxArgs(
         project=settings.project,
         region=settings.region,
-        object_name=f"sbx-{context.stack}",
+        object_name=context.object_name("sbx-", 24),
         existing_cluster=settings.existing_cluster,
         private_endpoint=settings.private_endpoint,
         master_authorized_networks=settings.master_authorized_networks,

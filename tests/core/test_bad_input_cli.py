@@ -1,0 +1,279 @@
+"""The command line on bad input (issue 15, section 1b): exit 2 naming the option, key or file;
+a crash exits 70 and unwritable output 74, each in one line, never as the gate's exit 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import empty_pb2
+from typer.testing import CliRunner
+
+from sandboxkit import cli, gate
+from sandboxkit.errors import ConfigError
+from sandboxkit.gate.pack_config import lowered_levels, policy_config, read_pack_config
+
+REPO = Path(__file__).resolve().parents[2]
+COMPONENTS = REPO / "components"
+
+
+def run_main(*args: str, stdout: Any = subprocess.PIPE, shell_suffix: str = "") -> Any:
+    """``python -m sandboxkit ARGS`` as a user runs it (the console-script ``main``)."""
+    env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
+    env.pop(cli.DEBUG_ENV, None)
+    command = [sys.executable, "-m", "sandboxkit", *args]
+    if shell_suffix:
+        line = " ".join(f"'{part}'" for part in command) + shell_suffix
+        return subprocess.run(
+            ["bash", "-c", line],
+            check=False,
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    return subprocess.run(
+        command,
+        check=False,
+        cwd=REPO,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli.app, list(args))
+
+
+# -- a crash is not a verdict ----------------------------------------------------------------
+
+
+def _crash(*_: Any, **__: Any) -> Any:
+    raise TypeError("unhashable type: 'dict'")
+
+
+def test_an_unexpected_error_exits_70_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "render_stack", _crash)
+    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+    monkeypatch.setattr(sys, "argv", ["sandboxkit", "preview", "--stack", "dev"])
+    with pytest.raises(SystemExit) as caught:
+        cli.main()
+    assert caught.value.code == cli.EXIT_CRASH == 70
+    assert capsys.readouterr().err == (
+        "sandboxkit: internal error (exit 70, not a verdict on the stack): TypeError: "
+        "unhashable type: 'dict'; set SANDBOXKIT_DEBUG=1 for the traceback\n"
+    )
+
+
+def test_the_debug_variable_adds_the_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "render_stack", _crash)
+    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    monkeypatch.setattr(sys, "argv", ["sandboxkit", "preview", "--stack", "dev"])
+    with pytest.raises(SystemExit) as caught:
+        cli.main()
+    assert caught.value.code == 70
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert "in _crash" in err
+
+
+# -- output that cannot be written -------------------------------------------------------------
+
+
+def test_a_full_stdout_exits_74_in_one_line() -> None:
+    with open("/dev/full", "w") as full:
+        result = run_main("--version", stdout=full)
+    assert result.returncode == cli.EXIT_OUTPUT == 74
+    assert result.stderr == "sandboxkit: could not write the output: No space left on device\n"
+
+
+def test_a_closed_stdout_exits_74_in_one_line() -> None:
+    result = run_main("--version", shell_suffix=" >&-")
+    assert result.returncode == 74
+    assert result.stderr == "sandboxkit: could not write the output: stdout is closed\n"
+
+
+def test_a_pipe_closed_early_exits_74_quietly() -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before the first byte, as `| head -c0` leaves it
+    try:
+        result = run_main("--version", stdout=writer)
+    finally:
+        os.close(writer)
+    assert (result.returncode, result.stderr) == (74, "")
+
+
+# -- flags, help, version --------------------------------------------------------------------
+
+
+def test_flags_are_flags_and_help_says_so() -> None:
+    result = invoke("preview", "--help")
+    assert result.exit_code == 0
+    assert "--json                Print JSON instead of text." in result.stdout
+    assert "<bool>" not in result.stdout
+    refused = invoke("preview", "--stack", "dev", "--json", "true")
+    assert refused.exit_code == 2
+    assert "Error: Got unexpected extra argument(s) (true)" in refused.stderr
+
+
+def test_version_and_the_exit_codes_in_help() -> None:
+    assert invoke("--version").stdout == "sandboxkit 0.1.0\n"
+    help_text = " ".join(invoke("--help").stdout.split())
+    assert (
+        "Exit codes: 0 success; 1 a mandatory finding (check, checkov); 2 bad config, arguments "
+        "or files (every bad key named); 70 an unexpected error in the kit (one line; "
+        "SANDBOXKIT_DEBUG=1 prints the traceback); 74 the output could not be written (stdout "
+        "closed or full, or a pipe closed early)." in help_text
+    )
+
+
+# -- files the commands write ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["a-directory", "under-a-file"])
+def test_an_out_that_cannot_be_written_exits_2_naming_it(kind: str, tmp_path: Path) -> None:
+    if kind == "a-directory":
+        out = tmp_path / "wrangler.json"
+        out.mkdir()
+        reason = "Is a directory"
+    else:
+        (tmp_path / "file").write_text("")
+        out = tmp_path / "file" / "wrangler.json"
+        reason = "File exists"  # mkdir of the parent meets the file
+    result = invoke(
+        "cloudflare-config", "--stack", "prod", "--out", str(out), "--project-dir", str(REPO)
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: invalid input\n  --out: got {str(out)!r}; expected a file path that can be "
+        f"written ({reason})\n"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permission")
+def test_an_out_without_permission_exits_2_naming_it(tmp_path: Path) -> None:
+    folder = tmp_path / "locked"
+    folder.mkdir(mode=0o500)
+    out = folder / "wrangler.json"
+    result = invoke(
+        "cloudflare-config", "--stack", "prod", "--out", str(out), "--project-dir", str(REPO)
+    )
+    assert result.exit_code == 2
+    assert f"--out: got {str(out)!r}; expected a file path that can be written" in result.stderr
+
+
+# -- user text is printed literally ----------------------------------------------------------
+
+
+def test_key_names_with_colons_are_printed_as_written(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: sandboxkit\nruntime: python\n")
+    (tmp_path / "Pulumi.t.yaml").write_text(
+        "config:\n  sandboxkit:fire: 1\n  sandboxkit:environment: '[bold]x'\n"
+        "  sandboxkit:targets: [kubernetes]\n"
+    )
+    result = invoke("preview", "--stack", "t", "--project-dir", str(tmp_path))
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert "🔥" not in result.stderr
+    assert lines[1].startswith("  sandboxkit:fire: got '[value not shown]'; expected no such key")
+    assert lines[2] == "  sandboxkit:environment: got '[bold]x'; expected one of dev, staging, prod"
+
+
+# -- the pack config -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def info() -> Any:
+    analyzer = gate.InProcessAnalyzer(gate.pack_dir(REPO))
+    return analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param(
+            {"all": []}, ["f: all: got []; expected advisory, mandatory or disabled"], id="list"
+        ),
+        pytest.param(
+            {"sbx-log-001": {"minimumRetentionDay": 7}},
+            [
+                "f: sbx-log-001.minimumRetentionDay: got 7; expected a property of the policy "
+                "(did you mean 'minimumRetentionDays'?); known: minimumRetentionDays"
+            ],
+            id="misspelt-threshold",
+        ),
+        pytest.param(
+            {"sbx-log-001": {"minimumRetentionDays": -1}},
+            [
+                "f: sbx-log-001.minimumRetentionDays: got -1; expected -1 is less than the "
+                "minimum of 0"
+            ],
+            id="negative-threshold",
+        ),
+    ],
+)
+def test_a_bad_pack_config_entry_is_named(
+    info: Any, document: dict[str, Any], expected: list[str]
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        policy_config(info, document, "f")
+    assert [str(p) for p in caught.value.problems] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            '{"sbx-log-001": {"minimumRetentionDays": ' + "9" * 400 + "}}",
+            "sbx-log-001.minimumRetentionDays: got '99999999999999999999... (400 digits)'; "
+            "expected an integer that fits in 64 bits",
+            id="400-digits",
+        ),
+        pytest.param(
+            "[" * 100_000 + "]" * 100_000,
+            "got '200000 characters'; expected JSON nested at most 64 deep",
+            id="nested-brackets",
+        ),
+    ],
+)
+def test_a_pack_config_beyond_the_bounds_is_named(text: str, expected: str, tmp_path: Path) -> None:
+    path = tmp_path / "pack.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        read_pack_config(path)
+    assert str(caught.value) == f"{path}: {expected}"
+
+
+def test_lowering_every_level_is_named_in_the_output(info: Any, tmp_path: Path) -> None:
+    own = json.loads((gate.pack_dir(REPO) / "config" / "prod.json").read_text())
+    config = policy_config(info, {"all": "advisory"}, "f")
+    reference = policy_config(info, own, "prod.json")
+    raised = sorted(k.upper() for k, v in own.items() if k != "all" and v == "mandatory")
+    assert lowered_levels(info, config, reference) == tuple(
+        f"{policy}: mandatory -> advisory" for policy in raised
+    )
+    path = tmp_path / "advisory.json"
+    path.write_text('{"all": "advisory"}')
+    result = invoke(
+        "check", "--stack", "prod", "--no-checkov", "--policy-pack-config", str(path),
+        "--project-dir", str(REPO),
+    )  # fmt: skip
+    assert result.exit_code == 0
+    assert (
+        f"  note: the pack config lowers {len(raised)} policies below the level the pack or the "
+        "environment's config gives them: "
+        + "; ".join(f"{policy}: mandatory -> advisory" for policy in raised)
+    ) in result.stdout.splitlines()
