@@ -7,18 +7,21 @@
 //
 // Bindings (names are the deployment contract; see README.md):
 //   SANDBOX               durable object namespace, class `Sandbox` (SQLite-backed)
-//   TOKEN_SIGNING_KEY     secret_text, HS256 key of the short-lived tokens clients present
-//   TOKEN_ISSUER          plain_text, the `iss` every token must carry
-//   TOKEN_AUDIENCE        plain_text, the `aud` every token must carry (this deployment)
-//   TOKEN_MAX_LIFETIME_SECONDS plain_text integer, longest `exp - iat` a token may span
+//   JWT_SIGNING_KEY       secret_text, HS256 key of the short-lived tokens clients present
+//   JWT_ISSUER            plain_text, the `iss` every token must carry
+//   JWT_AUDIENCE          plain_text, the `aud` every token must carry (this deployment)
+//   JWT_MAX_LIFETIME_SECONDS  plain_text integer, longest `exp - iat` a token may span
 //   SANDBOX_ID_KEY        secret_text, HMAC key that turns (tenant, session) into a DO name
 //   EGRESS_POLICY         plain_text JSON {"mode": "deny"|"allowlist"|"open", "allow": [...]}
 //   IDLE_TIMEOUT_SECONDS  plain_text integer, container stops after this long without a command
 //   MAX_LIFETIME_SECONDS  plain_text integer, hard cap from the sandbox's first request
 //   EXEC_TIMEOUT_SECONDS  plain_text integer, per-command wall clock limit
 //
-// Single module on purpose: the deployer uploads this file alone as `index.js`, so it must not
-// import sibling files.
+// Single module on purpose: the kit uploads this file alone as the WorkersScript's `index.js`
+// and the generated wrangler config points `main` at it inside the installed package, so it must
+// not import sibling files or npm packages. That is why token verification is the few lines under
+// "Client credentials" (one pinned algorithm; the MAC compare is crypto.subtle.verify's) rather
+// than jose, whose Web API build is 45 modules; test/auth.test.mjs checks it against jose.
 
 import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 
@@ -26,10 +29,10 @@ import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 // *_BINDING names (tests/cloudflare/test_worker_contract.py fails when they differ).
 export const BINDINGS = Object.freeze({
   sandbox: "SANDBOX",
-  tokenKey: "TOKEN_SIGNING_KEY",
-  tokenIssuer: "TOKEN_ISSUER",
-  tokenAudience: "TOKEN_AUDIENCE",
-  tokenMaxLifetime: "TOKEN_MAX_LIFETIME_SECONDS",
+  tokenKey: "JWT_SIGNING_KEY",
+  tokenIssuer: "JWT_ISSUER",
+  tokenAudience: "JWT_AUDIENCE",
+  tokenMaxLifetime: "JWT_MAX_LIFETIME_SECONDS",
   sandboxIdKey: "SANDBOX_ID_KEY",
   egressPolicy: "EGRESS_POLICY",
   idleTimeout: "IDLE_TIMEOUT_SECONDS",
@@ -650,11 +653,14 @@ function forbidden(message) {
 // The algorithm is pinned here, never read from the token: a header naming anything else
 // (`none`, RS256 with the key as a "public key", ...) is refused before any signature check.
 const TOKEN_ALG = "HS256";
-// Clock skew accepted between the platform that mints tokens and Cloudflare, on exp, nbf and iat.
-const TOKEN_CLOCK_TOLERANCE_SECONDS = 30;
-// Upper bound of TOKEN_MAX_LIFETIME_SECONDS: tokens are minted per job or per call, so a bound
-// above an hour would only widen what a leaked token opens (the kit's own cap is the same).
-const MAX_TOKEN_LIFETIME_SECONDS = 3600;
+export const TOKEN_LIMITS = Object.freeze({
+  // Clock skew accepted between the platform that mints tokens and Cloudflare, on exp, nbf, iat.
+  clockToleranceSeconds: 30,
+  // Upper bound of JWT_MAX_LIFETIME_SECONDS: tokens are minted per job or per call, so a bound
+  // above an hour would only widen what a leaked token opens (a copy of the kit's
+  // MAX_TOKEN_LIFETIME_SECONDS, under tests/cloudflare/test_worker_contract.py).
+  maxLifetimeSeconds: 3600,
+});
 // A bearer credential larger than this is not one the kit's claim set produces.
 const MAX_TOKEN_CHARS = 8192;
 // What a token's `ops` claim may list: the Worker's three routes.
@@ -692,9 +698,9 @@ function base64urlJson(text) {
 }
 
 /**
- * Reads the token settings (fail closed): `TOKEN_SIGNING_KEY` (at least 32 characters),
- * `TOKEN_ISSUER` and `TOKEN_AUDIENCE` (non-empty) and `TOKEN_MAX_LIFETIME_SECONDS` (1 to
- * MAX_TOKEN_LIFETIME_SECONDS).
+ * Reads the token settings (fail closed): `JWT_SIGNING_KEY` (at least 32 characters),
+ * `JWT_ISSUER` and `JWT_AUDIENCE` (non-empty) and `JWT_MAX_LIFETIME_SECONDS` (1 to
+ * TOKEN_LIMITS.maxLifetimeSeconds).
  */
 function loadTokenConfig(env) {
   const key = readSecret(env, BINDINGS.tokenKey);
@@ -709,7 +715,7 @@ function loadTokenConfig(env) {
     }
     out[field] = env[name];
   }
-  const lifetime = readSeconds(env, BINDINGS.tokenMaxLifetime, MAX_TOKEN_LIFETIME_SECONDS);
+  const lifetime = readSeconds(env, BINDINGS.tokenMaxLifetime, TOKEN_LIMITS.maxLifetimeSeconds);
   if (!lifetime.ok) return lifetime;
   out.maxLifetimeSeconds = lifetime.value;
   return out;
@@ -750,10 +756,10 @@ function readScope(claims) {
  *
  * Accepted: `Bearer <header>.<payload>.<signature>`, each strict unpadded base64url; header a
  * JSON object with `alg` exactly "HS256", `typ` absent or "JWT", no `crit`; signature the
- * HMAC-SHA256 of `<header>.<payload>` under TOKEN_SIGNING_KEY (checked by crypto.subtle.verify,
- * before any claim is read); claims `iss` equal to TOKEN_ISSUER, `aud` equal to (or a list
- * holding) TOKEN_AUDIENCE, numeric `exp` and `iat` with `iat <= now + tolerance`,
- * `exp > now - tolerance` and `exp - iat <= TOKEN_MAX_LIFETIME_SECONDS`, `nbf` (optional)
+ * HMAC-SHA256 of `<header>.<payload>` under JWT_SIGNING_KEY (checked by crypto.subtle.verify,
+ * before any claim is read); claims `iss` equal to JWT_ISSUER, `aud` equal to (or a list
+ * holding) JWT_AUDIENCE, numeric `exp` and `iat` with `iat <= now + tolerance`,
+ * `exp > now - tolerance` and `exp - iat <= JWT_MAX_LIFETIME_SECONDS`, `nbf` (optional)
  * `<= now + tolerance`, and the scope claims readScope reads.
  *
  * @returns {Promise<{ok: true, scope: {tenant: string, sessions: string[]|null, sessionPrefix: string|null, ops: string[]}} | {ok: false, error: string}>}
@@ -787,7 +793,7 @@ export async function verifyToken(header, config, now) {
   if (!isNumericDate(claims.exp) || !isNumericDate(claims.iat)) {
     return { ok: false, error: "token must carry numeric exp and iat claims" };
   }
-  const tolerance = TOKEN_CLOCK_TOLERANCE_SECONDS;
+  const tolerance = TOKEN_LIMITS.clockToleranceSeconds;
   if (claims.exp <= now - tolerance) return { ok: false, error: "token expired" };
   if (claims.iat > now + tolerance) return { ok: false, error: "token issued in the future" };
   if (claims.nbf !== undefined && (!isNumericDate(claims.nbf) || claims.nbf > now + tolerance)) {

@@ -16,10 +16,10 @@ export const COMPATIBILITY_DATE = "2026-07-01";
 // The flags the kit deploys with (COMPATIBILITY_FLAGS in sandboxkit/cloudflare/plan.py).
 export const COMPATIBILITY_FLAGS = ["global_fetch_strictly_public"];
 
-export const TOKEN_SIGNING_KEY = "test-signing-key-0123456789abcdefghijklmnopqrstuvwxyz";
-export const TOKEN_ISSUER = "sandboxkit-test-platform";
-export const TOKEN_AUDIENCE = "sandboxkit-test";
-export const TOKEN_MAX_LIFETIME_SECONDS = 900;
+export const JWT_SIGNING_KEY = "test-signing-key-0123456789abcdefghijklmnopqrstuvwxyz";
+export const JWT_ISSUER = "sandboxkit-test-platform";
+export const JWT_AUDIENCE = "sandboxkit-test";
+export const JWT_MAX_LIFETIME_SECONDS = 900;
 export const SANDBOX_ID_KEY = "test-id-key-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210";
 
 export const ALLOWLIST_POLICY = {
@@ -32,10 +32,10 @@ export const ALLOWLIST_POLICY = {
 
 export function baseBindings(overrides = {}) {
   const bindings = {
-    TOKEN_SIGNING_KEY,
-    TOKEN_ISSUER,
-    TOKEN_AUDIENCE,
-    TOKEN_MAX_LIFETIME_SECONDS: String(TOKEN_MAX_LIFETIME_SECONDS),
+    JWT_SIGNING_KEY,
+    JWT_ISSUER,
+    JWT_AUDIENCE,
+    JWT_MAX_LIFETIME_SECONDS: String(JWT_MAX_LIFETIME_SECONDS),
     SANDBOX_ID_KEY,
     EGRESS_POLICY: JSON.stringify(ALLOWLIST_POLICY),
     IDLE_TIMEOUT_SECONDS: "300",
@@ -56,11 +56,11 @@ export function expectedSandboxName(key, tenant, session) {
 
 /**
  * A token the way a platform mints one, with jose (github.com/panva/jose) as the reference
- * implementation: HS256 over TOKEN_SIGNING_KEY, iss/aud the test Worker's, iat now (seconds),
+ * implementation: HS256 over JWT_SIGNING_KEY, iss/aud the test Worker's, iat now (seconds),
  * exp 300 s later. `claims` adds to or replaces the scope claims (default: tenant acme, every
  * session, every op); `times` replaces iat/exp/nbf; `key` signs with another key.
  */
-export async function mintToken(claims = {}, { key = TOKEN_SIGNING_KEY, times = {}, issuer = TOKEN_ISSUER, audience = TOKEN_AUDIENCE } = {}) {
+export async function mintToken(claims = {}, { key = JWT_SIGNING_KEY, times = {}, issuer = JWT_ISSUER, audience = JWT_AUDIENCE } = {}) {
   const now = Math.floor(Date.now() / 1000);
   const { iat = now, exp = now + 300, nbf } = times;
   const jwt = new SignJWT({ tenant: "acme", session_prefix: "", ops: ["status", "exec", "delete"], ...claims })

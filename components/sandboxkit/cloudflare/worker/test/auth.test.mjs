@@ -9,10 +9,10 @@ import { after, before, describe, test } from "node:test";
 import { jwtVerify } from "jose";
 import {
   SANDBOX_ID_KEY,
-  TOKEN_AUDIENCE,
-  TOKEN_ISSUER,
-  TOKEN_MAX_LIFETIME_SECONDS,
-  TOKEN_SIGNING_KEY,
+  JWT_AUDIENCE,
+  JWT_ISSUER,
+  JWT_MAX_LIFETIME_SECONDS,
+  JWT_SIGNING_KEY,
   baseBindings,
   bearer,
   events,
@@ -31,7 +31,7 @@ const now = () => Math.floor(Date.now() / 1000);
 const b64url = (value) => Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
 
 /** A compact JWS with any header and claims, signed HS256 under `key` (or with `signature`). */
-function handMade(header, claims, { key = TOKEN_SIGNING_KEY, signature } = {}) {
+function handMade(header, claims, { key = JWT_SIGNING_KEY, signature } = {}) {
   const input = `${b64url(header)}.${b64url(claims)}`;
   return `${input}.${signature ?? createHmac("sha256", key).update(input).digest("base64url")}`;
 }
@@ -39,8 +39,8 @@ function handMade(header, claims, { key = TOKEN_SIGNING_KEY, signature } = {}) {
 function goodClaims(overrides = {}) {
   const t = now();
   return {
-    iss: TOKEN_ISSUER,
-    aud: TOKEN_AUDIENCE,
+    iss: JWT_ISSUER,
+    aud: JWT_AUDIENCE,
     iat: t,
     exp: t + 300,
     tenant: "acme",
@@ -87,7 +87,7 @@ describe("bearer token verification", () => {
   });
 
   test("the old shape, a shared static secret as bearer, is 401", async () => {
-    for (const secret of [TOKEN_SIGNING_KEY, "test-token-0123456789abcdefghijklmnopqrstuvwxyz"]) {
+    for (const secret of [JWT_SIGNING_KEY, "test-token-0123456789abcdefghijklmnopqrstuvwxyz"]) {
       await expectUnauthorized(await withToken(secret), MALFORMED);
     }
   });
@@ -179,7 +179,7 @@ describe("bearer token verification", () => {
     await expectUnauthorized(await withToken(handMade({ alg: "HS256" }, goodClaims({ nbf: "0" }))), "token not yet valid");
   });
 
-  test("a token spanning more than TOKEN_MAX_LIFETIME_SECONDS is 401", async () => {
+  test("a token spanning more than JWT_MAX_LIFETIME_SECONDS is 401", async () => {
     const t = now();
     await expectUnauthorized(
       await withToken(await mintToken({}, { times: { iat: t, exp: t + 901 } })),
@@ -195,7 +195,7 @@ describe("bearer token verification", () => {
     );
     await expectUnauthorized(await withToken(handMade({ alg: "HS256" }, goodClaims({ aud: undefined }))), "token audience is not this deployment");
     await expectUnauthorized(await withToken(await mintToken({}, { issuer: "someone-else" })), "token issuer is not accepted");
-    const listed = await withToken(await mintToken({}, { audience: ["sandboxkit-other", TOKEN_AUDIENCE] }));
+    const listed = await withToken(await mintToken({}, { audience: ["sandboxkit-other", JWT_AUDIENCE] }));
     assert.equal(listed.status, 200);
   });
 
@@ -244,17 +244,17 @@ describe("bearer token verification", () => {
       handMade({ alg: "HS256", crit: ["exp"], exp: 1 }, goodClaims()),
       handMade({ alg: "HS256" }, goodClaims({ exp: undefined })),
     ];
-    const key = new TextEncoder().encode(TOKEN_SIGNING_KEY);
+    const key = new TextEncoder().encode(JWT_SIGNING_KEY);
     const verdicts = [];
     for (const token of tokens) {
       const jose = await jwtVerify(token, key, {
         algorithms: ["HS256"],
-        issuer: TOKEN_ISSUER,
-        audience: TOKEN_AUDIENCE,
+        issuer: JWT_ISSUER,
+        audience: JWT_AUDIENCE,
         clockTolerance: 30,
         requiredClaims: ["exp", "iat"],
         // Makes jose refuse an iat in the future too, as the Worker does.
-        maxTokenAge: TOKEN_MAX_LIFETIME_SECONDS,
+        maxTokenAge: JWT_MAX_LIFETIME_SECONDS,
       }).then(
         () => 200,
         () => 401,
@@ -271,7 +271,7 @@ describe("bearer token verification", () => {
     const rejected = [
       {},
       await bearer({}, { key: OTHER_KEY }),
-      { authorization: `Bearer ${TOKEN_SIGNING_KEY}` },
+      { authorization: `Bearer ${JWT_SIGNING_KEY}` },
       await bearer({ tenant: "globex" }),
       await bearer({ session_prefix: undefined, sessions: ["other"] }),
     ];
@@ -370,12 +370,12 @@ describe("scope: the claims decide which sandbox a request may touch", () => {
 describe("missing or weak token settings fail closed", () => {
   const STATUS = "/v1/tenants/acme/sessions/s1";
   for (const [name, value, message] of [
-    ["TOKEN_SIGNING_KEY", undefined, "TOKEN_SIGNING_KEY secret is missing or shorter than 32 characters"],
-    ["TOKEN_SIGNING_KEY", "short-signing-key", "TOKEN_SIGNING_KEY secret is missing or shorter than 32 characters"],
-    ["TOKEN_ISSUER", undefined, "TOKEN_ISSUER must be a non-empty string"],
-    ["TOKEN_AUDIENCE", "", "TOKEN_AUDIENCE must be a non-empty string"],
-    ["TOKEN_MAX_LIFETIME_SECONDS", undefined, "TOKEN_MAX_LIFETIME_SECONDS must be a positive whole number of seconds"],
-    ["TOKEN_MAX_LIFETIME_SECONDS", "3601", "TOKEN_MAX_LIFETIME_SECONDS must be at most 3600 seconds"],
+    ["JWT_SIGNING_KEY", undefined, "JWT_SIGNING_KEY secret is missing or shorter than 32 characters"],
+    ["JWT_SIGNING_KEY", "short-signing-key", "JWT_SIGNING_KEY secret is missing or shorter than 32 characters"],
+    ["JWT_ISSUER", undefined, "JWT_ISSUER must be a non-empty string"],
+    ["JWT_AUDIENCE", "", "JWT_AUDIENCE must be a non-empty string"],
+    ["JWT_MAX_LIFETIME_SECONDS", undefined, "JWT_MAX_LIFETIME_SECONDS must be a positive whole number of seconds"],
+    ["JWT_MAX_LIFETIME_SECONDS", "3601", "JWT_MAX_LIFETIME_SECONDS must be at most 3600 seconds"],
   ]) {
     test(`${name}=${value} is 500 for every request, with or without a token`, async () => {
       const worker = await startWorker({ bindings: baseBindings({ [name]: value }) });
@@ -440,7 +440,7 @@ test("the keys and tokens never appear in what the runtime prints", async () => 
     await new Promise((resolve) => setTimeout(resolve, 200));
     const printed = worker.stdout.join("\n");
     assert.ok(printed.length > 0, "expected the exec audit line at least");
-    for (const secret of [TOKEN_SIGNING_KEY, SANDBOX_ID_KEY, token, token.split(".")[2]]) {
+    for (const secret of [JWT_SIGNING_KEY, SANDBOX_ID_KEY, token, token.split(".")[2]]) {
       assert.equal(printed.includes(secret), false);
     }
   } finally {

@@ -6,7 +6,7 @@ import { createHmac } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import {
   SANDBOX_ID_KEY,
-  TOKEN_SIGNING_KEY,
+  JWT_SIGNING_KEY,
   baseBindings,
   bearer,
   events,
@@ -63,7 +63,7 @@ describe("exec", () => {
     assert.ok(Number.isInteger(line.durationMs) && line.durationMs >= 0);
     const printed = worker.stdout.join("\n");
     assert.equal(printed.includes(secret), false);
-    assert.equal(printed.includes(TOKEN_SIGNING_KEY), false);
+    assert.equal(printed.includes(JWT_SIGNING_KEY), false);
   });
 
   test("two commands give two audit lines", async () => {
