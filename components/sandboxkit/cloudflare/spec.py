@@ -148,9 +148,9 @@ class CloudflareSettings(TargetSettings):
     token_issuer: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,256}$")] = Field(
         DEFAULT_TOKEN_ISSUER, alias="tokenIssuer"
     )
-    token_max_lifetime_seconds: Annotated[
-        int, Field(ge=1, le=MAX_TOKEN_LIFETIME_SECONDS)
-    ] = Field(DEFAULT_TOKEN_MAX_LIFETIME_SECONDS, alias="tokenMaxLifetimeSeconds")
+    token_max_lifetime_seconds: Annotated[int, Field(ge=1, le=MAX_TOKEN_LIFETIME_SECONDS)] = Field(
+        DEFAULT_TOKEN_MAX_LIFETIME_SECONDS, alias="tokenMaxLifetimeSeconds"
+    )
     sandbox_id_key: SecretValue = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
     script_name: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] | None = (
         Field(None, alias="scriptName")
