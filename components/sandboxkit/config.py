@@ -224,6 +224,9 @@ PATTERN_WORDS: Mapping[str, str] = {
         "letter and ending with a letter or digit"
     ),
     r"^[a-z0-9]+$": "lower-case letters and digits only (an Azure region name, e.g. westeurope)",
+    r"^[\x21-\x7e]{1,256}$": (
+        "1 to 256 printable ASCII characters without spaces (a token issuer, e.g. sandboxkit)"
+    ),
     r"^[a-z0-9]+(-[a-z0-9]+)+$": (
         "a machine type: lower-case words joined by hyphens (e.g. n2-standard-4)"
     ),

@@ -51,7 +51,13 @@ SYSTEM_NODE_POOL: Final = "system"
 # --- Cloudflare Worker bindings (the header comment of worker/src/index.js) -------------------
 DURABLE_OBJECT_CLASS: Final = "Sandbox"
 DURABLE_OBJECT_BINDING: Final = "SANDBOX"
-AUTH_TOKEN_BINDING: Final = "AUTH_TOKEN"
+# Client credentials: HS256 JWTs the Worker verifies with JWT_SIGNING_KEY (secret_text), whose
+# iss and aud must equal JWT_ISSUER and JWT_AUDIENCE and whose exp - iat is at most
+# JWT_MAX_LIFETIME_SECONDS (plain_text); the claim format is in docs/targets/cloudflare.md.
+JWT_SIGNING_KEY_BINDING: Final = "JWT_SIGNING_KEY"
+JWT_ISSUER_BINDING: Final = "JWT_ISSUER"
+JWT_AUDIENCE_BINDING: Final = "JWT_AUDIENCE"
+JWT_MAX_LIFETIME_BINDING: Final = "JWT_MAX_LIFETIME_SECONDS"
 SANDBOX_ID_KEY_BINDING: Final = "SANDBOX_ID_KEY"
 # JSON: {"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}.
 EGRESS_POLICY_BINDING: Final = "EGRESS_POLICY"

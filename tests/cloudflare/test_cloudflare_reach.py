@@ -33,7 +33,7 @@ from support import build_target, render_values, stack_values
 SETTINGS = {
     "accountId": "0" * 32,
     "image": "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1",
-    "authToken": "auth-token-test-value-7f3a9c1e5b2d4f6a8c0e",
+    "tokenSigningKey": "signing-key-test-value-7f3a9c1e5b2d4f6a8c0e",
     "sandboxIdKey": "id-key-test-value-1b3d5f7a9c2e4a6c8e0b",
 }
 SCRIPT = f"{WORKERS_SCRIPT} cloudflare-script"
@@ -49,7 +49,7 @@ def rendered(engine: Recorder, egress: dict[str, Any]) -> list[ResourceView]:
         "cloudflare",
         SETTINGS,
         {"egress": egress},
-        secrets=("authToken", "sandboxIdKey"),
+        secrets=("tokenSigningKey", "sandboxIdKey"),
     )
     return [ResourceView.of(r.type, r.name, r.inputs) for r in resources]
 

@@ -38,7 +38,7 @@ SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 ACCOUNT = "0" * 32
 IMAGE = "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1"
-AUTH_TOKEN = "auth-token-test-value-7f3a9c1e5b2d4f6a8c0e"
+SIGNING_KEY = "signing-key-test-value-7f3a9c1e5b2d4f6a8c0e"
 ID_KEY = "id-key-test-value-1b3d5f7a9c2e4a6c8e0b"
 ALLOWLIST = ["pypi.org", "*.pythonhosted.org", "api.example.com:80"]
 ALLOWLIST_POLICY = (
@@ -60,7 +60,7 @@ def settings(**overrides: Any) -> CloudflareSettings:
     values: dict[str, Any] = {
         "accountId": ACCOUNT,
         "image": IMAGE,
-        "authToken": SecretValue(AUTH_TOKEN),
+        "tokenSigningKey": SecretValue(SIGNING_KEY),
         "sandboxIdKey": SecretValue(ID_KEY),
         **overrides,
     }
@@ -145,12 +145,15 @@ def test_bindings_are_exactly_the_workers_contract(engine: Recorder, worker_modu
     build(engine, worker_module)
     assert [(b["name"], b["type"]) for b in script_inputs(engine)["bindings"]] == [
         ("SANDBOX", "durable_object_namespace"),
-        ("AUTH_TOKEN", "secret_text"),
+        ("JWT_SIGNING_KEY", "secret_text"),
         ("SANDBOX_ID_KEY", "secret_text"),
         ("EGRESS_POLICY", "plain_text"),
         ("IDLE_TIMEOUT_SECONDS", "plain_text"),
         ("MAX_LIFETIME_SECONDS", "plain_text"),
         ("EXEC_TIMEOUT_SECONDS", "plain_text"),
+        ("JWT_ISSUER", "plain_text"),
+        ("JWT_AUDIENCE", "plain_text"),
+        ("JWT_MAX_LIFETIME_SECONDS", "plain_text"),
     ]
     assert binding(engine, "SANDBOX") == {
         "name": "SANDBOX",
@@ -167,6 +170,29 @@ def test_limits_are_bound_as_decimal_seconds(engine: Recorder, worker_module: Pa
     assert binding(engine, "EXEC_TIMEOUT_SECONDS")["text"] == "45"
 
 
+def test_token_checks_default_to_the_kits_issuer_and_this_scripts_audience(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module)
+    assert binding(engine, "JWT_ISSUER")["text"] == "sandboxkit"
+    assert binding(engine, "JWT_AUDIENCE")["text"] == "sandboxkit-test"
+    assert binding(engine, "JWT_MAX_LIFETIME_SECONDS")["text"] == "900"
+
+
+def test_token_checks_follow_the_settings(engine: Recorder, worker_module: Path) -> None:
+    build(
+        engine,
+        worker_module,
+        scriptName="agents",
+        tokenIssuer="https://platform.example.com",
+        tokenMaxLifetimeSeconds=120,
+    )
+    assert binding(engine, "JWT_ISSUER")["text"] == "https://platform.example.com"
+    # The audience is the script: a token for one deployment opens no other sharing the key.
+    assert binding(engine, "JWT_AUDIENCE")["text"] == "agents"
+    assert binding(engine, "JWT_MAX_LIFETIME_SECONDS")["text"] == "120"
+
+
 def test_durable_object_class_is_created_sqlite_backed(
     engine: Recorder, worker_module: Path
 ) -> None:
@@ -179,7 +205,7 @@ def test_durable_object_class_is_created_sqlite_backed(
 
 def test_secret_bindings_are_pulumi_secrets(engine: Recorder, worker_module: Path) -> None:
     build(engine, worker_module)
-    for name, value in (("AUTH_TOKEN", AUTH_TOKEN), ("SANDBOX_ID_KEY", ID_KEY)):
+    for name, value in (("JWT_SIGNING_KEY", SIGNING_KEY), ("SANDBOX_ID_KEY", ID_KEY)):
         text = binding(engine, name)["text"]
         assert is_secret_value(text)
         assert text["value"] == value
@@ -191,9 +217,9 @@ def test_no_secret_appears_in_plain_text_in_any_recorded_input(
     build(engine, worker_module)
     for resource in engine.resources:
         for text in plain_strings(dict(resource.inputs)):
-            assert AUTH_TOKEN not in text and ID_KEY not in text, resource.name
+            assert SIGNING_KEY not in text and ID_KEY not in text, resource.name
         shown = json.dumps(resource.display())
-        assert AUTH_TOKEN not in shown and ID_KEY not in shown
+        assert SIGNING_KEY not in shown and ID_KEY not in shown
 
 
 def test_observability_keeps_every_request_and_log(engine: Recorder, worker_module: Path) -> None:
@@ -253,8 +279,8 @@ def test_outputs_say_the_container_is_not_deployed_by_pulumi(
 def test_a_plain_var_cannot_shadow_a_fixed_binding(engine: Recorder, worker_module: Path) -> None:
     args = worker_sandbox_args(profile(), settings(), KitContext("test", "dev", "cloudflare"))
     args["worker_module_path"] = str(worker_module)
-    args["plain_vars"] = {**args["plain_vars"], "AUTH_TOKEN": "oops"}
-    with pytest.raises(ValueError, match=r"plain_vars \['AUTH_TOKEN'\]"):
+    args["plain_vars"] = {**args["plain_vars"], "JWT_SIGNING_KEY": "oops"}
+    with pytest.raises(ValueError, match=r"plain_vars \['JWT_SIGNING_KEY'\]"):
         engine.run(lambda: WorkerSandbox("cloudflare", args))
 
 
@@ -345,8 +371,13 @@ def test_wrangler_config_is_exact() -> None:
             "IDLE_TIMEOUT_SECONDS": "600",
             "MAX_LIFETIME_SECONDS": "3600",
             "EXEC_TIMEOUT_SECONDS": "60",
+            "JWT_ISSUER": "sandboxkit",
+            "JWT_AUDIENCE": "sandboxkit-prod",
+            "JWT_MAX_LIFETIME_SECONDS": "900",
         },
     }
+    # Secrets stay with Pulumi: wrangler keeps the secret bindings the WorkersScript set.
+    assert "JWT_SIGNING_KEY" not in json.dumps(config)
 
 
 def test_wrangler_config_matches_the_pulumi_script(engine: Recorder, worker_module: Path) -> None:
@@ -400,12 +431,12 @@ def source(prof: dict[str, Any] | None = None, **cloudflare: Any) -> ConfigSourc
         "cloudflare": {
             "accountId": ACCOUNT,
             "image": IMAGE,
-            "authToken": AUTH_TOKEN,
+            "tokenSigningKey": SIGNING_KEY,
             "sandboxIdKey": ID_KEY,
             **cloudflare,
         },
     }
-    secret = frozenset({"cloudflare.authToken", "cloudflare.sandboxIdKey"})
+    secret = frozenset({"cloudflare.tokenSigningKey", "cloudflare.sandboxIdKey"})
     return ConfigSource(values=values, secret_paths=secret)
 
 
@@ -413,7 +444,9 @@ def test_a_valid_stack_loads_with_secret_settings() -> None:
     spec = load_stack(source(), "dev")
     loaded = spec.settings["cloudflare"]
     assert isinstance(loaded, CloudflareSettings)
-    assert loaded.auth_token == SecretValue(AUTH_TOKEN)
+    assert loaded.token_signing_key == SecretValue(SIGNING_KEY)
+    assert loaded.token_issuer == "sandboxkit"
+    assert loaded.token_max_lifetime_seconds == 900
     assert loaded.workers_dev is False
 
 
@@ -448,8 +481,43 @@ def test_a_plaintext_secret_is_refused() -> None:
     )
     with pytest.raises(ConfigError) as caught:
         load_stack(plain, "dev")
-    assert caught.value.keys == ("sandboxkit:cloudflare.authToken",)
-    assert AUTH_TOKEN not in str(caught.value)
+    assert caught.value.keys == ("sandboxkit:cloudflare.tokenSigningKey",)
+    assert SIGNING_KEY not in str(caught.value)
+
+
+def test_the_old_shared_bearer_token_setting_is_refused_by_name() -> None:
+    values = source().values
+    cloudflare = dict(values["cloudflare"])
+    cloudflare["authToken"] = cloudflare.pop("tokenSigningKey")
+    old = ConfigSource(
+        values={**values, "cloudflare": cloudflare},
+        secret_paths=frozenset({"cloudflare.authToken", "cloudflare.sandboxIdKey"}),
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_stack(old, "dev")
+    assert {(p.key, p.expected.split(";")[0]) for p in caught.value.problems} == {
+        ("sandboxkit:cloudflare.authToken", "no such key"),
+        ("sandboxkit:cloudflare.tokenSigningKey", "a value (this key is required)"),
+    }
+    assert SIGNING_KEY not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("tokenMaxLifetimeSeconds", 3601, "less than or equal to 3600"),
+        ("tokenMaxLifetimeSeconds", 0, "greater than or equal to 1"),
+        ("tokenIssuer", "", "expected 1 to 256 printable ASCII characters without spaces"),
+        ("tokenIssuer", "two words", "expected 1 to 256 printable ASCII characters without spaces"),
+    ],
+)
+def test_token_settings_out_of_range_are_refused_by_name(
+    key: str, value: Any, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(**{key: value}), "dev")
+    assert caught.value.keys == (f"sandboxkit:cloudflare.{key}",)
+    assert expected in str(caught.value)
 
 
 def test_a_profile_beyond_the_largest_instance_is_refused_with_its_source() -> None:
@@ -514,7 +582,7 @@ config:
   sandboxkit:cloudflare:
     accountId: "{account}"
     image: {image}
-    authToken:{auth_token}
+    tokenSigningKey:{auth_token}
     sandboxIdKey:
       secure: v1:BBBBBBBBBBBBBBBB:cXV1eGNvcmdlZ3JhdWx0Zm9vYmFyYmF6
 """
@@ -565,7 +633,11 @@ def test_cli_writes_the_wrangler_config(tmp_path: Path) -> None:
             SECURE_TOKEN,
             "sandboxkit:profile.egress.allow: got '1.1.1.1:443'; expected DNS names only",
         ),
-        (DENY_PROFILE, f" {AUTH_TOKEN}", "sandboxkit:cloudflare.authToken: got '[secret]'"),
+        (
+            DENY_PROFILE,
+            f" {SIGNING_KEY}",
+            "sandboxkit:cloudflare.tokenSigningKey: got '[secret]'",
+        ),
         ("    limits: {vcpu: 6}", SECURE_TOKEN, "sandboxkit:profile.limits.vcpu: got 6.0"),
     ],
     ids=["ip-entry", "plaintext-secret", "too-large-instance"],
@@ -579,7 +651,7 @@ def test_cli_exits_2_naming_the_key(
     assert result.exit_code == 2
     assert key in result.output
     assert "Traceback" not in result.output
-    assert AUTH_TOKEN not in result.output
+    assert SIGNING_KEY not in result.output
     assert not out.exists()
 
 
@@ -643,7 +715,8 @@ def test_prod_stack_renders_the_cloudflare_target(project_dir: Path, worker_modu
     }
     script = one(rendered.resources, SCRIPT)
     texts = {b["name"]: b["text"] for b in script.inputs["bindings"] if "text" in b}
-    assert is_secret_value(texts["AUTH_TOKEN"]) and is_secret_value(texts["SANDBOX_ID_KEY"])
+    assert is_secret_value(texts["JWT_SIGNING_KEY"]) and is_secret_value(texts["SANDBOX_ID_KEY"])
+    assert texts["JWT_AUDIENCE"] == "sandboxkit-prod"
     assert texts["EGRESS_POLICY"] == '{"mode":"deny","allow":[]}'
     assert dict(one(rendered.resources, SUBDOMAIN).inputs)["enabled"] is False
     assert rendered.outputs["cloudflare"]["containerConfig"].startswith("generated, not deployed")

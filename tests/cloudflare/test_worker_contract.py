@@ -14,13 +14,16 @@ from sandboxkit import contract
 from sandboxkit.addresses import registry_rows
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
-from sandboxkit.cloudflare.spec import WORKER_MODULE
+from sandboxkit.cloudflare.spec import MAX_TOKEN_LIFETIME_SECONDS, WORKER_MODULE
 
 
 def test_binding_names_are_the_contracts(worker_decider: WorkerDecider) -> None:
     assert worker_decider.contract()["bindings"] == {
         "sandbox": contract.DURABLE_OBJECT_BINDING,
-        "authToken": contract.AUTH_TOKEN_BINDING,
+        "tokenKey": contract.JWT_SIGNING_KEY_BINDING,
+        "tokenIssuer": contract.JWT_ISSUER_BINDING,
+        "tokenAudience": contract.JWT_AUDIENCE_BINDING,
+        "tokenMaxLifetime": contract.JWT_MAX_LIFETIME_BINDING,
         "sandboxIdKey": contract.SANDBOX_ID_KEY_BINDING,
         "egressPolicy": contract.EGRESS_POLICY_BINDING,
         "idleTimeout": contract.IDLE_TIMEOUT_BINDING,
@@ -62,6 +65,12 @@ def test_internal_suffixes_are_the_contracts(worker_decider: WorkerDecider) -> N
     assert worker_decider.contract()["internalSuffixes"] == list(contract.INTERNAL_SUFFIXES)
 
 
+def test_the_workers_token_lifetime_bound_is_the_kits(worker_decider: WorkerDecider) -> None:
+    limits = worker_decider.contract()["tokenLimits"]
+    # The settings refuse more (test_cloudflare_target's tokenMaxLifetimeSeconds rows).
+    assert limits["maxLifetimeSeconds"] == MAX_TOKEN_LIFETIME_SECONDS
+
+
 def test_the_worker_reads_bindings_only_through_its_bindings_table() -> None:
     # A literal env.NAME or env["NAME"] would be a copy the tests above cannot see; `name` is
     # readSecret's and readSeconds' parameter, which callers pass from BINDINGS.
@@ -69,10 +78,11 @@ def test_the_worker_reads_bindings_only_through_its_bindings_table() -> None:
     assert re.findall(r"\benv\.[A-Z_]+", source) == []
     subscripts = set(re.findall(r"\benv\[([^\]]+)\]", source))
     assert subscripts == {"name", "BINDINGS.sandbox", "BINDINGS.egressPolicy"}
-    assert set(re.findall(r"read(?:Secret|Seconds)\(env, ([^)]+)\)", source)) == {
+    assert set(re.findall(r"read(?:Secret|Seconds)\(env, ([^,)]+)", source)) == {
         "name",
         "BINDINGS.sandboxIdKey",
-        "BINDINGS.authToken",
+        "BINDINGS.tokenKey",
+        "BINDINGS.tokenMaxLifetime",
     }
 
 

@@ -157,13 +157,13 @@ def test_a_plain_text_secret_does_not_hide_the_other_settings_problems() -> None
             "cloudflare": {
                 "accountId": "not-hex",
                 "image": "registry.cloudflare.com/x/agent:1",
-                "authToken": "plain",
+                "tokenSigningKey": "plain",
             },
         }
     )
     keys = [line.split(": got")[0] for line in found]
     assert keys == [
-        "sandboxkit:cloudflare.authToken",
+        "sandboxkit:cloudflare.tokenSigningKey",
         "sandboxkit:cloudflare.accountId",
         "sandboxkit:cloudflare.sandboxIdKey",
     ]
@@ -183,5 +183,5 @@ def test_a_missing_secret_says_how_to_set_it_and_the_offline_placeholder() -> No
         f"it is a secret: pulumi config set --secret --path 'sandboxkit:cloudflare.{key}' "
         "<value> (offline, a secure: placeholder as in docs/examples/ renders as an unknown "
         "secret)"
-        for key in ("authToken", "sandboxIdKey")
+        for key in ("tokenSigningKey", "sandboxIdKey")
     ]

@@ -223,7 +223,7 @@ HAPPY: dict[str, dict[str, Any]] = {
     "cloudflare:index/workersScript:WorkersScript": {
         "bindings": [
             {"type": "durable_object_namespace", "name": "SANDBOX", "className": "Sandbox"},
-            {"type": "secret_text", "name": "AUTH_TOKEN", "text": "sandboxkit-offline"},
+            {"type": "secret_text", "name": "JWT_SIGNING_KEY", "text": "sandboxkit-offline"},
             {"type": "secret_text", "name": "SESSION_KEY", "text": "sandboxkit-offline"},
             {"type": "plain_text", "name": "EGRESS_POLICY", "text": '{"mode":"deny","allow":[]}'},
             {"type": "plain_text", "name": "IDLE_TIMEOUT_SECONDS", "text": "600"},
@@ -471,7 +471,8 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "net-003",
     ),
     ("worker-client-chosen-ids", WORKER, _set("bindings.2.name", "BUILD_LABEL"), "ses-001"),
-    ("worker-unauthenticated", WORKER, _set("bindings.1.name", "GREETING"), "ses-002"),
+    # The shape before client tokens: a shared bearer token, the tenant from the path.
+    ("worker-shared-bearer-token", WORKER, _set("bindings.1.name", "AUTH_TOKEN"), "ses-001"),
     (
         "worker-on-workers-dev",
         "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain",
@@ -602,6 +603,25 @@ def test_one_weakened_field_raises_exactly_its_policy(
     props = copy.deepcopy(HAPPY[resource_type])
     mutate(props)
     assert fired(resource_type, props) == {f"sbx-{policy}"}
+
+
+def test_a_worker_without_any_credential_is_unauthenticated_and_tenant_blind() -> None:
+    props = copy.deepcopy(HAPPY[WORKER])
+    props["bindings"][1]["name"] = "GREETING"
+    assert fired(WORKER, props) == {"sbx-ses-001", "sbx-ses-002"}
+
+
+def test_the_shared_bearer_token_shape_is_reported_with_its_fix() -> None:
+    props = copy.deepcopy(HAPPY[WORKER])
+    props["bindings"][1]["name"] = "AUTH_TOKEN"
+    assert resource_reports("sbx-ses-001", WORKER, props, "sandbox") == [
+        "Worker sandbox routes to Durable Objects without a key to verify client tokens with, "
+        "so the tenant and session a request touches come from its path and any holder of a "
+        "shared bearer token reaches every tenant's sandboxes; bind the token signing key as "
+        "secret_text (JWT_SIGNING_KEY) and take the tenant and session scope from the verified "
+        "token's claims."
+    ]
+    assert resource_reports("sbx-ses-001", WORKER, HAPPY[WORKER], "sandbox") == []
 
 
 def test_a_secret_binding_may_hold_a_credential() -> None:

@@ -1061,10 +1061,19 @@ ROWS = [
         inputs=_edit(WORKER, _binding("SANDBOX_ID_KEY", "name", "BUILD_LABEL")),
     ),
     Row(
+        # The shape before client tokens: one shared bearer token for every tenant, the tenant
+        # taken from the request path (the id key only hides Durable Object ids).
+        "worker-shared-bearer-token",
+        "prod",
+        _caught(("SBX-SES-001", WORKER)),
+        inputs=_edit(WORKER, _binding("JWT_SIGNING_KEY", "name", "AUTH_TOKEN")),
+    ),
+    Row(
+        # No credential at all: unauthenticated, and the tenant is the path's.
         "worker-unauthenticated",
         "prod",
-        _caught(("SBX-SES-002", WORKER)),
-        inputs=_edit(WORKER, _binding("AUTH_TOKEN", "name", "GREETING")),
+        _caught(("SBX-SES-001", WORKER), ("SBX-SES-002", WORKER)),
+        inputs=_edit(WORKER, _binding("JWT_SIGNING_KEY", "name", "GREETING")),
     ),
     Row(
         "worker-on-workers-dev",
@@ -1139,11 +1148,19 @@ def _baseline(
 
 def _level(stack: str, policy: str) -> str:
     # The shipped per-environment default: NET, SEC-001, SEC-002, the host-kernel runtime
-    # check (K8S-004), the launcher's separation (SES-004) and the confused-deputy check
-    # (IAM-005) mandatory in prod, all else advisory.
+    # check (K8S-004), the tenant boundary (SES-001), the launcher's separation (SES-004) and
+    # the confused-deputy check (IAM-005) mandatory in prod, all else advisory.
     strict = stack == "prod" and (
         policy.split("-")[1] == "NET"
-        or policy in ("SBX-SEC-001", "SBX-SEC-002", "SBX-K8S-004", "SBX-SES-004", "SBX-IAM-005")
+        or policy
+        in (
+            "SBX-SEC-001",
+            "SBX-SEC-002",
+            "SBX-K8S-004",
+            "SBX-SES-001",
+            "SBX-SES-004",
+            "SBX-IAM-005",
+        )
     )
     return "mandatory" if strict else "advisory"
 

@@ -188,7 +188,8 @@ class WorkerDecider:
     def contract(self) -> dict[str, Any]:
         """The names and ranges ``worker/src/index.js`` shares with ``sandboxkit.contract``:
         ``bindings`` (key -> binding name), ``classes`` (exported classes), ``nonPublicIpv4``,
-        ``nonPublicIpv6``, ``publicInsideNonPublicIpv4``, ``internalSuffixes``.
+        ``nonPublicIpv6``, ``publicInsideNonPublicIpv4``, ``internalSuffixes``, ``tokenLimits``
+        (``{clockToleranceSeconds, maxLifetimeSeconds}``).
 
         Raises:
             WorkerDecideError: when the process failed or answered an error.

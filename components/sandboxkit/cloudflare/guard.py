@@ -13,6 +13,7 @@ from sandboxkit.contract import (
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
     IDLE_TIMEOUT_BINDING,
+    JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.guard import (
@@ -93,11 +94,22 @@ def _bindings(props: Mapping[str, Any], kind: str) -> list[str]:
 def _id_key(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     if not _bindings(props, "durable_object_namespace"):
         return
-    if not matching(_bindings(props, "secret_text"), ctx.setting("sessionKeyBindings")):
+    secrets = _bindings(props, "secret_text")
+    if not matching(secrets, ctx.setting("sessionKeyBindings")):
         yield (
             f"Worker {ctx.name} routes to Durable Objects without a secret id key binding, so "
             "object ids come from client input; add the session-id key as a secret_text "
             "binding."
+        )
+    if not matching(secrets, ctx.setting("credentialKeyBindings")):
+        # The HMAC only hides object ids: without a verified credential the tenant is whatever
+        # the request path says, and one shared bearer token opens every tenant's sandboxes.
+        yield (
+            f"Worker {ctx.name} routes to Durable Objects without a key to verify client "
+            "tokens with, so the tenant and session a request touches come from its path and "
+            "any holder of a shared bearer token reaches every tenant's sandboxes; bind the "
+            f"token signing key as secret_text ({JWT_SIGNING_KEY_BINDING}) and take the tenant "
+            "and session scope from the verified token's claims."
         )
 
 

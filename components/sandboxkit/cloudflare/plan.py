@@ -37,12 +37,14 @@ class WorkerSandboxArgs(TypedDict, total=False):
     """Path of the Worker's ES module, read at deploy time and uploaded as ``index.js``."""
     compatibility_date: str
     """Workers runtime compatibility date, ``YYYY-MM-DD``."""
-    auth_token: SecretValue
-    """Bearer token clients present; bound as secret_text ``AUTH_TOKEN``."""
+    token_signing_key: SecretValue
+    """HS256 key of the client tokens the Worker verifies; bound as secret_text
+    ``JWT_SIGNING_KEY``."""
     sandbox_id_key: SecretValue
     """HMAC key naming sandboxes; bound as secret_text ``SANDBOX_ID_KEY``."""
     plain_vars: dict[str, str]
-    """Plain-text bindings, name -> text (``EGRESS_POLICY`` and the three ``*_SECONDS``)."""
+    """Plain-text bindings, name -> text (``EGRESS_POLICY``, the three ``*_SECONDS`` and the
+    token checks ``JWT_ISSUER``, ``JWT_AUDIENCE``, ``JWT_MAX_LIFETIME_SECONDS``)."""
     workers_dev: bool
     """Expose the Worker on workers.dev (false: only routes or custom domains reach it)."""
     instance_type: str

@@ -22,6 +22,9 @@ from sandboxkit.contract import (
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
     IDLE_TIMEOUT_BINDING,
+    JWT_AUDIENCE_BINDING,
+    JWT_ISSUER_BINDING,
+    JWT_MAX_LIFETIME_BINDING,
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.errors import ConfigError, Problem
@@ -46,6 +49,13 @@ MIN_COMPATIBILITY_DATE = "2025-11-17"
 DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
 # The Worker rejects any *_SECONDS binding above one week (MAX_CONFIG_SECONDS in index.js).
 WORKER_MAX_SECONDS = 7 * 24 * 3600
+# Client tokens are minted per job or per call: a quarter of an hour covers a call's retries
+# without a leaked token staying useful for long. The Worker refuses a bound above one hour
+# (MAX_TOKEN_LIFETIME_SECONDS in index.js), the kit's cap too.
+DEFAULT_TOKEN_MAX_LIFETIME_SECONDS = 900
+MAX_TOKEN_LIFETIME_SECONDS = 3600
+# The `iss` client tokens carry unless the stack names its platform.
+DEFAULT_TOKEN_ISSUER = "sandboxkit"
 
 _LIMITS_SOURCE = "developers.cloudflare.com/containers/platform/limits/ (Instance Types)"
 _LOGS_SOURCE = "developers.cloudflare.com/containers/faq/ (How do Container logs work?)"
@@ -117,8 +127,12 @@ class CloudflareSettings(TargetSettings):
         accountId: Cloudflare account id (32 hex characters, quoted in YAML; required, never
             ambient).
         image: the sandbox container image (Cloudflare registry, Docker Hub or ECR reference).
-        authToken: bearer token clients present (Pulumi secret; the Worker refuses fewer than
-            32 characters).
+        tokenSigningKey: HS256 key of the short-lived tokens clients present (Pulumi secret;
+            the Worker refuses fewer than 32 characters). Whoever holds it mints tokens for any
+            tenant: keep it in the platform that mints them and in the Worker, nowhere else.
+        tokenIssuer: the ``iss`` every client token must carry; default ``sandboxkit``.
+        tokenMaxLifetimeSeconds: longest ``exp - iat`` a client token may span, seconds, 1 to
+            3600; default 900.
         sandboxIdKey: HMAC key naming sandboxes (Pulumi secret; at least 32 characters).
         scriptName: the Worker script name; default ``sandboxkit-<stack>``.
         workersDev: expose the Worker on ``<script>.<subdomain>.workers.dev``; default false
@@ -129,7 +143,15 @@ class CloudflareSettings(TargetSettings):
 
     account_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] = Field(alias="accountId")
     image: Annotated[str, Field(min_length=1)]
-    auth_token: SecretValue = Field(alias="authToken", json_schema_extra={"secret": True})
+    token_signing_key: SecretValue = Field(
+        alias="tokenSigningKey", json_schema_extra={"secret": True}
+    )
+    token_issuer: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,256}$")] = Field(
+        DEFAULT_TOKEN_ISSUER, alias="tokenIssuer"
+    )
+    token_max_lifetime_seconds: Annotated[int, Field(ge=1, le=MAX_TOKEN_LIFETIME_SECONDS)] = Field(
+        DEFAULT_TOKEN_MAX_LIFETIME_SECONDS, alias="tokenMaxLifetimeSeconds"
+    )
     sandbox_id_key: SecretValue = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
     script_name: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] | None = (
         Field(None, alias="scriptName")
@@ -291,18 +313,30 @@ def cloudflare_enforcement(profile: SandboxProfile) -> dict[str, Enforcement]:
     }
 
 
+def token_vars(settings: CloudflareSettings, script: str) -> dict[str, str]:
+    """The Worker's plain-text token checks, name -> text: ``JWT_ISSUER`` (``tokenIssuer``),
+    ``JWT_AUDIENCE`` (the script name, so a token for one deployment opens no other that shares
+    the key) and ``JWT_MAX_LIFETIME_SECONDS`` (``tokenMaxLifetimeSeconds``, decimal text)."""
+    return {
+        JWT_ISSUER_BINDING: settings.token_issuer,
+        JWT_AUDIENCE_BINDING: script,
+        JWT_MAX_LIFETIME_BINDING: str(settings.token_max_lifetime_seconds),
+    }
+
+
 def worker_sandbox_args(
     profile: SandboxProfile, settings: CloudflareSettings, context: KitContext
 ) -> WorkerSandboxArgs:
     """Map the profile and ``sandboxkit:cloudflare`` settings to component inputs."""
+    script = script_name(settings, context.stack)
     return WorkerSandboxArgs(
         account_id=settings.account_id,
-        script_name=script_name(settings, context.stack),
+        script_name=script,
         worker_module_path=str(WORKER_MODULE),
         compatibility_date=settings.compatibility_date,
-        auth_token=settings.auth_token,
+        token_signing_key=settings.token_signing_key,
         sandbox_id_key=settings.sandbox_id_key,
-        plain_vars=worker_vars(profile),
+        plain_vars={**worker_vars(profile), **token_vars(settings, script)},
         workers_dev=settings.workers_dev,
         instance_type=instance_type_for(profile.limits.vcpu, profile.limits.memory_mib).name,
     )

@@ -22,9 +22,9 @@ from sandboxkit.cloudflare.plan import (
     WorkerSandboxArgs,
 )
 from sandboxkit.contract import (
-    AUTH_TOKEN_BINDING,
     DURABLE_OBJECT_BINDING,
     DURABLE_OBJECT_CLASS,
+    JWT_SIGNING_KEY_BINDING,
     SANDBOX_ID_KEY_BINDING,
 )
 
@@ -55,7 +55,7 @@ class WorkerSandbox(pulumi.ComponentResource):
         self, name: str, args: WorkerSandboxArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("sandboxkit:index:WorkerSandbox", name, None, opts)
-        fixed = {DURABLE_OBJECT_BINDING, AUTH_TOKEN_BINDING, SANDBOX_ID_KEY_BINDING}
+        fixed = {DURABLE_OBJECT_BINDING, JWT_SIGNING_KEY_BINDING, SANDBOX_ID_KEY_BINDING}
         clashes = sorted(fixed & set(args["plain_vars"]))
         if clashes:
             raise ValueError(f"plain_vars {clashes}: names other than {sorted(fixed)}")
@@ -69,7 +69,11 @@ class WorkerSandbox(pulumi.ComponentResource):
                 type="durable_object_namespace",
                 class_name=DURABLE_OBJECT_CLASS,
             ),
-            binding(name=AUTH_TOKEN_BINDING, type="secret_text", text=args["auth_token"].output()),
+            binding(
+                name=JWT_SIGNING_KEY_BINDING,
+                type="secret_text",
+                text=args["token_signing_key"].output(),
+            ),
             binding(
                 name=SANDBOX_ID_KEY_BINDING,
                 type="secret_text",

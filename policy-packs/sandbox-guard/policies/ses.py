@@ -16,16 +16,25 @@ SERVER_CHOSEN_IDS = ResourceRule(
         severity=Severity.HIGH,
         description="Checks that a Worker routing requests to sandbox Durable Objects holds a "
         "secret key to derive object ids (an HMAC of tenant and session), so a client cannot "
-        "pick or guess another tenant's sandbox.",
-        remediation="Bind the kit's session-id key as a secret_text binding and derive Durable "
-        "Object ids from it, never from a raw client-supplied id.",
+        "pick or guess another tenant's sandbox, and a key to verify client tokens with, so "
+        "the tenant and session a request may touch come from verified claims, not its path.",
+        remediation="Bind the kit's session-id key and token signing key as secret_text "
+        "bindings, derive Durable Object ids from the first and take tenant and session scope "
+        "from tokens verified with the second, never from a raw client-supplied id.",
         properties={
             "sessionKeyBindings": {
                 "type": "array",
                 "items": {"type": "string"},
                 "default": ["SESSION_KEY", "HMAC", "ID_KEY"],
                 "description": "Name fragments of the secret binding holding the id key.",
-            }
+            },
+            "credentialKeyBindings": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": ["JWT", "SIGNING_KEY"],
+                "description": "Name fragments of the secret binding holding the key client "
+                "tokens are verified with.",
+            },
         },
     )
 )

@@ -1,21 +1,27 @@
 // sandboxkit Cloudflare Worker: one hardened container sandbox per (tenant, session).
 //
-// Request path: client -> Worker fetch (bearer auth, validation) -> Durable Object `Sandbox`
+// Request path: client -> Worker fetch (signed token, scope, validation) -> Durable Object `Sandbox`
 // (named by an HMAC, never by the client's string) -> the DO's own container via `ctx.container`.
 // Container egress path: container -> Cloudflare's outbound interception (listed hosts only) -> `EgressGateway`
 // (a WorkerEntrypoint of this script) -> `decideEgress` -> `fetch` only when allowed.
 //
 // Bindings (names are the deployment contract; see README.md):
 //   SANDBOX               durable object namespace, class `Sandbox` (SQLite-backed)
-//   AUTH_TOKEN            secret_text, bearer token clients must present
+//   JWT_SIGNING_KEY       secret_text, HS256 key of the short-lived tokens clients present
+//   JWT_ISSUER            plain_text, the `iss` every token must carry
+//   JWT_AUDIENCE          plain_text, the `aud` every token must carry (this deployment)
+//   JWT_MAX_LIFETIME_SECONDS  plain_text integer, longest `exp - iat` a token may span
 //   SANDBOX_ID_KEY        secret_text, HMAC key that turns (tenant, session) into a DO name
 //   EGRESS_POLICY         plain_text JSON {"mode": "deny"|"allowlist"|"open", "allow": [...]}
 //   IDLE_TIMEOUT_SECONDS  plain_text integer, container stops after this long without a command
 //   MAX_LIFETIME_SECONDS  plain_text integer, hard cap from the sandbox's first request
 //   EXEC_TIMEOUT_SECONDS  plain_text integer, per-command wall clock limit
 //
-// Single module on purpose: the deployer uploads this file alone as `index.js`, so it must not
-// import sibling files.
+// Single module on purpose: the kit uploads this file alone as the WorkersScript's `index.js`
+// and the generated wrangler config points `main` at it inside the installed package, so it must
+// not import sibling files or npm packages. That is why token verification is the few lines under
+// "Client credentials" (one pinned algorithm; the MAC compare is crypto.subtle.verify's) rather
+// than jose, whose Web API build is 45 modules; test/auth.test.mjs checks it against jose.
 
 import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 
@@ -23,7 +29,10 @@ import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 // *_BINDING names (tests/cloudflare/test_worker_contract.py fails when they differ).
 export const BINDINGS = Object.freeze({
   sandbox: "SANDBOX",
-  authToken: "AUTH_TOKEN",
+  tokenKey: "JWT_SIGNING_KEY",
+  tokenIssuer: "JWT_ISSUER",
+  tokenAudience: "JWT_AUDIENCE",
+  tokenMaxLifetime: "JWT_MAX_LIFETIME_SECONDS",
   sandboxIdKey: "SANDBOX_ID_KEY",
   egressPolicy: "EGRESS_POLICY",
   idleTimeout: "IDLE_TIMEOUT_SECONDS",
@@ -121,29 +130,6 @@ async function commandDigest(idKey, argv) {
   return hmacHex(idKey, `\u0001command\u0000${JSON.stringify(argv)}`);
 }
 
-/**
- * Compares two strings in time independent of where they differ: both are HMAC'd under a fresh
- * random key and the fixed-length digests are compared byte by byte without early exit.
- */
-async function constantTimeEqual(a, b) {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    crypto.getRandomValues(new Uint8Array(32)),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const [da, db] = await Promise.all([
-    crypto.subtle.sign("HMAC", key, encoder.encode(a)),
-    crypto.subtle.sign("HMAC", key, encoder.encode(b)),
-  ]);
-  const x = new Uint8Array(da);
-  const y = new Uint8Array(db);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
-  return diff === 0;
-}
-
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -163,15 +149,15 @@ function readSecret(env, name) {
   return { ok: true, value };
 }
 
-function readSeconds(env, name) {
+function readSeconds(env, name, max = MAX_CONFIG_SECONDS) {
   const raw = env[name];
   const text = typeof raw === "number" ? String(raw) : raw;
   if (typeof text !== "string" || !/^[1-9][0-9]{0,9}$/.test(text)) {
     return { ok: false, error: `${name} must be a positive whole number of seconds` };
   }
   const value = Number(text);
-  if (value > MAX_CONFIG_SECONDS) {
-    return { ok: false, error: `${name} must be at most ${MAX_CONFIG_SECONDS} seconds` };
+  if (value > max) {
+    return { ok: false, error: `${name} must be at most ${max} seconds` };
   }
   return { ok: true, value };
 }
@@ -649,18 +635,185 @@ export class EgressGateway extends WorkerEntrypoint {
 // ---------------------------------------------------------------------------------------------
 // Worker entry: authentication, validation, routing
 
-async function authenticate(request, expected) {
-  const header = request.headers.get("authorization");
-  if (header === null) return "missing bearer token";
-  // RFC 6750 b64token; the scheme name is case-insensitive (RFC 9110 section 11.1).
-  const match = /^bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(header);
-  if (match === null) return "malformed Authorization header; expected 'Bearer <token>'";
-  if (!(await constantTimeEqual(match[1], expected))) return "invalid bearer token";
-  return null;
-}
+const WWW_AUTHENTICATE = 'Bearer realm="sandboxkit"';
 
 function unauthorized(message) {
-  return json(401, { error: "unauthorized", message }, { "www-authenticate": 'Bearer realm="sandboxkit"' });
+  return json(401, { error: "unauthorized", message }, { "www-authenticate": WWW_AUTHENTICATE });
+}
+
+function forbidden(message) {
+  return json(
+    403,
+    { error: "forbidden", message },
+    { "www-authenticate": `${WWW_AUTHENTICATE}, error="insufficient_scope"` },
+  );
+}
+
+// Client credentials: a JWS compact serialisation (RFC 7515) of a JWT (RFC 7519), HS256 only.
+// The algorithm is pinned here, never read from the token: a header naming anything else
+// (`none`, RS256 with the key as a "public key", ...) is refused before any signature check.
+const TOKEN_ALG = "HS256";
+export const TOKEN_LIMITS = Object.freeze({
+  // Clock skew accepted between the platform that mints tokens and Cloudflare, on exp, nbf, iat.
+  clockToleranceSeconds: 30,
+  // Upper bound of JWT_MAX_LIFETIME_SECONDS: tokens are minted per job or per call, so a bound
+  // above an hour would only widen what a leaked token opens (a copy of the kit's
+  // MAX_TOKEN_LIFETIME_SECONDS, under tests/cloudflare/test_worker_contract.py).
+  maxLifetimeSeconds: 3600,
+});
+// A bearer credential larger than this is not one the kit's claim set produces.
+const MAX_TOKEN_CHARS = 8192;
+// What a token's `ops` claim may list: the Worker's three routes.
+export const TOKEN_OPS = Object.freeze(["status", "exec", "delete"]);
+// A token lists at most this many sessions; wider scopes use `session_prefix`.
+const MAX_TOKEN_SESSIONS = 64;
+// A prefix of a session id; the empty prefix scopes the token to every session of its tenant.
+const SESSION_PREFIX_PATTERN = /^([A-Za-z0-9][A-Za-z0-9_-]{0,63})?$/;
+const BEARER_JWT = /^bearer ([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/i;
+
+/** Strict, unpadded base64url (RFC 7515 section 2) to bytes; null for any other spelling. */
+function base64urlBytes(text) {
+  if (text.length % 4 === 1) return null;
+  let binary;
+  try {
+    binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
+  } catch {
+    return null;
+  }
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  // One spelling per value: non-zero unused bits would let one signature have several forms.
+  const again = btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return again === text ? bytes : null;
+}
+
+function base64urlJson(text) {
+  const bytes = base64urlBytes(text);
+  if (bytes === null) return null;
+  try {
+    const value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    return isPlainObject(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Reads the token settings (fail closed): `JWT_SIGNING_KEY` (at least 32 characters),
+ * `JWT_ISSUER` and `JWT_AUDIENCE` (non-empty) and `JWT_MAX_LIFETIME_SECONDS` (1 to
+ * TOKEN_LIMITS.maxLifetimeSeconds).
+ */
+function loadTokenConfig(env) {
+  const key = readSecret(env, BINDINGS.tokenKey);
+  if (!key.ok) return key;
+  const out = { ok: true, key: key.value };
+  for (const [name, field] of [
+    [BINDINGS.tokenIssuer, "issuer"],
+    [BINDINGS.tokenAudience, "audience"],
+  ]) {
+    if (typeof env[name] !== "string" || env[name].length === 0) {
+      return { ok: false, error: `${name} must be a non-empty string` };
+    }
+    out[field] = env[name];
+  }
+  const lifetime = readSeconds(env, BINDINGS.tokenMaxLifetime, TOKEN_LIMITS.maxLifetimeSeconds);
+  if (!lifetime.ok) return lifetime;
+  out.maxLifetimeSeconds = lifetime.value;
+  return out;
+}
+
+function isNumericDate(value) {
+  return typeof value === "number" && Number.isFinite(value);
+}
+
+/** The token's scope claims, or an error: tenant, exactly one of sessions / session_prefix, ops. */
+function readScope(claims) {
+  const { tenant, sessions, session_prefix: prefix, ops } = claims;
+  if (typeof tenant !== "string" || !ID_PATTERN.test(tenant)) return { error: "token tenant claim is missing or invalid" };
+  if ((sessions === undefined) === (prefix === undefined)) {
+    return { error: "token must carry exactly one of the sessions and session_prefix claims" };
+  }
+  if (
+    sessions !== undefined &&
+    (!Array.isArray(sessions) ||
+      sessions.length === 0 ||
+      sessions.length > MAX_TOKEN_SESSIONS ||
+      !sessions.every((s) => typeof s === "string" && ID_PATTERN.test(s)))
+  ) {
+    return { error: `token sessions claim must list 1 to ${MAX_TOKEN_SESSIONS} session ids` };
+  }
+  if (prefix !== undefined && (typeof prefix !== "string" || !SESSION_PREFIX_PATTERN.test(prefix))) {
+    return { error: "token session_prefix claim is invalid" };
+  }
+  if (!Array.isArray(ops) || ops.length === 0 || !ops.every((op) => TOKEN_OPS.includes(op))) {
+    return { error: `token ops claim must list some of ${TOKEN_OPS.join(", ")}` };
+  }
+  return { scope: { tenant, sessions: sessions ?? null, sessionPrefix: prefix ?? null, ops: [...new Set(ops)] } };
+}
+
+/**
+ * Verifies the bearer token of an `Authorization` header value against `config` (from
+ * loadTokenConfig) at `now` (seconds since the epoch).
+ *
+ * Accepted: `Bearer <header>.<payload>.<signature>`, each strict unpadded base64url; header a
+ * JSON object with `alg` exactly "HS256", `typ` absent or "JWT", no `crit`; signature the
+ * HMAC-SHA256 of `<header>.<payload>` under JWT_SIGNING_KEY (checked by crypto.subtle.verify,
+ * before any claim is read); claims `iss` equal to JWT_ISSUER, `aud` equal to (or a list
+ * holding) JWT_AUDIENCE, numeric `exp` and `iat` with `iat <= now + tolerance`,
+ * `exp > now - tolerance` and `exp - iat <= JWT_MAX_LIFETIME_SECONDS`, `nbf` (optional)
+ * `<= now + tolerance`, and the scope claims readScope reads.
+ *
+ * @returns {Promise<{ok: true, scope: {tenant: string, sessions: string[]|null, sessionPrefix: string|null, ops: string[]}} | {ok: false, error: string}>}
+ */
+export async function verifyToken(header, config, now) {
+  if (header === null) return { ok: false, error: "missing bearer token" };
+  const match = header.length <= MAX_TOKEN_CHARS ? BEARER_JWT.exec(header) : null;
+  if (match === null) return { ok: false, error: "malformed Authorization header; expected 'Bearer <JWT>'" };
+  const [, encodedHeader, encodedClaims, encodedSignature] = match;
+  const protectedHeader = base64urlJson(encodedHeader);
+  if (protectedHeader === null) return { ok: false, error: "malformed token header" };
+  if (protectedHeader.alg !== TOKEN_ALG) return { ok: false, error: `token algorithm must be ${TOKEN_ALG}` };
+  if (protectedHeader.typ !== undefined && String(protectedHeader.typ).toUpperCase() !== "JWT") {
+    return { ok: false, error: "token type must be JWT" };
+  }
+  if (protectedHeader.crit !== undefined) return { ok: false, error: "token header crit is not supported" };
+  const signature = base64urlBytes(encodedSignature);
+  if (signature === null) return { ok: false, error: "malformed token signature" };
+  const key = await crypto.subtle.importKey("raw", encoder.encode(config.key), { name: "HMAC", hash: "SHA-256" }, false, [
+    "verify",
+  ]);
+  const signed = encoder.encode(`${encodedHeader}.${encodedClaims}`);
+  if (!(await crypto.subtle.verify("HMAC", key, signature, signed))) {
+    return { ok: false, error: "invalid token signature" };
+  }
+  const claims = base64urlJson(encodedClaims);
+  if (claims === null) return { ok: false, error: "malformed token claims" };
+  if (claims.iss !== config.issuer) return { ok: false, error: "token issuer is not accepted" };
+  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (!audiences.includes(config.audience)) return { ok: false, error: "token audience is not this deployment" };
+  if (!isNumericDate(claims.exp) || !isNumericDate(claims.iat)) {
+    return { ok: false, error: "token must carry numeric exp and iat claims" };
+  }
+  const tolerance = TOKEN_LIMITS.clockToleranceSeconds;
+  if (claims.exp <= now - tolerance) return { ok: false, error: "token expired" };
+  if (claims.iat > now + tolerance) return { ok: false, error: "token issued in the future" };
+  if (claims.nbf !== undefined && (!isNumericDate(claims.nbf) || claims.nbf > now + tolerance)) {
+    return { ok: false, error: "token not yet valid" };
+  }
+  if (claims.exp - claims.iat > config.maxLifetimeSeconds) {
+    return { ok: false, error: `token lifetime exceeds ${config.maxLifetimeSeconds} seconds` };
+  }
+  const scope = readScope(claims);
+  if (scope.error !== undefined) return { ok: false, error: scope.error };
+  return { ok: true, scope: scope.scope };
+}
+
+/** Why `scope` (verifyToken's) does not cover `op` on (tenant, session), or null when it does. */
+export function scopeProblem(scope, tenant, session, op) {
+  if (tenant !== scope.tenant) return "token is not valid for this tenant";
+  const inScope = scope.sessions !== null ? scope.sessions.includes(session) : session.startsWith(scope.sessionPrefix);
+  if (!inScope) return "token is not valid for this session";
+  if (!scope.ops.includes(op)) return `token does not allow ${op}`;
+  return null;
 }
 
 /** Matches /v1/tenants/{tenant}/sessions/{session}[/exec]; null when the path is not a route. */
@@ -728,10 +881,11 @@ async function readBoundedText(request, limit) {
 
 export default {
   async fetch(request, env) {
-    const token = readSecret(env, BINDINGS.authToken);
-    if (!token.ok) return misconfigured(token.error);
-    const authError = await authenticate(request, token.value);
-    if (authError !== null) return unauthorized(authError);
+    const tokens = loadTokenConfig(env);
+    if (!tokens.ok) return misconfigured(tokens.error);
+    const verified = await verifyToken(request.headers.get("authorization"), tokens, Date.now() / 1000);
+    if (!verified.ok) return unauthorized(verified.error);
+    const { scope } = verified;
 
     const limits = loadLimits(env);
     if (!limits.ok) return misconfigured(limits.error);
@@ -749,10 +903,13 @@ export default {
         message: "tenant and session must be 1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit",
       });
     }
+    const op = route.resource === "exec" ? "exec" : request.method === "GET" ? "status" : "delete";
+    // The path only names the sandbox; the verified claims decide whether it may be touched.
+    const outOfScope = scopeProblem(scope, route.tenant, route.session, op);
+    if (outOfScope !== null) return forbidden(outOfScope);
 
-    let op;
     let body = null;
-    if (route.resource === "exec") {
+    if (op === "exec") {
       const policy = parseEgressPolicy(env[BINDINGS.egressPolicy]);
       if (!policy.ok) {
         return misconfigured(`egress policy invalid, all egress denied and exec refused: ${policy.error}`);
@@ -763,13 +920,11 @@ export default {
       }
       const parsed = parseExecBody(text);
       if (parsed.error !== undefined) return json(400, { error: "invalid_body", message: parsed.error });
-      op = "exec";
       body = JSON.stringify({ command: parsed.command });
-    } else {
-      op = request.method === "GET" ? "status" : "delete";
     }
 
-    const name = await deriveSandboxName(limits.idKey, route.tenant, route.session);
+    // Tenant from the claims (scopeProblem checked the path names the same one).
+    const name = await deriveSandboxName(limits.idKey, scope.tenant, route.session);
     const namespace = env[BINDINGS.sandbox];
     const stub = namespace.get(namespace.idFromName(name));
     // A fresh internal request: client headers (the bearer token above all) never reach the DO.
@@ -778,7 +933,7 @@ export default {
         method: "POST",
         headers: {
           [HEADER_SANDBOX_ID]: name,
-          [HEADER_TENANT_HASH]: await tenantHash(limits.idKey, route.tenant),
+          [HEADER_TENANT_HASH]: await tenantHash(limits.idKey, scope.tenant),
           "content-type": "application/json",
         },
         body,

@@ -49,6 +49,7 @@ function contract() {
     nonPublicIpv6: worker.NON_PUBLIC_IPV6,
     publicInsideNonPublicIpv4: worker.PUBLIC_INSIDE_NON_PUBLIC_IPV4,
     internalSuffixes: worker.INTERNAL_SUFFIXES,
+    tokenLimits: worker.TOKEN_LIMITS,
   };
 }
 

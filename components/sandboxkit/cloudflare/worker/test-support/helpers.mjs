@@ -5,6 +5,7 @@
 import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
+import { SignJWT } from "jose";
 import { Miniflare } from "miniflare";
 
 export const WORKER_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -15,7 +16,10 @@ export const COMPATIBILITY_DATE = "2026-07-01";
 // The flags the kit deploys with (COMPATIBILITY_FLAGS in sandboxkit/cloudflare/plan.py).
 export const COMPATIBILITY_FLAGS = ["global_fetch_strictly_public"];
 
-export const AUTH_TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz";
+export const JWT_SIGNING_KEY = "test-signing-key-0123456789abcdefghijklmnopqrstuvwxyz";
+export const JWT_ISSUER = "sandboxkit-test-platform";
+export const JWT_AUDIENCE = "sandboxkit-test";
+export const JWT_MAX_LIFETIME_SECONDS = 900;
 export const SANDBOX_ID_KEY = "test-id-key-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210";
 
 export const ALLOWLIST_POLICY = {
@@ -28,7 +32,10 @@ export const ALLOWLIST_POLICY = {
 
 export function baseBindings(overrides = {}) {
   const bindings = {
-    AUTH_TOKEN,
+    JWT_SIGNING_KEY,
+    JWT_ISSUER,
+    JWT_AUDIENCE,
+    JWT_MAX_LIFETIME_SECONDS: String(JWT_MAX_LIFETIME_SECONDS),
     SANDBOX_ID_KEY,
     EGRESS_POLICY: JSON.stringify(ALLOWLIST_POLICY),
     IDLE_TIMEOUT_SECONDS: "300",
@@ -47,8 +54,28 @@ export function expectedSandboxName(key, tenant, session) {
   return createHmac("sha256", key).update(`${tenant}\u0000${session}`).digest("hex");
 }
 
-export function bearer(token = AUTH_TOKEN) {
-  return { authorization: `Bearer ${token}` };
+/**
+ * A token the way a platform mints one, with jose (github.com/panva/jose) as the reference
+ * implementation: HS256 over JWT_SIGNING_KEY, iss/aud the test Worker's, iat now (seconds),
+ * exp 300 s later. `claims` adds to or replaces the scope claims (default: tenant acme, every
+ * session, every op); `times` replaces iat/exp/nbf; `key` signs with another key.
+ */
+export async function mintToken(claims = {}, { key = JWT_SIGNING_KEY, times = {}, issuer = JWT_ISSUER, audience = JWT_AUDIENCE } = {}) {
+  const now = Math.floor(Date.now() / 1000);
+  const { iat = now, exp = now + 300, nbf } = times;
+  const jwt = new SignJWT({ tenant: "acme", session_prefix: "", ops: ["status", "exec", "delete"], ...claims })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setIssuer(issuer)
+    .setAudience(audience)
+    .setIssuedAt(iat)
+    .setExpirationTime(exp);
+  if (nbf !== undefined) jwt.setNotBefore(nbf);
+  return jwt.sign(new TextEncoder().encode(key));
+}
+
+/** `{authorization: "Bearer <token>"}` for mintToken's token (same arguments). */
+export async function bearer(claims = {}, options = {}) {
+  return { authorization: `Bearer ${await mintToken(claims, options)}` };
 }
 
 /**

@@ -61,7 +61,7 @@ describe("allowlist policy at the gateway", () => {
       ),
     });
     // Give the object its sandbox id through the Worker so egress log lines carry it.
-    assert.equal((await worker.request("/v1/tenants/acme/sessions/egress", { headers: bearer() })).status, 200);
+    assert.equal((await worker.request("/v1/tenants/acme/sessions/egress", { headers: await bearer() })).status, 200);
     const namespace = await worker.sandboxNamespace();
     stub = namespace.get(namespace.idFromName(expectedSandboxName(SANDBOX_ID_KEY, "acme", "egress")));
   });

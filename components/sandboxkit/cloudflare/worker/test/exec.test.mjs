@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import {
-  AUTH_TOKEN,
   SANDBOX_ID_KEY,
+  JWT_SIGNING_KEY,
   baseBindings,
   bearer,
   events,
@@ -17,10 +17,10 @@ import {
 
 const EXEC_PATH = "/v1/tenants/acme/sessions/exec-1/exec";
 
-function post(worker, body, path = EXEC_PATH, headers = bearer()) {
+async function post(worker, body, path = EXEC_PATH, headers = undefined) {
   return worker.request(path, {
     method: "POST",
-    headers: { ...headers, "content-type": "application/json" },
+    headers: { ...(headers ?? (await bearer())), "content-type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
@@ -63,7 +63,7 @@ describe("exec", () => {
     assert.ok(Number.isInteger(line.durationMs) && line.durationMs >= 0);
     const printed = worker.stdout.join("\n");
     assert.equal(printed.includes(secret), false);
-    assert.equal(printed.includes(AUTH_TOKEN), false);
+    assert.equal(printed.includes(JWT_SIGNING_KEY), false);
   });
 
   test("two commands give two audit lines", async () => {
@@ -115,7 +115,7 @@ describe("exec", () => {
         else controller.close();
       },
     });
-    const chunked = await worker.request(EXEC_PATH, { method: "POST", headers: bearer(), body, duplex: "half" });
+    const chunked = await worker.request(EXEC_PATH, { method: "POST", headers: await bearer(), body, duplex: "half" });
     assert.equal(chunked.status, 413);
     assert.deepEqual(await chunked.json(), tooLarge);
 
@@ -153,7 +153,7 @@ describe("exec fails closed on egress configuration", () => {
         const response = await post(worker, { command: ["true"] });
         assert.equal(response.status, 500);
         assert.deepEqual(await response.json(), refused(detail));
-        const status = await worker.request("/v1/tenants/acme/sessions/exec-1", { headers: bearer() });
+        const status = await worker.request("/v1/tenants/acme/sessions/exec-1", { headers: await bearer() });
         assert.equal(status.status, 200);
         // Refused by the Worker: the command never reached the object, so nothing was audited.
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -12,7 +12,7 @@ import {
 } from "../test-support/helpers.mjs";
 
 async function status(worker, tenant, session) {
-  const response = await worker.request(`/v1/tenants/${tenant}/sessions/${session}`, { headers: bearer() });
+  const response = await worker.request(`/v1/tenants/${tenant}/sessions/${session}`, { headers: await bearer({ tenant }) });
   assert.equal(response.status, 200);
   return response.json();
 }
@@ -52,7 +52,7 @@ describe("routes", () => {
       "/v2/tenants/acme/sessions/s1",
       "/v1/tenants/acme/sessions/s1/exec/x",
     ]) {
-      const response = await worker.request(path, { headers: bearer() });
+      const response = await worker.request(path, { headers: await bearer() });
       assert.equal(response.status, 404, path);
       assert.deepEqual(await response.json(), { error: "not_found", message: "no such route" });
     }
@@ -64,7 +64,7 @@ describe("routes", () => {
       ["PUT", "/v1/tenants/acme/sessions/s1", "GET, DELETE"],
       ["GET", "/v1/tenants/acme/sessions/s1/exec", "POST"],
     ]) {
-      const response = await worker.request(path, { method, headers: bearer() });
+      const response = await worker.request(path, { method, headers: await bearer() });
       assert.equal(response.status, 405, `${method} ${path}`);
       assert.equal(response.headers.get("allow"), allow);
       assert.deepEqual(await response.json(), { error: "method_not_allowed", message: `use ${allow}` });
@@ -82,7 +82,7 @@ describe("routes", () => {
       ["acme", "caf%C3%A9"],
       ["_x", "s1"],
     ]) {
-      const response = await worker.request(`/v1/tenants/${tenant}/sessions/${session}`, { headers: bearer() });
+      const response = await worker.request(`/v1/tenants/${tenant}/sessions/${session}`, { headers: await bearer() });
       assert.equal(response.status, 400, `${tenant}/${session}`);
       assert.deepEqual(await response.json(), {
         error: "invalid_id",
@@ -161,7 +161,7 @@ describe("routes", () => {
   test("DELETE ends the sandbox; the pair then answers 410 for status and exec", async () => {
     const path = "/v1/tenants/acme/sessions/to-delete";
     const started = await status(worker, "acme", "to-delete");
-    const deleted = await worker.request(path, { method: "DELETE", headers: bearer() });
+    const deleted = await worker.request(path, { method: "DELETE", headers: await bearer() });
     assert.equal(deleted.status, 200);
     const deletedBody = await deleted.json();
     assert.deepEqual(deletedBody, { sandboxId: started.sandboxId, deleted: true, deletedAt: deletedBody.deletedAt });
@@ -173,8 +173,8 @@ describe("routes", () => {
       deletedAt: deletedBody.deletedAt,
     };
     for (const init of [
-      { headers: bearer() },
-      { method: "DELETE", headers: bearer() },
+      { headers: await bearer() },
+      { method: "DELETE", headers: await bearer() },
     ]) {
       const response = await worker.request(path, init);
       assert.equal(response.status, 410);
@@ -182,7 +182,7 @@ describe("routes", () => {
     }
     const exec = await worker.request(`${path}/exec`, {
       method: "POST",
-      headers: bearer(),
+      headers: await bearer(),
       body: JSON.stringify({ command: ["true"] }),
     });
     assert.equal(exec.status, 410);

@@ -13,13 +13,13 @@ const PATH = "/v1/tenants/acme/sessions/short-lived";
 test("after MAX_LIFETIME_SECONDS the sandbox answers 410 for status, exec and delete", async () => {
   const worker = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "1" }) });
   try {
-    const first = await worker.request(PATH, { headers: bearer() });
+    const first = await worker.request(PATH, { headers: await bearer() });
     assert.equal(first.status, 200);
     const { sandboxId, startedAt, expiresAt } = await first.json();
     assert.equal(Date.parse(expiresAt) - Date.parse(startedAt), 1000);
 
     // Still inside the cap: the object keeps its start time and answers 200.
-    const early = await worker.request(PATH, { headers: bearer() });
+    const early = await worker.request(PATH, { headers: await bearer() });
     assert.equal(early.status, 200);
     assert.equal((await early.json()).startedAt, startedAt);
 
@@ -34,19 +34,19 @@ test("after MAX_LIFETIME_SECONDS the sandbox answers 410 for status, exec and de
       startedAt,
       expiredAt: expiresAt,
     };
-    const status = await worker.request(PATH, { headers: bearer() });
+    const status = await worker.request(PATH, { headers: await bearer() });
     assert.equal(status.status, 410);
     assert.deepEqual(await status.json(), expired);
 
     const exec = await worker.request(`${PATH}/exec`, {
       method: "POST",
-      headers: bearer(),
+      headers: await bearer(),
       body: JSON.stringify({ command: ["echo", "late"] }),
     });
     assert.equal(exec.status, 410);
     assert.deepEqual(await exec.json(), expired);
 
-    const del = await worker.request(PATH, { method: "DELETE", headers: bearer() });
+    const del = await worker.request(PATH, { method: "DELETE", headers: await bearer() });
     assert.equal(del.status, 410);
     assert.deepEqual(await del.json(), expired);
 
@@ -63,7 +63,7 @@ test("after MAX_LIFETIME_SECONDS the sandbox answers 410 for status, exec and de
     );
 
     // Another session of the same tenant is unaffected.
-    const other = await worker.request("/v1/tenants/acme/sessions/fresh", { headers: bearer() });
+    const other = await worker.request("/v1/tenants/acme/sessions/fresh", { headers: await bearer() });
     assert.equal(other.status, 200);
   } finally {
     await worker.dispose();
@@ -73,17 +73,17 @@ test("after MAX_LIFETIME_SECONDS the sandbox answers 410 for status, exec and de
 test("the cap counts from the first request, not from each request", async () => {
   const worker = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "2" }) });
   try {
-    const first = await (await worker.request(PATH, { headers: bearer() })).json();
+    const first = await (await worker.request(PATH, { headers: await bearer() })).json();
     // Keep touching the sandbox: activity must not extend a hard cap.
     const until = Date.parse(first.expiresAt) + 250;
     let last;
     for (let i = 0; i < 40 && Date.now() < until; i++) {
-      last = await worker.request(PATH, { headers: bearer() });
+      last = await worker.request(PATH, { headers: await bearer() });
       if (last.status !== 200) break;
       assert.equal((await last.json()).startedAt, first.startedAt);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const response = last.status === 410 ? last : await worker.request(PATH, { headers: bearer() });
+    const response = last.status === 410 ? last : await worker.request(PATH, { headers: await bearer() });
     assert.equal(response.status, 410);
     assert.equal((await response.json()).expiredAt, first.expiresAt);
     assert.equal(events(worker.stdout, "sandbox.exec").length, 0);
@@ -95,7 +95,7 @@ test("the cap counts from the first request, not from each request", async () =>
 test("the lifetime alarm ends the sandbox with no request after the deadline", async () => {
   const worker = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "1" }) });
   try {
-    const { sandboxId, startedAt, expiresAt } = await (await worker.request(PATH, { headers: bearer() })).json();
+    const { sandboxId, startedAt, expiresAt } = await (await worker.request(PATH, { headers: await bearer() })).json();
     // No request from here on: only the Durable Object alarm can end it.
     const ended = await waitForEvents(worker.stdout, "sandbox.ended", 1, { timeoutMs: 4000 });
     assert.equal(ended.length, 1);
@@ -108,7 +108,7 @@ test("the lifetime alarm ends the sandbox with no request after the deadline", a
       startedAt,
       endedAt: expiresAt,
     });
-    assert.equal((await worker.request(PATH, { headers: bearer() })).status, 410);
+    assert.equal((await worker.request(PATH, { headers: await bearer() })).status, 410);
   } finally {
     await worker.dispose();
   }
@@ -120,7 +120,7 @@ test("a lowered MAX_LIFETIME_SECONDS applies to running sandboxes at their next 
     const first = await startWorker({ bindings: baseBindings({ MAX_LIFETIME_SECONDS: "3600" }), persistDir });
     let started;
     try {
-      started = await (await first.request(PATH, { headers: bearer() })).json();
+      started = await (await first.request(PATH, { headers: await bearer() })).json();
       assert.equal(Date.parse(started.expiresAt) - Date.parse(started.startedAt), 3600 * 1000);
     } finally {
       await first.dispose();
@@ -131,7 +131,7 @@ test("a lowered MAX_LIFETIME_SECONDS applies to running sandboxes at their next 
     try {
       const wait = Date.parse(started.startedAt) + 1100 - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      const response = await second.request(PATH, { headers: bearer() });
+      const response = await second.request(PATH, { headers: await bearer() });
       assert.equal(response.status, 410);
       const expiredAt = new Date(Date.parse(started.startedAt) + 1000).toISOString();
       assert.deepEqual(await response.json(), {
