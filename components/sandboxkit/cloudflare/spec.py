@@ -25,8 +25,8 @@ from sandboxkit.contract import (
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.formats import CalendarDate, ImageReference, SharedSecret
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import (
     Cap,
     Enforcement,
@@ -47,6 +47,13 @@ DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
 WORKER_MAX_SECONDS = 7 * 24 * 3600
 
 _LIMITS_SOURCE = "developers.cloudflare.com/containers/platform/limits/ (Instance Types)"
+# An account runs at most 1,500 vCPU of containers at once (same page, "Account limits"): 24,000
+# instances of the smallest type (lite, 1/16 vCPU), so no max_instances above it can run.
+MAX_INSTANCES = 24_000
+_ACCOUNT_LIMITS_SOURCE = (
+    "developers.cloudflare.com/containers/platform/limits/ (Account limits: concurrent vCPU "
+    "1,500, so 24,000 lite instances of 1/16 vCPU)"
+)
 _LOGS_SOURCE = "developers.cloudflare.com/containers/faq/ (How do Container logs work?)"
 
 
@@ -115,26 +122,27 @@ class CloudflareSettings(TargetSettings):
     Attributes:
         accountId: Cloudflare account id (32 hex characters, quoted in YAML; required, never
             ambient).
-        image: the sandbox container image (Cloudflare registry, Docker Hub or ECR reference).
-        authToken: bearer token clients present (Pulumi secret; the Worker refuses fewer than
-            32 characters).
-        sandboxIdKey: HMAC key naming sandboxes (Pulumi secret; at least 32 characters).
+        image: the sandbox container image, an OCI image reference (Cloudflare registry,
+            Docker Hub or ECR).
+        authToken: bearer token clients present (Pulumi secret of at least 32 characters,
+            ``sandboxkit.formats.MIN_SHARED_SECRET_LENGTH``; the Worker refuses fewer too).
+        sandboxIdKey: HMAC key naming sandboxes (Pulumi secret of at least 32 characters).
         scriptName: the Worker script name; default ``sandboxkit-<stack>``.
         workersDev: expose the Worker on ``<script>.<subdomain>.workers.dev``; default false
             (reach it through a route or custom domain you own).
-        compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD``, at least
-            2025-11-17 (the Worker's egress gateway needs ``ctx.exports``).
+        compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD`` naming a real
+            day, at least 2025-11-17 (the Worker's egress gateway needs ``ctx.exports``).
     """
 
     account_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] = Field(alias="accountId")
-    image: Annotated[str, Field(min_length=1)]
-    auth_token: SecretValue = Field(alias="authToken", json_schema_extra={"secret": True})
-    sandbox_id_key: SecretValue = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
+    image: ImageReference
+    auth_token: SharedSecret = Field(alias="authToken", json_schema_extra={"secret": True})
+    sandbox_id_key: SharedSecret = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
     script_name: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] | None = (
         Field(None, alias="scriptName")
     )
     workers_dev: bool = Field(False, alias="workersDev")
-    compatibility_date: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] = Field(
+    compatibility_date: CalendarDate = Field(
         DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate"
     )
 
@@ -314,6 +322,7 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),
         Cap("limits.memoryMiB", None, INSTANCE_TYPES[-1].memory_mib, _LIMITS_SOURCE),
+        Cap("pool.maxConcurrent", None, MAX_INSTANCES, _ACCOUNT_LIMITS_SOURCE),
         Cap(
             "limits.maxLifetimeSeconds",
             None,
