@@ -104,6 +104,16 @@ _StackFileLoader.yaml_implicit_resolvers = {
 def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
+            if not isinstance(value["secure"], str) or not value["secure"].strip():
+                # A number, list or null is no ciphertext: the engine could not decrypt it.
+                raise ConfigError(
+                    Problem(
+                        f"{NAMESPACE}:{path}.secure",
+                        REDACTED,
+                        "the ciphertext text pulumi config set --secret writes; run pulumi "
+                        f"config set --secret --path '{NAMESPACE}:{path}' <value>",
+                    )
+                )
             secret_paths.add(path)
             return UNKNOWN_SECRET
         return {k: _strip_secure(v, f"{path}.{k}", secret_paths) for k, v in value.items()}
@@ -118,7 +128,8 @@ def read_stack_file(path: Path) -> ConfigSource:
     ``secure:`` values become ``UNKNOWN_SECRET`` and their paths are recorded as secret.
 
     Raises:
-        ConfigError: when the file is not YAML or has no ``config`` mapping.
+        ConfigError: when the file is not YAML or has no ``config`` mapping, or a ``secure:``
+            holds anything but ciphertext text (a number, a list, null).
     """
     try:
         # A SafeLoader subclass: no arbitrary objects, only plain YAML.

@@ -390,3 +390,22 @@ def test_every_hmac_key_and_token_has_the_same_minimum(
 def test_the_worker_applies_the_same_minimum(project_dir: Path) -> None:
     worker = project_dir / "components/sandboxkit/cloudflare/worker/src/index.js"
     assert f"const MIN_SECRET_LENGTH = {MIN_SHARED_SECRET_LENGTH};" in worker.read_text()
+
+
+# --- secure: holding something other than ciphertext -----------------------------------------
+
+
+@pytest.mark.parametrize("held", ["5", "[a, b]", "null", '""'])
+def test_secure_holding_no_ciphertext_is_refused(tmp_path: Path, held: str) -> None:
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(f"config:\n  sandboxkit:cloudflare:\n    authToken:\n      secure: {held}\n")
+    with pytest.raises(ConfigError) as caught:
+        read_stack_file(path)
+    assert list(caught.value.problems) == [
+        Problem(
+            "sandboxkit:cloudflare.authToken.secure",
+            REDACTED,
+            "the ciphertext text pulumi config set --secret writes; run pulumi config set "
+            "--secret --path 'sandboxkit:cloudflare.authToken' <value>",
+        )
+    ]
