@@ -498,5 +498,7 @@ def operator_network_reason(network: IPNetwork) -> str | None:
     """
     for part in non_public_reach(network):
         if part.row.name not in PRIVATE_USE_ROWS:
-            return f"{network} includes {part.network}, which no operator's network uses ({part.row})"
+            return (
+                f"{network} includes {part.network}, which no operator's network uses ({part.row})"
+            )
     return None

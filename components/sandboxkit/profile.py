@@ -58,7 +58,6 @@ MAX_POOL_SIZE = 1_000_000
 MAX_LOG_RETENTION_DAYS = 3653
 
 
-
 def _at_most(limit: int, why: str) -> AfterValidator:
     # A kit-wide bound with its reason in the message (pydantic's le= says only the number).
     def check(value: float) -> float:
@@ -149,9 +148,7 @@ class Limits(_Section):
         int,
         Field(gt=0),
         _at_most(MAX_MEMORY_MIB, "32 TiB, the memory of the largest machine any target offers"),
-    ] = Field(
-        DEFAULT_MEMORY_MIB, alias="memoryMiB"
-    )
+    ] = Field(DEFAULT_MEMORY_MIB, alias="memoryMiB")
     exec_timeout_seconds: Seconds = Field(DEFAULT_EXEC_TIMEOUT_SECONDS, alias="execTimeoutSeconds")
     max_lifetime_seconds: Seconds = Field(DEFAULT_MAX_LIFETIME_SECONDS, alias="maxLifetimeSeconds")
     idle_timeout_seconds: Seconds = Field(DEFAULT_IDLE_TIMEOUT_SECONDS, alias="idleTimeoutSeconds")
@@ -195,9 +192,7 @@ class Audit(_Section):
         int,
         Field(gt=0),
         _at_most(MAX_LOG_RETENTION_DAYS, "the longest any target's log store keeps logs"),
-    ] = Field(
-        DEFAULT_LOG_RETENTION_DAYS, alias="logRetentionDays"
-    )
+    ] = Field(DEFAULT_LOG_RETENTION_DAYS, alias="logRetentionDays")
 
 
 class SandboxProfile(_Section):

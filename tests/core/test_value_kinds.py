@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import PROJECT_DIR
+from tests.support import stack_values
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack, read_stack_file
 from sandboxkit.errors import REDACTED, ConfigError, Problem
 from sandboxkit.formats import MIN_SHARED_SECRET_LENGTH
 from sandboxkit.project import stack_file
 from sandboxkit.targets import TARGET_MODULES, get_target
-from tests.conftest import PROJECT_DIR
-from tests.support import stack_values
 
 IMAGE_EXPECTED = (
     "an OCI image reference, name[:tag][@digest] (lower-case repository path of letters, "
@@ -247,9 +247,7 @@ def test_every_image_setting_takes_oci_references_only(
         holder = holder[part]
     holder[path[-1]] = image
     key = ".".join(path)
-    assert problems_of(prod) == [
-        Problem(f"sandboxkit:{target}.{key}", image, IMAGE_EXPECTED + why)
-    ]
+    assert problems_of(prod) == [Problem(f"sandboxkit:{target}.{key}", image, IMAGE_EXPECTED + why)]
 
 
 def test_cloud_run_template_images_are_oci_references(prod: dict[str, Any]) -> None:
@@ -300,9 +298,7 @@ def test_launcher_layers_are_layer_version_arns(prod: dict[str, Any]) -> None:
         "a Lambda layer version ARN, arn:aws:lambda:<region>:<12-digit account>:"
         "layer:<name>:<version> (botocore 1.44.8 lambda shape LayerVersionArn)"
     )
-    assert problems_of(prod) == [
-        Problem("sandboxkit:aws-microvm.launcherLayers[1]", "x", expected)
-    ]
+    assert problems_of(prod) == [Problem("sandboxkit:aws-microvm.launcherLayers[1]", "x", expected)]
     prod["aws-microvm"]["launcherLayers"] = [good]
     spec = load(prod)
     assert spec.plans["aws-microvm"]["launcher_layers"] == (good,)
@@ -323,9 +319,7 @@ def test_a_compatibility_date_is_a_real_day(prod: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("target", ["kubernetes", "gcp-gke"])
-def test_the_entry_namespace_is_never_a_system_namespace(
-    prod: dict[str, Any], target: str
-) -> None:
+def test_the_entry_namespace_is_never_a_system_namespace(prod: dict[str, Any], target: str) -> None:
     prod[target]["entryNamespace"] = "kube-system"
     assert problems_of(prod) == [
         Problem(f"sandboxkit:{target}.entryNamespace", "kube-system", SYSTEM_NAMESPACE_EXPECTED)
@@ -365,7 +359,9 @@ SECRET_SETTINGS = [
 def test_the_secret_settings_are_exactly_these() -> None:
     # A new secret setting must join SECRET_SETTINGS (and take SharedSecret).
     found = {
-        (name, key) for name in TARGET_MODULES for key in get_target(name).settings_model.secret_keys()
+        (name, key)
+        for name in TARGET_MODULES
+        for key in get_target(name).settings_model.secret_keys()
     }
     assert found == set(SECRET_SETTINGS)
 

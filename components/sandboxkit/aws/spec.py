@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandboxkit.addresses import private_use_reason
 from sandboxkit.aws.plan import (
     MAX_DURATION_SECONDS,
     MAX_IP_ENTRIES,
@@ -23,7 +24,6 @@ from sandboxkit.aws.plan import (
     EgressPlan,
     MicrovmSandboxArgs,
 )
-from sandboxkit.addresses import private_use_reason
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.formats import SharedSecret

@@ -142,9 +142,7 @@ class CloudflareSettings(TargetSettings):
         Field(None, alias="scriptName")
     )
     workers_dev: bool = Field(False, alias="workersDev")
-    compatibility_date: CalendarDate = Field(
-        DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate"
-    )
+    compatibility_date: CalendarDate = Field(DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate")
 
     @field_validator("compatibility_date")
     @classmethod
