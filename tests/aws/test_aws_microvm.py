@@ -22,8 +22,8 @@ SETTINGS: dict[str, Any] = {
     "region": "eu-west-1",
     "controlPlaneUrl": "https://agents.example.com/api",
     "workerArtifact": {"bucket": "example-artifacts", "key": "worker/worker.zip"},
-    "webhookSecret": "webhook-hmac",
-    "workerKey": "worker-key",
+    "webhookSecret": "webhook-hmac-key-of-32-characters",
+    "workerKey": "worker-key-of-at-least-32-characters",
     "vpcCidr": "10.40.0.0/20",
     "availabilityZones": ["eu-west-1a", "eu-west-1b"],
 }
