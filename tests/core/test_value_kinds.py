@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import PROJECT_DIR
 from tests.support import stack_values
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack, read_stack_file
@@ -34,6 +33,7 @@ POOL_BOUND = (
 )
 
 
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 # The prod stack file's secure: paths, so its secrets stay secrets in every example.
 SECRET_PATHS = read_stack_file(stack_file(PROJECT_DIR, "prod")).secret_paths
 
