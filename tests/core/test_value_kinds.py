@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support import stack_values
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack, read_stack_file
 from sandboxkit.errors import REDACTED, ConfigError, Problem
 from sandboxkit.formats import MIN_SHARED_SECRET_LENGTH
 from sandboxkit.project import stack_file
 from sandboxkit.targets import TARGET_MODULES, get_target
+from support import stack_values
 
 IMAGE_EXPECTED = (
     "an OCI image reference, name[:tag][@digest] (lower-case repository path of letters, "
