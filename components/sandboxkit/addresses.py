@@ -464,3 +464,41 @@ def address_of(text: str) -> IPAddress | None:
         return ip_address(bare)
     except ValueError:
         return None
+
+
+# The special-purpose rows of address space an organisation numbers its own networks from:
+# RFC 1918 private-use IPv4 and RFC 4193 unique-local IPv6 (the registries' own names).
+PRIVATE_USE_ROWS: Final = ("Private-Use", "Unique-Local")
+
+
+def private_use_reason(network: IPNetwork) -> str | None:
+    """Why ``network`` is not wholly inside one private-use block, or ``None`` when it is.
+
+    A CIDR setting for the kit's own networks (a VPC, a subnet, pod, service and control-plane
+    ranges) must sit inside one ``PRIVATE_USE_ROWS`` row of IANA's special-purpose registries,
+    the table every egress decision reads: ``0.0.0.0/16`` ("This network"), ``127.0.0.0/16``,
+    ``169.254.0.0/16`` and ``192.0.2.0/24`` are not private-use, though ``ipaddress`` calls
+    them private.
+    """
+    row = _deciding_row(network)
+    if row is not None and row.registry == "special-purpose" and row.name in PRIVATE_USE_ROWS:
+        return None
+    if row is None or row.public:
+        return f"{network} is not inside one private-use block"
+    return f"{network} is not private-use address space ({row})"
+
+
+def operator_network_reason(network: IPNetwork) -> str | None:
+    """Why ``network`` cannot be a network operators connect from, or ``None`` when it can.
+
+    A block holding special-purpose space other than ``PRIVATE_USE_ROWS`` (loopback,
+    link-local, "This network", documentation, multicast, reserved, the IPv6 forms of IPv4
+    addresses ...) names no operator's network: the first such part, with its row, is the
+    reason. Public and private-use space is accepted (``non_public_reach``, the egress table).
+    """
+    for part in non_public_reach(network):
+        if part.row.name not in PRIVATE_USE_ROWS:
+            return (
+                f"{network} includes {part.network}, which no operator's network uses ({part.row})"
+            )
+    return None

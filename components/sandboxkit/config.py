@@ -90,6 +90,16 @@ class ConfigSource:
 def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
+            if not isinstance(value["secure"], str) or not value["secure"].strip():
+                # A number, list or null is no ciphertext: the engine could not decrypt it.
+                raise ConfigError(
+                    Problem(
+                        f"{NAMESPACE}:{path}.secure",
+                        REDACTED,
+                        "the ciphertext text pulumi config set --secret writes; run pulumi "
+                        f"config set --secret --path '{NAMESPACE}:{path}' <value>",
+                    )
+                )
             secret_paths.add(path)
             return UNKNOWN_SECRET
         return {k: _strip_secure(v, f"{path}.{k}", secret_paths) for k, v in value.items()}
@@ -110,7 +120,9 @@ def read_stack_file(path: Path, project: str | None = None) -> ConfigSource:
         project: the project's name; by default read from the Pulumi.yaml above ``path``.
 
     Raises:
-        ConfigError: naming the file, the line and the key for anything the reader refuses.
+        ConfigError: naming the file, the line and the key for anything the reader refuses,
+            and the key of a ``secure:`` holding anything but ciphertext text (a number, a
+            list, null).
     """
     values = config_values(path, project if project is not None else project_name_of(path))
     secret_paths: set[str] = set()

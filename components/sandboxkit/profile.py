@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import FieldError
@@ -37,7 +37,47 @@ DEFAULT_LOG_RETENTION_DAYS = 30
 
 PROFILE_KEY = "sandboxkit:profile"
 
-PositiveInt = Annotated[int, Field(gt=0)]
+# Kit-wide sanity bounds: beyond what any platform the kit targets takes, so a typo (2**64,
+# 10**30) is refused on every target, before a target's own caps (``TargetSpec.caps``) and
+# before it reaches an int64 API field or a rendered quota.
+# The largest machine of the three clouds: Compute Engine X4 (x4-megamem-1920-metal), 1,920
+# vCPU and 32 TiB (cloud.google.com/compute/docs/memory-optimized-machines#x4_series); one
+# sandbox cannot be larger than one machine.
+MAX_VCPU = 1920
+MAX_MEMORY_MIB = 32 * 1024 * 1024
+# A year and a day: no target bounds a sandbox's life by more (Lambda MicroVMs 8 h, the
+# Cloudflare Worker a week); longer is a typo, not a sandbox.
+MAX_SECONDS = 366 * 24 * 3600
+# A million sandboxes at once: above every target's documented cap (upstream Kubernetes
+# designs for 150,000 pods per cluster, kubernetes.io/docs/setup/best-practices/cluster-large;
+# Azure session pools 600; Cloudflare 1,500 concurrent vCPU per account) and every default
+# account quota; each target's own cap is in its spec.py.
+MAX_POOL_SIZE = 1_000_000
+# The longest any target's log store keeps logs: CloudWatch Logs' 3653 days (botocore `logs`
+# shape Days); Cloud Logging 3650, Log Analytics 730.
+MAX_LOG_RETENTION_DAYS = 3653
+
+
+def _at_most(limit: int, why: str) -> AfterValidator:
+    # A kit-wide bound with its reason in the message (pydantic's le= says only the number).
+    def check(value: float) -> float:
+        if value > limit:
+            raise ValueError(f"at most {limit} ({why})")
+        return value
+
+    return AfterValidator(check)
+
+
+_POOL_BOUND = _at_most(
+    MAX_POOL_SIZE,
+    "the kit-wide bound: above every target's cap and default quota; each target's own cap "
+    "may be lower",
+)
+Seconds = Annotated[
+    int,
+    Field(gt=0),
+    _at_most(MAX_SECONDS, "a year and a day, the kit-wide bound on any sandbox duration"),
+]
 
 
 class _Section(BaseModel):
@@ -104,19 +144,22 @@ class Egress(_Section):
 
 
 class Limits(_Section):
-    """Per-sandbox limits: vCPU, MiB and seconds, all greater than zero."""
+    """Per-sandbox limits: vCPU, MiB and seconds, all greater than zero and at most the
+    kit-wide bounds (``MAX_VCPU``, ``MAX_MEMORY_MIB``, ``MAX_SECONDS``)."""
 
-    vcpu: Annotated[float, Field(gt=0, allow_inf_nan=False)] = DEFAULT_VCPU
-    memory_mib: PositiveInt = Field(DEFAULT_MEMORY_MIB, alias="memoryMiB")
-    exec_timeout_seconds: PositiveInt = Field(
-        DEFAULT_EXEC_TIMEOUT_SECONDS, alias="execTimeoutSeconds"
-    )
-    max_lifetime_seconds: PositiveInt = Field(
-        DEFAULT_MAX_LIFETIME_SECONDS, alias="maxLifetimeSeconds"
-    )
-    idle_timeout_seconds: PositiveInt = Field(
-        DEFAULT_IDLE_TIMEOUT_SECONDS, alias="idleTimeoutSeconds"
-    )
+    vcpu: Annotated[
+        float,
+        Field(gt=0, allow_inf_nan=False),
+        _at_most(MAX_VCPU, "the vCPU of the largest machine any target offers, Compute Engine X4"),
+    ] = DEFAULT_VCPU
+    memory_mib: Annotated[
+        int,
+        Field(gt=0),
+        _at_most(MAX_MEMORY_MIB, "32 TiB, the memory of the largest machine any target offers"),
+    ] = Field(DEFAULT_MEMORY_MIB, alias="memoryMiB")
+    exec_timeout_seconds: Seconds = Field(DEFAULT_EXEC_TIMEOUT_SECONDS, alias="execTimeoutSeconds")
+    max_lifetime_seconds: Seconds = Field(DEFAULT_MAX_LIFETIME_SECONDS, alias="maxLifetimeSeconds")
+    idle_timeout_seconds: Seconds = Field(DEFAULT_IDLE_TIMEOUT_SECONDS, alias="idleTimeoutSeconds")
 
     @model_validator(mode="after")
     def _fit_in_lifetime(self) -> Limits:
@@ -136,10 +179,13 @@ class Limits(_Section):
 
 
 class Pool(_Section):
-    """Warm pool and concurrency: ``ready`` warm sandboxes (0 or more), ``maxConcurrent`` (1+)."""
+    """Warm pool and concurrency: ``ready`` warm sandboxes (0 or more), ``maxConcurrent`` (1+),
+    both at most ``MAX_POOL_SIZE`` (each target's platform cap: ``TargetSpec.caps``)."""
 
-    ready: Annotated[int, Field(ge=0)] = DEFAULT_POOL_READY
-    max_concurrent: PositiveInt = Field(DEFAULT_POOL_MAX_CONCURRENT, alias="maxConcurrent")
+    ready: Annotated[int, Field(ge=0), _POOL_BOUND] = DEFAULT_POOL_READY
+    max_concurrent: Annotated[int, Field(gt=0), _POOL_BOUND] = Field(
+        DEFAULT_POOL_MAX_CONCURRENT, alias="maxConcurrent"
+    )
 
     @model_validator(mode="after")
     def _ready_within_max(self) -> Pool:
@@ -154,9 +200,14 @@ class Pool(_Section):
 
 
 class Audit(_Section):
-    """Audit logging: ``logRetentionDays`` (1+) for sandbox, flow and launcher logs."""
+    """Audit logging: ``logRetentionDays`` (1 to ``MAX_LOG_RETENTION_DAYS``) for sandbox, flow
+    and launcher logs."""
 
-    log_retention_days: PositiveInt = Field(DEFAULT_LOG_RETENTION_DAYS, alias="logRetentionDays")
+    log_retention_days: Annotated[
+        int,
+        Field(gt=0),
+        _at_most(MAX_LOG_RETENTION_DAYS, "the longest any target's log store keeps logs"),
+    ] = Field(DEFAULT_LOG_RETENTION_DAYS, alias="logRetentionDays")
 
 
 class SandboxProfile(_Section):

@@ -23,6 +23,10 @@ class SecretValue:
     def __init__(self, value: str) -> None:
         self._value = value
 
+    def length(self) -> int:
+        """How many characters the value has (for minimum-length rules; never the value)."""
+        return len(self._value)
+
     def output(self) -> pulumi.Output[str]:
         """The value as a Pulumi secret output."""
         return pulumi.Output.secret(self._value)

@@ -24,8 +24,8 @@ SETTINGS: dict[str, Any] = {
     "region": "eu-west-1",
     "controlPlaneUrl": "https://agents.example.com/api",
     "workerArtifact": {"bucket": "example-artifacts", "key": "worker/worker.zip"},
-    "webhookSecret": "webhook-hmac",
-    "workerCredentialKey": "credential-key",
+    "webhookSecret": "webhook-hmac-key-of-32-characters",
+    "workerCredentialKey": "credential-key-of-at-least-32-characters",
     "vpcCidr": "10.40.0.0/20",
     "availabilityZones": ["eu-west-1a", "eu-west-1b"],
 }

@@ -567,6 +567,7 @@ def test_caps_carry_their_sources() -> None:
         ("limits.vcpu", 4),
         ("limits.memoryMiB", 12288),
         ("limits.maxLifetimeSeconds", 604800),
+        ("pool.maxConcurrent", 24000),
     }
     assert all(c.source for c in SPEC.caps)
 

@@ -228,7 +228,27 @@ def test_gke_refuses_authorized_networks_covering_much_of_the_internet(cidr: str
     assert "opens the control plane to much of the internet" in expected
 
 
-@pytest.mark.parametrize("cidr", ["10.0.0.0/8", "203.0.113.7/32", "2001:db8::/32"])
+@pytest.mark.parametrize(
+    ("cidr", "row"),
+    [
+        ("127.0.0.0/8", "Loopback, 127.0.0.0/8, [RFC1122], Section 3.2.1.3"),
+        ("169.254.0.0/16", "Link Local, 169.254.0.0/16, [RFC3927]"),
+        ("203.0.113.0/24", "Documentation (TEST-NET-3), 203.0.113.0/24, [RFC5737]"),
+        ("2001:db8::/32", "Documentation, 2001:db8::/32, [RFC3849]"),
+    ],
+)
+def test_gke_refuses_authorized_networks_no_operator_uses(cidr: str, row: str) -> None:
+    # The same special-purpose table as the egress contract: is_private would admit these.
+    settings = {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": [cidr]}
+    assert only_problem("gcp-gke", settings) == (
+        "sandboxkit:gcp-gke.masterAuthorizedNetworks[0]",
+        cidr,
+        f"a public or private-use network operators connect from: {cidr} includes {cidr}, "
+        f"which no operator's network uses ({row})",
+    )
+
+
+@pytest.mark.parametrize("cidr", ["10.0.0.0/8", "81.2.69.142/32", "2a00:1450::/32", "fd00::/32"])
 def test_gke_accepts_authorized_networks_up_to_the_widest(cidr: str) -> None:
     settings = {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": [cidr]}
     gke = load("gcp-gke", settings).settings["gcp-gke"]

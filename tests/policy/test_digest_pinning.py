@@ -15,6 +15,8 @@ import pytest
 
 import support as testing
 from sandboxkit import gate
+from sandboxkit.errors import ConfigError
+from sandboxkit.guard_checks import unpinned_images
 
 PROJECT = Path(__file__).resolve().parents[2]
 TAGGED = "ghcr.io/example/agent-python-sandbox:3.12"
@@ -112,10 +114,21 @@ def test_pinned_cloud_run_template_is_silent(analyzer: gate.InProcessAnalyzer) -
     assert POLICY not in {policy for policy, _ in _findings(_check(analyzer, values))}
 
 
-def test_a_short_digest_is_not_a_pin(analyzer: gate.InProcessAnalyzer) -> None:
+def test_a_short_digest_is_refused_by_config_and_is_not_a_pin_to_the_pack() -> None:
+    # Config refuses it before any render (the OCI reference grammar wants a full digest);
+    # the pack, which also judges components built directly, does not take it for a pin.
+    short = "ghcr.io/example/agent-python-sandbox@sha256:5d3f0c6f"
     values = testing.stack_values(PROJECT, "prod")
-    _image("kubernetes", "ghcr.io/example/agent-python-sandbox@sha256:5d3f0c6f")(values)
-    assert (POLICY, "kubernetes-template") in _findings(_check(analyzer, values))
+    _image("kubernetes", short)(values)
+    with pytest.raises(ConfigError) as caught:
+        testing.render_values(PROJECT, "prod", values)
+    assert [(p.key, p.value) for p in caught.value.problems] == [
+        ("sandboxkit:kubernetes.image", short)
+    ]
+    assert list(unpinned_images("SandboxTemplate", "t", [short, PINNED])) == [
+        f"SandboxTemplate t runs image {short} by tag, which can be moved to other content; "
+        "pin it by digest (image@sha256:<64 hex digits>)."
+    ]
 
 
 @pytest.mark.parametrize("environment", ["dev", "staging", "prod"])

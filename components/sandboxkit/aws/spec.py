@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandboxkit.addresses import private_use_reason
 from sandboxkit.aws.plan import (
     MAX_DURATION_SECONDS,
     MAX_IP_ENTRIES,
@@ -26,8 +27,8 @@ from sandboxkit.aws.plan import (
 from sandboxkit.aws.worker.build import HOOKS_PORT
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
-from sandboxkit.profile import PROFILE_KEY, SandboxProfile
-from sandboxkit.secrets import SecretValue
+from sandboxkit.formats import SharedSecret
+from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
     Cap,
     Enforcement,
@@ -109,6 +110,18 @@ _STATIC_WORKER_KEY_SETTINGS = frozenset({"workerKey", "workerKeyMaxAgeDays"})
 _REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]+$"
 _PROFILE = r"^[A-Za-z0-9_.@+-]+$"
 _ROLE_ARN = r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$"
+# ARN kinds the kit takes, as the service models spell them (botocore 1.44.8):
+# lambda-microvms shape MicrovmImageArn (20 to 2048 characters) and lambda shape
+# LayerVersionArn (a published layer version, ending in its version number).
+_MICROVM_IMAGE_ARN = re.compile(r"^arn:[a-z0-9-]+:lambda:[a-z0-9-]*:[a-z0-9]*:microvm-image:.+$")
+_MICROVM_IMAGE_ARN_SOURCE = "botocore 1.44.8 lambda-microvms shape MicrovmImageArn"
+_LAYER_VERSION_ARN = re.compile(
+    r"^arn:aws[a-zA-Z-]*:lambda:(eusc-)?[a-z]{2}((-gov)|(-iso([a-z]?)))?-[a-z]+-\d:\d{12}:"
+    r"layer:[a-zA-Z0-9_-]+:[0-9]+$"
+)
+# A function takes at most five layers (Lambda quotas, "Function layers: five layers",
+# docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
+MAX_LAYERS = 5
 _BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 # IAM matches * and ? anywhere in an action ("s3:Get*", "iam:?ut*"): each one grants a family.
 _ACTION_WILDCARDS = ("*", "?")
@@ -176,10 +189,14 @@ class MicrovmSettings(TargetSettings):
             each must be one exact name: wildcards (``*.example.com``) and IP literals are
             refused.
         workerArtifact: ``{bucket, key}`` of the worker code zip (see ``WorkerArtifact``).
-        baseImageArn: MicroVM base image; default the AWS-managed ``al2023-1`` of ``region``.
-        webhookSecret: HMAC key shared with the platform (Pulumi secret), stored in Secrets
+        baseImageArn: MicroVM base image ARN
+            (``arn:aws:lambda:<region>:<account>:microvm-image:<name>``, the service model's
+            MicrovmImageArn); default the AWS-managed ``al2023-1`` of ``region``.
+        webhookSecret: HMAC key shared with the platform (Pulumi secret of at least 32
+            characters, ``sandboxkit.formats.MIN_SHARED_SECRET_LENGTH``), stored in Secrets
             Manager and read by the launcher.
-        workerCredentialKey: the HMAC key (Pulumi secret) the launcher signs each MicroVM's
+        workerCredentialKey: the HMAC key (Pulumi secret of at least 32
+            characters) the launcher signs each MicroVM's
             worker credential with, shared with the platform's verifier only: stored in Secrets
             Manager, read by the launcher, never handed to a MicroVM. Each MicroVM receives a
             credential for its own job and session that expires with its lifetime
@@ -190,8 +207,9 @@ class MicrovmSettings(TargetSettings):
         workerCredentialKeyMaxAgeDays: the longest the credential key may live before it is
             replaced (days, 1 to 365); tagged ``sandboxkit-max-age-days`` on its secret for
             rotation audits.
-        vpcCidr: IPv4 CIDR of the kit's VPC, RFC 1918, a /16 to /24, carved into 16 equal
-            subnets.
+        vpcCidr: IPv4 CIDR of the kit's VPC, a /16 to /24 inside one private-use (RFC 1918)
+            block of IANA's special-purpose registry (not ``0.0.0.0/16``, ``127.0.0.0/16``,
+            ``169.254.0.0/16`` ...), carved into 16 equal subnets.
         availabilityZones: AZ names of ``region`` (1 to 4) for the connector, firewall and NAT
             subnets.
         executionRolePolicy: IAM policy document for a MicroVM execution role; none by default
@@ -207,9 +225,11 @@ class MicrovmSettings(TargetSettings):
         ingressPort: the one MicroVM port tokens should name (``authToken`` only); never the
             worker's lifecycle-hook port 9000.
         launcherConcurrency: reserved concurrency of the launcher and the API stage's throttle
-            (default ``pool.maxConcurrent``).
-        launcherLayers: Lambda layer ARNs for the launcher, e.g. one bundling a boto3 new
-            enough for ``lambda-microvms`` (the managed runtime's may predate it).
+            (default ``pool.maxConcurrent``), at most the kit-wide pool bound (1,000,000).
+        launcherLayers: Lambda layer version ARNs for the launcher
+            (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5), e.g.
+            one bundling a boto3 new enough for ``lambda-microvms`` (the managed runtime's may
+            predate it).
     """
 
     region: Annotated[str, Field(pattern=_REGION)]
@@ -220,9 +240,11 @@ class MicrovmSettings(TargetSettings):
     control_plane_url: str = Field(alias="controlPlaneUrl")
     control_plane_hosts: tuple[str, ...] = Field((), alias="controlPlaneHosts")
     worker_artifact: WorkerArtifact = Field(alias="workerArtifact")
-    base_image_arn: str | None = Field(None, alias="baseImageArn", min_length=20)
-    webhook_secret: SecretValue = Field(alias="webhookSecret", json_schema_extra={"secret": True})
-    worker_credential_key: SecretValue = Field(
+    base_image_arn: Annotated[str, Field(min_length=20, max_length=2048)] | None = Field(
+        None, alias="baseImageArn"
+    )
+    webhook_secret: SharedSecret = Field(alias="webhookSecret", json_schema_extra={"secret": True})
+    worker_credential_key: SharedSecret = Field(
         alias="workerCredentialKey", json_schema_extra={"secret": True}
     )
     worker_credential_key_max_age_days: Annotated[int, Field(ge=1, le=365)] = Field(
@@ -238,7 +260,7 @@ class MicrovmSettings(TargetSettings):
     ingress_port: Annotated[int, Field(ge=1, le=65535)] = Field(
         DEFAULT_INGRESS_PORT, alias="ingressPort"
     )
-    launcher_concurrency: Annotated[int, Field(ge=1)] | None = Field(
+    launcher_concurrency: Annotated[int, Field(ge=1, le=MAX_POOL_SIZE)] | None = Field(
         None, alias="launcherConcurrency"
     )
     launcher_layers: tuple[str, ...] = Field((), alias="launcherLayers")
@@ -280,6 +302,31 @@ class MicrovmSettings(TargetSettings):
     def _tuple(cls, value: object) -> object:
         return tuple(value) if isinstance(value, list) else value
 
+    @field_validator("base_image_arn")
+    @classmethod
+    def _image_arn(cls, value: str | None) -> str | None:
+        if value is not None and not _MICROVM_IMAGE_ARN.match(value):
+            raise ValueError(
+                "a MicroVM image ARN, arn:<partition>:lambda:<region>:<account or aws>:"
+                f"microvm-image:<name> ({_MICROVM_IMAGE_ARN_SOURCE})"
+            )
+        return value
+
+    @field_validator("launcher_layers")
+    @classmethod
+    def _layer_versions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(value) > MAX_LAYERS:
+            raise ValueError(f"at most {MAX_LAYERS} layers (Lambda quota: five per function)")
+        for index, arn in enumerate(value):
+            if not isinstance(arn, str) or not _LAYER_VERSION_ARN.match(arn):
+                raise FieldError(
+                    f"[{index}]",
+                    arn,
+                    "a Lambda layer version ARN, arn:aws:lambda:<region>:<12-digit account>:"
+                    "layer:<name>:<version> (botocore 1.44.8 lambda shape LayerVersionArn)",
+                )
+        return value
+
     @field_validator("control_plane_url")
     @classmethod
     def _https_url(cls, value: str) -> str:
@@ -314,8 +361,12 @@ class MicrovmSettings(TargetSettings):
             network = ipaddress.IPv4Network(value)
         except ValueError:
             raise ValueError("an IPv4 CIDR block such as 10.20.0.0/16") from None
-        if not network.is_private or not 16 <= network.prefixlen <= 24:
-            raise ValueError("an RFC 1918 IPv4 block from /16 to /24, e.g. 10.20.0.0/16")
+        reason = private_use_reason(network)
+        if reason is not None or not 16 <= network.prefixlen <= 24:
+            why = f": {reason}" if reason else ""
+            raise ValueError(
+                f"a private-use (RFC 1918) IPv4 block from /16 to /24, e.g. 10.20.0.0/16{why}"
+            )
         return value
 
     @field_validator("availability_zones")

@@ -31,6 +31,7 @@ from sandboxkit.azure.plan import (
     check_allocation,
 )
 from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.formats import ImageReference
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -120,7 +121,8 @@ class AzureSessionsSettings(TargetSettings):
         resourceGroupName: resource group for every resource; required.
         createResourceGroup: create it (true) or use an existing one (false); required.
         containerType: ``PythonLTS`` (Microsoft's code interpreter) or ``CustomContainer``.
-        image: the session image; required with ``CustomContainer``, refused otherwise.
+        image: the session image, an OCI image reference; required with ``CustomContainer``,
+            refused otherwise.
         targetPort: port the custom container serves HTTP on (``CustomContainer`` only).
         executors: identities given the Session Executor role on this pool (at least one).
         identity: optional user-assigned identity; see ``IdentitySettings``.
@@ -133,7 +135,7 @@ class AzureSessionsSettings(TargetSettings):
     container_type: Literal["PythonLTS", "CustomContainer"] = Field(
         "PythonLTS", alias="containerType"
     )
-    image: Annotated[str, Field(min_length=1)] | None = None
+    image: ImageReference | None = None
     target_port: Annotated[int, Field(ge=1, le=65535)] = Field(
         DEFAULT_TARGET_PORT, alias="targetPort"
     )

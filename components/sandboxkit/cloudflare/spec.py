@@ -28,9 +28,9 @@ from sandboxkit.contract import (
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.formats import CalendarDate, ImageReference, SharedSecret
 from sandboxkit.naming import derived_name
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import (
     Cap,
     Enforcement,
@@ -58,6 +58,13 @@ MAX_TOKEN_LIFETIME_SECONDS = 3600
 DEFAULT_TOKEN_ISSUER = "sandboxkit"
 
 _LIMITS_SOURCE = "developers.cloudflare.com/containers/platform/limits/ (Instance Types)"
+# An account runs at most 1,500 vCPU of containers at once (same page, "Account limits"): 24,000
+# instances of the smallest type (lite, 1/16 vCPU), so no max_instances above it can run.
+MAX_INSTANCES = 24_000
+_ACCOUNT_LIMITS_SOURCE = (
+    "developers.cloudflare.com/containers/platform/limits/ (Account limits: concurrent vCPU "
+    "1,500, so 24,000 lite instances of 1/16 vCPU)"
+)
 _LOGS_SOURCE = "developers.cloudflare.com/containers/faq/ (How do Container logs work?)"
 
 
@@ -126,24 +133,26 @@ class CloudflareSettings(TargetSettings):
     Attributes:
         accountId: Cloudflare account id (32 hex characters, quoted in YAML; required, never
             ambient).
-        image: the sandbox container image (Cloudflare registry, Docker Hub or ECR reference).
-        tokenSigningKey: HS256 key of the short-lived tokens clients present (Pulumi secret;
-            the Worker refuses fewer than 32 characters). Whoever holds it mints tokens for any
+        image: the sandbox container image, an OCI image reference (Cloudflare registry,
+            Docker Hub or ECR).
+        tokenSigningKey: HS256 key of the short-lived tokens clients present (Pulumi secret of
+            at least 32 characters, ``sandboxkit.formats.MIN_SHARED_SECRET_LENGTH``; the Worker
+            refuses fewer too). Whoever holds it mints tokens for any
             tenant: keep it in the platform that mints them and in the Worker, nowhere else.
         tokenIssuer: the ``iss`` every client token must carry; default ``sandboxkit``.
         tokenMaxLifetimeSeconds: longest ``exp - iat`` a client token may span, seconds, 1 to
             3600; default 900.
-        sandboxIdKey: HMAC key naming sandboxes (Pulumi secret; at least 32 characters).
+        sandboxIdKey: HMAC key naming sandboxes (Pulumi secret of at least 32 characters).
         scriptName: the Worker script name; default ``sandboxkit-<stack>``.
         workersDev: expose the Worker on ``<script>.<subdomain>.workers.dev``; default false
             (reach it through a route or custom domain you own).
-        compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD``, at least
-            2025-11-17 (the Worker's egress gateway needs ``ctx.exports``).
+        compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD`` naming a real
+            day, at least 2025-11-17 (the Worker's egress gateway needs ``ctx.exports``).
     """
 
     account_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] = Field(alias="accountId")
-    image: Annotated[str, Field(min_length=1)]
-    token_signing_key: SecretValue = Field(
+    image: ImageReference
+    token_signing_key: SharedSecret = Field(
         alias="tokenSigningKey", json_schema_extra={"secret": True}
     )
     token_issuer: Annotated[str, Field(pattern=r"^[\x21-\x7e]{1,256}$")] = Field(
@@ -152,14 +161,12 @@ class CloudflareSettings(TargetSettings):
     token_max_lifetime_seconds: Annotated[int, Field(ge=1, le=MAX_TOKEN_LIFETIME_SECONDS)] = Field(
         DEFAULT_TOKEN_MAX_LIFETIME_SECONDS, alias="tokenMaxLifetimeSeconds"
     )
-    sandbox_id_key: SecretValue = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
+    sandbox_id_key: SharedSecret = Field(alias="sandboxIdKey", json_schema_extra={"secret": True})
     script_name: Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")] | None = (
         Field(None, alias="scriptName")
     )
     workers_dev: bool = Field(False, alias="workersDev")
-    compatibility_date: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")] = Field(
-        DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate"
-    )
+    compatibility_date: CalendarDate = Field(DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate")
 
     @field_validator("compatibility_date")
     @classmethod
@@ -350,6 +357,7 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),
         Cap("limits.memoryMiB", None, INSTANCE_TYPES[-1].memory_mib, _LIMITS_SOURCE),
+        Cap("pool.maxConcurrent", None, MAX_INSTANCES, _ACCOUNT_LIMITS_SOURCE),
         Cap(
             "limits.maxLifetimeSeconds",
             None,

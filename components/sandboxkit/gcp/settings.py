@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from sandboxkit.addresses import operator_network_reason, private_use_reason
 from sandboxkit.targets import Cap, TargetSettings
 
 # Cloud Logging keeps a user-defined bucket's logs from 1 to 3650 days.
@@ -24,8 +25,12 @@ def _private_cidr(value: str) -> str:
         network = ipaddress.ip_network(value, strict=True)
     except ValueError:
         raise ValueError("an IPv4 network in CIDR form such as 10.8.0.0/24") from None
-    if network.version != 4 or not network.is_private:
-        raise ValueError("a private (RFC 1918) IPv4 range such as 10.8.0.0/24")
+    reason = private_use_reason(network) if network.version == 4 else "an IPv6 range"
+    if reason is not None:
+        raise ValueError(
+            f"a private-use (RFC 1918) IPv4 range such as 10.8.0.0/24, inside 10.0.0.0/8, "
+            f"172.16.0.0/12 or 192.168.0.0/16: {reason}"
+        )
     return value
 
 
@@ -39,22 +44,28 @@ def _authorized_network(value: str) -> str:
     try:
         network = ipaddress.ip_network(value, strict=True)
     except ValueError:
-        raise ValueError("a network in CIDR form such as 203.0.113.0/24") from None
+        raise ValueError("a network in CIDR form such as 10.0.0.0/24") from None
     widest = MIN_AUTHORIZED_PREFIX[network.version]
     if network.prefixlen < widest:
         raise ValueError(
             f"an IPv{network.version} network no wider than /{widest}, such as the operators' "
-            "203.0.113.0/24: a wider block (0.0.0.0/0, ::/0) opens the control plane to much "
+            "10.0.0.0/24: a wider block (0.0.0.0/0, ::/0) opens the control plane to much "
             "of the internet"
         )
+    reason = operator_network_reason(network)
+    if reason is not None:
+        raise ValueError(f"a public or private-use network operators connect from: {reason}")
     return value
 
 
 PrivateCidr = Annotated[str, AfterValidator(_private_cidr)]
-"""A private IPv4 range in CIDR form (subnets, pod and service ranges)."""
+"""A private-use IPv4 range in CIDR form (subnets, pod and service ranges), inside one RFC 1918
+block as IANA's special-purpose registry (``sandboxkit.addresses.private_use_reason``) says."""
 AuthorizedNetwork = Annotated[str, AfterValidator(_authorized_network)]
 """A network in CIDR form allowed to reach a control plane, at most ``MIN_AUTHORIZED_PREFIX``
-wide (/8 for IPv4, /32 for IPv6)."""
+wide (/8 for IPv4, /32 for IPv6), of public or private-use space only
+(``sandboxkit.addresses.operator_network_reason``: no loopback, link-local or documentation
+block)."""
 
 
 class GcpSettings(TargetSettings):

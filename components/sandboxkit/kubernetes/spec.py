@@ -5,11 +5,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, ClassVar, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sandboxkit.contract import LINK_LOCAL_RESOLVERS
 from sandboxkit.egress import EgressRule
 from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.formats import ImageReference
 from sandboxkit.kubernetes.cilium import (
     MINIMUM_VERSION,
     MULTI_LABEL_PATTERNS,
@@ -51,9 +52,45 @@ _NAME = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
 # CRI handlers that put a kernel boundary between the sandbox and the node: gVisor and Kata
 # Containers. A class named "gvisor" that runs plain runc would be a silent downgrade.
 SandboxHandler = Literal["runsc", "kata", "kata-qemu", "kata-clh", "kata-fc"]
-# Namespaces the cluster itself uses: a quota and deny-all policy there would break the cluster,
-# and sandboxes there would share it with system workloads.
-SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
+# Namespaces the cluster itself or a shared add-on uses, refused for the sandboxes and for the
+# entry path: a quota and deny-all policy there would break the cluster, sandboxes there would
+# sit among system workloads, and an entry namespace there would let every system pod reach
+# the sandboxes. Sources: Kubernetes ships default, kube-system, kube-public and
+# kube-node-lease and reserves the kube- prefix for system namespaces
+# (kubernetes.io/docs/concepts/overview/working-with-objects/namespaces, "Initial namespaces");
+# GKE runs its managed components in gke-* namespaces (gke-managed-system ...), Managed Service
+# for Prometheus in gmp-system and gmp-public (cloud.google.com/stackdriver/docs/
+# managed-prometheus), Config Sync in config-management-system; the install namespace each
+# add-on's own install guide creates: istio-system (Istio), calico-system and tigera-operator
+# (Calico operator), cilium-secrets (Cilium), cert-manager, gatekeeper-system (OPA Gatekeeper),
+# kyverno, linkerd, and agent-sandbox-system (the kubernetes-sigs/agent-sandbox controller's
+# manifest). The add-ons are a partial list by nature: name a namespace of the kit's own.
+SYSTEM_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
+SYSTEM_NAMESPACES = frozenset(
+    {
+        "default",
+        "istio-system",
+        "calico-system",
+        "tigera-operator",
+        "cilium-secrets",
+        "cert-manager",
+        "gatekeeper-system",
+        "kyverno",
+        "linkerd",
+        "config-management-system",
+        "agent-sandbox-system",
+    }
+)
+# Kubernetes designs for at most 150,000 pods per cluster ("Considerations for large clusters",
+# kubernetes.io/docs/setup/best-practices/cluster-large); the kit's pod quota is
+# maxConcurrent + ready.
+MAX_CLUSTER_PODS = 150_000
+_LARGE_CLUSTERS = (
+    "Kubernetes supports at most 150,000 pods per cluster "
+    "(kubernetes.io/docs/setup/best-practices/cluster-large)"
+)
+# Linux user ids are 32-bit; 4294967295 is (uid_t) -1, "no user" (setresuid(2)).
+MAX_UID = 2**32 - 2
 # Kubernetes CPU quantities are precise to 1m; a smaller vCPU would render as "0m" (no limit).
 KUBERNETES_CAPS = (
     Cap(
@@ -63,7 +100,22 @@ KUBERNETES_CAPS = (
         "Kubernetes resource units: CPU precision finer than 1m is not allowed "
         "(kubernetes.io/docs/concepts/configuration/manage-resources-containers)",
     ),
+    Cap("pool.maxConcurrent", None, MAX_CLUSTER_PODS, _LARGE_CLUSTERS),
+    Cap("pool.ready", None, MAX_CLUSTER_PODS, _LARGE_CLUSTERS),
 )
+
+
+def _not_a_system_namespace(value: str) -> str:
+    if value in SYSTEM_NAMESPACES or value.startswith(SYSTEM_NAMESPACE_PREFIXES):
+        raise ValueError(
+            "a namespace of the kit's own, not one the cluster or a shared add-on uses "
+            f"({', '.join(f'{p}*' for p in SYSTEM_NAMESPACE_PREFIXES)}, "
+            f"{', '.join(sorted(SYSTEM_NAMESPACES))})"
+        )
+    return value
+
+
+KitNamespace = Annotated[_NAME, AfterValidator(_not_a_system_namespace)]
 
 
 class RuntimeClassSettings(BaseModel):
@@ -106,8 +158,8 @@ class ResolverSettings(BaseModel):
     sandbox pods get no DNS at all.
 
     Attributes:
-        image: the resolver image: build ``images/resolver`` and pin it by digest. Required when
-            the resolver is deployed.
+        image: the resolver image, an OCI image reference: build ``images/resolver`` and pin it
+            by digest. Required when the resolver is deployed.
         upstream: the cluster resolver it forwards to, and the only peer its NetworkPolicy
             admits (UDP and TCP 53): ``kube-dns`` (kube-dns pods in kube-system, at
             ``kubeDnsAddress``), ``node-local-dns`` (NodeLocal DNSCache, ``169.254.20.10/32``)
@@ -121,7 +173,7 @@ class ResolverSettings(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
 
-    image: Annotated[str, Field(min_length=1)] | None = None
+    image: ImageReference | None = None
     upstream: ResolverUpstream | None = None
     kube_dns_address: Annotated[str, AfterValidator(_ipv4)] = Field(
         DEFAULT_KUBE_DNS_ADDRESS, alias="kubeDnsAddress"
@@ -133,28 +185,23 @@ class SandboxObjectSettings(TargetSettings):
     """Settings of the agent-sandbox objects, shared by every target that deploys them.
 
     Attributes:
-        image: the sandbox container image, pinned by digest or tag.
-        namespace: namespace of the sandbox objects; never a namespace the cluster itself uses
-            (``default``, ``kube-node-lease``, ``kube-public``, ``kube-system``).
+        image: the sandbox container image, an OCI image reference pinned by digest or tag
+            (``name[:tag][@digest]``; see ``sandboxkit.formats``).
+        namespace: namespace of the sandbox objects; never one the cluster or a shared add-on
+            uses (``default``, ``kube-*``, ``gke-*``, ``gmp-*``, ``istio-system`` and the
+            other names of ``SYSTEM_NAMESPACES``), whether created or existing.
         createNamespace: create it (with Pod Security ``restricted``) or use an existing one.
         entryNamespace: namespace of the sandbox router, the only ingress source; never the
-            sandboxes' own ``namespace``.
+            sandboxes' own ``namespace``, nor a system or shared namespace (the same list as
+            ``namespace``: every pod there could reach the sandboxes).
         entryPort: the sandbox port the router reaches.
-        runAsUser: UID of the sandbox process (non-zero).
+        runAsUser: UID of the sandbox process, 1 to 4294967294 (Linux user ids are 32-bit;
+            4294967295 means no user).
         resolver: see ``ResolverSettings``.
     """
 
-    image: Annotated[str, Field(min_length=1)]
-    namespace: _NAME = DEFAULT_NAMESPACE
-
-    @field_validator("namespace")
-    @classmethod
-    def _not_a_system_namespace(cls, value: str) -> str:
-        if value in SYSTEM_NAMESPACES:
-            raise ValueError(
-                f"a namespace of the sandboxes' own, not {', '.join(sorted(SYSTEM_NAMESPACES))}"
-            )
-        return value
+    image: ImageReference
+    namespace: KitNamespace = DEFAULT_NAMESPACE
 
     @model_validator(mode="after")
     def _entry_path_is_another_namespace(self) -> SandboxObjectSettings:
@@ -169,9 +216,11 @@ class SandboxObjectSettings(TargetSettings):
         return self
 
     create_namespace: bool = Field(True, alias="createNamespace")
-    entry_namespace: _NAME = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
+    entry_namespace: KitNamespace = Field(DEFAULT_ENTRY_NAMESPACE, alias="entryNamespace")
     entry_port: Annotated[int, Field(ge=1, le=65535)] = Field(DEFAULT_ENTRY_PORT, alias="entryPort")
-    run_as_user: Annotated[int, Field(ge=1)] = Field(DEFAULT_RUN_AS_USER, alias="runAsUser")
+    run_as_user: Annotated[int, Field(ge=1, le=MAX_UID)] = Field(
+        DEFAULT_RUN_AS_USER, alias="runAsUser"
+    )
     resolver: ResolverSettings = ResolverSettings()
 
 

@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from sandboxkit.egress import parse_rule
 from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.formats import ImageReference
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
@@ -148,7 +149,7 @@ class LauncherReserve(_Strict):
         memoryMiB: MiB kept for the launcher (> 0).
     """
 
-    vcpu: Annotated[float, Field(gt=0)] = DEFAULT_LAUNCHER_VCPU
+    vcpu: Annotated[float, Field(gt=0, allow_inf_nan=False)] = DEFAULT_LAUNCHER_VCPU
     memory_mib: Annotated[int, Field(gt=0)] = Field(DEFAULT_LAUNCHER_MEMORY_MIB, alias="memoryMiB")
 
 
@@ -160,14 +161,14 @@ class SandboxTemplate(_Strict):
     Attributes:
         name: the template's name, a DNS label (lower-case letters, digits, hyphens), not
             ``sandbox`` (the kit's own template) and not repeated.
-        image: the sandbox image; never the launcher's ``image``.
+        image: the sandbox image, an OCI image reference; never the launcher's ``image``.
         command: the entrypoint, overriding the image's.
         args: arguments to the entrypoint.
         workingDir: working directory of the sandbox process.
     """
 
     name: _DNS_LABEL
-    image: Annotated[str, Field(min_length=1)]
+    image: ImageReference
     command: Annotated[tuple[str, ...], Field(strict=False)] = ()
     args: Annotated[tuple[str, ...], Field(strict=False)] = ()
     working_dir: str | None = Field(None, alias="workingDir")
@@ -177,13 +178,14 @@ class CloudRunSettings(GcpSettings):
     """``sandboxkit:gcp-cloudrun`` settings.
 
     Attributes:
-        image: the launcher image (runs the agent-facing service and calls ``sandbox``).
-        sandboxImage: the image every sandbox runs, from the kit's template ``sandbox`` (the
-            launcher is told its name in ``SANDBOXKIT_SANDBOX_TEMPLATE`` and passes it for
-            every sandbox it starts). Required, and never the launcher's ``image``: without a
-            template a sandbox mounts the launcher container's root filesystem read-only at
-            ``/`` (Cloud Run sandbox CLI reference). Build ``images/sandbox`` and pin it by
-            digest (``SBX-SEC-003``).
+        image: the launcher image, an OCI image reference (runs the agent-facing service and
+            calls ``sandbox``).
+        sandboxImage: the image every sandbox runs (an OCI image reference), from the kit's
+            template ``sandbox`` (the launcher is told its name in
+            ``SANDBOXKIT_SANDBOX_TEMPLATE`` and passes it for every sandbox it starts).
+            Required, and never the launcher's ``image``: without a template a sandbox mounts
+            the launcher container's root filesystem read-only at ``/`` (Cloud Run sandbox CLI
+            reference). Build ``images/sandbox`` and pin it by digest (``SBX-SEC-003``).
         port: the launcher's HTTP port.
         instance: one instance's size (see ``InstanceSize``); defaults to the largest instance.
         launcher: the share of each instance kept for the launcher (see ``LauncherReserve``);
@@ -192,8 +194,8 @@ class CloudRunSettings(GcpSettings):
         invokers: principals granted ``roles/run.invoker`` (``user:``, ``group:``,
             ``serviceAccount:``); ``allUsers``, ``allAuthenticatedUsers`` and ``domain:`` are
             refused.
-        subnetCidr: private range of the subnet Direct VPC egress takes addresses from, a /26
-            or larger.
+        subnetCidr: range of the subnet Direct VPC egress takes addresses from, a /26 or
+            larger inside one private-use (RFC 1918) block of IANA's special-purpose registry.
         templates: further sandbox templates beside ``sandbox`` (no environment variables),
             each with an image other than the launcher's. Templates need launch stage
             ``ALPHA``, which the service always has.
@@ -204,8 +206,8 @@ class CloudRunSettings(GcpSettings):
             chain passes an unlisted name stops resolving without them.
     """
 
-    image: Annotated[str, Field(min_length=1)]
-    sandbox_image: Annotated[str, Field(min_length=1, alias="sandboxImage")]
+    image: ImageReference
+    sandbox_image: ImageReference = Field(alias="sandboxImage")
     port: Annotated[int, Field(ge=1, le=65535)] = DEFAULT_PORT
     instance: InstanceSize = InstanceSize()
     launcher: LauncherReserve = LauncherReserve()

@@ -49,6 +49,9 @@ DEFAULT_MAX_NODES = 10
 # them; one node per zone of the regional cluster.
 DEFAULT_SYSTEM_MACHINE_TYPE = "e2-standard-2"
 DEFAULT_SYSTEM_NODES = 1
+# GKE runs at most 1,000 nodes per node pool per zone (GKE quotas and limits,
+# cloud.google.com/kubernetes-engine/quotas: "Nodes per node pool zone").
+MAX_NODES_PER_ZONE = 1000
 # Ranges of the cluster's own subnet (nodes), pods and services, and the control plane's /28.
 DEFAULT_SUBNET_CIDR = "10.10.0.0/20"
 DEFAULT_PODS_CIDR = "10.16.0.0/14"
@@ -102,10 +105,13 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
             pods.
         privateEndpoint: the control plane has no public endpoint (created cluster only).
         masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, each at most
-            a /8 (IPv4) or /32 (IPv6) wide: ``0.0.0.0/0``, ``::/0`` and other blocks that wide
-            are refused.
+            a /8 (IPv4) or /32 (IPv6) wide (``0.0.0.0/0``, ``::/0`` and other blocks that wide
+            are refused) and of public or private-use space only: loopback, link-local,
+            documentation and other special-purpose blocks of IANA's registry are refused.
         masterCidr: the control plane's private /28; none of the four ranges (this one,
-            ``subnetCidr``, ``podsCidr``, ``servicesCidr``) may overlap another.
+            ``subnetCidr``, ``podsCidr``, ``servicesCidr``) may overlap another. Each of the
+            four lies inside one private-use (RFC 1918) block of IANA's special-purpose
+            registry (``0.0.0.0/16``, ``127.0.0.0/16``, ``169.254.0.0/16`` are refused).
         subnetCidr: private range of the nodes' subnet.
         podsCidr: private secondary range of the pods.
         servicesCidr: private secondary range of the services.
@@ -114,7 +120,8 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
             counts as its lowest patch, so ``1.36`` is refused.
         machineType: machine type of gVisor nodes.
         minNodes: lower autoscaling bound of the gVisor pool, per zone (at most ``maxNodes``).
-        maxNodes: upper autoscaling bound of the gVisor pool, per zone.
+        maxNodes: upper autoscaling bound of the gVisor pool, per zone, at most 1000 (GKE's
+            nodes per node pool per zone).
         systemMachineType: machine type of the system pool (created cluster only): the
             untainted, non-sandboxed nodes for kube-dns, the Agent Sandbox controller and the
             kit's resolver.
@@ -143,7 +150,9 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         DEFAULT_MACHINE_TYPE, alias="machineType"
     )
     min_nodes: Annotated[int, Field(ge=0)] = Field(DEFAULT_MIN_NODES, alias="minNodes")
-    max_nodes: Annotated[int, Field(ge=1)] = Field(DEFAULT_MAX_NODES, alias="maxNodes")
+    max_nodes: Annotated[int, Field(ge=1, le=MAX_NODES_PER_ZONE)] = Field(
+        DEFAULT_MAX_NODES, alias="maxNodes"
+    )
     system_machine_type: Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)+$")] = Field(
         DEFAULT_SYSTEM_MACHINE_TYPE, alias="systemMachineType"
     )

@@ -1,0 +1,96 @@
+"""Formats of free-text settings, checked the same way for every target that takes them.
+
+- Container image references (``ImageReference``): the OCI distribution reference grammar
+  (``name[:tag][@digest]``, github.com/distribution/reference, regexp.go and reference.go), as
+  the ``docker-image-py`` library implements it (``docker_image.reference.Reference.parse``:
+  lower-case repository, at most 255 characters, tag of at most 128 word characters, digest
+  ``algorithm:hex``). Words a YAML or JSON reader would have read as no value (``null``,
+  ``none``, ``true`` ...) are refused even though the grammar spells a repository with them:
+  quoted in a stack file they mean a setting left empty by mistake, never an image.
+- Calendar dates (``CalendarDate``): ``YYYY-MM-DD`` naming a real day (``2025-13-45`` is not).
+- Shared secrets (``SharedSecret``): HMAC keys and bearer tokens the kit takes (webhook
+  secrets, worker keys, the Worker's client token and naming key) are at least
+  ``MIN_SHARED_SECRET_LENGTH`` characters, on every target.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Annotated, Final
+
+from docker_image import reference
+from pydantic import AfterValidator
+
+from sandboxkit.secrets import SecretValue
+
+# 32 characters: the floor the Cloudflare Worker applies to its bearer token and naming key
+# (MIN_SECRET_LENGTH in cloudflare/worker/src/index.js), met by 16 random bytes in hex (128 bits).
+# One rule for every HMAC key and bearer token, so no target takes a weaker one.
+MIN_SHARED_SECRET_LENGTH: Final = 32
+
+# Text a YAML 1.1/1.2 or JSON reader takes for null or a boolean: as an image, a placeholder.
+_NO_VALUE_WORDS: Final = frozenset({"null", "nil", "none", "undefined", "true", "false"})
+_IMAGE_EXPECTED = (
+    "an OCI image reference, name[:tag][@digest] (lower-case repository path of letters, "
+    "digits and . _ - separators, optionally after a registry host[:port]/; digest "
+    "algorithm:hex), e.g. ghcr.io/example/sandbox:1.0 or ghcr.io/example/sandbox@sha256:<64 hex>"
+)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def image_reference(value: str) -> str:
+    """``value`` when it is an OCI image reference (module docstring).
+
+    Raises:
+        ValueError: for text the reference grammar refuses (spaces, non-ASCII, upper case in
+            the repository, template braces, an empty name, a malformed digest) or a no-value
+            word; the message says the grammar in words.
+    """
+    try:
+        reference.Reference.parse(value)
+    except reference.InvalidReference as exc:
+        raise ValueError(f"{_IMAGE_EXPECTED} ({exc})") from None
+    if value.lower() in _NO_VALUE_WORDS:
+        raise ValueError(
+            f"{_IMAGE_EXPECTED}; {value!r} reads as a missing value, not an image name"
+        )
+    return value
+
+
+def calendar_date(value: str) -> str:
+    """``value`` when it is ``YYYY-MM-DD`` naming a real day of the Gregorian calendar.
+
+    Raises:
+        ValueError: for another shape, or a month or day that does not exist.
+    """
+    if not _DATE.match(value):
+        raise ValueError("a date written YYYY-MM-DD, e.g. 2026-07-01")
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("a real calendar date written YYYY-MM-DD, e.g. 2026-07-01") from None
+    return value
+
+
+def long_enough_secret(value: SecretValue) -> SecretValue:
+    """``value`` when it holds at least ``MIN_SHARED_SECRET_LENGTH`` characters.
+
+    Raises:
+        ValueError: for a shorter secret; the message never shows the value.
+    """
+    if value.length() < MIN_SHARED_SECRET_LENGTH:
+        raise ValueError(
+            f"a secret of at least {MIN_SHARED_SECRET_LENGTH} characters (every HMAC key and "
+            "bearer token the kit takes; e.g. openssl rand -hex 32)"
+        )
+    return value
+
+
+ImageReference = Annotated[str, AfterValidator(image_reference)]
+"""A container image setting: an OCI image reference (``image_reference``)."""
+CalendarDate = Annotated[str, AfterValidator(calendar_date)]
+"""A ``YYYY-MM-DD`` date setting naming a real day (``calendar_date``)."""
+SharedSecret = Annotated[SecretValue, AfterValidator(long_enough_secret)]
+"""An HMAC key or bearer token setting: a Pulumi secret of at least
+``MIN_SHARED_SECRET_LENGTH`` characters (``long_enough_secret``)."""
