@@ -295,6 +295,31 @@ ROWS = [
         targets=("azure-sessions",),
     ),
     Row(
+        "execution-role-escalates",
+        "prod",
+        _caught(
+            ("SBX-IAM-001", "aws-microvm-execution-policy"),
+            ("SBX-IAM-002", "aws-microvm-execution-policy"),
+            ("SBX-IAM-002", "aws-microvm-launcher-policy"),
+            ("SBX-IAM-002", LAUNCHER),
+        ),
+        config=_setting(
+            "aws-microvm",
+            "executionRolePolicy",
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["iam:CreateAccessKey", "iam:PassRole", "sts:AssumeRole"],
+                        "Resource": "*",
+                    }
+                ],
+            },
+        ),
+        targets=("aws-microvm",),
+    ),
+    Row(
         "log-retention-one-day",
         "prod",
         _caught(
