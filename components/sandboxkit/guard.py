@@ -9,8 +9,20 @@ for that id (``sandboxkit.targets.target_parts("guard", "HANDLERS")``).
 This module imports neither pulumi-policy nor a cloud SDK: the kit and its tests read handlers
 without the pack. Inputs reach a check as pulumi-policy proxies (``Mapping``/``Sequence``, never
 ``dict``/``list``), in the engine's wire form (camelCase keys), so every walker here tests against
-the abstract types. Reading an input that is unknown during a preview raises inside the proxy;
-pulumi-policy reports that as advisory.
+the abstract types.
+
+Unknown inputs. During ``pulumi preview`` an input computed from another resource's output is
+unknown: pulumi's wire protocol sends a sentinel string in its place, and pulumi-policy 1.21's
+proxy (``pulumi_policy.proxy``) raises ``UnknownValueError`` when a policy reads it; its
+servicer then drops the whole policy for the resource and reports one *advisory* "can't run
+policy ... during preview" diagnostic, whatever the policy's level, so a mandatory finding on
+the known parts disappears with it. The pack therefore hands checks ``inputs(...)`` instead:
+the same values, where reading an unknown raises this module's ``UnknownInputError`` (the offline
+render's stand-in for a secret, ``sandboxkit.secrets.UNKNOWN_SECRET``, counts as unknown too:
+the gate cannot read it either). The pack reports an ``UnknownInputError`` that escapes a check as a
+"cannot verify" violation at the policy's own level (mandatory in prod), naming the resource
+and the input path; ``judge_each`` lets a check judge the known elements of a list (egress
+rules, peers) before it does, and ``walk_strings`` skips unknowns.
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ from typing import Any, Protocol
 
 from sandboxkit.contract import LAUNCHER_MARKERS, TARGET_LABEL
 from sandboxkit.reach import ResourceView
+from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.targets import plain_number
 
 
@@ -38,7 +51,10 @@ class CheckContext(Protocol):
     name: str
     urn: str
     resource_type: str
-    target: str | None
+
+    @property
+    def target(self) -> str | None:
+        """The ``sandboxkit-target`` label of the resource, or ``None``."""
 
     def setting(self, key: str) -> Any:
         """The policy's threshold ``key`` from the pack config, else its schema default.
@@ -61,6 +77,155 @@ class StackResource(Protocol):
     def parent(self) -> StackResource | None:
         """The resource's parent (a component), ``None`` at the top of the stack."""
         ...
+
+
+# --- Unknown inputs -----------------------------------------------------------------------------
+
+# The sentinels pulumi's wire protocol puts where a preview does not know a value, one per
+# kind (bool, number, string, array, asset, archive, object): pulumi/pulumi
+# sdk/go/common/resource/plugin/rpc.go and pulumi-policy 1.21 ``proxy.py`` (``UNKNOWN_*``).
+UNKNOWN_SENTINELS = frozenset(
+    {
+        "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
+        "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
+        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+        "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
+        "030794c1-ac77-496b-92df-f27374a8bd58",
+        "e48ece36-62e2-4504-bad9-02848725956a",
+        "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
+    }
+)
+
+
+def is_unknown(value: Any) -> bool:
+    """Whether a raw input value is unknown to the gate: a preview's unknown sentinel, or the
+    offline render's stand-in for a secret it cannot decrypt."""
+    return isinstance(value, str) and (value in UNKNOWN_SENTINELS or value == UNKNOWN_SECRET)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The resource whose inputs an ``inputs`` view wraps: type token, logical name, URN."""
+
+    resource_type: str
+    name: str
+    urn: str
+
+
+class UnknownInputError(Exception):
+    """A check read inputs that are unknown, so it cannot give its verdict on them.
+
+    Attributes:
+        owner: the resource the inputs belong to.
+        paths: dotted input paths (``spec.egress[0].to[0].ipBlock.cidr``), in reading order.
+        secret: whether every one is the offline render's stand-in for a secret (else at least
+            one is a preview's unknown).
+    """
+
+    def __init__(self, owner: Owner, paths: Sequence[str], secret: bool) -> None:
+        super().__init__(f"{owner.name}: {', '.join(paths)} unknown")
+        self.owner = owner
+        self.paths = tuple(paths)
+        self.secret = secret
+
+    def joined(self, other: UnknownInputError) -> UnknownInputError:
+        """One exception naming both's paths (``other`` from the same resource)."""
+        paths = tuple(dict.fromkeys((*self.paths, *other.paths)))
+        return UnknownInputError(self.owner, paths, self.secret and other.secret)
+
+
+def refuse_unknown(ctx: CheckContext, path: str, value: Any) -> None:
+    """Raise ``UnknownInputError`` for ``ctx``'s resource when ``value``, read from inside an
+    input (a JSON policy document's ``Resource``), is unknown to the gate (``is_unknown``).
+
+    Raises:
+        UnknownInputError: naming ``path`` (``policy.Statement[0].Resource``).
+    """
+    if is_unknown(value):
+        owner = Owner(ctx.resource_type, ctx.name, ctx.urn)
+        raise UnknownInputError(owner, [path], value == UNKNOWN_SECRET)
+
+
+def _child_path(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _view(value: Any, owner: Owner, path: str) -> Any:
+    if isinstance(value, Mapping):
+        return _Inputs(value, owner, path)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return _InputList(value, owner, path)
+    return value
+
+
+def _read(value: Any, owner: Owner, path: str) -> Any:
+    if is_unknown(value):
+        raise UnknownInputError(owner, [path], value == UNKNOWN_SECRET)
+    return _view(value, owner, path)
+
+
+class _Inputs(Mapping[str, Any]):
+    """A mapping of inputs; reading an unknown value raises ``UnknownInputError``."""
+
+    def __init__(self, raw: Mapping[str, Any], owner: Owner, path: str) -> None:
+        self._raw, self._owner, self._path = raw, owner, path
+
+    def __getitem__(self, key: str) -> Any:
+        return _read(self._raw[key], self._owner, _child_path(self._path, key))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+
+class _InputList(Sequence[Any]):
+    """A list of inputs; reading an unknown element raises ``UnknownInputError``."""
+
+    def __init__(self, raw: Sequence[Any], owner: Owner, path: str) -> None:
+        self._raw, self._owner, self._path = raw, owner, path
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self._raw))[index]]
+        position = index if index >= 0 else len(self._raw) + index
+        return _read(self._raw[index], self._owner, _child_path(self._path, position))
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+def inputs(raw: Mapping[str, Any], owner: Owner) -> Mapping[str, Any]:
+    """``raw`` inputs (plain values, unknowns as their sentinels) as checks read them: reading
+    an unknown value raises ``UnknownInputError`` naming ``owner`` and the value's path."""
+    return _Inputs(raw, owner, "")
+
+
+def judge_each(elements: Any, judge: Callable[[int, Any], Iterable[str]]) -> Iterator[str]:
+    """``judge(index, element)``'s sentences for every element of a sequence input, each
+    element judged on its own: the findings on known elements all come first, then one
+    ``UnknownInputError`` naming every unknown the other elements read (the pack reports it as
+    "cannot verify"). A non-sequence gives nothing.
+
+    Raises:
+        UnknownInputError: when judging any element read an unknown (after the other findings).
+    """
+    if not isinstance(elements, Sequence) or isinstance(elements, str):
+        return
+    unknown: UnknownInputError | None = None
+    for index in range(len(elements)):
+        try:
+            yield from judge(index, elements[index])
+        except UnknownInputError as found:
+            unknown = found if unknown is None else unknown.joined(found)
+    if unknown is not None:
+        raise unknown
 
 
 Check = Callable[[Mapping[str, Any], CheckContext], Iterable[str]]
@@ -138,17 +303,40 @@ def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list
     (``sandboxkit.reach.ResourceView``), in stack order.
 
     Resources whose inputs carry an asset or archive (function code) are left out: they are
-    not JSON-like, and no egress reader reads them.
+    not JSON-like, and no egress reader reads them. Secrets the offline render cannot read stay
+    opaque text (no reader judges a secret's value).
+
+    Raises:
+        UnknownInputError: when a resource holds an input unknown during preview: the readers
+            read whole resources.
     """
     views = []
     for resource in resources:
         if not resource.resource_type.startswith(prefix):
             continue
         try:
-            views.append(ResourceView.of(resource.resource_type, resource.name, resource.props))
+            props = _with_opaque_secrets(resource.props)
+            views.append(ResourceView.of(resource.resource_type, resource.name, props))
         except TypeError:
             continue
     return views
+
+
+def _with_opaque_secrets(value: Any) -> Any:
+    """``value`` as plain dicts and lists, secrets the gate cannot read kept as their stand-in
+    text; an input unknown during preview still raises ``UnknownInputError``."""
+    if isinstance(value, str) or not isinstance(value, Mapping | Sequence):
+        return value
+    keys: Iterable[Any] = list(value) if isinstance(value, Mapping) else range(len(value))
+    plain: dict[Any, Any] = {}
+    for key in keys:
+        try:
+            plain[key] = _with_opaque_secrets(value[key])
+        except UnknownInputError as unknown:
+            if not unknown.secret:
+                raise
+            plain[key] = UNKNOWN_SECRET
+    return plain if isinstance(value, Mapping) else list(plain.values())
 
 
 # Thresholds and inputs arrive as protobuf doubles (1000 as 1000.0): print them as the kit does.
@@ -192,15 +380,24 @@ def target_of(props: Mapping[str, Any]) -> str | None:
 
 
 def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """Every string in a nested input as ``(dotted path, text)``."""
+    """Every known string in a nested input as ``(dotted path, text)``; unknown values are
+    skipped (a value computed from another resource, or a secret, is not text the stack
+    wrote)."""
     if isinstance(value, str):
         yield path, value
-    elif isinstance(value, Mapping):
-        for key in value:
-            yield from walk_strings(value[key], f"{path}.{key}" if path else str(key))
+        return
+    if isinstance(value, Mapping):
+        keys: Iterable[Any] = list(value)
     elif isinstance(value, Sequence):
-        for index, element in enumerate(value):
-            yield from walk_strings(element, f"{path}[{index}]")
+        keys = range(len(value))
+    else:
+        return
+    for key in keys:
+        try:
+            child = value[key]
+        except UnknownInputError:
+            continue
+        yield from walk_strings(child, _child_path(path, key))
 
 
 # Kinds whose pod template is a sandbox (kubernetes-sigs/agent-sandbox, any API version).

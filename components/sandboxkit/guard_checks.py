@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit import targets
 from sandboxkit.addresses import non_public_reach
 from sandboxkit.contract import EVERYWHERE
 from sandboxkit.egress import parse_rule
-from sandboxkit.guard import CheckContext, dig, number, numbers
+from sandboxkit.guard import CheckContext, dig, items, number, numbers
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -262,27 +262,43 @@ def retention_problems(
 # --- SBX-SEC-001, SBX-SEC-003: plain secrets and unpinned images --------------------------------
 
 
-def _secret_named(name: str, value: Any, ctx: CheckContext) -> bool:
+def _secret_named(name: str, ctx: CheckContext) -> bool:
     upper = name.upper()
     if any(upper.endswith(s) for s in ctx.setting("referenceSuffixes")):
-        return False
-    if isinstance(value, str) and value.startswith("arn:"):
         return False
     return any(p in upper for p in ctx.setting("secretNamePatterns"))
 
 
+# One variable or binding: (its name, the mapping that holds its value, the value's key there).
+Variable = tuple[str, Mapping[str, Any], str]
+
+
 def inline_secrets(
-    kind: str, name: str, pairs: Sequence[tuple[str, Any]], ctx: CheckContext
+    kind: str, name: str, variables: Iterable[Variable], ctx: CheckContext
 ) -> Iterator[str]:
-    """SBX-SEC-001: a sentence for each ``(variable, value)`` of ``kind`` ``name`` whose name
-    says it holds a secret (the policy's ``secretNamePatterns``, not one of its
-    ``referenceSuffixes``) and whose value is written inline rather than an ARN."""
-    for variable, value in pairs:
-        if value is not None and _secret_named(variable, value, ctx):
+    """SBX-SEC-001: a sentence for each variable of ``kind`` ``name`` whose name says it holds
+    a secret (the policy's ``secretNamePatterns``, not one of its ``referenceSuffixes``) and
+    whose value is written inline rather than an ARN. Only those values are read, so an unknown
+    value of any other variable decides nothing."""
+    for variable, holder, key in variables:
+        if not _secret_named(variable, ctx):
+            continue
+        value = holder.get(key)
+        if value is not None and not (isinstance(value, str) and value.startswith("arn:")):
             yield (
                 f"{kind} {name} sets {variable} inline, where anyone who can read the "
                 "configuration reads the secret; move it to a secret store and pass a reference."
             )
+
+
+def listed_variables(entries: Any, value_key: str = "value") -> list[Variable]:
+    """``Variable``s of a list of ``{name, value}`` entries (container ``env``)."""
+    return [(str(e.get("name")), e, value_key) for e in items(entries) if isinstance(e, Mapping)]
+
+
+def mapped_variables(variables: Any) -> list[Variable]:
+    """``Variable``s of a name -> value mapping (Lambda ``environment.variables``)."""
+    return [(str(k), variables, k) for k in variables] if isinstance(variables, Mapping) else []
 
 
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")

@@ -163,8 +163,8 @@ def test_prod_json_lists_checkov_and_crossguard_findings_on_their_urns(
     assert checkov_violation["message"].startswith("Image should use digest (checkov CKV_K8S_43")
     counts = document["summary"]
     assert counts["total"] == len(document["violations"])
-    # Everything is mandatory but the digest-pinning finding, advisory by default.
-    assert (counts["mandatory"], counts["advisory"]) == (counts["total"] - 1, 1)
+    # prod's pack config makes every policy mandatory, digest pinning included.
+    assert (counts["mandatory"], counts["advisory"]) == (counts["total"], 0)
     assert document["checkov"]["failed"] == 4
     assert document["checkov"]["passed"] > 300
 
@@ -212,13 +212,14 @@ def test_a_writable_root_yields_the_ckv_and_the_crossguard_finding_on_the_templa
 ) -> None:
     assert findings_on_template(writable_root["prod"]) == {
         ("CKV_K8S_22", "checkov", "mandatory"),
-        ("SBX-K8S-001", "crossguard", "advisory"),
+        ("SBX-K8S-001", "crossguard", "mandatory"),
     }
     # Nothing else changed: no other checkov failure anywhere in the stack.
     assert [v.policy for v in writable_root["prod"].violations if v.source == "checkov"] == [
         "CKV_K8S_22"
     ]
-    # The checkov failure alone fails prod: the pack keeps K8S advisory there.
+    # Both fail prod; the checkov finding alone would too (see the dev case below for the level
+    # each source takes outside prod).
     assert gate.exit_code([writable_root["prod"]]) == 1
 
 

@@ -104,8 +104,9 @@ def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
         "pin it by digest (image@sha256:<64 hex digits>)."
     )
     assert violation.severity == "medium"
-    assert violation.enforcement == "advisory"
-    assert not result.failed
+    # prod's pack config makes every policy mandatory.
+    assert violation.enforcement == "mandatory"
+    assert result.failed
 
 
 def test_pinned_cloud_run_template_is_silent(analyzer: gate.InProcessAnalyzer) -> None:
@@ -131,22 +132,23 @@ def test_a_short_digest_is_refused_by_config_and_is_not_a_pin_to_the_pack() -> N
     ]
 
 
-@pytest.mark.parametrize("environment", ["dev", "staging", "prod"])
-def test_advisory_by_default_in_every_environment(environment: str) -> None:
+@pytest.mark.parametrize(
+    ("environment", "level"), [("dev", "advisory"), ("staging", "advisory"), ("prod", "mandatory")]
+)
+def test_advisory_outside_prod_mandatory_in_prod(environment: str, level: str) -> None:
     config = json.loads((gate.pack_dir(PROJECT) / "config" / f"{environment}.json").read_text())
-    assert config["all"] == "advisory"
-    assert "sbx-sec-003" not in config
+    assert config == {"all": level}
 
 
-def test_an_organisation_can_make_it_mandatory(
+def test_an_organisation_can_relax_it_on_purpose(
     analyzer: gate.InProcessAnalyzer, tmp_path: Path
 ) -> None:
-    config = tmp_path / "strict.json"
-    config.write_text(json.dumps({"all": "advisory", "sbx-sec-003": "mandatory"}))
+    config = tmp_path / "relaxed.json"
+    config.write_text(json.dumps({"all": "mandatory", "sbx-sec-003": "advisory"}))
     values = testing.stack_values(PROJECT, "prod")
     _image("kubernetes", TAGGED)(values)
     rendered = testing.render_values(PROJECT, "prod", values)
     result = gate.check_rendered(analyzer, rendered, PROJECT, pack_config=config)
     (violation,) = [v for v in result.violations if v.policy == POLICY]
-    assert violation.enforcement == "mandatory"
-    assert result.failed
+    assert violation.enforcement == "advisory"
+    assert not result.failed

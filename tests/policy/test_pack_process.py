@@ -122,5 +122,5 @@ def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
     assert {(v.policy, v.enforcement) for v in over_grpc.violations} == {
         ("SBX-NET-001", "mandatory"),
         ("SBX-NET-003", "mandatory"),
-        ("SBX-RES-002", "advisory"),
+        ("SBX-RES-002", "mandatory"),
     }

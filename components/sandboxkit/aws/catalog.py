@@ -176,6 +176,11 @@ KINDS: tuple[ResourceKind, ...] = (
         export=TerraformType("aws_iam_role_policy", TF_AWS),
     ),
     ResourceKind(
+        # ingress: authToken's managed policy, for the platform to attach.
+        "aws:iam/policy:Policy",
+        export=TerraformType("aws_iam_policy", TF_AWS),
+    ),
+    ResourceKind(
         "aws:secretsmanager/secret:Secret",
         export=TerraformType("aws_secretsmanager_secret", TF_AWS),
     ),

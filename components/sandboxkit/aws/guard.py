@@ -3,6 +3,7 @@ IAM and its logs here, the egress controls in ``egress_guard.py``."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -23,11 +24,13 @@ from sandboxkit.guard import (
     items,
     launcher_env,
     of_kind,
+    refuse_unknown,
 )
 from sandboxkit.guard_checks import (
     count_problems,
     identity_allowed,
     inline_secrets,
+    mapped_variables,
     matching,
     retention_problems,
     time_problems,
@@ -76,13 +79,77 @@ def _wildcard_actions(document: Any) -> list[str]:
     return found
 
 
+@functools.cache
+def escalation_methods() -> dict[str, frozenset[str]]:
+    """Known AWS privilege-escalation methods: name -> the actions (lower case) that together
+    let a principal gain more rights (``iam:CreateAccessKey`` alone; ``iam:PassRole`` with
+    ``lambda:CreateFunction`` and ``lambda:InvokeFunction``; ...).
+
+    Source: cloudsplaining's ``PRIVILEGE_ESCALATION_METHODS`` (Salesforce, maintained on PyPI):
+    Rhino Security Labs' "AWS IAM Privilege Escalation - Methods and Mitigation" plus DataDog's
+    pathfinding.cloud paths. Imported on first use (about 0.5 s).
+    """
+    from cloudsplaining.shared.constants import PRIVILEGE_ESCALATION_METHODS
+
+    return {
+        name: frozenset(action.lower() for action in actions)
+        for name, actions in PRIVILEGE_ESCALATION_METHODS.items()
+    }
+
+
+def _listed(value: Any) -> list[Any]:
+    return [value] if isinstance(value, str) else items(value)
+
+
+def escalations(document: Any, ctx: CheckContext, path: str) -> list[str]:
+    """The escalation methods (``escalation_methods``) whose every action the policy document
+    at input ``path`` allows on a wide resource (``*`` anywhere, or ``NotResource``), each as
+    ``Method (action, ...)``, sorted. Wildcard actions are left to the wildcard check.
+
+    Raises:
+        UnknownInputError: when a statement's ``Resource`` is unknown to the gate (a secret the
+            offline render cannot read): whether it is wide decides the verdict.
+    """
+    allowed: set[str] = set()
+    for index, statement in enumerate(_statements(document)):
+        if statement.get("Effect", "Allow") != "Allow":
+            continue
+        resources = _listed(statement.get("Resource", []))
+        for number, resource in enumerate(resources):
+            where = f"{path}.Statement[{index}].Resource"
+            refuse_unknown(
+                ctx,
+                where if isinstance(statement.get("Resource"), str) else f"{where}[{number}]",
+                resource,
+            )
+        if "NotResource" in statement or any("*" in str(r) for r in resources):
+            actions = _listed(statement.get("Action", []))
+            allowed |= {str(a).lower() for a in actions if not set("*?") & set(str(a))}
+    return sorted(
+        f"{name} ({', '.join(sorted(actions))})"
+        for name, actions in escalation_methods().items()
+        if actions <= allowed
+    )
+
+
+def _escalation_sentence(what: str, methods: list[str]) -> str:
+    return (
+        f"{what} lets its holder escalate privileges on every resource: {'; '.join(methods)}; "
+        "scope these actions to the named resources the role needs, or remove them."
+    )
+
+
 def _policy_document(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    wild = _wildcard_actions(props.get("policy"))
+    document = props.get("policy")
+    wild = _wildcard_actions(document)
     if wild:
         yield (
             f"IAM policy {ctx.name} allows {', '.join(wild)}; list the exact actions the role "
             "needs instead of a wildcard."
         )
+    methods = escalations(document, ctx, "policy")
+    if methods:
+        yield _escalation_sentence(f"IAM policy {ctx.name}", methods)
 
 
 def _admin_arns(arns: Any) -> list[str]:
@@ -97,13 +164,16 @@ def _attachment(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 def _role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     for arn in _admin_arns(props.get("managedPolicyArns")):
         yield f"Role {ctx.name} carries {arn}; attach a policy with only the actions it needs."
-    for inline in items(props.get("inlinePolicies")):
+    for index, inline in enumerate(items(props.get("inlinePolicies"))):
         wild = _wildcard_actions(dig(inline, "policy"))
         if wild:
             yield (
                 f"Role {ctx.name} has an inline policy allowing {', '.join(wild)}; list the "
                 "exact actions instead of a wildcard."
             )
+        methods = escalations(dig(inline, "policy"), ctx, f"inlinePolicies[{index}].policy")
+        if methods:
+            yield _escalation_sentence(f"Role {ctx.name}'s inline policy {index}", methods)
 
 
 # --- SBX-IAM-002 -------------------------------------------------------------------------------
@@ -250,17 +320,13 @@ def _firewalls_without_logs(
 
 
 def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = dig(props, "environment.variables", {}) or {}
-    yield from inline_secrets(
-        "Lambda function", ctx.name, [(k, variables[k]) for k in variables], ctx
-    )
+    variables = mapped_variables(dig(props, "environment.variables"))
+    yield from inline_secrets("Lambda function", ctx.name, variables, ctx)
 
 
 def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = props.get("environmentVariables") or {}
-    yield from inline_secrets(
-        "MicroVM image", ctx.name, [(k, variables[k]) for k in variables], ctx
-    )
+    variables = mapped_variables(props.get("environmentVariables"))
+    yield from inline_secrets("MicroVM image", ctx.name, variables, ctx)
 
 
 HANDLERS = (

@@ -20,6 +20,7 @@ from sandboxkit.guard_checks import (
     count_problems,
     identity_allowed,
     inline_secrets,
+    listed_variables,
     retention_problems,
     time_problems,
     unpinned_images,
@@ -168,8 +169,8 @@ def _pools_without_workspace(
 
 def _pool_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     for container in items(dig(props, "customContainerTemplate.containers")):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "env"))]
-        yield from inline_secrets("Session pool", ctx.name, pairs, ctx)
+        variables = listed_variables(dig(container, "env"))
+        yield from inline_secrets("Session pool", ctx.name, variables, ctx)
 
 
 def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:

@@ -26,7 +26,13 @@ from sandboxkit.guard import (
     of_kind,
     plain_bindings,
 )
-from sandboxkit.guard_checks import entries_problems, inline_secrets, matching, time_problems
+from sandboxkit.guard_checks import (
+    entries_problems,
+    inline_secrets,
+    listed_variables,
+    matching,
+    time_problems,
+)
 
 WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 
@@ -162,7 +168,8 @@ def _workers_without_observability(
 
 
 def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    yield from inline_secrets("Worker", ctx.name, list(plain_bindings(props).items()), ctx)
+    plain = [b for b in items(props.get("bindings")) if dig(b, "type") == "plain_text"]
+    yield from inline_secrets("Worker", ctx.name, listed_variables(plain, "text"), ctx)
 
 
 HANDLERS = (

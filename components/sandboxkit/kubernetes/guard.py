@@ -22,6 +22,7 @@ from sandboxkit.guard import (
     containers_of,
     dig,
     items,
+    judge_each,
     number,
     of_kind,
     resource_views,
@@ -36,6 +37,7 @@ from sandboxkit.guard_checks import (
     entries_problems,
     identity_allowed,
     inline_secrets,
+    listed_variables,
     ports_problem,
     time_problems,
     unpinned_images,
@@ -100,23 +102,26 @@ def _network_policy_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterato
             f"NetworkPolicy {ctx.name} selects sandbox pods but does not restrict egress; "
             "add Egress to spec.policyTypes."
         )
-    for index, rule in enumerate(items(spec.get("egress"))):
-        # One finding per rule: a rule open to every destination needs no port finding too.
-        peers = items(dig(rule, "to"))
-        wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
-        if not peers:
-            yield (
-                f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
-                "destination; list the destinations or use egress mode deny."
-            )
-        elif wide:
-            yield (
-                f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
-                "open); set sandboxkit:profile.egress.mode to deny or allowlist."
-            )
-        else:
-            what = f"NetworkPolicy {ctx.name} egress rule {index}"
-            yield from ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
+    yield from judge_each(spec.get("egress"), lambda index, rule: _open_rule(index, rule, ctx))
+
+
+def _open_rule(index: int, rule: Any, ctx: CheckContext) -> Iterator[str]:
+    # One finding per rule: a rule open to every destination needs no port finding too.
+    peers = items(dig(rule, "to"))
+    wide = [c for c in (dig(peer, "ipBlock.cidr") for peer in peers) if c in EVERYWHERE]
+    if not peers:
+        yield (
+            f"NetworkPolicy {ctx.name} egress rule {index} has no 'to' and admits every "
+            "destination; list the destinations or use egress mode deny."
+        )
+    elif wide:
+        yield (
+            f"NetworkPolicy {ctx.name} admits egress to {' and '.join(wide)} (egress mode "
+            "open); set sandboxkit:profile.egress.mode to deny or allowlist."
+        )
+    else:
+        what = f"NetworkPolicy {ctx.name} egress rule {index}"
+        yield from ports_problem(what, _listed_spans(dig(rule, "ports")), ctx)
 
 
 def _template_managed_policy(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
@@ -190,12 +195,16 @@ def _resolver_upstream(props: Mapping[str, Any], rule: Any, cidr: str) -> bool:
 
 
 def _np_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    for rule in items(dig(props, "spec.egress")):
-        for peer in items(dig(rule, "to")):
-            cidr = dig(peer, "ipBlock.cidr")
-            if isinstance(cidr, str) and not _resolver_upstream(props, rule, cidr):
-                excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
-                yield from cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
+    def judge_rule(_: int, rule: Any) -> Iterator[str]:
+        return judge_each(dig(rule, "to"), lambda _, peer: judge_peer(rule, peer))
+
+    def judge_peer(rule: Any, peer: Any) -> Iterator[str]:
+        cidr = dig(peer, "ipBlock.cidr")
+        if isinstance(cidr, str) and not _resolver_upstream(props, rule, cidr):
+            excepted = [str(c) for c in items(dig(peer, "ipBlock.except"))]
+            yield from cidr_problems("NetworkPolicy", ctx.name, cidr, excepted)
+
+    yield from judge_each(dig(props, "spec.egress"), judge_rule)
 
 
 def _kit_pattern(pattern: str) -> str:
@@ -479,8 +488,8 @@ def _quota_per_namespace(
 
 def _pod_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     for container in containers_of(sandbox_pod_spec(props)):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(container.get("env"))]
-        yield from inline_secrets("SandboxTemplate", ctx.name, pairs, ctx)
+        variables = listed_variables(container.get("env"))
+        yield from inline_secrets("SandboxTemplate", ctx.name, variables, ctx)
 
 
 def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:

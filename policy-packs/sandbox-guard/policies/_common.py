@@ -1,15 +1,22 @@
 """The pack's building blocks: rule metadata, the context a check reads, and the rules that run
-the checks every registered target declares for them (``sandboxkit.guard``)."""
+the checks every registered target declares for them (``sandboxkit.guard``).
+
+Checks read inputs through ``sandboxkit.guard.inputs``, never pulumi-policy's proxy: an unknown
+input (``pulumi preview``) that a check reads becomes a "cannot verify" violation at the
+policy's level, naming the resource and the input path, and the check's findings on the known
+parts stand; pulumi-policy would drop the policy for the resource with one advisory note.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pulumi_policy import (
     PolicyConfigSchema,
+    PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -17,9 +24,19 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 from sandboxkit import targets
-from sandboxkit.guard import Check, Handler, StackCheck, StackHandler, target_of
+from sandboxkit.guard import (
+    Check,
+    Handler,
+    Owner,
+    StackCheck,
+    StackHandler,
+    UnknownInputError,
+    inputs,
+    target_of,
+)
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,8 @@ class Rule:
 
 class Context:
     """What a check sees besides the inputs: the rule's config and the resource's identity
-    (``sandboxkit.guard.CheckContext``)."""
+    (``sandboxkit.guard.CheckContext``). ``target`` is read from the resource's labels when a
+    check asks for it, so an unknown label is that check's unknown."""
 
     def __init__(
         self,
@@ -83,20 +101,73 @@ class Context:
         name: str = "",
         urn: str = "",
         resource_type: str = "",
-        target: str | None = None,
+        props: Mapping[str, Any] | None = None,
     ) -> None:
         self.rule = rule
         self.config = config
         self.name = name
         self.urn = urn
         self.resource_type = resource_type
-        self.target = target
+        self._props = props or {}
+
+    @property
+    def target(self) -> str | None:
+        """The kit target that created the resource (its ``sandboxkit-target`` label)."""
+        return target_of(self._props)
 
     def setting(self, key: str) -> Any:
         """A threshold from the pack config, else its schema default (what the CLI fills in)."""
         if key in self.config:
             return self.config[key]
         return self.rule.properties[key]["default"]
+
+
+def raw_inputs(value: Any) -> Any:
+    """pulumi-policy's input proxy as plain dicts and lists, each unknown value kept as the
+    wire sentinel the proxy refuses to hand out (``UnknownValueError.unknown_type_sentinel``)."""
+    if isinstance(value, Mapping):
+        result = {}
+        for key in value:
+            try:
+                result[key] = raw_inputs(value[key])
+            except UnknownValueError as unknown:
+                result[key] = unknown.unknown_type_sentinel
+        return result
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        elements = []
+        for index in range(len(value)):
+            try:
+                elements.append(raw_inputs(value[index]))
+            except UnknownValueError as unknown:
+                elements.append(unknown.unknown_type_sentinel)
+        return elements
+    return value
+
+
+def cannot_verify(rule: Rule, unknown: UnknownInputError) -> str:
+    """The "cannot verify" sentence for ``unknown``, which decided ``rule``'s verdict."""
+    owner = unknown.owner
+    plural = len(unknown.paths) > 1
+    where = f"input{'s' if plural else ''} {', '.join(unknown.paths)}"
+    if unknown.secret:
+        why = (
+            f"{'are Pulumi secrets' if plural else 'is a Pulumi secret'} the offline render "
+            "cannot read"
+        )
+        fix = "give the value as plain config (it is not a credential) so the gate can read it"
+    else:
+        why = (
+            f"{'are' if plural else 'is'} unknown during preview (computed from another "
+            "resource's output)"
+        )
+        fix = (
+            "run the gate where the value is known (sandboxkit check renders it, or a preview "
+            "after the resource it comes from exists), or set it from a known value"
+        )
+    return (
+        f"Cannot verify {rule.id} on {owner.resource_type} {owner.name}: {where} {why}, and "
+        f"the verdict depends on {'them' if plural else 'it'}; {fix}."
+    )
 
 
 def handlers_of(policy_id: str) -> tuple[Handler | StackHandler, ...]:
@@ -135,19 +206,24 @@ class ResourceRule:
 
     def validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
         """Run the policy's checks for the resource's type; report each sentence."""
+        owner = Owner(args.resource_type, args.name, args.urn)
+        props = inputs(raw_inputs(args.props), owner)
         context = Context(
             self.rule,
             args.get_config(),
             name=args.name,
             urn=args.urn,
             resource_type=args.resource_type,
-            target=target_of(args.props),
+            props=props,
         )
         checks = [self.every_type] if self.every_type else []
         checks += [h.check for h in self.handlers_for(args.resource_type)]
         for check in checks:
-            for message in check(args.props, context):
-                report(message, None)
+            try:
+                for message in check(props, context):
+                    report(message, None)
+            except UnknownInputError as unknown:
+                report(cannot_verify(self.rule, unknown), None)
 
     def policy(self) -> ResourceValidationPolicy:
         """The CrossGuard policy."""
@@ -170,12 +246,46 @@ class StackRule:
     def validate(self, args: StackValidationArgs, report: ReportViolation) -> None:
         """Run the handlers over the stack's resources; report each finding."""
         context = Context(self.rule, args.get_config())
+        resources = stack_inputs(args.resources)
         checks = [self.every_stack] if self.every_stack else []
         checks += [h.check for h in self.handlers()]
         for check in checks:
-            for message, urn in check(args.resources, context):
-                report(message, urn)
+            try:
+                for message, urn in check(resources, context):
+                    report(message, urn)
+            except UnknownInputError as unknown:
+                report(cannot_verify(self.rule, unknown), unknown.owner.urn)
 
     def policy(self) -> StackValidationPolicy:
         """The CrossGuard policy."""
         return StackValidationPolicy(validate=self.validate, **self.rule.common())
+
+
+@dataclass
+class StackInput:
+    """One resource of the stack as stack checks read it (``sandboxkit.guard.StackResource``):
+    its inputs through ``sandboxkit.guard.inputs``."""
+
+    resource_type: str
+    props: Mapping[str, Any]
+    urn: str
+    name: str
+    parent: StackInput | None = None
+
+
+def stack_inputs(resources: Sequence[PolicyResource]) -> list[StackInput]:
+    """The stack's resources with their inputs read through ``sandboxkit.guard.inputs``, parents
+    kept."""
+    converted = {
+        id(r): StackInput(
+            r.resource_type,
+            inputs(raw_inputs(r.props), Owner(r.resource_type, r.name, r.urn)),
+            r.urn,
+            r.name,
+        )
+        for r in resources
+    }
+    for resource in resources:
+        if resource.parent is not None:
+            converted[id(resource)].parent = converted.get(id(resource.parent))
+    return [converted[id(r)] for r in resources]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from sandboxkit.guard import CheckContext, items, walk_strings
+from sandboxkit.guard import CheckContext, walk_strings
 
 from ._common import ResourceRule, Rule
 
@@ -80,22 +80,23 @@ SECRET_SINKS = {
 def scan_credentials(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(input path, what it looks like)`` for each credential-shaped string in ``props``."""
     skipped = SECRET_SINKS.get(resource_type, ())
-    for key in props:
-        if key in skipped:
+    # walk_strings skips unknown inputs: a value computed from another resource, or a secret,
+    # is not text the stack wrote, so it never decides this policy.
+    for path, text in walk_strings(props):
+        if re.split(r"[.\[]", path, maxsplit=1)[0] in skipped:
             continue
-        for path, text in walk_strings(props[key], key):
-            if resource_type.endswith(":WorkersScript") and _secret_binding_text(props, path):
-                continue
-            for label, shape in CREDENTIAL_SHAPES.items():
-                if shape.search(text):
-                    yield path, label
+        if resource_type.endswith(":WorkersScript") and _secret_binding_text(props, path):
+            continue
+        for label, shape in CREDENTIAL_SHAPES.items():
+            if shape.search(text):
+                yield path, label
 
 
 def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
     match = re.fullmatch(r"bindings\[(\d+)\]\.text", path)
     if not match:
         return False
-    binding = items(props.get("bindings"))[int(match.group(1))]
+    binding = props["bindings"][int(match.group(1))]
     return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
 
 

@@ -28,6 +28,7 @@ from sandboxkit.guard_checks import (
     count_problems,
     entries_problems,
     inline_secrets,
+    listed_variables,
     ports_problem,
     time_problems,
     unpinned_images,
@@ -200,8 +201,8 @@ def _scale(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 def _env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     for container in items(dig(props, "template.containers")):
-        pairs = [(str(e.get("name")), e.get("value")) for e in items(dig(container, "envs"))]
-        yield from inline_secrets("Cloud Run service", ctx.name, pairs, ctx)
+        variables = listed_variables(dig(container, "envs"))
+        yield from inline_secrets("Cloud Run service", ctx.name, variables, ctx)
 
 
 def _images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
