@@ -159,7 +159,11 @@ def _ip_rule(address: IPAddress, port: int) -> EgressRule:
     judgement = judge_address(address)
     if not judgement.public:
         carried = judgement.ipv4
-        if judgement.embedding is not None and all(judge_address(a).public for a in carried):
+        # An IPv6 form of a listed resolver is refused for what it carries, never rewritten.
+        channel = next(filter(None, (channel_refusal(a.compressed) for a in carried)), None)
+        if channel:
+            advice = channel
+        elif judgement.embedding is not None and all(judge_address(a).public for a in carried):
             advice = (
                 f"write the IPv4 address {carried[0]} instead"
                 if len(carried) == 1

@@ -181,9 +181,12 @@ ChannelKind = Literal["platform", "dns"]
 _CHANNEL_FILE = "dns-and-platform-endpoints.txt"
 _CHANNEL_WHY: Final[dict[ChannelKind, str]] = {
     "platform": "a cloud platform's own endpoint on a public-looking address, serving the host "
-    "(its agent, metadata or DNS), not the internet; sandboxes may reach public hosts only",
-    "dns": "a public DNS resolver answers for any name, so it gives sandbox code a DNS channel "
-    "to anywhere; sandboxes resolve names only through their target's own resolver",
+    "(its agent, metadata or DNS), not the internet; sandboxes may reach public hosts only: "
+    "list the hosts sandboxes need instead",
+    "dns": "a public DNS resolver answers for any name, so it gives sandbox code a general DNS "
+    "channel to anywhere, on any port (DNS, DNS over TLS or HTTPS); sandboxes resolve names only "
+    "through their target's own resolver, which the kit sets and enforces: list the hosts "
+    "sandboxes need instead",
 }
 
 
@@ -225,15 +228,17 @@ def channel_endpoints() -> tuple[ChannelEndpoint, ...]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
-        host, kind, source, what = line.split(maxsplit=3)
-        address = address_of(host)
-        if kind not in _CHANNEL_WHY or "://" not in source:
+        fields = line.split(maxsplit=3)
+        kind = next((known for known in _CHANNEL_WHY if fields[1:2] == [known]), None)
+        if len(fields) != 4 or kind is None or "://" not in fields[2]:
             raise ValueError(f"{_CHANNEL_FILE}:{number}: expected '<host> <kind> <URL> <what>'")
+        host, _, source, what = fields
+        address = address_of(host)
         found.append(
             ChannelEndpoint(
                 address.compressed if address else normalize_name(host),
                 address,
-                kind,  # type: ignore[arg-type]
+                kind,
                 source,
                 what,
             )
@@ -252,10 +257,12 @@ def channel_refusal(host: str, *, wildcard: bool = False) -> str | None:
         if endpoint.covers(host, wildcard=wildcard):
             pattern = f"*.{host}" if wildcard else host
             what = f"{endpoint.what} ({endpoint.source})"
-            subject = f"is {what}" if pattern == endpoint.host else f"reaches {endpoint.host}, {what}"
+            subject = (
+                f"is {what}" if pattern == endpoint.host else f"reaches {endpoint.host}, {what}"
+            )
             return (
                 f"{pattern} {subject}: {_CHANNEL_WHY[endpoint.kind]} (the kit's list of such "
-                "endpoints is partial; the targets' resolution controls stop the rest)"
+                "endpoints is partial: each target's resolution and egress controls stop the rest)"
             )
     return None
 
