@@ -18,7 +18,7 @@ from sandboxkit.addresses import judge_address
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.egress import EgressRule, parse_rule
 from sandboxkit.errors import ConfigError, Problem
-from sandboxkit.guard_checks import entries_problems
+from sandboxkit.guard_checks import cidr_problems, entries_problems
 from sandboxkit.names import channel_endpoints, is_below
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -150,6 +150,33 @@ def test_the_pack_reports_a_resolver_in_a_rendered_allowlist() -> None:
         f"FQDN policy sbx allows 'dns.google:853': dns.google is {DNS_GOOGLE}. Replace it with "
         "the exact public hosts sandboxes need."
     )
+
+
+@pytest.mark.parametrize(
+    ("cidr", "expected"),
+    [
+        (
+            "8.8.8.8/32",
+            [
+                f"NetworkPolicy sbx allows 8.8.8.8/32: 8.8.8.8 is {GOOGLE_DNS}. Replace it with "
+                "the exact public hosts sandboxes need."
+            ],
+        ),
+        (
+            "2001:4860:4860::8888/128",
+            [
+                "NetworkPolicy sbx allows 2001:4860:4860::8888/128: 2001:4860:4860::8888 is "
+                f"{GOOGLE_DNS}. Replace it with the exact public hosts sandboxes need."
+            ],
+        ),
+        ("140.82.112.3/32", []),
+        # A list of addresses judges single-address rules only; a wider public block is not
+        # read as reaching the resolvers inside it (the config path never renders one).
+        ("8.8.8.0/24", []),
+    ],
+)
+def test_the_pack_reports_a_rule_to_a_listed_address(cidr: str, expected: list[str]) -> None:
+    assert list(cidr_problems("NetworkPolicy", "sbx", cidr, ())) == expected
 
 
 @pytest.mark.parametrize(
