@@ -30,7 +30,10 @@ names; in ``open`` any name.
 Refused entries (``parse_rule``; each message names the reason and what to write instead):
 entries meaning everywhere (``*``, ``0.0.0.0/0``, ``::/0``), CIDR blocks, URLs, addresses that
 are not public or are IPv6 forms of IPv4 addresses (``sandboxkit.addresses``: IANA's
-registries, never ``ipaddress.is_global``), internal names, names of wildcard-DNS services,
+registries, never ``ipaddress.is_global``), public DNS resolvers and platform endpoints on
+public-looking addresses, by address or name, on any port (``sandboxkit.names.channel_refusal``:
+a partial list by nature, backed by each target's resolution controls), internal names, names
+of wildcard-DNS services,
 wildcards over shared hosting and path-style object-storage names, and wildcards over public
 suffixes (``sandboxkit.names``).
 """
@@ -44,7 +47,13 @@ from typing import Literal, Protocol
 
 from sandboxkit.addresses import IPAddress, address_of, judge_address, open_admits
 from sandboxkit.contract import EVERYTHING_ENTRIES
-from sandboxkit.names import internal_name_reason, is_below, name_refusal, normalize_name
+from sandboxkit.names import (
+    channel_refusal,
+    internal_name_reason,
+    is_below,
+    name_refusal,
+    normalize_name,
+)
 
 # HTTPS is the only protocol most package indexes and APIs need; anything else is spelled out.
 DEFAULT_PORT = 443
@@ -150,7 +159,11 @@ def _ip_rule(address: IPAddress, port: int) -> EgressRule:
     judgement = judge_address(address)
     if not judgement.public:
         carried = judgement.ipv4
-        if judgement.embedding is not None and all(judge_address(a).public for a in carried):
+        # An IPv6 form of a listed resolver is refused for what it carries, never rewritten.
+        channel = next(filter(None, (channel_refusal(a.compressed) for a in carried)), None)
+        if channel:
+            advice = channel
+        elif judgement.embedding is not None and all(judge_address(a).public for a in carried):
             advice = (
                 f"write the IPv4 address {carried[0]} instead"
                 if len(carried) == 1
@@ -159,6 +172,9 @@ def _ip_rule(address: IPAddress, port: int) -> EgressRule:
         else:
             advice = "sandboxes may reach public hosts only"
         raise ValueError(f"{judgement.reason}; {advice}")
+    channel = channel_refusal(address.compressed)
+    if channel:
+        raise ValueError(channel)
     return EgressRule(host=address.compressed, port=port, kind="ip")
 
 
@@ -174,7 +190,8 @@ def parse_rule(entry: str) -> EgressRule:
 
     Raises:
         ValueError: for an entry that means everything, a CIDR block or URL, an address that is
-            not public or is an IPv6 form of an IPv4 address, a malformed name or port, a
+            not public or is an IPv6 form of an IPv4 address, a public DNS resolver or platform
+            endpoint (address or name), a malformed name or port, a
             wildcard anywhere but the leftmost label or over a top-level domain, a name that is
             not fully qualified or ends in digits, an internal name, a wildcard-DNS service
             name, a wildcard over shared hosting or a public suffix, or a path-style

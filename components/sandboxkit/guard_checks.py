@@ -18,6 +18,7 @@ from sandboxkit.addresses import non_public_reach
 from sandboxkit.contract import EVERYWHERE
 from sandboxkit.egress import parse_rule
 from sandboxkit.guard import CheckContext, dig, items, number, numbers
+from sandboxkit.names import channel_refusal
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -97,10 +98,24 @@ def entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[s
 
 
 def cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> Iterator[str]:
-    """One sentence when ``cidr`` (less the ``excepted`` ranges) reaches a non-public range;
-    destinations that mean everywhere are left to SBX-NET-001."""
+    """One sentence when ``cidr`` (less the ``excepted`` ranges) reaches a non-public range, or
+    is the single address of a listed DNS resolver or platform endpoint
+    (``sandboxkit.names.channel_refusal``); destinations that mean everywhere are left to
+    SBX-NET-001."""
     if cidr in EVERYWHERE:
         return  # SBX-NET-001 judges destinations that mean everything.
+    network = network_of(cidr)
+    channel = (
+        channel_refusal(network.network_address.compressed)
+        if network is not None and network.num_addresses == 1
+        else None
+    )
+    if channel:
+        yield (
+            f"{kind} {name} allows {cidr}: {channel}. Replace it with the exact public hosts "
+            "sandboxes need."
+        )
+        return
     reached = non_public_overlap(cidr, excepted)
     if reached:
         yield (

@@ -14,6 +14,12 @@ control-plane settings (they go through the same parser) and the policy pack:
 - wildcards at, above or below a shared-hosting domain where anyone can publish, and the exact
   path-style object-storage names (``data/shared-hosting.txt``: ``*.s3.amazonaws.com`` is every
   bucket anyone creates; ``storage.googleapis.com`` serves anyone's bucket by path);
+- public DNS resolvers and DNS-over-HTTPS/TLS services, and cloud platform endpoints on
+  public-looking addresses (``data/dns-and-platform-endpoints.txt``, ``channel_refusal``:
+  ``8.8.8.8``, ``dns.google``, Azure's ``168.63.129.16`` ...), addresses and names alike, on
+  any port: a resolver is a general DNS channel to anywhere, a platform endpoint serves the
+  host, not the internet. The list is partial by nature; each target's resolution controls
+  (sandbox DNS only through its own resolver) stop what it misses;
 - wildcards over a public suffix, or over a name with a public suffix below it: the Public
   Suffix List, ICANN and private sections, as bundled with the ``publicsuffixlist`` package
   (``PSL_VERSION`` is the list's own VERSION line, read from the bundled file; the package is
@@ -31,11 +37,12 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Final
+from typing import Final, Literal
 
 import idna
 from publicsuffixlist import PSLFILE, PublicSuffixList
 
+from sandboxkit.addresses import IPAddress, address_of
 from sandboxkit.contract import INTERNAL_SUFFIXES
 
 # RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters.
@@ -168,6 +175,98 @@ def wildcard_dns() -> tuple[ListedDomain, ...]:
     return _read_list("wildcard-dns.txt", scoped=False)
 
 
+# --- DNS resolvers and platform endpoints -------------------------------------------------------
+
+ChannelKind = Literal["platform", "dns"]
+_CHANNEL_FILE = "dns-and-platform-endpoints.txt"
+_CHANNEL_WHY: Final[dict[ChannelKind, str]] = {
+    "platform": "a cloud platform's own endpoint on a public-looking address, serving the host "
+    "(its agent, metadata or DNS), not the internet; sandboxes may reach public hosts only: "
+    "list the hosts sandboxes need instead",
+    "dns": "a public DNS resolver answers for any name, so it gives sandbox code a general DNS "
+    "channel to anywhere, on any port (DNS, DNS over TLS or HTTPS); sandboxes resolve names only "
+    "through their target's own resolver, which the kit sets and enforces: list the hosts "
+    "sandboxes need instead",
+}
+
+
+@dataclass(frozen=True)
+class ChannelEndpoint:
+    """One line of ``data/dns-and-platform-endpoints.txt``.
+
+    Attributes:
+        host: the compressed address, or the name in normal form (it covers names below it).
+        address: the address for an address line, ``None`` for a name.
+        kind: ``platform`` or ``dns`` (the file's header says what each means).
+        source: the provider's documentation of the endpoint.
+        what: what the endpoint is, for messages.
+    """
+
+    host: str
+    address: IPAddress | None
+    kind: ChannelKind
+    source: str
+    what: str
+
+    def covers(self, host: str, *, wildcard: bool) -> bool:
+        """Whether an entry for ``host`` (normal form; ``x`` for ``*.x``) reaches the endpoint:
+        the address itself, a name at or below the endpoint's, or a wildcard above it."""
+        if self.address is not None:
+            return not wildcard and address_of(host) == self.address
+        return is_at_or_below(host, self.host) or (wildcard and is_below(self.host, host))
+
+
+@cache
+def channel_endpoints() -> tuple[ChannelEndpoint, ...]:
+    """``data/dns-and-platform-endpoints.txt``: public DNS resolvers and platform endpoints.
+
+    Raises:
+        ValueError: for a malformed line (naming file and line).
+    """
+    text = resources.files("sandboxkit").joinpath("data", _CHANNEL_FILE).read_text("utf-8")
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(maxsplit=3)
+        kind = next((known for known in _CHANNEL_WHY if fields[1:2] == [known]), None)
+        if len(fields) != 4 or kind is None or "://" not in fields[2]:
+            raise ValueError(f"{_CHANNEL_FILE}:{number}: expected '<host> <kind> <URL> <what>'")
+        host, _, source, what = fields
+        address = address_of(host)
+        found.append(
+            ChannelEndpoint(
+                address.compressed if address else normalize_name(host),
+                address,
+                kind,
+                source,
+                what,
+            )
+        )
+    return tuple(found)
+
+
+def channel_refusal(host: str, *, wildcard: bool = False) -> str | None:
+    """Why an entry for ``host`` reaches a listed resolver or platform endpoint, or ``None``.
+
+    Args:
+        host: a compressed address, or a name in normal form (``x`` for ``*.x``).
+        wildcard: whether the entry is ``*.host``.
+    """
+    for endpoint in channel_endpoints():
+        if endpoint.covers(host, wildcard=wildcard):
+            pattern = f"*.{host}" if wildcard else host
+            what = f"{endpoint.what} ({endpoint.source})"
+            subject = (
+                f"is {what}" if pattern == endpoint.host else f"reaches {endpoint.host}, {what}"
+            )
+            return (
+                f"{pattern} {subject}: {_CHANNEL_WHY[endpoint.kind]} (the kit's list of such "
+                "endpoints is partial: each target's resolution and egress controls stop the rest)"
+            )
+    return None
+
+
 # --- The Public Suffix List ----------------------------------------------------------------------
 
 
@@ -279,11 +378,13 @@ def name_refusal(host: str, *, wildcard: bool) -> str | None:
         wildcard: whether the entry is ``*.host``.
 
     Returns:
-        The first refusal that applies, in this order: internal name, wildcard-DNS service,
-        shared hosting, public suffix (module docstring); ``None`` for an acceptable entry.
+        The first refusal that applies, in this order: internal name, DNS resolver or platform
+        endpoint, wildcard-DNS service, shared hosting, public suffix (module docstring);
+        ``None`` for an acceptable entry.
     """
     pattern = f"*.{host}" if wildcard else host
-    found = internal_name_reason(host) or _wildcard_dns(pattern, host, wildcard)
+    found = internal_name_reason(host) or channel_refusal(host, wildcard=wildcard)
+    found = found or _wildcard_dns(pattern, host, wildcard)
     found = found or _shared_hosting(pattern, host, wildcard)
     if found is None and wildcard:
         found = _public_suffix(pattern, host)

@@ -46,10 +46,10 @@ def test_wildcard_matches_a_dotted_suffix_without_dotprefix() -> None:
 
 
 def test_name_rules_keep_off_the_ip_entries_addresses() -> None:
-    excluded = rules("93.184.216.34:8443", "8.8.4.4:22")
+    excluded = rules("93.184.216.34:8443", "140.82.112.4:22")
     (tls, http) = name_rules(rules("pypi.org"), 1, excluded)
-    assert "-> [$EXTERNAL_NET,!8.8.4.4,!93.184.216.34] 443 " in tls
-    assert "-> [$EXTERNAL_NET,!8.8.4.4,!93.184.216.34] 443 " in http
+    assert "-> [$EXTERNAL_NET,!140.82.112.4,!93.184.216.34] 443 " in tls
+    assert "-> [$EXTERNAL_NET,!140.82.112.4,!93.184.216.34] 443 " in http
 
 
 def test_ip_entry_is_exactly_its_address_and_port_from_the_first_packet() -> None:

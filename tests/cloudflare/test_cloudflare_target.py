@@ -451,11 +451,11 @@ def test_a_valid_stack_loads_with_secret_settings() -> None:
 
 
 def test_an_ip_allowlist_entry_is_refused_by_name() -> None:
-    prof = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "1.1.1.1:8443"]}}
+    prof = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "151.101.0.223:8443"]}}
     with pytest.raises(ConfigError) as caught:
         load_stack(source(prof), "dev")
     assert caught.value.keys == ("sandboxkit:profile.egress.allow",)
-    assert caught.value.problems[0].value == "1.1.1.1:8443"
+    assert caught.value.problems[0].value == "151.101.0.223:8443"
     assert "DNS names only for target cloudflare" in str(caught.value)
 
 
@@ -630,9 +630,9 @@ def test_cli_writes_the_wrangler_config(tmp_path: Path) -> None:
     ("profile_yaml", "auth_token", "key"),
     [
         (
-            "    egress: {mode: allowlist, allow: ['1.1.1.1']}",
+            "    egress: {mode: allowlist, allow: ['151.101.0.223']}",
             SECURE_TOKEN,
-            "sandboxkit:profile.egress.allow: got '1.1.1.1:443'; expected DNS names only",
+            "sandboxkit:profile.egress.allow: got '151.101.0.223:443'; expected DNS names only",
         ),
         (
             DENY_PROFILE,

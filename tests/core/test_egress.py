@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sandboxkit.addresses import judge_address
 from sandboxkit.egress import EgressRule, destination_of, parse_rule
+from sandboxkit.names import channel_refusal
 
 
 @pytest.mark.parametrize(
@@ -19,9 +21,9 @@ from sandboxkit.egress import EgressRule, destination_of, parse_rule
         ("PyPI.org.:8443", EgressRule("pypi.org", 8443, "name")),
         ("*.pythonhosted.org:443", EgressRule("pythonhosted.org", 443, "wildcard")),
         ("*.PythonHosted.ORG.:443", EgressRule("pythonhosted.org", 443, "wildcard")),
-        ("8.8.8.8:8080", EgressRule("8.8.8.8", 8080, "ip")),
-        ("[2001:4860:4860::8888]:853", EgressRule("2001:4860:4860::8888", 853, "ip")),
-        ("2001:4860:4860::8888", EgressRule("2001:4860:4860::8888", 443, "ip")),
+        ("140.82.112.3:8080", EgressRule("140.82.112.3", 8080, "ip")),
+        ("[2a04:4e42::223]:853", EgressRule("2a04:4e42::223", 853, "ip")),
+        ("2a04:4e42::223", EgressRule("2a04:4e42::223", 443, "ip")),
         # IDNs compare in their A-label form: the Unicode and the A-label spelling are one rule.
         ("Bücher.de", EgressRule("xn--bcher-kva.de", 443, "name")),
         ("xn--bcher-kva.de", EgressRule("xn--bcher-kva.de", 443, "name")),
@@ -105,10 +107,10 @@ def test_refuses(entry: str, reason: str) -> None:
             "[RFC3927]); sandboxes may reach public hosts only",
         ),
         (
-            "[64:ff9b::808:808]:443",
-            "64:ff9b::808:808 is an IPv6 form of 8.8.8.8 (NAT64 well-known prefix, RFC 6052); "
-            "the kit reaches an IPv4 destination by its IPv4 form only; write the IPv4 address "
-            "8.8.8.8 instead",
+            "[64:ff9b::8c52:7003]:443",
+            "64:ff9b::8c52:7003 is an IPv6 form of 140.82.112.3 (NAT64 well-known prefix, "
+            "RFC 6052); the kit reaches an IPv4 destination by its IPv4 form only; write the IPv4 "
+            "address 140.82.112.3 instead",
         ),
         (
             "*.s3.amazonaws.com",
@@ -139,19 +141,19 @@ def test_issue_12_refusals_say_why_and_what_instead(entry: str, message: str) ->
 
 
 def test_str_round_trips_through_the_parser() -> None:
-    for entry in ("pypi.org:443", "*.pythonhosted.org:443", "[2001:4860:4860::8844]:8443"):
+    for entry in ("pypi.org:443", "*.pythonhosted.org:443", "[2a04:4e42:200::223]:8443"):
         rule = parse_rule(entry)
         assert parse_rule(str(rule)) == rule
 
 
 def test_a_rule_covers_its_own_host_only() -> None:
-    exact, wild, ip = (parse_rule(e) for e in ("pypi.org", "*.pythonhosted.org", "8.8.8.8"))
+    exact, wild, ip = (parse_rule(e) for e in ("pypi.org", "*.pythonhosted.org", "140.82.112.3"))
     assert [exact.covers(d) for d in ("pypi.org", "a.pypi.org")] == [True, False]
     names = ("pythonhosted.org", "a.pythonhosted.org", "a.b.pythonhosted.org", "xpythonhosted.org")
     assert [wild.covers(d) for d in names] == [False, True, True, False]
-    assert ip.covers(ipaddress.ip_address("8.8.8.8"))
-    assert not ip.covers(ipaddress.ip_address("::ffff:8.8.8.8"))
-    assert not ip.covers("dns.google")
+    assert ip.covers(ipaddress.ip_address("140.82.112.3"))
+    assert not ip.covers(ipaddress.ip_address("::ffff:140.82.112.3"))
+    assert not ip.covers("github.com")
 
 
 @pytest.mark.parametrize(
@@ -172,12 +174,18 @@ def test_destination_of_reads_addresses_names_and_nothing_else(host: str, expect
 
 @settings(max_examples=500)
 @given(st.ip_addresses())
-def test_an_address_is_accepted_exactly_when_the_registry_judges_it_public(
+@example(ipaddress.ip_address("8.8.8.8"))
+@example(ipaddress.ip_address("2001:4860:4860::8888"))
+def test_an_address_is_accepted_exactly_when_public_and_not_a_listed_endpoint(
     ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
     entry = f"[{ip}]:443" if ip.version == 6 else f"{ip}:443"
     judgement = judge_address(ip)
-    if judgement.public:
+    channel = channel_refusal(ip.compressed)
+    if judgement.public and channel:
+        with pytest.raises(ValueError, match=re.escape(channel)):
+            parse_rule(entry)
+    elif judgement.public:
         assert parse_rule(entry) == EgressRule(ip.compressed, 443, "ip")
     else:
         with pytest.raises(ValueError) as caught:

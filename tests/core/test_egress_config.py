@@ -49,12 +49,12 @@ def test_a_refused_entry_names_its_index_value_reason_and_fix(entry: str) -> Non
 
 
 def test_every_refused_entry_is_reported_together() -> None:
-    found = problems("kubernetes", KUBERNETES, allow("*.github.io", "[::ffff:8.8.8.8]"))
+    found = problems("kubernetes", KUBERNETES, allow("*.github.io", "[::ffff:140.82.112.3]"))
     assert [(p.key, p.value) for p in found] == [
         ("sandboxkit:profile.egress.allow[1]", "*.github.io"),
-        ("sandboxkit:profile.egress.allow[2]", "[::ffff:8.8.8.8]"),
+        ("sandboxkit:profile.egress.allow[2]", "[::ffff:140.82.112.3]"),
     ]
-    assert found[1].expected.endswith("write the IPv4 address 8.8.8.8 instead")
+    assert found[1].expected.endswith("write the IPv4 address 140.82.112.3 instead")
 
 
 @pytest.mark.parametrize(

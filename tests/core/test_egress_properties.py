@@ -59,8 +59,8 @@ ACCEPTS: dict[str, Accepts] = {
 
 NAMES = ("pypi.org", "api.github.com", "files.example.com", "registry.npmjs.org")
 WILDCARD_PARENTS = ("pythonhosted.org", "example.com", "githubusercontent.example.net")
-IPV4 = ("8.8.8.8", "1.1.1.1", "140.82.112.3")
-IPV6 = ("2606:4700:4700::1111", "2001:4860:4860::8888")
+IPV4 = ("151.101.0.223", "140.82.113.4", "140.82.112.3")
+IPV6 = ("2a04:4e42:400::223", "2a04:4e42::223")
 LABELS = st.sampled_from(("a", "b", "sbx", "x-1", "deep"))
 
 
@@ -183,7 +183,7 @@ MIXED = (
     "api.example.com:8443",
     "downloads.example.org:80",
     "140.82.112.3:443",
-    "[2606:4700:4700::1111]:443",
+    "[2a04:4e42:400::223]:443",
 )
 
 

@@ -151,7 +151,7 @@ def test_grants_are_checked_for_their_question() -> None:
 
 
 def test_probes_derived_from_a_stacks_entries() -> None:
-    listed = ("files.pythonhosted.org", "*.example.com", "github.com:80", "8.8.8.8:53")
+    listed = ("files.pythonhosted.org", "*.example.com", "github.com:80", "140.82.112.3:53")
     entries = [parse_rule(e) for e in listed]
     control = [parse_rule("agents.example.net")]
     assert [(str(p), p.kind, p.origin) for p in derive_probes(entries, control)] == [
@@ -175,9 +175,9 @@ def test_probes_derived_from_a_stacks_entries() -> None:
         ("sbx-probe-2.sbx-probe.github.com:80", "two-below", "github.com:80"),
         ("github.com:53", "other-port", "github.com:80"),
         ("github.com:443", "other-port", "github.com:80"),
-        ("8.8.8.8:53", "entry", "8.8.8.8:53"),
-        ("8.8.8.8:80", "other-port", "8.8.8.8:53"),
-        ("8.8.8.8:443", "other-port", "8.8.8.8:53"),
+        ("140.82.112.3:53", "entry", "140.82.112.3:53"),
+        ("140.82.112.3:80", "other-port", "140.82.112.3:53"),
+        ("140.82.112.3:443", "other-port", "140.82.112.3:53"),
         ("agents.example.net:443", "entry", "agents.example.net:443"),
         ("sbx-probe.agents.example.net:443", "one-below", "agents.example.net:443"),
         ("sbx-probe-2.sbx-probe.agents.example.net:443", "two-below", "agents.example.net:443"),

@@ -70,7 +70,7 @@ def test_the_gke_target_refuses_name_entries_naming_each_and_the_alternative() -
 
 
 def test_the_gke_target_takes_ip_entries_without_a_resolver() -> None:
-    spec = load("gcp-gke", GKE, {"egress": {"mode": "allowlist", "allow": ["8.8.8.8:443"]}})
+    spec = load("gcp-gke", GKE, {"egress": {"mode": "allowlist", "allow": ["140.82.112.3:443"]}})
     assert "resolver" not in spec.plans["gcp-gke"]["sandbox"]
     assert spec.enforcement["gcp-gke"]["egress.mode"].where.startswith(
         "NetworkPolicy for IP entries"
@@ -351,12 +351,12 @@ def test_cname_targets_need_egress_allowlist(mode: str) -> None:
 
 
 def test_ipv6_entries_exit_2_since_the_subnet_is_ipv4_only() -> None:
-    allow = ["pypi.org", "[2606:4700:4700::1111]:443", "93.184.216.34"]
+    allow = ["pypi.org", "[2a04:4e42:400::223]:443", "93.184.216.34"]
     with pytest.raises(ConfigError) as caught:
         load("gcp-cloudrun", CLOUDRUN, {"egress": {"mode": "allowlist", "allow": allow}})
     (problem,) = caught.value.problems
     assert problem.key == "sandboxkit:profile.egress.allow"
-    assert problem.value == "[2606:4700:4700::1111]:443"
+    assert problem.value == "[2a04:4e42:400::223]:443"
     assert problem.expected.startswith("a name or an IPv4 address for target gcp-cloudrun")
 
 

@@ -303,7 +303,9 @@ def test_the_resolver_talks_to_sandboxes_and_its_upstream_on_port_53_only(
 
 
 ALLOW = tuple(
-    sorted(parse_rule(e) for e in ("pypi.org", "*.pythonhosted.org", "8.8.8.8:53", "x.io:8443"))
+    sorted(
+        parse_rule(e) for e in ("pypi.org", "*.pythonhosted.org", "140.82.112.3:53", "x.io:8443")
+    )
 )
 
 
@@ -326,7 +328,10 @@ def test_allowlist_with_cilium_sends_dns_through_the_proxy_and_matches_names_at_
     policy = named(resources, "kubernetes-network-policy").inputs["spec"]
     # IP entries only: an L4 rule on port 53 here would void the Cilium DNS rule.
     assert policy["egress"] == [
-        {"to": [{"ipBlock": {"cidr": "8.8.8.8/32"}}], "ports": [{"protocol": "TCP", "port": 53}]}
+        {
+            "to": [{"ipBlock": {"cidr": "140.82.112.3/32"}}],
+            "ports": [{"protocol": "TCP", "port": 53}],
+        }
     ]
     fqdn = named(resources, "kubernetes-fqdn-policy")
     assert fqdn.type == "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
@@ -399,13 +404,16 @@ def test_plain_http_names_are_matched_by_host_header(engine: Recorder) -> None:
 
 
 def test_allowlist_of_ip_entries_needs_no_dns(engine: Recorder) -> None:
-    rules = (parse_rule("8.8.8.8:443"),)
+    rules = (parse_rule("140.82.112.3:443"),)
     resources = build(engine, egress_mode="allowlist", egress_rules=rules, fqdn_policy="gke")
     assert not of_type(resources, "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy")
     assert not [r for r in resources if "resolver" in r.name or "fqdn" in r.name]
     assert _dns(resources) == ("None", {"nameservers": ["127.0.0.1"]})
     assert named(resources, "kubernetes-network-policy").inputs["spec"]["egress"] == [
-        {"to": [{"ipBlock": {"cidr": "8.8.8.8/32"}}], "ports": [{"protocol": "TCP", "port": 443}]}
+        {
+            "to": [{"ipBlock": {"cidr": "140.82.112.3/32"}}],
+            "ports": [{"protocol": "TCP", "port": 443}],
+        }
     ]
 
 

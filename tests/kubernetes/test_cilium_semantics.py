@@ -144,7 +144,7 @@ def test_a_wildcard_on_cilium_before_1_19_is_refused() -> None:
 
 def test_ip_entries_have_no_selector() -> None:
     with pytest.raises(ValueError, match="IP entry"):
-        fqdn_selector(parse_rule("8.8.8.8"), V1_19)
+        fqdn_selector(parse_rule("140.82.112.3"), V1_19)
 
 
 @pytest.mark.parametrize(

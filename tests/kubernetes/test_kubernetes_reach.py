@@ -350,13 +350,13 @@ def test_gke_takes_ip_entries_and_resolves_nothing() -> None:
 
 
 def test_plain_network_policy_takes_ip_entries_as_ip_blocks_and_resolves_nothing() -> None:
-    allow = ["93.184.216.34:8443", "[2606:4700:4700::1111]:443"]
+    allow = ["93.184.216.34:8443", "[2a04:4e42:400::223]:443"]
     rendered = render("prod", "kubernetes", {"mode": "allowlist", "allow": allow}, "none")
     policy = testing.named(rendered.resources, "kubernetes-network-policy")
     # The entries in the profile's sorted order, each on its own port only.
     assert policy.inputs["spec"]["egress"] == [
         {
-            "to": [{"ipBlock": {"cidr": "2606:4700:4700::1111/128"}}],
+            "to": [{"ipBlock": {"cidr": "2a04:4e42:400::223/128"}}],
             "ports": [{"protocol": "TCP", "port": 443}],
         },
         {

@@ -173,7 +173,7 @@ def addresses(response: dns.message.Message) -> set[str]:
     }
 
 
-ALLOWLIST = rules("pypi.org", "*.pythonhosted.org", "8.8.4.4:8443")
+ALLOWLIST = rules("pypi.org", "*.pythonhosted.org", "140.82.112.4:8443")
 
 
 @pytest.fixture(scope="module")
@@ -372,7 +372,7 @@ def test_open_config_forwards_everything() -> None:
             ["*.a.example.com", "*.example.com"],
         ),
         # Ports do not matter to DNS; IP entries need no name.
-        (("pypi.org:443", "pypi.org:8443", "8.8.4.4"), ["pypi.org"], ["*.pypi.org"]),
+        (("pypi.org:443", "pypi.org:8443", "140.82.112.4"), ["pypi.org"], ["*.pypi.org"]),
     ],
 )
 def test_forwarded_domains(

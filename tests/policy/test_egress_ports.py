@@ -1,10 +1,10 @@
 """SBX-NET-001's allowedPorts (443, 80, 53) on every port-bearing egress rule the kit renders.
 
-The allowlist ``["example.com:22", "8.8.8.8:25"]`` renders a Cilium ``toPorts`` 22 and a
+The allowlist ``["example.com:22", "140.82.112.3:25"]`` renders a Cilium ``toPorts`` 22 and a
 NetworkPolicy ipBlock rule on 25 (kubernetes), firewall policy allow rules on 22 and 25
 (gcp-cloudrun), a connector security group rule on 25 (aws-microvm); gcp-gke takes IP entries
-only, so ``8.8.8.8:25`` renders a NetworkPolicy on 25 there: each must be reported, and the same
-stacks on 443 must not.
+only, so ``140.82.112.3:25`` renders a NetworkPolicy on 25 there: each must be reported, and the
+same stacks on 443 must not.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from sandboxkit.render import RenderedStack
 from support import named, with_input
 
 PROJECT = Path(__file__).resolve().parents[2]
-OTHER_PORTS = ["example.com:22", "8.8.8.8:25"]
+OTHER_PORTS = ["example.com:22", "140.82.112.3:25"]
 # gcp-gke refuses name entries (its FQDN policy cannot learn from the kit's resolver).
-GKE_OTHER_PORTS = ["8.8.8.8:25"]
+GKE_OTHER_PORTS = ["140.82.112.3:25"]
 # aws-microvm ties names to 443/80 (Network Firewall matches SNI/Host), so only the IP moves.
-AWS_OTHER_PORTS = ["example.com:443", "8.8.8.8:25"]
-ALLOWED = ["example.com:443", "8.8.8.8:443"]
-GKE_ALLOWED = ["8.8.8.8:443"]
+AWS_OTHER_PORTS = ["example.com:443", "140.82.112.3:25"]
+ALLOWED = ["example.com:443", "140.82.112.3:443"]
+GKE_ALLOWED = ["140.82.112.3:443"]
 REMEDY = (
     "beyond ports 443, 80, 53; allow only hosts on those ports in "
     "sandboxkit:profile.egress.allow, or add the port to sbx-net-001's allowedPorts in the "

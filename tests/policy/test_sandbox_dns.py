@@ -45,7 +45,7 @@ def dns_findings(analyzer: gate.InProcessAnalyzer, rendered: RenderedStack) -> s
     }
 
 
-ALLOWLIST = {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org", "8.8.8.8:8443"]}
+ALLOWLIST = {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org", "140.82.112.3:8443"]}
 
 
 @pytest.mark.parametrize(
@@ -55,7 +55,7 @@ ALLOWLIST = {"mode": "allowlist", "allow": ["pypi.org", "*.pythonhosted.org", "8
         ("kubernetes", ALLOWLIST),
         ("kubernetes", {"mode": "open"}),
         ("gcp-gke", {"mode": "deny"}),
-        ("gcp-gke", {"mode": "allowlist", "allow": ["8.8.8.8:8443"]}),
+        ("gcp-gke", {"mode": "allowlist", "allow": ["140.82.112.3:8443"]}),
         ("gcp-gke", {"mode": "open"}),
     ],
 )
