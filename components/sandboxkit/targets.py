@@ -255,6 +255,12 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
         ``None`` (the default) when it needs nothing (``sandboxkit external-config``)."""
         return None
 
+    def unseen(self, settings: SettingsT) -> tuple[str, ...]:
+        """What the stack uses but another owner created, so neither the kit nor the gate can
+        see its settings: one sentence each, warned by ``preview`` (the gate reports the same
+        objects under SBX-K8S-009). None by default."""
+        return ()
+
     def control_plane(self, settings: SettingsT) -> tuple[EgressRule, ...]:
         """The hosts this target's own code must reach whatever the egress mode (exact names,
         ``deny`` included): part of its egress contract. None by default."""
