@@ -240,9 +240,14 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
 
     @abstractmethod
     def enforcement(
-        self, profile: SandboxProfile, settings: SettingsT, plan: PlanT
+        self, profile: SandboxProfile, settings: SettingsT, plan: PlanT | None
     ) -> dict[str, Enforcement]:
-        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it."""
+        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it.
+
+        ``plan`` is ``None`` when ``plan`` refused the stack: the config check still reports
+        explicit fields the target enforces nowhere in the same run, so the kinds must not
+        depend on the plan; descriptions then leave the plan's details out.
+        """
 
     @abstractmethod
     def component(self, plan: PlanT) -> KitComponent:

@@ -466,7 +466,7 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
         return args
 
     def enforcement(
-        self, profile: SandboxProfile, settings: KubernetesSettings, plan: AgentSandboxArgs
+        self, profile: SandboxProfile, settings: KubernetesSettings, plan: AgentSandboxArgs | None
     ) -> dict[str, Enforcement]:
         """See ``kubernetes_enforcement``."""
         return kubernetes_enforcement(profile, settings.fqdn_policy)

@@ -252,7 +252,7 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
         return gke_args(profile, settings, context)
 
     def enforcement(
-        self, profile: SandboxProfile, settings: GkeSettings, plan: GkeAgentSandboxArgs
+        self, profile: SandboxProfile, settings: GkeSettings, plan: GkeAgentSandboxArgs | None
     ) -> dict[str, Enforcement]:
         """``kubernetes_enforcement`` with the GKE FQDN policy, plus the kit's log bucket."""
         enforcement = kubernetes_enforcement(profile, "gke")
