@@ -84,6 +84,36 @@ def edit_stack(project: Path, stack: str, edit: Any) -> None:
     path.write_text(yaml.safe_dump(document, sort_keys=False))
 
 
+def cloudflare_only(config: dict[str, Any]) -> None:
+    for target in config["sandboxkit:targets"]:
+        if target != "cloudflare":
+            del config[f"sandboxkit:{target}"]
+    config["sandboxkit:targets"] = ["cloudflare"]
+
+
+def test_a_cloudflare_check_without_the_workers_npm_packages_exits_2_saying_what_to_run(
+    project_copy: Path, tmp_path: Path
+) -> None:
+    # The gate runs the Worker's own egress code (node, miniflare): without `npm ci` in the
+    # Worker's folder that is a missing prerequisite (exit 2), not a crash (exit 70).
+    edit_stack(project_copy, "prod", cloudflare_only)
+    empty = tmp_path / "worker-without-node-modules"
+    empty.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod", "--no-checkov"],
+        cwd=project_copy,
+        env={**os.environ, "PYTHONPATH": str(COMPONENTS), "SANDBOXKIT_WORKER_DIR": str(empty)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"sandboxkit: error: the Worker's npm dependencies are missing: run `npm ci` in {empty}\n"
+    )
+
+
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
 def test_shipped_stacks_pass_with_no_mandatory_violation(project_dir: Path, stack: str) -> None:
     result = run_cli("check", "--stack", stack, "--format", "json", cwd=project_dir)
