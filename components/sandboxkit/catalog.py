@@ -160,6 +160,10 @@ class ResourceKind:
             does; ``tests/checkov`` fails when coverage and these reasons disagree.
         mock_outputs: the attributes a real provider computes for it, for the offline render;
             the rule of the longest matching type or prefix applies.
+        settings: the stack-file setting that decides a checkov check's verdict on this type,
+            where the kit knows it: check id -> ``profile.<path>`` for the sandbox profile, or a
+            key of the target's own section (``image``, ``runtimeClass.handler``); a finding of
+            that check points there instead of at the target's section.
 
     Raises:
         ValueError: for an exact type with neither ``export`` nor ``not_exported``, or both.
@@ -170,6 +174,7 @@ class ResourceKind:
     not_exported: str = ""
     unchecked: str = ""
     mock_outputs: OutputRule | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.is_prefix and (self.export is None) == (not self.not_exported):

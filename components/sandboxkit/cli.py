@@ -33,7 +33,7 @@ from sandboxkit.checkov_bridge.runner import (
     scan_rendered,
 )
 from sandboxkit.config import load_stack_file
-from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.errors import ConfigError, PrerequisiteError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import list_stacks, project_root
@@ -49,7 +49,8 @@ DEBUG_ENV = "SANDBOXKIT_DEBUG"
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success; 1 a mandatory finding (check, checkov); 2 bad config, arguments or "
-    f"files (every bad key named); {EXIT_CRASH} an unexpected error in the kit (one line; "
+    "files (every bad key named), or a missing tool or package (the command to install it "
+    f"named); {EXIT_CRASH} an unexpected error in the kit (one line; "
     f"{DEBUG_ENV}=1 prints the traceback); {EXIT_OUTPUT} the output could not be written "
     "(stdout closed or full, or a pipe closed early)."
 )
@@ -668,8 +669,10 @@ def main() -> None:
     """Console-script entry point: the commands' exit codes, and two of its own.
 
     Exit ``EXIT_OUTPUT`` (74) when stdout cannot take the output (quietly for a pipe closed
-    early), ``EXIT_CRASH`` (70) with a one-line message on any unexpected error, so a crash is
-    never read as the gate's exit 1; ``SANDBOXKIT_DEBUG=1`` adds the traceback.
+    early), ``EXIT_CONFIG`` (2) with its one line when a ``PrerequisiteError`` (node, the
+    Worker's npm packages) stops a command, ``EXIT_CRASH`` (70) with a one-line message on
+    any unexpected error, so a crash is never read as the gate's exit 1; ``SANDBOXKIT_DEBUG=1``
+    adds the traceback.
     """
     collector_off_until_exit()
     real_stdout = sys.stdout
@@ -686,6 +689,10 @@ def main() -> None:
             _say(f"sandboxkit: could not write the output: {exc.args[1]}")
         code = EXIT_OUTPUT
         _silence_stdout()
+    except PrerequisiteError as exc:
+        # Not a crash: the machine lacks what the kit runs; the message says how to install it.
+        _say(f"sandboxkit: error: {exc}")
+        code = EXIT_CONFIG
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc()

@@ -551,8 +551,9 @@ def load_stack(
             plans[name] = spec.plan(profile, target_settings, context)
         except ConfigError as exc:
             problems += exc.problems
-            continue
-        enforcement[name] = spec.enforcement(profile, target_settings, plans[name])
+        # Every problem in one run: a field the target enforces nowhere is reported beside a
+        # refusal of the plan, not after it is fixed.
+        enforcement[name] = spec.enforcement(profile, target_settings, plans.get(name))
         problems += _check_enforcement(name, profile, target_settings, enforcement[name])
     if problems:
         raise ConfigError(*problems)

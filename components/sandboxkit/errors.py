@@ -71,3 +71,9 @@ class FieldError(ValueError):
     def first_of(cls, errors: list[FieldError]) -> FieldError:
         """One error to raise that carries the others, so every bad entry gets reported."""
         return cls(errors[0].suffix, errors[0].value, errors[0].expected, tuple(errors[1:]))
+
+
+class PrerequisiteError(RuntimeError):
+    """Something the kit runs to judge a stack is not installed on this machine (a tool, a
+    package folder); the message names it and the command that installs it. The CLI exits 2
+    on it with that one line: the fix is on the machine, not in the kit or the stack."""

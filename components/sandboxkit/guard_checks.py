@@ -133,6 +133,34 @@ def identity_allowed(ctx: CheckContext) -> bool:
     return ctx.name in ctx.setting("allowedGuestIdentities")
 
 
+# --- SBX-K8S-009: what the stack uses but does not create ---------------------------------------
+
+# SBX-K8S-009's config key: references the organisation has checked outside the gate.
+ACCEPTED_REFERENCES = "acceptedExternalReferences"
+
+
+def outside_the_stack(ctx: CheckContext, reference: str, what: str, unseen: str, fix: str) -> str:
+    """The "cannot verify" sentence for ``reference``, an object the stack uses but another
+    owner created (an existing RuntimeClass or GKE cluster), so no check reads its settings;
+    empty when the organisation accepts it on purpose (listed in SBX-K8S-009's
+    ``acceptedExternalReferences``).
+
+    Args:
+        reference: how the pack config names the object (``RuntimeClass/gvisor``,
+            ``projects/<project>/locations/<region>/clusters/<name>``).
+        what: the object and what uses it, as words.
+        unseen: what the gate would check on it, as words.
+        fix: how to let the kit create it instead.
+    """
+    if reference in ctx.setting(ACCEPTED_REFERENCES):
+        return ""
+    return (
+        f"Cannot verify {what}: it lives outside the stack, so the gate cannot see {unseen}; "
+        f"{fix}, or, once you have checked it, accept it on purpose by listing {reference} in "
+        f"{ACCEPTED_REFERENCES} of sbx-k8s-009 in the pack config."
+    )
+
+
 # --- SBX-RES-001..003: sizes, times and counts ---------------------------------------------------
 
 _BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}

@@ -240,9 +240,14 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
 
     @abstractmethod
     def enforcement(
-        self, profile: SandboxProfile, settings: SettingsT, plan: PlanT
+        self, profile: SandboxProfile, settings: SettingsT, plan: PlanT | None
     ) -> dict[str, Enforcement]:
-        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it."""
+        """Map each field of ``PROFILE_FIELDS`` to where this target enforces it.
+
+        ``plan`` is ``None`` when ``plan`` refused the stack: the config check still reports
+        explicit fields the target enforces nowhere in the same run, so the kinds must not
+        depend on the plan; descriptions then leave the plan's details out.
+        """
 
     @abstractmethod
     def component(self, plan: PlanT) -> KitComponent:
@@ -254,6 +259,12 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
         """What this target needs applied outside Pulumi, for a file written at ``out``;
         ``None`` (the default) when it needs nothing (``sandboxkit external-config``)."""
         return None
+
+    def unseen(self, settings: SettingsT) -> tuple[str, ...]:
+        """What the stack uses but another owner created, so neither the kit nor the gate can
+        see its settings: one sentence each, warned by ``preview`` (the gate reports the same
+        objects under SBX-K8S-009). None by default."""
+        return ()
 
     def control_plane(self, settings: SettingsT) -> tuple[EgressRule, ...]:
         """The hosts this target's own code must reach whatever the egress mode (exact names,

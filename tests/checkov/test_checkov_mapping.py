@@ -3,11 +3,13 @@ follows the plan's shape (snake_case, blocks as lists, maps untouched, secrets r
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from sandboxkit.checkov_bridge.exporters import (
     SECRET_PLACEHOLDER,
@@ -27,8 +29,10 @@ from sandboxkit.checkov_bridge.mapping import (
     export_type,
 )
 from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.profile import SandboxProfile
 from sandboxkit.project import list_stacks, stack_file
 from sandboxkit.render import RenderedResource, RenderedStack, render_source, secret_wrap
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -192,3 +196,33 @@ def test_ids_of_other_resources_become_plan_references(rendered: list[RenderedSt
     }
     assert "vpc_id" not in values[flow_log]
     assert values[flow_log]["traffic_type"] == "ALL"
+
+
+def _has_key(model: type[BaseModel], path: list[str]) -> bool:
+    """Whether ``model`` has the setting at the alias path (``runtimeClass.handler``)."""
+    fields = {f.alias or name: f for name, f in model.model_fields.items()}
+    found = fields.get(path[0])
+    if found is None:
+        return False
+    if len(path) == 1:
+        return True
+    inner = found.annotation
+    return isinstance(inner, type) and issubclass(inner, BaseModel) and _has_key(inner, path[1:])
+
+
+def test_every_setting_a_checkov_finding_points_at_exists() -> None:
+    # A misspelt key would silently point findings at the target's section instead. gcp-gke
+    # re-exports the kubernetes kinds: a key is one of some target's that declares the kind.
+    owners: dict[str, set[str]] = {}
+    for target, module in TARGET_MODULES.items():
+        catalog = importlib.import_module(f"{module.rpartition('.')[0]}.catalog")
+        for kind in catalog.KINDS:
+            for key in kind.settings.values():
+                owners.setdefault(key, set()).add(target)
+    assert "image" in owners
+    for key, targets in owners.items():
+        if key.startswith("profile."):
+            assert _has_key(SandboxProfile, key.split(".")[1:]), key
+        else:
+            models = [get_target(t).settings_model for t in targets]
+            assert any(_has_key(m, key.split(".")) for m in models), key

@@ -128,11 +128,11 @@ def test_without_node_it_says_what_is_missing() -> None:
 def test_without_npm_dependencies_it_names_the_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(decide, "_MINIFLARE", tmp_path / "missing" / "package.json")
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(tmp_path))
     with pytest.raises(WorkerDecideError) as caught, WorkerDecider():
         pass
     assert str(caught.value) == (
-        f"the Worker's npm dependencies are missing: run `npm ci` in {decide.WORKER_DIR}"
+        f"the Worker's npm dependencies are missing: run `npm ci` in {tmp_path}"
     )
 
 

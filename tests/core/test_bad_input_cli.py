@@ -134,7 +134,8 @@ def test_version_and_the_exit_codes_in_help() -> None:
     help_text = " ".join(invoke("--help").stdout.split())
     assert (
         "Exit codes: 0 success; 1 a mandatory finding (check, checkov); 2 bad config, arguments "
-        "or files (every bad key named); 70 an unexpected error in the kit (one line; "
+        "or files (every bad key named), or a missing tool or package (the command to install "
+        "it named); 70 an unexpected error in the kit (one line; "
         "SANDBOXKIT_DEBUG=1 prints the traceback); 74 the output could not be written (stdout "
         "closed or full, or a pipe closed early)." in help_text
     )

@@ -10,7 +10,7 @@ import pytest
 from pydantic import Field
 
 from sandboxkit import config as config_module
-from sandboxkit.config import ConfigSource, load_stack, read_stack_file
+from sandboxkit.config import ConfigSource, load_stack, load_stack_file, read_stack_file
 from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
@@ -22,8 +22,11 @@ from sandboxkit.targets import (
     KitContext,
     TargetSettings,
     TargetSpec,
+    get_target,
 )
+from support import stack_values
 
+PROJECT = Path(__file__).resolve().parents[2]
 BASE: dict[str, Any] = {
     "environment": "dev",
     "targets": ["kubernetes"],
@@ -446,3 +449,69 @@ def test_unquoted_dates_in_a_stack_file_stay_text(tmp_path: Path) -> None:
 )
 def test_caps_describe_their_bounds_in_plain_numbers(cap: Cap, words: str) -> None:
     assert cap.describe() == words
+
+
+def test_a_plan_refusal_and_a_field_enforced_nowhere_are_reported_in_one_run() -> None:
+    # The enforcement check once ran only after a successful plan: the unenforced retention
+    # surfaced only once the names were fixed.
+    profile = {
+        "audit": {"logRetentionDays": 30},
+        "egress": {"mode": "allowlist", "allow": ["pypi.org:443"]},
+    }
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(profile=profile), "test")
+    assert [(p.key, p.value, p.expected) for p in caught.value.problems] == [
+        (
+            "sandboxkit:profile.egress.allow",
+            ["pypi.org:443"],
+            "IP entries only on target kubernetes, whose fqdnPolicy is none: plain Kubernetes "
+            "NetworkPolicy matches addresses, not names. Set sandboxkit:kubernetes.fqdnPolicy to "
+            "cilium (Cilium 1.19 or later) for name entries",
+        ),
+        (
+            "sandboxkit:profile.audit.logRetentionDays",
+            30,
+            "a field target kubernetes enforces; it enforces this nowhere (container logs are "
+            "kept by the cluster's logging pipeline, not the kit). Remove it, or acknowledge it "
+            "with sandboxkit:kubernetes.unenforced: [audit.logRetentionDays]",
+        ),
+    ]
+
+
+def test_a_refused_cloud_run_plan_still_reports_every_enforcement_problem() -> None:
+    # Cloud Run's enforcement map reads the plan (slots, max instances): without one it still
+    # says where each field is enforced, leaving the numbers out.
+    values = stack_values(PROJECT, "prod")
+    values = {k: v for k, v in values.items() if k not in set(values["targets"]) - {"gcp-cloudrun"}}
+    values["targets"] = ["gcp-cloudrun"]
+    values["profile"]["egress"] = {"mode": "allowlist", "allow": ["*.example.com:443"]}
+    values["gcp-cloudrun"]["unenforced"] = ["limits.vcpu"]
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(values=values), "prod", "prod")
+    found = {p.key: (p.value, p.expected) for p in caught.value.problems}
+    assert list(found) == [
+        "sandboxkit:profile.egress.allow",
+        "sandboxkit:gcp-cloudrun.unenforced",
+        "sandboxkit:profile.limits.maxLifetimeSeconds",
+    ]
+    assert found["sandboxkit:gcp-cloudrun.unenforced"] == (
+        ["limits.vcpu"],
+        "only fields target gcp-cloudrun does not enforce; it enforces limits.vcpu "
+        "(template.containers[0].resources.limits.cpu, instance limit 8 vCPU / 32768 MiB with "
+        "maxInstanceRequestConcurrency slots: the instance minus the launcher reserve holds that "
+        "many sandboxes of this size. A bound on the sandboxes together, not each: the sandbox "
+        "CLI has no per-sandbox CPU or memory limit)",
+    )
+
+
+@pytest.mark.parametrize("target", list(TARGET_MODULES))
+def test_enforcement_kinds_do_not_depend_on_the_plan(target: str) -> None:
+    # load_stack asks for the map without a plan when the plan is refused.
+    spec = load_stack_file(PROJECT, "prod")
+    if target not in spec.targets:
+        pytest.skip(f"the prod stack does not deploy {target}")
+    target_spec = get_target(target)
+    settings = spec.settings[target]
+    with_plan = target_spec.enforcement(spec.profile, settings, spec.plans[target])
+    without = target_spec.enforcement(spec.profile, settings, None)
+    assert {k: e.kind for k, e in without.items()} == {k: e.kind for k, e in with_plan.items()}

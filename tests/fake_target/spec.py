@@ -52,7 +52,7 @@ class FlyTarget(TargetSpec[FlySettings, FlyMachineArgs]):
         )
 
     def enforcement(
-        self, profile: SandboxProfile, settings: FlySettings, plan: FlyMachineArgs
+        self, profile: SandboxProfile, settings: FlySettings, plan: FlyMachineArgs | None
     ) -> dict[str, Enforcement]:
         """Sizes on the machine; nothing else."""
         nowhere = Enforcement("none", "Fly Machines have no such setting")

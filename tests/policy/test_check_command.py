@@ -84,6 +84,36 @@ def edit_stack(project: Path, stack: str, edit: Any) -> None:
     path.write_text(yaml.safe_dump(document, sort_keys=False))
 
 
+def cloudflare_only(config: dict[str, Any]) -> None:
+    for target in config["sandboxkit:targets"]:
+        if target != "cloudflare":
+            del config[f"sandboxkit:{target}"]
+    config["sandboxkit:targets"] = ["cloudflare"]
+
+
+def test_a_cloudflare_check_without_the_workers_npm_packages_exits_2_saying_what_to_run(
+    project_copy: Path, tmp_path: Path
+) -> None:
+    # The gate runs the Worker's own egress code (node, miniflare): without `npm ci` in the
+    # Worker's folder that is a missing prerequisite (exit 2), not a crash (exit 70).
+    edit_stack(project_copy, "prod", cloudflare_only)
+    empty = tmp_path / "worker-without-node-modules"
+    empty.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod", "--no-checkov"],
+        cwd=project_copy,
+        env={**os.environ, "PYTHONPATH": str(COMPONENTS), "SANDBOXKIT_WORKER_DIR": str(empty)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"sandboxkit: error: the Worker's npm dependencies are missing: run `npm ci` in {empty}\n"
+    )
+
+
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
 def test_shipped_stacks_pass_with_no_mandatory_violation(project_dir: Path, stack: str) -> None:
     result = run_cli("check", "--stack", stack, "--format", "json", cwd=project_dir)
@@ -182,6 +212,8 @@ def test_a_host_kernel_runtime_class_fails_prod_only(
     by_address = {("SBX-NET-006", "advisory", "gcp-cloudrun-allow-fqdn-443")}
     assert {(v["policy"], v["enforcement"], v["urn"].rsplit("::", 1)[-1]) for v in violations} == {
         ("SBX-K8S-004", level, "kubernetes-template"),
+        # The referenced class lives outside the stack: the gate cannot see its handler.
+        ("SBX-K8S-009", level, "kubernetes-template"),
         *(by_address if stack == "staging" else ()),
     }
 
@@ -277,7 +309,7 @@ def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared
     jsonschema.validate(log, schema)
     (run,) = log["runs"]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
-    assert len(rules) == 34
+    assert len(rules) == 35
     rule = rules["SBX-NET-001"]
     assert rule["help"]["text"].startswith("Set sandboxkit:profile.egress.mode to deny")
     assert rule["properties"]["security-severity"] == "9.5"
@@ -354,7 +386,7 @@ def test_text_names_the_policies_the_pack_config_disabled(project_copy: Path) ->
     assert result.returncode == 0
     assert result.stdout == (
         "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n"
-        f"  disabled by the pack config (34): {', '.join(ALL_POLICY_IDS)}\n"
+        f"  disabled by the pack config (35): {', '.join(ALL_POLICY_IDS)}\n"
         "  checkov: skipped (--no-checkov)\n"
         "  passed\n"
     )
@@ -378,7 +410,7 @@ def test_json_summary_counts_disabled_policies(project_copy: Path) -> None:
         "mandatory": 0,
         "advisory": 0,
         "accepted": 0,
-        "disabled": 34,
+        "disabled": 35,
     }
 
 

@@ -305,7 +305,13 @@ ROWS = [
         ),
         config=_big_pool,
     ),
-    Row("host-kernel-runtime", "prod", _caught(("SBX-K8S-004", TEMPLATE)), config=_host_runtime),
+    # A referenced class is also one the gate cannot see (SBX-K8S-009).
+    Row(
+        "host-kernel-runtime",
+        "prod",
+        _caught(("SBX-K8S-004", TEMPLATE), ("SBX-K8S-009", TEMPLATE)),
+        config=_host_runtime,
+    ),
     # Issue 15's weakenings that passed prod as advisory, each written as a user would.
     Row(
         "workers-dev-on",
@@ -570,6 +576,20 @@ ROWS = [
         "prod",
         _caught(("SBX-K8S-008", TEMPLATE)),
         inputs=_set(TEMPLATE, ("spec", "volumeClaimTemplatesPolicy"), "Allowed"),
+    ),
+    Row(
+        "runtime-class-referenced",
+        "prod",
+        _caught(("SBX-K8S-009", TEMPLATE)),
+        config=_setting("kubernetes", "runtimeClass", {"name": "gvisor", "create": False}),
+        targets=KUBERNETES_ONLY,
+    ),
+    Row(
+        "gke-existing-cluster",
+        "prod",
+        _caught(("SBX-K8S-009", "gcp-gke-gvisor-pool")),
+        config=_setting("gcp-gke", "existingCluster", "agents"),
+        targets=("gcp-gke",),
     ),
     Row(
         "no-cpu-memory-limits",
@@ -1274,5 +1294,5 @@ def test_every_policy_has_a_row() -> None:
         "SBX-SEC-001",
         "SBX-SEC-002",
         "SBX-SEC-003",
-        *(f"SBX-K8S-00{n}" for n in range(1, 9)),
+        *(f"SBX-K8S-00{n}" for n in range(1, 10)),
     }

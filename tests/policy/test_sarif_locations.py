@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from sandboxkit.checkov_bridge.runner import CheckovFinding
 from sandboxkit.cli import app
-from sandboxkit.gate.locations import rule_line, stack_keys
+from sandboxkit.gate import format_sarif
+from sandboxkit.gate.checkov_merge import with_checkov
+from sandboxkit.gate.locations import checkov_lines, rule_line, stack_keys
+from sandboxkit.gate.results import CheckResult
+from support import render_values, stack_values
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 STACK = """\
 config:
@@ -116,3 +123,50 @@ def test_sarif_points_at_the_image_line_of_the_stack_file(project_dir: Path) -> 
             "image: us-docker.pkg.dev/example-sandboxkit-staging/agents/launcher:1",
         ),
     ]
+
+
+# checkov findings on resources of STACK's kubernetes target, by resource name and check id.
+CHECKOV_ON = {
+    # The image checks: the target's image key, not its section.
+    ("kubernetes-template", "CKV_K8S_43"): 15,
+    ("kubernetes-template", "CKV_K8S_15"): 15,
+    # A setting of the profile: its key (the flow mapping's line).
+    ("kubernetes-quota", "CKV_SBX_4"): 12,
+    # A setting the stack leaves at its default: the nearest section it writes.
+    ("kubernetes-runtime-class", "CKV_SBX_5"): 13,
+    # A check no setting decides (read-only root is always on): the target's section.
+    ("kubernetes-template", "CKV_K8S_22"): 13,
+}
+
+
+def test_checkov_findings_point_at_the_setting_that_decides_them() -> None:
+    values = stack_values(PROJECT, "prod")
+    for dropped in set(values["targets"]) - {"kubernetes"}:
+        del values[dropped]
+    values["targets"] = ["kubernetes"]
+    rendered = render_values(PROJECT, "prod", values)
+    by_name = {r.name: r for r in rendered.resources}
+    findings = [
+        CheckovFinding(
+            policy=check,
+            name=f"Ensure {check}",
+            passed=False,
+            urn=by_name[name].urn,
+            type=by_name[name].type,
+            file="prod/kubernetes.yaml",
+            resource=name,
+        )
+        for name, check in CHECKOV_ON
+    ]
+    empty = CheckResult(stack="prod", environment="prod", stack_file="s.yaml", violations=())
+    result = with_checkov(empty, findings, "mandatory", checkov_lines(rendered, STACK, findings))
+    sarif = format_sarif([result])
+    (run,) = [r for r in sarif["runs"] if r["tool"]["driver"]["name"] == "checkov"]
+    located = {
+        (
+            r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].rsplit("::", 1)[-1],
+            r["ruleId"],
+        ): r["locations"][0]["physicalLocation"]["region"]["startLine"]
+        for r in run["results"]
+    }
+    assert located == CHECKOV_ON

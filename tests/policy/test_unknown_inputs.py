@@ -142,6 +142,8 @@ def test_an_unknown_runtime_class_cannot_be_verified(
     path = "spec.podTemplate.spec.runtimeClassName"
     assert found == {
         ("SBX-K8S-004", "mandatory", TEMPLATE, cannot_verify("SBX-K8S-004", ST, TEMPLATE, path)),
+        # Whether the stack creates the class it names (SBX-K8S-009) depends on the name too.
+        ("SBX-K8S-009", "mandatory", TEMPLATE, cannot_verify("SBX-K8S-009", ST, TEMPLATE, path)),
         *_whole_resource(ST, TEMPLATE, path),
     }
 

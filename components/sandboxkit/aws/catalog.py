@@ -161,6 +161,7 @@ KINDS: tuple[ResourceKind, ...] = (
         "aws:cloudwatch/logGroup:LogGroup",
         export=TerraformType("aws_cloudwatch_log_group", TF_AWS),
         mock_outputs=_aws_log_group,
+        settings={"CKV_AWS_338": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
         "aws:iam/role:Role",

@@ -601,13 +601,14 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
         return microvm_args(profile, settings, context)
 
     def enforcement(
-        self, profile: SandboxProfile, settings: MicrovmSettings, plan: MicrovmSandboxArgs
+        self, profile: SandboxProfile, settings: MicrovmSettings, plan: MicrovmSandboxArgs | None
     ) -> dict[str, Enforcement]:
         """Where each profile field is enforced on Lambda MicroVMs."""
-        egress = plan["egress"]
+        # Without a plan (refused), the allowed ports are not known.
+        ports = f" {', '.join(map(str, plan['egress'].tcp_ports))}" if plan is not None else ""
         walls = (
             "image egressNetworkConnectors = the kit's VPC connector only; connector security "
-            f"group (TCP {', '.join(map(str, egress.tcp_ports))} and DNS to the VPC resolver); "
+            f"group (TCP{ports} and DNS to the VPC resolver); "
         )
         egress_where = {
             "deny": walls + "Network Firewall STRICT_ORDER, aws:drop_established, TLS SNI and "
@@ -618,7 +619,7 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
             "DNS Firewall allows the listed names only",
             "open": "connector security group allows all TCP; Network Firewall passes all TCP "
             "(still logs flows); DNS Firewall blocks nothing",
-        }[egress.mode]
+        }[profile.egress.mode]
         return {
             "egress.mode": Enforcement("platform", egress_where),
             "limits.vcpu": Enforcement(

@@ -77,6 +77,7 @@ KINDS: tuple[ResourceKind, ...] = (
         "azure-native:operationalinsights:Workspace",
         export=ArmType("Microsoft.OperationalInsights/workspaces", "2023-09-01", "workspaceName"),
         mock_outputs=_azure_workspace,
+        settings={"CKV_SBX_10": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
         "azure-native:resources:ResourceGroup",

@@ -317,7 +317,10 @@ class AzureSessionsTarget(TargetSpec[AzureSessionsSettings, SessionPoolSandboxAr
         return session_pool_args(profile, settings, context)
 
     def enforcement(
-        self, profile: SandboxProfile, settings: AzureSessionsSettings, plan: SessionPoolSandboxArgs
+        self,
+        profile: SandboxProfile,
+        settings: AzureSessionsSettings,
+        plan: SessionPoolSandboxArgs | None,
     ) -> dict[str, Enforcement]:
         """See ``sessions_enforcement``."""
         return sessions_enforcement(profile, settings)

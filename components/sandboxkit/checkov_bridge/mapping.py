@@ -39,6 +39,7 @@ __all__ = [
     "UnmappedTypeError",
     "catalog_kinds",
     "export_type",
+    "setting_for",
 ]
 
 
@@ -68,6 +69,14 @@ NOT_EXPORTED_PREFIXES: dict[str, str] = {
 # whose only settings are references to other resources, or a value that is a secret.
 # tests/checkov/test_checkov_baseline.py fails when this list and the coverage disagree.
 UNCHECKED: dict[str, str] = {k.type: k.unchecked for k in _KINDS if k.unchecked}
+
+
+def setting_for(type_token: str, check: str) -> str | None:
+    """The stack-file setting that decides ``check``'s verdict on ``type_token``, as its
+    catalog declares it (``ResourceKind.settings``: ``image``, ``profile.pool.ready``), else
+    ``None``."""
+    kind = next((k for k in catalog_kinds() if k.type == type_token), None)
+    return kind.settings.get(check) if kind is not None else None
 
 
 class UnmappedTypeError(LookupError):

@@ -23,6 +23,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain",
         export=TerraformType("cloudflare_workers_script_subdomain", TF_CLOUDFLARE),
+        settings={"CKV_SBX_23": "workersDev"},
     ),
     ResourceKind(
         "pulumi:providers:cloudflare",

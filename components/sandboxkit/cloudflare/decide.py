@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -26,10 +27,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal, Self
 
+from sandboxkit.errors import PrerequisiteError
+
 WORKER_DIR = Path(__file__).resolve().parent / "worker"
-DECIDE_SCRIPT = WORKER_DIR / "test-support" / "decide.mjs"
-# decide.mjs imports miniflare, which `npm ci` in WORKER_DIR installs (.ci/run does).
-_MINIFLARE = WORKER_DIR / "node_modules" / "miniflare" / "package.json"
+# Where the decider finds the Worker's package instead of WORKER_DIR: a copy of it with its npm
+# dependencies installed, where the kit's own folder is read-only (an installed wheel).
+WORKER_DIR_ENV = "SANDBOXKIT_WORKER_DIR"
+# Relative to the Worker's folder.
+DECIDE_SCRIPT = Path("test-support") / "decide.mjs"
+# decide.mjs imports miniflare, which `npm ci` in the Worker's folder installs (.ci/run does).
+_MINIFLARE = Path("node_modules") / "miniflare" / "package.json"
 
 Stage = Literal["platform", "gateway"]
 
@@ -79,6 +86,15 @@ class WorkerDecideError(RuntimeError):
     """The Worker's decision code could not be run, or it refused a request (message says why)."""
 
 
+class WorkerSetupError(WorkerDecideError, PrerequisiteError):
+    """node or the Worker's npm dependencies are missing (the message names the command)."""
+
+
+def worker_dir() -> Path:
+    """The Worker's package folder: ``$SANDBOXKIT_WORKER_DIR`` when set, else ``WORKER_DIR``."""
+    return Path(os.environ.get(WORKER_DIR_ENV) or WORKER_DIR)
+
+
 class WorkerDecider:
     """A running ``decide.mjs``; use it as a context manager (or call ``close``).
 
@@ -86,7 +102,8 @@ class WorkerDecider:
         node: the node executable (20 or later); default ``node`` on ``PATH``.
 
     Raises:
-        WorkerDecideError: on entry, when node or the Worker's npm dependencies are missing.
+        WorkerSetupError: on entry, when node or the Worker's npm dependencies (in
+            ``worker_dir()``) are missing.
     """
 
     def __init__(self, node: str | None = None) -> None:
@@ -97,18 +114,19 @@ class WorkerDecider:
     def __enter__(self) -> Self:
         node = shutil.which(self._node or "node")
         if node is None:
-            raise WorkerDecideError(
+            raise WorkerSetupError(
                 f"node (20 or later) is needed to run the Worker's egress code; "
                 f"{self._node or 'node'} is not on PATH"
             )
-        if not _MINIFLARE.is_file():
-            raise WorkerDecideError(
-                f"the Worker's npm dependencies are missing: run `npm ci` in {WORKER_DIR}"
+        folder = worker_dir()
+        if not (folder / _MINIFLARE).is_file():
+            raise WorkerSetupError(
+                f"the Worker's npm dependencies are missing: run `npm ci` in {folder}"
             )
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._process = subprocess.Popen(
-            [node, str(DECIDE_SCRIPT)],
-            cwd=WORKER_DIR,
+            [node, str(folder / DECIDE_SCRIPT)],
+            cwd=folder,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -375,7 +375,10 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
         return worker_sandbox_args(profile, settings, context)
 
     def enforcement(
-        self, profile: SandboxProfile, settings: CloudflareSettings, plan: WorkerSandboxArgs
+        self,
+        profile: SandboxProfile,
+        settings: CloudflareSettings,
+        plan: WorkerSandboxArgs | None,
     ) -> dict[str, Enforcement]:
         """See ``cloudflare_enforcement``."""
         return cloudflare_enforcement(profile)

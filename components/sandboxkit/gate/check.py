@@ -27,7 +27,7 @@ from sandboxkit.checkov_bridge.runner import (
 from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
-from sandboxkit.gate.locations import target_lines
+from sandboxkit.gate.locations import checkov_lines
 from sandboxkit.gate.progress import Step, no_steps
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult
 from sandboxkit.project import stack_file
@@ -144,12 +144,10 @@ def check_stacks(
     for stack, result in zip(rendered, results, strict=True):
         path = stack_file(project_dir, stack.stack)
         text = path.read_text() if path.is_file() else ""
+        findings = report.for_stack(stack.stack)
         merged.append(
             with_checkov(
-                result,
-                report.for_stack(stack.stack),
-                levels[result.environment],
-                target_lines(stack, text),
+                result, findings, levels[result.environment], checkov_lines(stack, text, findings)
             )
         )
     if project_files:

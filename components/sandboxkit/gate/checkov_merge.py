@@ -106,7 +106,7 @@ def with_checkov(
     result: CheckResult,
     findings: Sequence[CheckovFinding],
     level: str,
-    lines: Mapping[str, int] | None = None,
+    lines: Mapping[tuple[str, str], int] | None = None,
 ) -> CheckResult:
     """``result`` plus checkov's verdicts on it: failures as violations at ``level``.
 
@@ -114,8 +114,9 @@ def with_checkov(
         result: the CrossGuard result of the stack (or an empty project result).
         findings: checkov's verdicts on the stack's resources (or the project's files).
         level: ``mandatory`` or ``advisory``, for failures the baseline does not accept.
-        lines: URN -> the stack-file line of the resource's target settings; project files
-            carry checkov's own line.
+        lines: (URN, check id) -> the stack-file line of the setting that decides the check,
+            else of the resource's target section (``locations.checkov_lines``); project
+            files carry checkov's own line.
 
     Returns:
         ``result`` with the failures the baseline does not accept as violations, the accepted
@@ -129,7 +130,11 @@ def with_checkov(
     violations: list[Violation] = []
     accepted: list[Violation] = []
     for finding in failed:
-        line = finding.line if finding.type is None else (lines or {}).get(finding.urn)
+        line = (
+            finding.line
+            if finding.type is None
+            else (lines or {}).get((finding.urn, finding.policy))
+        )
         violation = _checkov_violation(finding, level, line)
         (violations if finding.accepted is None else accepted).append(violation)
     counts = {

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from sandboxkit.checkov_bridge.mapping import setting_for
+from sandboxkit.checkov_bridge.runner import CheckovFinding
 from sandboxkit.config import NAMESPACE
 from sandboxkit.render import RenderedStack
 
@@ -148,11 +150,37 @@ def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = 
     return next((lines[p] for p in fallback if p in lines), 1)
 
 
-def target_lines(rendered: RenderedStack, stack_text: str) -> dict[str, int]:
-    """URN -> the line of ``sandboxkit:<target>`` in the stack file (where a target is fixed)."""
+def setting_line(keys: list[KeyLine], target: str, setting: str) -> int | None:
+    """The line of the deepest key the stack file writes on the way to ``setting``
+    (``profile.audit.logRetentionDays`` under ``sandboxkit:profile``, else a key of
+    ``sandboxkit:<target>``, ``runtimeClass.handler``): the setting itself, or the section
+    above it when the stack leaves it at its default; ``None`` when neither is written."""
+    section, _, rest = setting.partition(".") if setting.startswith("profile.") else ("", "", "")
+    path = (
+        ("config", PROFILE, *rest.split("."))
+        if section
+        else ("config", f"{NAMESPACE}:{target}", *setting.split("."))
+    )
+    lines = {k.path: k.line for k in keys}
+    return next((lines[path[:n]] for n in range(len(path), 1, -1) if path[:n] in lines), None)
+
+
+def checkov_lines(
+    rendered: RenderedStack, stack_text: str, findings: list[CheckovFinding]
+) -> dict[tuple[str, str], int]:
+    """(URN, check id) -> the stack-file line a checkov finding on a resource points at: the
+    setting its target's catalog names for the check (``setting_for``), else the target's
+    section ``sandboxkit:<target>``."""
+    keys = stack_keys(stack_text)
+    targets = {r.urn: rendered.target_of(r) for r in rendered.resources}
     lines = {}
-    for resource in rendered.resources:
-        target = rendered.target_of(resource)
-        if target is not None:
-            lines[resource.urn] = find_line(stack_text, (f"{NAMESPACE}:{target}",))
+    for finding in findings:
+        target = targets.get(finding.urn)
+        if target is None or finding.type is None:
+            continue
+        setting = setting_for(finding.type, finding.policy)
+        line = setting_line(keys, target, setting) if setting else None
+        lines[(finding.urn, finding.policy)] = line or find_line(
+            stack_text, (f"{NAMESPACE}:{target}",)
+        )
     return lines

@@ -77,6 +77,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "gcp:logging/projectBucketConfig:ProjectBucketConfig",
         export=TerraformType("google_logging_project_bucket_config", TF_GOOGLE),
+        settings={"CKV_SBX_21": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
         "gcp:logging/projectSink:ProjectSink",

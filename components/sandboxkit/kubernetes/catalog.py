@@ -35,10 +35,12 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "kubernetes:core/v1:ResourceQuota",
         export=KubernetesType("ResourceQuota"),
+        settings={"CKV_SBX_4": "profile.pool.maxConcurrent"},
     ),
     ResourceKind(
         "kubernetes:node.k8s.io/v1:RuntimeClass",
         export=KubernetesType("RuntimeClass"),
+        settings={"CKV_SBX_5": "runtimeClass.handler"},
     ),
     ResourceKind(
         "kubernetes:networking.k8s.io/v1:NetworkPolicy",
@@ -47,10 +49,18 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
         "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate",
         export=KubernetesType("SandboxTemplate", pod_template="spec.podTemplate"),
+        # checkov's image checks (tag fixed, digest, pull policy for a tag) and high UID.
+        settings={
+            "CKV_K8S_14": "image",
+            "CKV_K8S_15": "image",
+            "CKV_K8S_43": "image",
+            "CKV_K8S_40": "runAsUser",
+        },
     ),
     ResourceKind(
         "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool",
         export=KubernetesType("SandboxWarmPool"),
+        settings={"CKV_SBX_2": "profile.pool.ready"},
     ),
     ResourceKind(
         "kubernetes:core/v1:ConfigMap",

@@ -4,23 +4,30 @@ folder's others."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.guard import (
     SANDBOX_POD_KINDS,
     CheckContext,
     Handler,
+    StackHandler,
+    StackResource,
     containers_of,
     dig,
     items,
     number,
+    of_kind,
     sandbox_pod_spec,
     target_of,
 )
+from sandboxkit.guard_checks import outside_the_stack
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
+# The target whose runtime class is a setting; gcp-gke uses GKE's own ``gvisor`` class, which
+# GKE installs with the GKE Sandbox node pools the stack creates and SBX-K8S-004 checks.
+KUBERNETES = "kubernetes"
 
 
 def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -125,6 +132,36 @@ def _claims(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
             yield f"SandboxTemplate {ctx.name} sets {field} {value}; set it to Disallowed."
 
 
+def _external_runtime_classes(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # A class is created when the same target's component registered a RuntimeClass by that
+    # name; otherwise its handler (runsc, kata, or runc) is the cluster's secret.
+    created = {
+        (target_of(r.props), dig(r.props, "metadata.name"))
+        for r in of_kind(resources, ":RuntimeClass")
+    }
+    for template in of_kind(resources, ":SandboxTemplate"):
+        if target_of(template.props) != KUBERNETES:
+            continue
+        name = sandbox_pod_spec(template.props).get("runtimeClassName")
+        # No class at all is SBX-K8S-004's finding: the pod runs the node's default runtime.
+        if not isinstance(name, str) or (KUBERNETES, name) in created:
+            continue
+        message = outside_the_stack(
+            ctx,
+            f"RuntimeClass/{name}",
+            f"the handler of RuntimeClass {name}, which SandboxTemplate {template.name} runs "
+            "its sandbox pods under",
+            "whether the class runs gVisor (runsc) or Kata Containers, or plain runc, which "
+            "shares the node's kernel (SBX-K8S-004 checks only the name)",
+            "set sandboxkit:kubernetes.runtimeClass.create to true so the kit creates the class "
+            "with a sandboxed handler",
+        )
+        if message:
+            yield message, template.urn
+
+
 HANDLERS = (
     Handler("SBX-K8S-001", SANDBOX_POD_KINDS, _read_only),
     Handler("SBX-K8S-002", SANDBOX_POD_KINDS, _capabilities),
@@ -134,4 +171,5 @@ HANDLERS = (
     Handler("SBX-K8S-006", SANDBOX_POD_KINDS, _seccomp),
     Handler("SBX-K8S-007", (NAMESPACE,), _pod_security),
     Handler("SBX-K8S-008", (SANDBOX_TEMPLATE,), _claims),
+    StackHandler("SBX-K8S-009", _external_runtime_classes),
 )

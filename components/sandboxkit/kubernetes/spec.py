@@ -127,7 +127,9 @@ class RuntimeClassSettings(BaseModel):
             ``runsc`` (gVisor) or a Kata Containers handler (``kata``, ``kata-qemu``,
             ``kata-clh``, ``kata-fc``); used only when ``create`` is true.
         create: create the RuntimeClass; ``false`` references an existing class (GKE supplies
-            one).
+            one), whose handler the kit cannot see: the gate reports it as cannot verify
+            (SBX-K8S-009, mandatory in prod) unless the pack config accepts
+            ``RuntimeClass/<name>``.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -464,10 +466,24 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
         return args
 
     def enforcement(
-        self, profile: SandboxProfile, settings: KubernetesSettings, plan: AgentSandboxArgs
+        self, profile: SandboxProfile, settings: KubernetesSettings, plan: AgentSandboxArgs | None
     ) -> dict[str, Enforcement]:
         """See ``kubernetes_enforcement``."""
         return kubernetes_enforcement(profile, settings.fqdn_policy)
+
+    def unseen(self, settings: KubernetesSettings) -> tuple[str, ...]:
+        """The referenced RuntimeClass (``runtimeClass.create: false``), whose handler the
+        cluster decides."""
+        if settings.runtime_class.create:
+            return ()
+        name = settings.runtime_class.name
+        return (
+            f"sandboxkit:kubernetes.runtimeClass.create is false: the kit cannot see which "
+            f"handler the cluster's RuntimeClass {name} has (gVisor, Kata, or plain runc, which "
+            "shares the node's kernel); the policy gate reports it as cannot verify "
+            "(SBX-K8S-009, mandatory in prod unless the pack config accepts "
+            f"RuntimeClass/{name})",
+        )
 
     def component(self, plan: AgentSandboxArgs) -> KitComponent:
         """The ``AgentSandbox`` component."""

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pulumi_policy import Severity
 
-from ._common import ResourceRule, Rule
+from sandboxkit.guard_checks import ACCEPTED_REFERENCES
+
+from ._common import ResourceRule, Rule, StackRule
 
 READ_ONLY_ROOT = ResourceRule(
     Rule(
@@ -108,6 +110,36 @@ CLAIMS_LOCKED = ResourceRule(
     )
 )
 
+OUTSIDE_THE_STACK = StackRule(
+    Rule(
+        id="SBX-K8S-009",
+        title="What the sandboxes run on but the stack does not create is accepted on purpose",
+        severity=Severity.HIGH,
+        description="Checks that every object the sandboxes depend on but the stack does not "
+        "create (a referenced RuntimeClass, whose handler decides the sandbox; an existing GKE "
+        "cluster, whose settings decide network policy, private nodes and workload identity) "
+        "is one the organisation accepts on purpose: the gate cannot see its settings, so "
+        "it reports 'cannot verify' for it.",
+        remediation="Let the kit create the object (runtimeClass.create: true, no "
+        "existingCluster), or check it yourself and list it in acceptedExternalReferences.",
+        properties={
+            ACCEPTED_REFERENCES: {
+                "type": "array",
+                "items": {
+                    "type": "string",
+                    "pattern": "^(RuntimeClass/[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+                    "|projects/[^/]+/locations/[^/]+/clusters/[^/]+)$",
+                },
+                "default": [],
+                "description": "Objects outside the stack the organisation has checked and "
+                "accepts: RuntimeClass/<name> for a RuntimeClass the kubernetes target "
+                "references, projects/<project>/locations/<region>/clusters/<name> for a "
+                "gcp-gke existingCluster.",
+            }
+        },
+    )
+)
+
 RULES = [
     READ_ONLY_ROOT,
     NO_CAPABILITIES,
@@ -117,4 +149,5 @@ RULES = [
     SECCOMP,
     RESTRICTED_NAMESPACE,
     CLAIMS_LOCKED,
+    OUTSIDE_THE_STACK,
 ]

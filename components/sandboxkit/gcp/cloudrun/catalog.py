@@ -77,5 +77,6 @@ KINDS: tuple[ResourceKind, ...] = (
             TF_GOOGLE,
             blocks=frozenset({"match", "match.layer4Configs"}),
         ),
+        settings={"CKV_SBX_20": "profile.egress"},
     ),
 )

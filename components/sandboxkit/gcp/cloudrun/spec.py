@@ -525,10 +525,11 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
         return cloudrun_args(profile, settings, context)
 
     def enforcement(
-        self, profile: SandboxProfile, settings: CloudRunSettings, plan: CloudRunSandboxArgs
+        self, profile: SandboxProfile, settings: CloudRunSettings, plan: CloudRunSandboxArgs | None
     ) -> dict[str, Enforcement]:
         """Where each field is enforced on Cloud Run."""
-        slots = plan["slots"]
+        # Without a plan (refused), the sandboxes per instance are not known.
+        slots = plan["slots"] if plan is not None else "slots"
         assumed = (
             " (no DNS tunnel; Google documents the VPC's DNS for Direct VPC egress through "
             "private zones, and the response policy is assumed to apply the same way)"
@@ -581,7 +582,12 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
             ),
             "pool.maxConcurrent": Enforcement(
                 "platform",
-                max_concurrent_where(profile.pool.max_concurrent, slots, plan["max_instances"]),
+                max_concurrent_where(
+                    profile.pool.max_concurrent, plan["slots"], plan["max_instances"]
+                )
+                if plan is not None
+                else "template.scaling.maxInstanceCount with maxInstanceRequestConcurrency: at "
+                "most maxInstanceCount x slots sandboxes at once",
             ),
             "audit.logRetentionDays": Enforcement(
                 "platform",

@@ -3,13 +3,21 @@ node pool; the agent-sandbox objects on it are the kubernetes target's, re-expor
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp import guard as gcp_guard
-from sandboxkit.guard import CheckContext, Handler, dig
-from sandboxkit.guard_checks import identity_allowed
+from sandboxkit.guard import (
+    CheckContext,
+    Handler,
+    StackHandler,
+    StackResource,
+    UnknownInputError,
+    dig,
+    of_kind,
+)
+from sandboxkit.guard_checks import identity_allowed, outside_the_stack
 from sandboxkit.kubernetes import guard as kubernetes_guard
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -56,10 +64,56 @@ def _gvisor_pool(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         )
 
 
+# --- SBX-K8S-009 -------------------------------------------------------------------------------
+
+# What the gate checks on a cluster the stack creates (SBX-NET-003, checkov's GKE checks and the
+# kit's own settings in ``cluster.py``), and so cannot check on an existing one.
+CLUSTER_UNSEEN = (
+    "whether it enforces network policy with Dataplane V2 (SBX-NET-003), has private nodes, a "
+    "private endpoint and master authorized networks, workload identity, shielded nodes, legacy "
+    "ABAC off, the Agent Sandbox add-on and a system node pool without GKE Sandbox"
+)
+
+
+def _known(props: Mapping[str, Any], key: str) -> Any:
+    """``props[key]``, or ``None`` while it is unknown (computed from a resource of the stack,
+    so not an outside reference)."""
+    try:
+        return props.get(key)
+    except UnknownInputError:
+        return None
+
+
+def _external_clusters(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    created = {_known(c.props, "name") for c in of_kind(resources, CLUSTER)}
+    reported: set[str] = set()
+    for pool in of_kind(resources, NODE_POOL):
+        cluster = _known(pool.props, "cluster")
+        if cluster is None or cluster in created:
+            continue
+        project, location = _known(pool.props, "project"), _known(pool.props, "location")
+        reference = f"projects/{project}/locations/{location}/clusters/{cluster}"
+        if reference in reported:
+            continue
+        reported.add(reference)
+        message = outside_the_stack(
+            ctx,
+            reference,
+            f"GKE cluster {reference}, which node pool {pool.name} joins",
+            CLUSTER_UNSEEN,
+            "remove sandboxkit:gcp-gke.existingCluster so the kit creates the cluster with them",
+        )
+        if message:
+            yield message, pool.urn
+
+
 HANDLERS = (
     *gcp_guard.HANDLERS,
     *kubernetes_guard.HANDLERS,
     Handler("SBX-NET-003", (CLUSTER,), _datapath),
     Handler("SBX-IAM-002", (NODE_POOL,), _node_metadata),
     Handler("SBX-K8S-004", (NODE_POOL,), _gvisor_pool),
+    StackHandler("SBX-K8S-009", _external_clusters),
 )

@@ -102,7 +102,9 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         existingCluster: name of a cluster in ``region`` to add the gVisor node pool to, instead
             of creating one; it must already be private, on Dataplane V2, with workload
             identity, the Agent Sandbox add-on and a node pool without GKE Sandbox for system
-            pods.
+            pods. The kit cannot see them: the gate reports the cluster as cannot verify
+            (SBX-K8S-009, mandatory in prod) unless the pack config accepts
+            ``projects/<project>/locations/<region>/clusters/<name>``.
         privateEndpoint: the control plane has no public endpoint (created cluster only).
         masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, each at most
             a /8 (IPv4) or /32 (IPv6) wide (``0.0.0.0/0``, ``::/0`` and other blocks that wide
@@ -250,7 +252,7 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
         return gke_args(profile, settings, context)
 
     def enforcement(
-        self, profile: SandboxProfile, settings: GkeSettings, plan: GkeAgentSandboxArgs
+        self, profile: SandboxProfile, settings: GkeSettings, plan: GkeAgentSandboxArgs | None
     ) -> dict[str, Enforcement]:
         """``kubernetes_enforcement`` with the GKE FQDN policy, plus the kit's log bucket."""
         enforcement = kubernetes_enforcement(profile, "gke")
@@ -259,6 +261,22 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
             "log bucket retentionDays, with a sink for the sandbox namespace's container logs",
         )
         return enforcement
+
+    def unseen(self, settings: GkeSettings) -> tuple[str, ...]:
+        """The existing cluster (``existingCluster``), whose settings its owner decides."""
+        if settings.existing_cluster is None:
+            return ()
+        reference = (
+            f"projects/{settings.project}/locations/{settings.region}/clusters/"
+            f"{settings.existing_cluster}"
+        )
+        return (
+            f"sandboxkit:gcp-gke.existingCluster is set: the kit cannot see how cluster "
+            f"{reference} is configured (Dataplane V2, private nodes and endpoint, master "
+            "authorized networks, workload identity, the Agent Sandbox add-on, a system node "
+            "pool); the policy gate reports it as cannot verify (SBX-K8S-009, mandatory in prod "
+            "unless the pack config accepts it)",
+        )
 
     def component(self, plan: GkeAgentSandboxArgs) -> KitComponent:
         """The ``GkeAgentSandbox`` component."""
