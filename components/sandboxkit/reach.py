@@ -123,6 +123,18 @@ Ports = frozenset[int] | Literal["any"]
 _ANY_NAME = "*"
 
 
+def port_text(ports: Iterable[int]) -> str:
+    """TCP ports in order, each run of consecutive ports as ``first-last``, the rest joined by
+    ``/``: ``{53, 80, 443, 444, 445}`` is ``53/80/443-445``."""
+    runs: list[list[int]] = []
+    for port in sorted(ports):
+        if runs and port == runs[-1][-1] + 1:
+            runs[-1][-1] = port
+        else:
+            runs.append([port, port])
+    return "/".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 @dataclass(frozen=True)
 class Grant:
     """One thing a target lets a sandbox reach (or resolve).
@@ -240,7 +252,7 @@ class Grant:
         )
 
     def __str__(self) -> str:
-        ports = "every port" if self.ports == "any" else "/".join(map(str, sorted(self.ports)))
+        ports = "every port" if self.ports == "any" else port_text(self.ports)
         what = f"{self.host} ({self.scope})" if self.network is None else self.host
         if self.excluded:
             what += f" except {', '.join(self.excluded)}"
@@ -472,7 +484,14 @@ class Difference:
     verdict: Verdict
 
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, last_port: int | None = None) -> str:
+        """The difference in words; ``last_port`` names the probe's port as a range up to it,
+        for a run of differences alike but for their consecutive ports (``port_runs``)."""
         what = str(self.probe) if self.question == "connect" else f"resolving {self.probe.host}"
+        if last_port is not None and last_port != self.probe.port:
+            what += f"-{last_port}"
         origin = f" ({self.probe.kind} of {self.probe.origin})" if self.probe.origin else ""
         if self.direction == "wider":
             by = "; ".join(str(g) for g in self.verdict.grants)
@@ -500,6 +519,34 @@ def compare(
         if verdict.admitted != contract.may_resolve(probe.host):
             found.append(Difference(probe, "resolve", _direction(verdict), verdict))
     return tuple(found)
+
+
+def port_runs(differences: Iterable[Difference]) -> tuple[tuple[Difference, int], ...]:
+    """``differences`` with each run of neighbours that differ only in consecutive ports (a
+    connection probe of the same host, kind and origin, answered the same way by the same
+    grants) as one: ``(first difference, last port of the run)``, in the given order. A grant
+    on a port range (Cilium ``endPort``) then reads as one difference, not one per port."""
+    runs: list[tuple[Difference, int]] = []
+    for difference in differences:
+        if runs:
+            first, last = runs[-1]
+            alike = (
+                first.question == difference.question == "connect"
+                and difference.probe.port == last + 1
+                and (first.probe.host, first.probe.kind, first.probe.origin, first.direction)
+                == (
+                    difference.probe.host,
+                    difference.probe.kind,
+                    difference.probe.origin,
+                    difference.direction,
+                )
+                and first.verdict == difference.verdict
+            )
+            if alike:
+                runs[-1] = (first, difference.probe.port)
+                continue
+        runs.append((difference, difference.probe.port))
+    return tuple(runs)
 
 
 def _direction(verdict: Verdict) -> Direction:

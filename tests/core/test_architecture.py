@@ -5,7 +5,10 @@ the files shipped alone (the MicroVM launcher and worker) import only what ships
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "components" / "sandboxkit"
@@ -89,3 +92,106 @@ def test_an_import_of_the_kit_from_a_shipped_folder_is_caught(tmp_path: Path) ->
         "main.py: boto3",
         "main.py: sandboxkit.contract",
     ]
+
+
+# --- mypy reads the cloud SDKs only where the kit calls them (pyproject [tool.mypy]) -----------
+
+PROJECT = PACKAGE.parents[1]
+SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_cloudflare", "pulumi_gcp", "pulumi_kubernetes")
+CHECKED = ("components/sandboxkit", "tests", "policy-packs/sandbox-guard/policies", "benchmarks")
+
+
+def sdk_uses(tree: ast.AST) -> set[tuple[str, ...]]:
+    """Each SDK name a module uses, as its dotted parts: ``import pulumi_aws as aws`` then
+    ``aws.ec2.SecurityGroup`` is ``("pulumi_aws", "ec2", "SecurityGroup")``; ``from
+    pulumi_azure_native import app`` is ``("pulumi_azure_native", "app")``."""
+    aliases: dict[str, tuple[str, ...]] = {}
+    found: set[tuple[str, ...]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in SDKS:
+                    aliases[alias.asname or alias.name] = tuple(alias.name.split("."))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in SDKS:
+            for alias in node.names:
+                parts = (*(node.module or "").split("."), alias.name)
+                aliases[alias.asname or alias.name] = parts
+                found.add(parts)
+    for node in ast.walk(tree):
+        chain: list[str] = []
+        base = node
+        while isinstance(base, ast.Attribute):
+            chain.insert(0, base.attr)
+            base = base.value
+        if chain and isinstance(base, ast.Name) and base.id in aliases:
+            found.add((*aliases[base.id], *chain))
+    return found
+
+
+def defining_module(parts: tuple[str, ...], site: Path) -> str:
+    """The SDK module that defines ``parts``: the deepest subpackage or module on its path,
+    or for a name of a package's flat namespace (``pulumi_cloudflare.WorkersScript``) the
+    module of that package which defines it (``pulumi_cloudflare.workers_script``)."""
+    depth = 1
+    while depth < len(parts) and (
+        (site.joinpath(*parts[: depth + 1])).is_dir()
+        or site.joinpath(*parts[:depth], f"{parts[depth]}.py").is_file()
+    ):
+        depth += 1
+    package = site.joinpath(*parts[:depth])
+    if depth == len(parts) or not package.is_dir():
+        return ".".join(parts[:depth])
+    name = parts[depth].removesuffix("_output")
+    pattern = re.compile(rf"^\s*(class|def) {re.escape(name)}\b", re.MULTILINE)
+    for path in sorted(package.glob("*.py")):
+        if path.name != "__init__.py" and pattern.search(path.read_text()):
+            return ".".join((*parts[:depth], path.stem))
+    return ".".join(parts[:depth])
+
+
+def sdk_site() -> Path:
+    """The site-packages folder holding the cloud SDKs (found without importing them)."""
+    spec = importlib.util.find_spec("pulumi_aws")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).parents[1]
+
+
+def followed(module: str, patterns: list[str]) -> bool:
+    """Whether a mypy module pattern (``x.y`` or ``x.y.*``, the latter x.y and below) names
+    ``module``."""
+    return any(
+        module == p or (p.endswith(".*") and (module == p[:-2] or module.startswith(p[:-1])))
+        for p in patterns
+    )
+
+
+def test_mypy_follows_every_sdk_module_the_kit_uses() -> None:
+    mypy = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert mypy["files"] == list(CHECKED)
+    skipped, normal = mypy["overrides"]
+    assert skipped == {"module": [f"{sdk}.*" for sdk in SDKS], "follow_imports": "skip"}
+    assert normal["follow_imports"] == "normal"
+    site = sdk_site()
+    used = {
+        parts
+        for folder in CHECKED
+        for path in (PROJECT / folder).rglob("*.py")
+        for parts in sdk_uses(ast.parse(path.read_text()))
+    }
+    modules = {defining_module(parts, site) for parts in used}
+    assert {"pulumi_aws.ec2", "pulumi_cloudflare.workers_script", "pulumi_azure_native.app"} <= (
+        modules
+    )
+    assert sorted(m for m in modules if not followed(m, normal["module"])) == []
+
+
+def test_a_new_sdk_service_in_the_kit_is_caught() -> None:
+    tree = ast.parse(
+        "import pulumi_aws as aws\nfrom pulumi_cloudflare import Account\n"
+        "aws.sqs.Queue('q')\nAccount('a')\n"
+    )
+    site = sdk_site()
+    modules = {defining_module(parts, site) for parts in sdk_uses(tree)}
+    assert modules == {"pulumi_aws.sqs", "pulumi_aws.sqs.queue", "pulumi_cloudflare.account"}
+    normal = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"][1]
+    assert [m for m in sorted(modules) if not followed(m, normal["module"])] == sorted(modules)

@@ -20,10 +20,13 @@ from sandboxkit.reach import (
     derive_probes,
     inexpressible,
     plain,
+    port_runs,
+    port_text,
 )
 
 DOC: Basis = "platform-doc"
 NFW = "Network Firewall RulesSourceList: a target '.x' matches x and every name below it"
+HERE = "tests/core/test_reach.py"
 CILIUM = "Cilium toFQDNs matchPattern: '*' matches one DNS label (cilium/cilium#22081)"
 
 
@@ -256,6 +259,51 @@ def test_open_address_grants_admitting_the_nat64_metadata_form_are_wider() -> No
         "wider: [64:ff9b::a9fe:a9fe]:80 is admitted by ::/0 except fc00::/7, fe80::/10, ::1/128 "
         "on every port, address [platform-doc: NetworkPolicy]; the contract refuses it"
     ]
+
+
+@pytest.mark.parametrize(
+    ("ports", "text"),
+    [
+        ({443}, "443"),
+        ({443, 80, 53}, "53/80/443"),
+        ({443, 444}, "443-444"),
+        ({53, 80, *range(443, 8444)}, "53/80/443-8443"),
+        ({1, 3, 4, 5, 7}, "1/3-5/7"),
+    ],
+)
+def test_ports_print_in_order_with_each_consecutive_run_as_a_range(
+    ports: set[int], text: str
+) -> None:
+    assert port_text(ports) == text
+
+
+def test_a_grant_on_a_port_range_differs_once_per_run_of_consecutive_ports() -> None:
+    # A Cilium toPorts with endPort: 443-8443 on a name the contract admits on 443 only.
+    ranged = name_grant("example.com", ports=frozenset(range(443, 8444)), resource="cnp")
+    other = name_grant("example.org", ports=frozenset({22, 23}), resource="cnp")
+    effective = EffectiveEgress("kubernetes", (ranged, other), (dns("example.com"),))
+    contract = EgressContract("allowlist", (parse_rule("example.com:443"),))
+    found = compare(effective, contract, derive_probes(contract.rules, grants=(ranged, other)))
+    assert len(found) == 8_000 + 2  # 444 to 8443 on example.com; 22 and 23 on example.org
+    by = f"on 443-8443, name at L7 (SNI/Host checked against the destination) [kit-code: {HERE}]"
+    assert [d.describe(last) for d, last in port_runs(found)] == [
+        f"wider: example.com:8443 (other-port of example.com:443) is admitted by example.com "
+        f"(exact) {by}; the contract refuses it",
+        f"wider: example.com:444-8442 (grant of cnp) is admitted by example.com (exact) {by}; the "
+        "contract refuses it",
+        "wider: example.org:22-23 (grant of cnp) is admitted by example.org (exact) on 22-23, name "
+        f"at L7 (SNI/Host checked against the destination) [kit-code: {HERE}]; the contract "
+        "refuses it",
+    ]
+    # Alone, a difference reads as before: one probe, one port.
+    assert (
+        str(found[1])
+        == found[1].describe()
+        == (
+            f"wider: example.com:444 (grant of cnp) is admitted by example.com (exact) {by}; the "
+            "contract refuses it"
+        )
+    )
 
 
 def test_inexpressible_grants_are_flagged_without_a_profile() -> None:

@@ -191,3 +191,42 @@ def test_rules_that_admit_more_than_their_port_are_reported(
     assert port_findings(analyzer, rendered) == {
         (name, f"{kind} {name} egress rule {path[2]} admits egress on {words}, {REMEDY}")
     }
+
+
+def test_a_cilium_port_range_is_one_contract_finding_per_run_of_ports(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # example.com:443 is the contract's; 444-8443 widen it. SBX-NET-008 names the range once
+    # (and 8443 on its own, the probe the contract's entry asks first), not once per port.
+    rendered = with_input(
+        render("kubernetes", ALLOWED, fqdnPolicy="cilium"),
+        CILIUM,
+        ("spec", "egress", 1, "toPorts", 0, "ports", 0),
+        {"port": "443", "endPort": 8443, "protocol": "TCP"},
+    )
+    result = gate.check_rendered(analyzer, rendered, PROJECT, None)
+    grant = (
+        "example.com (exact) on 443-8443, name at L7 (SNI/Host checked against the destination) "
+        "[platform-doc: Cilium toFQDNs with TLS serverNames checked by Envoy (docs.cilium.io, "
+        "policy language, Limit TLS Server Name Indication)]"
+    )
+    fix = (
+        "the contract refuses it; deploy the target's component unchanged for this profile "
+        "(sandboxkit preview --explain-egress shows every probe)."
+    )
+    assert [
+        (v.urn.rsplit("::", 1)[-1], v.message)
+        for v in result.violations
+        if v.policy == "SBX-NET-008"
+    ] == [
+        (
+            CILIUM,
+            "kubernetes differs from the stack's egress contract: wider: example.com:8443 "
+            f"(other-port of example.com:443) is admitted by {grant}; {fix}",
+        ),
+        (
+            CILIUM,
+            "kubernetes differs from the stack's egress contract: wider: example.com:444-8442 "
+            f"(grant of CiliumNetworkPolicy {CILIUM}) is admitted by {grant}; {fix}",
+        ),
+    ]

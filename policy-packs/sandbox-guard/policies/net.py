@@ -13,7 +13,14 @@ from pulumi_policy import Severity
 
 from sandboxkit.egress import EgressContract, parse_rule
 from sandboxkit.guard import CheckContext, StackResource, target_views
-from sandboxkit.reach import EffectiveEgress, Grant, compare, contract_probes, inexpressible
+from sandboxkit.reach import (
+    EffectiveEgress,
+    Grant,
+    compare,
+    contract_probes,
+    inexpressible,
+    port_runs,
+)
 from sandboxkit.targets import TARGET_MODULES, get_target
 
 from ._common import ResourceRule, Rule, StackRule
@@ -200,11 +207,14 @@ def _contract_differences(
         if declared is None:
             continue
         contract = _declared_contract(declared)
-        for difference in compare(effective, contract, contract_probes(contract, effective)):
+        differences = compare(effective, contract, contract_probes(contract, effective))
+        # One report per run of consecutive ports: a grant on a port range is one finding.
+        for difference, last_port in port_runs(differences):
             # A wider answer is on the resource granting it; a narrower one on the component.
             grants = difference.verdict.grants
             yield (
-                f"{target} differs from the stack's egress contract: {difference}; deploy the "
+                f"{target} differs from the stack's egress contract: "
+                f"{difference.describe(last_port)}; deploy the "
                 "target's component unchanged for this profile (sandboxkit preview "
                 "--explain-egress shows every probe).",
                 (_urn_of(grants[0], urns) if grants else None) or urns.get(target),
