@@ -33,7 +33,7 @@ from sandboxkit.checkov_bridge.runner import (
     scan_rendered,
 )
 from sandboxkit.config import load_stack_file
-from sandboxkit.errors import ConfigError, PrerequisiteError, Problem
+from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import list_stacks, project_root
@@ -413,7 +413,7 @@ def checkov(
         root = project_root(project_dir)
         names = list_stacks(root) if all_stacks else list(stack or [])
         if not names:
-            raise ConfigError(Problem("--stack", None, "a stack name or --all-stacks"))
+            raise ConfigError(Problem("--stack", MISSING, "a stack name or --all-stacks"))
     except ConfigError as exc:
         raise fail_config(exc) from None
     rendered = [load(name, root) for name in names]

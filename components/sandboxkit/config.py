@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.errors import MISSING, NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
 from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
 from sandboxkit.project import (
     ENVIRONMENTS,
@@ -356,7 +356,7 @@ def _problems(
                     "<value> (offline, a secure: placeholder as in docs/examples/ renders as an "
                     "unknown secret)"
                 )
-            problems.append(Problem(key, None, f"a value (this key is required){written}"))
+            problems.append(Problem(key, MISSING, f"a value (this key is required){written}"))
         else:
             problems.append(Problem(key, value, _expected_text(error["msg"])))
     return problems
@@ -471,7 +471,7 @@ def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) 
 
 
 def _validate_targets(source: ConfigSource) -> tuple[tuple[str, ...], list[Problem]]:
-    raw = source.values.get("targets")
+    raw = source.values.get("targets", MISSING)
     known = tuple(TARGET_MODULES)
     if not isinstance(raw, list) or not raw:
         return (), [Problem(_key("targets"), raw, f"a non-empty list from {', '.join(known)}")]
@@ -512,7 +512,7 @@ def load_stack(
             problems.append(
                 Problem(_key(key), NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
-    environment = source.values.get("environment")
+    environment = source.values.get("environment", MISSING)
     if environment not in ENVIRONMENTS:
         problems.append(
             Problem(_key("environment"), environment, f"one of {', '.join(ENVIRONMENTS)}")

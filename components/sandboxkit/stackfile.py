@@ -126,7 +126,9 @@ class _CoreLoader(yaml.SafeLoader):
 
 
 for _tag, _pattern, _first in _CORE_RESOLVERS:
-    _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+    # "\0" stands for the empty scalar (PyYAML keys it by ""): ``vcpu:`` is null in 1.1 and 1.2.
+    _first_chars = [c if c != "\0" else "" for c in _first]
+    _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first_chars)
 
 
 def _construct_int(loader: yaml.SafeLoader, node: Node) -> int:

@@ -678,7 +678,7 @@ def test_external_config_for_cloudflare_is_the_wrangler_config(tmp_path: Path) -
     [
         (
             "kubernetes",
-            "sandboxkit:targets: got ['cloudflare']; expected a list including kubernetes",
+            "sandboxkit:targets: got [cloudflare]; expected a list including kubernetes",
         ),
         ("fly", "--target: got 'fly'; expected one of kubernetes, azure-sessions"),
         ("cloudflare", ""),

@@ -60,7 +60,7 @@ EXPECTED_LINE = (
     [
         pytest.param(
             GOOD.replace("[kubernetes]", "[kubernetes, {a: 1}]"),
-            "sandboxkit:targets[1]: got {'a': 1}; expected one of kubernetes, azure-sessions, "
+            "sandboxkit:targets[1]: got {a: 1}; expected one of kubernetes, azure-sessions, "
             "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare",
             id="mapping-in-list",
         ),
@@ -247,7 +247,7 @@ def test_a_bare_key_in_another_project_is_refused_naming_it(tmp_path: Path) -> N
     ("project_file", "expected"),
     [
         pytest.param(
-            "- a\n- b\n", "<p>/Pulumi.yaml: got ['a', 'b']; expected a mapping (name, runtime, ...)"
+            "- a\n- b\n", "<p>/Pulumi.yaml: got [a, b]; expected a mapping (name, runtime, ...)"
         ),
         pytest.param(
             "name: [\n",
@@ -337,7 +337,7 @@ def test_a_malformed_environments_map_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         stack_environment(tmp_path, "prod")
     assert str(caught.value) == (
-        f"{tmp_path}/sandboxkit.yaml: environments: got {{'prod': 'production'}}; expected a "
+        f"{tmp_path}/sandboxkit.yaml: environments: got {{prod: production}}; expected a "
         "mapping of stack name patterns to dev, staging, prod"
     )
 

@@ -1,0 +1,72 @@
+"""How a refusal shows what it refuses (issue 15, a newcomer's run): every problem of a stack
+file in one run, values in YAML spelling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sandboxkit import cli
+from sandboxkit.errors import MISSING, Problem
+
+HEAD = """\
+config:
+  sandboxkit:environment: dev
+  sandboxkit:targets: [kubernetes]
+  sandboxkit:kubernetes:
+    context: kind-test
+    image: example.com/sandbox:1
+"""
+
+
+def preview(tmp_path: Path, text: str) -> tuple[int, list[str]]:
+    """``sandboxkit preview`` of a stack file holding ``text``: the exit code and the lines
+    printed, the project folder shown as ``<p>``."""
+    (tmp_path / "Pulumi.yaml").write_text(
+        "name: sandboxkit\nruntime: python\nmain: components/\nstackConfigDir: stacks\n"
+    )
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.t.yaml").write_text(text)
+    result = CliRunner().invoke(cli.app, ["preview", "--stack", "t", "--project-dir", str(tmp_path)])
+    return result.exit_code, result.output.replace(str(tmp_path), "<p>").splitlines()
+
+
+# -- values in YAML spelling, null apart from missing -------------------------------------------
+
+
+def test_values_are_shown_in_yaml_spelling_and_null_is_not_missing(tmp_path: Path) -> None:
+    text = HEAD + (
+        "  sandboxkit:profile:\n"
+        "    limits:\n"
+        "      vcpu:\n"
+        "      memoryMiB: null\n"
+        "    pool: {ready: true, maxConcurrent: {a: b}}\n"
+    )
+    assert preview(tmp_path, text) == (
+        2,
+        [
+            "error: invalid input",
+            "  sandboxkit:profile.limits.vcpu: got null; expected a valid number",
+            "  sandboxkit:profile.limits.memoryMiB: got null; expected a valid integer",
+            "  sandboxkit:profile.pool.ready: got true; expected a valid integer",
+            "  sandboxkit:profile.pool.maxConcurrent: got {a: b}; expected a valid integer",
+        ],
+    )
+
+
+def test_an_absent_key_is_missing_and_values_of_every_kind_print_as_yaml() -> None:
+    shown = [
+        str(Problem("k", value, "x"))
+        for value in (MISSING, None, False, 1.5, float("inf"), ("a", 1), {"a": [True]}, "it")
+    ]
+    assert shown == [
+        "k: got (missing); expected x",
+        "k: got null; expected x",
+        "k: got false; expected x",
+        "k: got 1.5; expected x",
+        "k: got .inf; expected x",
+        "k: got [a, 1]; expected x",
+        "k: got {a: [true]}; expected x",
+        "k: got 'it'; expected x",
+    ]
