@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from sandboxkit.credentials import redacted
+
 # Shown instead of any value read from a secret path, so an error message never leaks one.
 REDACTED = "[secret]"
 # Shown for values of unknown keys, which may be secrets under a misspelt name.
@@ -26,21 +28,22 @@ MISSING: Any = _Missing()
 
 
 def _plain(value: object) -> object:
-    """``value`` as YAML can write it."""
+    """``value`` as YAML can write it, each string redacted (``credentials.redacted``)."""
     if isinstance(value, str):
-        return value
+        return redacted(value)
     if isinstance(value, Mapping):
         return {str(_plain(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [_plain(v) for v in value]
     if value is None or isinstance(value, bool | int | float):
         return value
-    return str(value)
+    return redacted(str(value))
 
 
 def shown_value(value: object) -> str:
     """A value as a problem message prints it: in YAML spelling (``true``, ``null``,
-    ``{a: b}``, ``[x, y]``), text in quotes (``'fly'``), and ``(missing)`` for ``MISSING``."""
+    ``{a: b}``, ``[x, y]``), text in quotes (``'fly'``), ``(missing)`` for ``MISSING``, and
+    any credential-shaped text redacted (a URL's userinfo as ``***``)."""
     if value is MISSING:
         return "(missing)"
     plain = _plain(value)

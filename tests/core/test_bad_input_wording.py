@@ -1,5 +1,5 @@
 """How a refusal shows what it refuses (issue 15, a newcomer's run): every problem of a stack
-file in one run, values in YAML spelling."""
+file in one run, values in YAML spelling, credential-shaped values never echoed."""
 
 from __future__ import annotations
 
@@ -70,3 +70,39 @@ def test_an_absent_key_is_missing_and_values_of_every_kind_print_as_yaml() -> No
         "k: got {a: [true]}; expected x",
         "k: got 'it'; expected x",
     ]
+
+
+# -- credential-shaped values are never echoed ---------------------------------------------------
+
+
+def test_credential_shaped_values_are_redacted_in_every_problem(tmp_path: Path) -> None:
+    text = (
+        HEAD.replace("environment: dev", 'environment: "https://user:pw@agents.example.com/api"')
+        + '    namespace: "ghp_abcdefghijklmnopqrstuvwxyz0123456789"\n'
+        + "  sandboxkit:profile:\n"
+        + "    egress:\n"
+        + "      mode: allowlist\n"
+        + '      allow: ["https://user:AKIAIOSFODNN7EXAMPLE@agents.example.com/api"]\n'
+    )
+    assert preview(tmp_path, text) == (
+        2,
+        [
+            "error: invalid input",
+            "  sandboxkit:environment: got 'https://***@agents.example.com/api'; expected one of "
+            "dev, staging, prod",
+            "  sandboxkit:profile.egress.allow[0]: got 'https://***@agents.example.com/api'; "
+            "expected a specific public host[:port] entry: write host[:port] only, without a "
+            "scheme, path or user name",
+            "  sandboxkit:kubernetes.namespace: got '[value not shown: looks like a GitHub "
+            "token]'; expected a DNS label: 1 to 63 lower-case letters, digits or hyphens, "
+            "starting and ending with a letter or digit",
+        ],
+    )
+
+
+def test_a_credential_inside_a_list_or_mapping_is_redacted_too() -> None:
+    value = {"key": "AKIAIOSFODNN7EXAMPLE", "urls": ["ftp://u@h/x", "https://h/x"]}
+    assert str(Problem("k", value, "x")) == (
+        "k: got {key: '[value not shown: looks like an AWS access key id]', urls: "
+        "['ftp://***@h/x', 'https://h/x']}; expected x"
+    )
