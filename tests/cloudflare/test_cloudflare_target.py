@@ -701,7 +701,8 @@ def test_external_config_of_a_target_that_needs_none_exits_2(project_dir: Path) 
     result = CliRunner().invoke(cli.app, [*arguments, "--project-dir", str(project_dir)])
     assert result.exit_code == 2
     assert (
-        "--target: got 'kubernetes'; expected a target that needs config outside" in result.output
+        "--target: got 'kubernetes'; expected a target that needs config outside Pulumi: "
+        "cloudflare\n" in result.output
     )
     assert not (project_dir / "x.json").exists()
 
