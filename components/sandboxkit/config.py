@@ -6,7 +6,6 @@ The same code runs under ``pulumi up`` (values from the engine) and in the offli
 
 from __future__ import annotations
 
-import difflib
 import re
 import typing
 from collections.abc import Iterable, Mapping
@@ -16,7 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sandboxkit.errors import MISSING, NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.errors import (
+    MISSING,
+    NOT_SHOWN,
+    REDACTED,
+    ConfigError,
+    FieldError,
+    Problem,
+    did_you_mean,
+)
 from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
 from sandboxkit.project import (
     ENVIRONMENTS,
@@ -161,11 +168,6 @@ def _key(*parts: str | int) -> str:
         else:
             text += (":" if index == 0 else ".") + part
     return text
-
-
-def _near(name: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _dotted_hint(parents: tuple[str | int, ...], key: str, known: Iterable[str]) -> str:
@@ -327,7 +329,7 @@ def _problems(
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             known = _known_keys(parent) if parent else []
-            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or _near(
+            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or did_you_mean(
                 str(loc[-1]), known
             )
             # A misspelt key may hold a secret (authTokne: ...): never echo its value.
@@ -476,7 +478,7 @@ def _validate_targets(source: ConfigSource) -> tuple[tuple[str, ...], list[Probl
     if not isinstance(raw, list) or not raw:
         return (), [Problem(_key("targets"), raw, f"a non-empty list from {', '.join(known)}")]
     problems = [
-        Problem(_key("targets", i), t, f"one of {', '.join(known)}{_near(str(t), known)}")
+        Problem(_key("targets", i), t, f"one of {', '.join(known)}{did_you_mean(str(t), known)}")
         for i, t in enumerate(raw)
         if not (isinstance(t, str) and t in TARGET_MODULES)
     ]
@@ -508,7 +510,7 @@ def load_stack(
     for key in source.values:
         if key not in _TOP_LEVEL and key not in TARGET_MODULES:
             known = (*_TOP_LEVEL, *TARGET_MODULES)
-            hint = _dotted_hint((), key, known) or _near(key, known)
+            hint = _dotted_hint((), key, known) or did_you_mean(key, known)
             problems.append(
                 Problem(_key(key), NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,13 @@ def _plain(value: object) -> object:
     if value is None or isinstance(value, bool | int | float):
         return value
     return redacted(str(value))
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a misspelt ``name`` (difflib ratio at
+    least 0.6), else ``""``: appended to a problem's expected text."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def shown_value(value: object) -> str:

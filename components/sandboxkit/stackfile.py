@@ -368,50 +368,80 @@ def _shown(value: object) -> object:
     return value.encode("utf-8", "backslashreplace").decode() if isinstance(value, str) else value
 
 
-def _json_problem(value: Any, where: str) -> Problem | None:
-    """The first value of a JSON document beyond ``load_yaml``'s bounds (nesting, size, 64-bit
-    integers, lone surrogates), named by its path below ``where``; ``None`` when all are within."""
+class _Repeated(tuple[Any, ...]):
+    """The values of a key a JSON object gives more than once, in order (``_json_pairs``)."""
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, a key given twice holding ``_Repeated`` (refused by ``_json_problems``):
+    ``json`` would silently keep the later value, as the Pulumi CLI's Go reader does."""
+    found: dict[str, list[Any]] = {}
+    for key, value in pairs:
+        found.setdefault(key, []).append(value)
+    return {k: v[0] if len(v) == 1 else _Repeated(v) for k, v in found.items()}
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_json_pairs)
+
+
+def _json_problems(value: Any, where: str) -> list[Problem]:
+    """Every key a JSON document gives twice, and the first value beyond ``load_yaml``'s bounds
+    (nesting, size, 64-bit integers, lone surrogates), each named by its path below ``where``;
+    empty when there is none."""
     stack: list[tuple[Any, str, int]] = [(value, where, 1)]
     count = 0
+    repeated: list[Problem] = []
     while stack:
         item, path, depth = stack.pop()
         count += 1
         if depth > MAX_DEPTH:
-            return Problem(path, f"{MAX_DEPTH + 1} levels", _TOO_DEEP)
+            return [Problem(path, f"{MAX_DEPTH + 1} levels", _TOO_DEEP)]
         if count > MAX_NODES:
-            return Problem(where, f"more than {MAX_NODES:,} values", f"at most {MAX_NODES:,}")
-        if isinstance(item, int) and not isinstance(item, bool):
+            return [Problem(where, f"more than {MAX_NODES:,} values", f"at most {MAX_NODES:,}")]
+        if isinstance(item, _Repeated):
+            repeated.append(
+                Problem(
+                    path,
+                    [_shown(v) for v in item],
+                    f"each key once: it is given {len(item)} times (a reader would silently "
+                    "keep the later one)",
+                )
+            )
+            stack.extend((v, path, depth) for v in item)
+        elif isinstance(item, int) and not isinstance(item, bool):
             if not _INT_MIN <= item <= _INT_MAX:
-                return Problem(path, _shown(item), "an integer that fits in 64 bits")
+                return [Problem(path, _shown(item), "an integer that fits in 64 bits")]
         elif isinstance(item, str) and _SURROGATE.search(item):
-            return Problem(path, _shown(item), "text without a lone surrogate escape (\\ud800)")
+            return [Problem(path, _shown(item), "text without a lone surrogate escape (\\ud800)")]
         elif isinstance(item, dict):
             stack.extend((k, path, depth + 1) for k in item)
             dot = "" if path.endswith(" ") else "."
             stack.extend((v, f"{path}{dot}{k}", depth + 1) for k, v in item.items())
         elif isinstance(item, list):
             stack.extend((v, f"{path}[{n}]", depth + 1) for n, v in enumerate(item))
-    return None
+    return sorted(repeated, key=lambda p: p.key)
 
 
 def read_json_file(path: Path) -> Any:
     """A JSON file's value, within the bounds ``load_yaml`` keeps (nesting, size, 64-bit
-    integers, no lone surrogate).
+    integers, no lone surrogate, each key of an object once).
 
     Raises:
-        ConfigError: naming the file (and the key, for a value beyond the bounds) when it
-            cannot be read, is not UTF-8, not JSON, or beyond the bounds.
+        ConfigError: naming the file (and the key, for a value beyond the bounds or a key
+            given twice, with both values) when it cannot be read, is not UTF-8, not JSON, or
+            beyond the bounds.
     """
     text = _read_bytes(path)
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except RecursionError:
         raise ConfigError(Problem(str(path), f"{len(text)} characters", _TOO_DEEP)) from None
     except ValueError as exc:
         raise ConfigError(Problem(str(path), "not JSON", f"a JSON document ({exc})")) from None
-    problem = _json_problem(value, f"{path}: ")
-    if problem is not None:
-        raise ConfigError(problem)
+    problems = _json_problems(value, f"{path}: ")
+    if problems:
+        raise ConfigError(*problems)
     return value
 
 
@@ -421,19 +451,19 @@ def parse_config_text(value: Any, key: str) -> Any:
 
     Raises:
         ConfigError: naming ``key`` and the path below it when the JSON is deeper, larger or
-            holds wider integers than ``load_yaml`` admits.
+            holds wider integers than ``load_yaml`` admits, or gives a key twice.
     """
     if not (isinstance(value, str) and value[:1] in ("{", "[")):
         return value
     try:
-        parsed = json.loads(value)
+        parsed = _loads(value)
     except RecursionError:
         raise ConfigError(Problem(key, _shown(value), _TOO_DEEP)) from None
     except ValueError:
         return value  # not JSON: the engine passes it as the text it is
-    problem = _json_problem(parsed, key)
-    if problem is not None:
-        raise ConfigError(problem)
+    problems = _json_problems(parsed, key)
+    if problems:
+        raise ConfigError(*problems)
     return parsed
 
 

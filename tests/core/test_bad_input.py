@@ -213,6 +213,14 @@ def test_a_setting_given_as_json_text_reads_as_json_for_every_command(tmp_path: 
             "integer that fits in 64 bits",
             id="400-digits",
         ),
+        pytest.param(
+            '[{"a": 1, "a": 2, "b": {"c": true, "c": null}}]',
+            "sandboxkit:targets[0].a: got [1, 2]; expected each key once: it is given 2 times (a "
+            "reader would silently keep the later one)\nsandboxkit:targets[0].b.c: got [true, "
+            "null]; expected each key once: it is given 2 times (a reader would silently keep "
+            "the later one)",
+            id="duplicate-keys",
+        ),
     ],
 )
 def test_json_text_beyond_the_bounds_is_refused_naming_the_key(text: str, expected: str) -> None:
