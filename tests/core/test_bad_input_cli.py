@@ -218,9 +218,7 @@ def info() -> Any:
         ),
         pytest.param(
             {"sbx-log-001": {"minimumRetentionDays": -1}},
-            [
-                "f: sbx-log-001.minimumRetentionDays: got -1; expected a whole number at least 0"
-            ],
+            ["f: sbx-log-001.minimumRetentionDays: got -1; expected a whole number at least 0"],
             id="negative-threshold",
         ),
         pytest.param(
@@ -296,7 +294,8 @@ def test_a_bad_pack_config_exits_2_naming_every_entry(
     )  # fmt: skip
     assert result.exit_code == 2
     assert result.output.splitlines() == [
-        "error: invalid input", *(f"  {path}: {line}" for line in expected)
+        "error: invalid input",
+        *(f"  {path}: {line}" for line in expected),
     ]
 
 

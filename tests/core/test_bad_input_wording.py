@@ -28,7 +28,9 @@ def preview(tmp_path: Path, text: str) -> tuple[int, list[str]]:
     )
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.t.yaml").write_text(text)
-    result = CliRunner().invoke(cli.app, ["preview", "--stack", "t", "--project-dir", str(tmp_path)])
+    result = CliRunner().invoke(
+        cli.app, ["preview", "--stack", "t", "--project-dir", str(tmp_path)]
+    )
     return result.exit_code, result.output.replace(str(tmp_path), "<p>").splitlines()
 
 
