@@ -24,7 +24,7 @@ from sandboxkit.errors import (
     Problem,
     did_you_mean,
 )
-from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
+from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, UNSET_NOTE, SandboxProfile
 from sandboxkit.project import (
     ENVIRONMENTS,
     existing_stack_file,
@@ -456,6 +456,50 @@ def _check_enforcement(
     return problems
 
 
+def _unenforced_when_set(
+    field_path: str, settings: Mapping[str, TargetSettings], stack: str
+) -> list[str]:
+    """For each target that enforces ``field_path`` nowhere, the acknowledgement setting the
+    field explicitly also needs there (``_check_enforcement`` refuses it without one).
+
+    Where a field is enforced does not depend on the profile's values, so the targets' own
+    enforcement maps are read with the default profile (a target whose plan refuses it is
+    skipped)."""
+    notes = []
+    profile = SandboxProfile()
+    for name, target_settings in settings.items():
+        spec = get_target(name)
+        try:
+            plan = spec.plan(profile, target_settings, KitContext(stack, "dev", name))
+        except ConfigError:
+            continue
+        entry = spec.enforcement(profile, target_settings, plan)[field_path]
+        if entry.kind == "none" and field_path not in target_settings.unenforced:
+            notes.append(
+                f"; on {name} also acknowledge it with {NAMESPACE}:{name}.unenforced: "
+                f"[{field_path}] ({entry.where})"
+            )
+    return notes
+
+
+def _with_acknowledgements(
+    problems: list[Problem], settings: Mapping[str, TargetSettings], stack: str
+) -> list[Problem]:
+    """Profile problems whose fix is setting a default explicitly (``UNSET_NOTE``), with what
+    that fix needs on each listed target, so one run names the whole fix."""
+    prefix = f"{PROFILE_KEY}."
+    result = []
+    for problem in problems:
+        field_path = problem.key.removeprefix(prefix)
+        notes = (
+            _unenforced_when_set(field_path, settings, stack)
+            if UNSET_NOTE in problem.expected and field_path in PROFILE_FIELDS
+            else []
+        )
+        result.append(Problem(problem.key, problem.value, problem.expected + "".join(notes)))
+    return result
+
+
 def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) -> list[Problem]:
     problems: list[Problem] = []
     for cap in spec.caps:
@@ -530,8 +574,8 @@ def load_stack(
         )
     targets, target_problems = _validate_targets(source)
     problems += target_problems
+    after_targets = len(problems)
     profile, profile_problems = _validate_profile(source)
-    problems += profile_problems
     settings: dict[str, TargetSettings] = {}
     plans: dict[str, Any] = {}
     enforcement: dict[str, dict[str, Enforcement]] = {}
@@ -539,9 +583,11 @@ def load_stack(
         spec = get_target(name)
         target_settings, settings_problems = _validate_settings(name, spec, source)
         problems += settings_problems
-        if target_settings is None or profile is None:
+        if target_settings is None:
             continue
         settings[name] = target_settings
+        if profile is None:
+            continue
         cap_problems = _check_caps(name, spec, profile)
         if cap_problems:
             # A plan may assume the caps hold (an instance type that fits, say).
@@ -557,6 +603,10 @@ def load_stack(
         # refusal of the plan, not after it is fixed.
         enforcement[name] = spec.enforcement(profile, target_settings, plans.get(name))
         problems += _check_enforcement(name, profile, target_settings, enforcement[name])
+    # In the order they were found; the profile's now that every target's settings are known.
+    problems[after_targets:after_targets] = _with_acknowledgements(
+        profile_problems, settings, stack
+    )
     if problems:
         raise ConfigError(*problems)
     assert profile is not None and isinstance(environment, str)

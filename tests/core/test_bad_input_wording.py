@@ -108,3 +108,69 @@ def test_a_credential_inside_a_list_or_mapping_is_redacted_too() -> None:
         "k: got {key: '[value not shown: looks like an AWS access key id]', urls: "
         "['ftp://***@h/x', 'https://h/x']}; expected x"
     )
+
+
+# -- a refused default names everything its fix needs --------------------------------------------
+
+CLOUDRUN = """\
+  sandboxkit:gcp-cloudrun:
+    project: example-sandboxkit-dev
+    region: europe-west1
+    image: europe-docker.pkg.dev/example-sandboxkit-dev/agents/launcher@sha256:{digest}
+    sandboxImage: europe-docker.pkg.dev/example-sandboxkit-dev/agents/sandbox@sha256:{digest}
+    invokers: ["serviceAccount:agents@example-sandboxkit-dev.iam.gserviceaccount.com"]
+    unenforced: [limits.maxLifetimeSeconds]
+""".format(digest="0d4f6c1e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d")
+
+K8S_EXEC = (
+    "; on kubernetes also acknowledge it with sandboxkit:kubernetes.unenforced: "
+    "[limits.execTimeoutSeconds] (Kubernetes has no per-command timeout; the caller's exec "
+    "client must apply it)"
+)
+CLOUDRUN_EXEC = (
+    "; on gcp-cloudrun also acknowledge it with sandboxkit:gcp-cloudrun.unenforced: "
+    "[limits.execTimeoutSeconds] (Cloud Run has no per-command timeout: template.timeout (set "
+    "to this value) ends the HTTP request, not the sandbox command; the launcher must time it "
+    "out)"
+)
+K8S_IDLE = (
+    "; on kubernetes also acknowledge it with sandboxkit:kubernetes.unenforced: "
+    "[limits.idleTimeoutSeconds] (agent-sandbox has no idle shutdown; claims set "
+    "lifecycle.shutdownTime)"
+)
+CLOUDRUN_IDLE = (
+    "; on gcp-cloudrun also acknowledge it with sandboxkit:gcp-cloudrun.unenforced: "
+    "[limits.idleTimeoutSeconds] (the sandbox CLI has no idle shutdown; the launcher must "
+    "apply it)"
+)
+
+
+def test_a_refused_default_names_the_acknowledgement_each_target_needs(tmp_path: Path) -> None:
+    text = (
+        HEAD.replace("[kubernetes]", "[kubernetes, gcp-cloudrun]")
+        + CLOUDRUN
+        + "  sandboxkit:profile:\n    limits: {maxLifetimeSeconds: 100}\n"
+    )
+    assert preview(tmp_path, text) == (
+        2,
+        [
+            "error: invalid input",
+            "  sandboxkit:profile.limits.execTimeoutSeconds: got 300; expected at most "
+            "limits.maxLifetimeSeconds (100 s) (default 300, not set in the stack: set "
+            f"execTimeoutSeconds explicitly){K8S_EXEC}{CLOUDRUN_EXEC}",
+            "  sandboxkit:profile.limits.idleTimeoutSeconds: got 600; expected at most "
+            "limits.maxLifetimeSeconds (100 s) (default 600, not set in the stack: set "
+            f"idleTimeoutSeconds explicitly){K8S_IDLE}{CLOUDRUN_IDLE}",
+        ],
+    )
+
+
+def test_the_fix_the_first_refusal_names_is_the_whole_fix(tmp_path: Path) -> None:
+    text = HEAD + (
+        "    unenforced: [limits.execTimeoutSeconds, limits.idleTimeoutSeconds]\n"
+        "  sandboxkit:profile:\n"
+        "    limits: {maxLifetimeSeconds: 100, execTimeoutSeconds: 100, idleTimeoutSeconds: 100}\n"
+    )
+    code, lines = preview(tmp_path, text)
+    assert code == 0, lines
+    assert not any(line.startswith("error") for line in lines)
