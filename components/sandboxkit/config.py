@@ -33,7 +33,7 @@ from sandboxkit.project import (
     stack_environment,
 )
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
-from sandboxkit.stackfile import NAMESPACE, config_values, parse_config_text
+from sandboxkit.stackfile import NAMESPACE, StackFileError, config_values, parse_config_text
 from sandboxkit.targets import (
     TARGET_MODULES,
     Enforcement,
@@ -131,7 +131,10 @@ def read_stack_file(path: Path, project: str | None = None) -> ConfigSource:
             and the key of a ``secure:`` holding anything but ciphertext text (a number, a
             list, null).
     """
-    values = config_values(path, project if project is not None else project_name_of(path))
+    return _source(config_values(path, project if project is not None else project_name_of(path)))
+
+
+def _source(values: Mapping[str, Any]) -> ConfigSource:
     secret_paths: set[str] = set()
     stripped = {key: _strip_secure(value, key, secret_paths) for key, value in values.items()}
     return ConfigSource(values=stripped, secret_paths=frozenset(secret_paths))
@@ -613,11 +616,38 @@ def load_stack(
     return StackSpec(stack, environment, targets, profile, settings, plans, enforcement)
 
 
+def _at_or_below(key: str, paths: Iterable[str]) -> bool:
+    return any(key == p or key.startswith((f"{p}.", f"{p}[")) for p in paths)
+
+
+def stack_source(project_dir: Path, stack: str) -> ConfigSource:
+    """``read_stack_file`` on the stack file of ``stack``; when the reader refuses the file but
+    what it read is usable (a key given twice, a YAML 1.1 scalar, ...), the refusal also holds
+    ``load_stack``'s problems with what it read, except those at or below a key the reader
+    already names: every problem of the file in one run.
+
+    Raises:
+        ConfigError: a missing stack file (naming ``--stack``), or the problems above.
+    """
+    path = existing_stack_file(project_dir, stack)
+    try:
+        return read_stack_file(path, project_name(project_dir))
+    except StackFileError as exc:
+        problems = list(exc.problems)
+        if exc.values is not None:
+            try:
+                load_stack(_source(exc.values), stack, stack_environment(project_dir, stack))
+            except ConfigError as more:
+                problems += [p for p in more.problems if not _at_or_below(p.key, exc.paths)]
+        raise ConfigError(*problems) from None
+
+
 def load_stack_file(project_dir: Path, stack: str) -> StackSpec:
     """``load_stack`` on the stack file of ``stack`` (no secret is decrypted).
 
     Raises:
-        ConfigError: a missing stack file (naming ``--stack``), or bad config.
+        ConfigError: a missing stack file (naming ``--stack``), or bad config (``stack_source``).
     """
-    source = read_stack_file(existing_stack_file(project_dir, stack), project_name(project_dir))
-    return load_stack(source, stack, stack_environment(project_dir, stack))
+    return load_stack(
+        stack_source(project_dir, stack), stack, stack_environment(project_dir, stack)
+    )

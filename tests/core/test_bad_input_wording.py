@@ -174,3 +174,79 @@ def test_the_fix_the_first_refusal_names_is_the_whole_fix(tmp_path: Path) -> Non
     code, lines = preview(tmp_path, text)
     assert code == 0, lines
     assert not any(line.startswith("error") for line in lines)
+
+
+# -- every problem of a stack file in one run ----------------------------------------------------
+
+LINE = (
+    "expected a value YAML 1.1 and 1.2 readers read alike (this plain scalar is a number or a "
+    "boolean in one and not the other, or a different number): quote it for text, or write the "
+    "number in plain decimal (10, 3600)"
+)
+FILE = "<p>/stacks/Pulumi.t.yaml"
+
+
+def test_every_reader_problem_and_the_config_problems_beside_them_in_one_run(
+    tmp_path: Path,
+) -> None:
+    text = HEAD + (
+        "  sandboxkit:profile:\n"
+        "    limits:\n"
+        "      vcpu: 2\n"
+        "      memoryMiB: 010\n"
+        "      vcpu: 3\n"
+        "      vcpuu: 1\n"
+        "      maxLifetimeSeconds: 1:00:00\n"
+        "      idleTimeoutSeconds: 0o17\n"
+        "    pool: {ready: yes, maxConcurrent: on}\n"
+    )
+    assert preview(tmp_path, text) == (
+        2,
+        [
+            "error: invalid input",
+            f"  sandboxkit:profile.limits.memoryMiB ({FILE} line 10): got '010'; {LINE}",
+            f"  sandboxkit:profile.limits.vcpu ({FILE} line 11): got 'a second entry'; expected "
+            "each key once: it is also on line 9 (a reader would silently keep the later one)",
+            f"  sandboxkit:profile.limits.maxLifetimeSeconds ({FILE} line 13): got '1:00:00'; "
+            f"{LINE}",
+            f"  sandboxkit:profile.limits.idleTimeoutSeconds ({FILE} line 14): got '0o17'; {LINE}",
+            f"  sandboxkit:profile.pool.ready ({FILE} line 15): got 'yes'; {LINE}",
+            f"  sandboxkit:profile.pool.maxConcurrent ({FILE} line 15): got 'on'; {LINE}",
+            "  sandboxkit:profile.limits.vcpuu: got '[value not shown]'; expected no such key "
+            "(did you mean 'vcpu'?); known keys: vcpu, memoryMiB, execTimeoutSeconds, "
+            "maxLifetimeSeconds, idleTimeoutSeconds",
+        ],
+    )
+
+
+def test_a_duplicate_key_and_an_unknown_key_are_both_named(tmp_path: Path) -> None:
+    text = HEAD + "  sandboxkit:environment: prod\n  sandboxkit:profle: {}\n"
+    assert preview(tmp_path, text) == (
+        2,
+        [
+            "error: invalid input",
+            f"  sandboxkit:environment ({FILE} line 7): got 'a second entry'; expected each key "
+            "once: it is also on line 2 (a reader would silently keep the later one)",
+            "  sandboxkit:profle: got '[value not shown]'; expected no such key (did you mean "
+            "'profile'?); known keys: environment, targets, profile, kubernetes, azure-sessions, "
+            "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare",
+        ],
+    )
+
+
+def test_a_refusal_that_leaves_nothing_to_read_names_every_reader_problem_only(
+    tmp_path: Path,
+) -> None:
+    # An explicit tag is not built, so the config is not validated: no "no such key" for vcpuu.
+    text = HEAD + (
+        "  sandboxkit:profile:\n    limits: {vcpu: !!binary aGVsbG8=, memoryMiB: 010, vcpuu: 1}\n"
+    )
+    assert preview(tmp_path, text) == (
+        2,
+        [
+            "error: invalid input",
+            f"  sandboxkit:profile.limits.vcpu ({FILE} line 8): got '!!binary'; expected a plain "
+            "value without an explicit tag (quote text instead)",
+            f"  sandboxkit:profile.limits.memoryMiB ({FILE} line 8): got '010'; {LINE}",
+        ],
+    )
