@@ -3,9 +3,10 @@
 Every refusal is a ``Problem`` naming the file, the line and the key, all of a document's
 refusals raised together as one ``ConfigError``, in well under a second whatever the input (text
 that is not UTF-8 or not YAML, a recursive alias, too deep or too big is refused alone, as
-nothing further can be read): the text must be UTF-8; the document is composed (PyYAML's node graph, where
-an alias is the anchored node itself) and measured before anything is built from it, so an alias
-expansion bomb or a recursive alias is refused without being expanded; nesting is bounded;
+nothing further can be read): the text must be UTF-8; the document is composed (PyYAML's node
+graph, where an alias is the anchored node itself) and measured before anything is built from
+it, so an alias expansion bomb or a recursive alias is refused without being expanded; nesting
+is bounded;
 mapping keys are text and unique; only the core schema's tags are read; scalars are resolved with
 the YAML 1.2 core schema, and a plain scalar that a YAML 1.1 reader reads as another type or
 value (``010`` -> 8, ``1:00:00`` -> 3600, ``yes`` -> true; ``0o17`` and ``1e3`` stay text) is

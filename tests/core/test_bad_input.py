@@ -15,29 +15,9 @@ from sandboxkit.naming import derived_name, is_stack_name
 from sandboxkit.project import list_stacks, project_root, stack_environment, stack_file
 from sandboxkit.stackfile import load_yaml, parse_config_text
 from sandboxkit.targets import KitContext
+from support import GOOD, make_project
 
 REPO = Path(__file__).resolve().parents[2]
-
-GOOD = """\
-config:
-  sandboxkit:environment: dev
-  sandboxkit:targets: [kubernetes]
-  sandboxkit:kubernetes:
-    context: kind-test
-    image: example.com/sandbox:1
-"""
-
-
-def make_project(tmp_path: Path, stacks: dict[str, str | bytes], name: str = "sandboxkit") -> Path:
-    """A project folder: Pulumi.yaml (``stackConfigDir: stacks``) and the given stack files."""
-    (tmp_path / "Pulumi.yaml").write_text(
-        f"name: {name}\nruntime: python\nmain: components/\nstackConfigDir: stacks\n"
-    )
-    (tmp_path / "stacks").mkdir()
-    for stack, text in stacks.items():
-        path = tmp_path / "stacks" / f"Pulumi.{stack}.yaml"
-        path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    return tmp_path
 
 
 def refusal(text: str | bytes, tmp_path: Path, stack: str = "t") -> list[str]:

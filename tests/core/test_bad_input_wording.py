@@ -9,25 +9,13 @@ from typer.testing import CliRunner
 
 from sandboxkit import cli
 from sandboxkit.errors import MISSING, Problem
-
-HEAD = """\
-config:
-  sandboxkit:environment: dev
-  sandboxkit:targets: [kubernetes]
-  sandboxkit:kubernetes:
-    context: kind-test
-    image: example.com/sandbox:1
-"""
+from support import GOOD, make_project
 
 
 def preview(tmp_path: Path, text: str) -> tuple[int, list[str]]:
     """``sandboxkit preview`` of a stack file holding ``text``: the exit code and the lines
     printed, the project folder shown as ``<p>``."""
-    (tmp_path / "Pulumi.yaml").write_text(
-        "name: sandboxkit\nruntime: python\nmain: components/\nstackConfigDir: stacks\n"
-    )
-    (tmp_path / "stacks").mkdir()
-    (tmp_path / "stacks" / "Pulumi.t.yaml").write_text(text)
+    make_project(tmp_path, {"t": text})
     result = CliRunner().invoke(
         cli.app, ["preview", "--stack", "t", "--project-dir", str(tmp_path)]
     )
@@ -38,7 +26,7 @@ def preview(tmp_path: Path, text: str) -> tuple[int, list[str]]:
 
 
 def test_values_are_shown_in_yaml_spelling_and_null_is_not_missing(tmp_path: Path) -> None:
-    text = HEAD + (
+    text = GOOD + (
         "  sandboxkit:profile:\n"
         "    limits:\n"
         "      vcpu:\n"
@@ -79,7 +67,7 @@ def test_an_absent_key_is_missing_and_values_of_every_kind_print_as_yaml() -> No
 
 def test_credential_shaped_values_are_redacted_in_every_problem(tmp_path: Path) -> None:
     text = (
-        HEAD.replace("environment: dev", 'environment: "https://user:pw@agents.example.com/api"')
+        GOOD.replace("environment: dev", 'environment: "https://user:pw@agents.example.com/api"')
         + '    namespace: "ghp_abcdefghijklmnopqrstuvwxyz0123456789"\n'
         + "  sandboxkit:profile:\n"
         + "    egress:\n"
@@ -147,7 +135,7 @@ CLOUDRUN_IDLE = (
 
 def test_a_refused_default_names_the_acknowledgement_each_target_needs(tmp_path: Path) -> None:
     text = (
-        HEAD.replace("[kubernetes]", "[kubernetes, gcp-cloudrun]")
+        GOOD.replace("[kubernetes]", "[kubernetes, gcp-cloudrun]")
         + CLOUDRUN
         + "  sandboxkit:profile:\n    limits: {maxLifetimeSeconds: 100}\n"
     )
@@ -166,7 +154,7 @@ def test_a_refused_default_names_the_acknowledgement_each_target_needs(tmp_path:
 
 
 def test_the_fix_the_first_refusal_names_is_the_whole_fix(tmp_path: Path) -> None:
-    text = HEAD + (
+    text = GOOD + (
         "    unenforced: [limits.execTimeoutSeconds, limits.idleTimeoutSeconds]\n"
         "  sandboxkit:profile:\n"
         "    limits: {maxLifetimeSeconds: 100, execTimeoutSeconds: 100, idleTimeoutSeconds: 100}\n"
@@ -189,7 +177,7 @@ FILE = "<p>/stacks/Pulumi.t.yaml"
 def test_every_reader_problem_and_the_config_problems_beside_them_in_one_run(
     tmp_path: Path,
 ) -> None:
-    text = HEAD + (
+    text = GOOD + (
         "  sandboxkit:profile:\n"
         "    limits:\n"
         "      vcpu: 2\n"
@@ -220,7 +208,7 @@ def test_every_reader_problem_and_the_config_problems_beside_them_in_one_run(
 
 
 def test_a_duplicate_key_and_an_unknown_key_are_both_named(tmp_path: Path) -> None:
-    text = HEAD + "  sandboxkit:environment: prod\n  sandboxkit:profle: {}\n"
+    text = GOOD + "  sandboxkit:environment: prod\n  sandboxkit:profle: {}\n"
     assert preview(tmp_path, text) == (
         2,
         [
@@ -238,7 +226,7 @@ def test_a_refusal_that_leaves_nothing_to_read_names_every_reader_problem_only(
     tmp_path: Path,
 ) -> None:
     # An explicit tag is not built, so the config is not validated: no "no such key" for vcpuu.
-    text = HEAD + (
+    text = GOOD + (
         "  sandboxkit:profile:\n    limits: {vcpu: !!binary aGVsbG8=, memoryMiB: 010, vcpuu: 1}\n"
     )
     assert preview(tmp_path, text) == (
