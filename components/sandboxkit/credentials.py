@@ -20,8 +20,12 @@ CREDENTIAL_SHAPES: dict[str, re.Pattern[str]] = {
 """Label (``"a GitHub token"``) -> the pattern a credential of that kind matches."""
 
 # scheme://userinfo@host...: the userinfo (user:password) of a URL is a credential whatever it
-# holds (RFC 3986 section 3.2.1 deprecates a password there for this reason).
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+# holds (RFC 3986 section 3.2.1 deprecates a password there for this reason); without a scheme,
+# user:password@host (a user name alone before @ is an e-mail address's shape, not redacted).
+_USERINFO = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@"
+    r"|^[^/?#@\s:]+:[^/?#@\s]+@"
+)
 
 
 def credential_kind(text: str) -> str | None:
@@ -31,8 +35,9 @@ def credential_kind(text: str) -> str | None:
 
 def redacted(text: str) -> str:
     """``text`` safe to print: a URL's userinfo replaced by ``***``
-    (``https://***@agents.example.com/api``), then, when what is left still holds a
-    credential shape, the whole text replaced by ``[value not shown: looks like <label>]``."""
-    shown = _USERINFO.sub(r"\g<head>***@", text)
+    (``https://***@agents.example.com/api``, ``***@host`` for ``user:password@host``), then,
+    when what is left still holds a credential shape, the whole text replaced by
+    ``[value not shown: looks like <label>]``."""
+    shown = _USERINFO.sub(lambda m: f"{m['head'] or ''}***@", text)
     kind = credential_kind(shown)
     return f"[value not shown: looks like {kind}]" if kind is not None else shown

@@ -91,10 +91,13 @@ def test_credential_shaped_values_are_redacted_in_every_problem(tmp_path: Path) 
 
 
 def test_a_credential_inside_a_list_or_mapping_is_redacted_too() -> None:
-    value = {"key": "AKIAIOSFODNN7EXAMPLE", "urls": ["ftp://u@h/x", "https://h/x"]}
+    value = {
+        "key": "AKIAIOSFODNN7EXAMPLE",
+        "urls": ["ftp://u@h/x", "https://h/x?a=b@c", "user:pw@h.example", "me@h.example"],
+    }
     assert str(Problem("k", value, "x")) == (
         "k: got {key: '[value not shown: looks like an AWS access key id]', urls: "
-        "['ftp://***@h/x', 'https://h/x']}; expected x"
+        "['ftp://***@h/x', 'https://h/x?a=b@c', '***@h.example', me@h.example]}; expected x"
     )
 
 
