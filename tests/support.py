@@ -230,3 +230,26 @@ class LoopbackHTTP:
                 pass
 
         return Handler
+
+
+# A valid stack file (kubernetes on a kind context): tests change one thing in it.
+GOOD = """\
+config:
+  sandboxkit:environment: dev
+  sandboxkit:targets: [kubernetes]
+  sandboxkit:kubernetes:
+    context: kind-test
+    image: example.com/sandbox:1
+"""
+
+
+def make_project(tmp_path: Path, stacks: dict[str, str | bytes], name: str = "sandboxkit") -> Path:
+    """A project folder: Pulumi.yaml (``stackConfigDir: stacks``) and the given stack files."""
+    (tmp_path / "Pulumi.yaml").write_text(
+        f"name: {name}\nruntime: python\nmain: components/\nstackConfigDir: stacks\n"
+    )
+    (tmp_path / "stacks").mkdir()
+    for stack, text in stacks.items():
+        path = tmp_path / "stacks" / f"Pulumi.{stack}.yaml"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return tmp_path

@@ -33,12 +33,12 @@ from sandboxkit.checkov_bridge.runner import (
     scan_rendered,
 )
 from sandboxkit.config import load_stack_file
-from sandboxkit.errors import ConfigError, PrerequisiteError, Problem
+from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import list_stacks, project_root
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
-from sandboxkit.targets import TARGET_MODULES, get_target
+from sandboxkit.targets import TARGET_MODULES, TargetSpec, get_target
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -413,7 +413,7 @@ def checkov(
         root = project_root(project_dir)
         names = list_stacks(root) if all_stacks else list(stack or [])
         if not names:
-            raise ConfigError(Problem("--stack", None, "a stack name or --all-stacks"))
+            raise ConfigError(Problem("--stack", MISSING, "a stack name or --all-stacks"))
     except ConfigError as exc:
         raise fail_config(exc) from None
     rendered = [load(name, root) for name in names]
@@ -526,6 +526,11 @@ def _write_out(out: Path, document: Any) -> None:
         ) from None
 
 
+def _needs_external_config(target: str) -> bool:
+    """Whether ``target``'s spec writes config outside Pulumi (overrides ``external_config``)."""
+    return type(get_target(target)).external_config is not TargetSpec.external_config
+
+
 def _write_external_config(stack: str, target: str, out: Path, project_dir: Path | None) -> None:
     try:
         root = project_root(project_dir)
@@ -545,7 +550,12 @@ def _write_external_config(stack: str, target: str, out: Path, project_dir: Path
         )
         if found is None:
             raise ConfigError(
-                Problem("--target", target, "a target that needs config outside Pulumi")
+                Problem(
+                    "--target",
+                    target,
+                    "a target that needs config outside Pulumi: "
+                    + ", ".join(n for n in TARGET_MODULES if _needs_external_config(n)),
+                )
             )
         if out.suffix not in found.suffixes:
             raise ConfigError(

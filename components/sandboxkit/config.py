@@ -6,7 +6,6 @@ The same code runs under ``pulumi up`` (values from the engine) and in the offli
 
 from __future__ import annotations
 
-import difflib
 import re
 import typing
 from collections.abc import Iterable, Mapping
@@ -16,8 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError, FieldError, Problem
-from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, SandboxProfile
+from sandboxkit.errors import (
+    MISSING,
+    NOT_SHOWN,
+    REDACTED,
+    ConfigError,
+    FieldError,
+    Problem,
+    did_you_mean,
+)
+from sandboxkit.profile import PROFILE_FIELDS, PROFILE_KEY, UNSET_NOTE, SandboxProfile
 from sandboxkit.project import (
     ENVIRONMENTS,
     existing_stack_file,
@@ -26,7 +33,7 @@ from sandboxkit.project import (
     stack_environment,
 )
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
-from sandboxkit.stackfile import NAMESPACE, config_values, parse_config_text
+from sandboxkit.stackfile import NAMESPACE, StackFileError, config_values, parse_config_text
 from sandboxkit.targets import (
     TARGET_MODULES,
     Enforcement,
@@ -124,7 +131,10 @@ def read_stack_file(path: Path, project: str | None = None) -> ConfigSource:
             and the key of a ``secure:`` holding anything but ciphertext text (a number, a
             list, null).
     """
-    values = config_values(path, project if project is not None else project_name_of(path))
+    return _source(config_values(path, project if project is not None else project_name_of(path)))
+
+
+def _source(values: Mapping[str, Any]) -> ConfigSource:
     secret_paths: set[str] = set()
     stripped = {key: _strip_secure(value, key, secret_paths) for key, value in values.items()}
     return ConfigSource(values=stripped, secret_paths=frozenset(secret_paths))
@@ -161,11 +171,6 @@ def _key(*parts: str | int) -> str:
         else:
             text += (":" if index == 0 else ".") + part
     return text
-
-
-def _near(name: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _dotted_hint(parents: tuple[str | int, ...], key: str, known: Iterable[str]) -> str:
@@ -327,7 +332,7 @@ def _problems(
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             known = _known_keys(parent) if parent else []
-            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or _near(
+            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or did_you_mean(
                 str(loc[-1]), known
             )
             # A misspelt key may hold a secret (authTokne: ...): never echo its value.
@@ -356,7 +361,7 @@ def _problems(
                     "<value> (offline, a secure: placeholder as in docs/examples/ renders as an "
                     "unknown secret)"
                 )
-            problems.append(Problem(key, None, f"a value (this key is required){written}"))
+            problems.append(Problem(key, MISSING, f"a value (this key is required){written}"))
         else:
             problems.append(Problem(key, value, _expected_text(error["msg"])))
     return problems
@@ -454,6 +459,50 @@ def _check_enforcement(
     return problems
 
 
+def _unenforced_when_set(
+    field_path: str, settings: Mapping[str, TargetSettings], stack: str
+) -> list[str]:
+    """For each target that enforces ``field_path`` nowhere, the acknowledgement setting the
+    field explicitly also needs there (``_check_enforcement`` refuses it without one).
+
+    Where a field is enforced does not depend on the profile's values, so the targets' own
+    enforcement maps are read with the default profile (a target whose plan refuses it is
+    skipped)."""
+    notes = []
+    profile = SandboxProfile()
+    for name, target_settings in settings.items():
+        spec = get_target(name)
+        try:
+            plan = spec.plan(profile, target_settings, KitContext(stack, "dev", name))
+        except ConfigError:
+            continue
+        entry = spec.enforcement(profile, target_settings, plan)[field_path]
+        if entry.kind == "none" and field_path not in target_settings.unenforced:
+            notes.append(
+                f"; on {name} also acknowledge it with {NAMESPACE}:{name}.unenforced: "
+                f"[{field_path}] ({entry.where})"
+            )
+    return notes
+
+
+def _with_acknowledgements(
+    problems: list[Problem], settings: Mapping[str, TargetSettings], stack: str
+) -> list[Problem]:
+    """Profile problems whose fix is setting a default explicitly (``UNSET_NOTE``), with what
+    that fix needs on each listed target, so one run names the whole fix."""
+    prefix = f"{PROFILE_KEY}."
+    result = []
+    for problem in problems:
+        field_path = problem.key.removeprefix(prefix)
+        notes = (
+            _unenforced_when_set(field_path, settings, stack)
+            if UNSET_NOTE in problem.expected and field_path in PROFILE_FIELDS
+            else []
+        )
+        result.append(Problem(problem.key, problem.value, problem.expected + "".join(notes)))
+    return result
+
+
 def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) -> list[Problem]:
     problems: list[Problem] = []
     for cap in spec.caps:
@@ -471,12 +520,12 @@ def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) 
 
 
 def _validate_targets(source: ConfigSource) -> tuple[tuple[str, ...], list[Problem]]:
-    raw = source.values.get("targets")
+    raw = source.values.get("targets", MISSING)
     known = tuple(TARGET_MODULES)
     if not isinstance(raw, list) or not raw:
         return (), [Problem(_key("targets"), raw, f"a non-empty list from {', '.join(known)}")]
     problems = [
-        Problem(_key("targets", i), t, f"one of {', '.join(known)}{_near(str(t), known)}")
+        Problem(_key("targets", i), t, f"one of {', '.join(known)}{did_you_mean(str(t), known)}")
         for i, t in enumerate(raw)
         if not (isinstance(t, str) and t in TARGET_MODULES)
     ]
@@ -508,11 +557,11 @@ def load_stack(
     for key in source.values:
         if key not in _TOP_LEVEL and key not in TARGET_MODULES:
             known = (*_TOP_LEVEL, *TARGET_MODULES)
-            hint = _dotted_hint((), key, known) or _near(key, known)
+            hint = _dotted_hint((), key, known) or did_you_mean(key, known)
             problems.append(
                 Problem(_key(key), NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
             )
-    environment = source.values.get("environment")
+    environment = source.values.get("environment", MISSING)
     if environment not in ENVIRONMENTS:
         problems.append(
             Problem(_key("environment"), environment, f"one of {', '.join(ENVIRONMENTS)}")
@@ -528,8 +577,8 @@ def load_stack(
         )
     targets, target_problems = _validate_targets(source)
     problems += target_problems
+    after_targets = len(problems)
     profile, profile_problems = _validate_profile(source)
-    problems += profile_problems
     settings: dict[str, TargetSettings] = {}
     plans: dict[str, Any] = {}
     enforcement: dict[str, dict[str, Enforcement]] = {}
@@ -537,9 +586,11 @@ def load_stack(
         spec = get_target(name)
         target_settings, settings_problems = _validate_settings(name, spec, source)
         problems += settings_problems
-        if target_settings is None or profile is None:
+        if target_settings is None:
             continue
         settings[name] = target_settings
+        if profile is None:
+            continue
         cap_problems = _check_caps(name, spec, profile)
         if cap_problems:
             # A plan may assume the caps hold (an instance type that fits, say).
@@ -555,17 +606,48 @@ def load_stack(
         # refusal of the plan, not after it is fixed.
         enforcement[name] = spec.enforcement(profile, target_settings, plans.get(name))
         problems += _check_enforcement(name, profile, target_settings, enforcement[name])
+    # In the order they were found; the profile's now that every target's settings are known.
+    problems[after_targets:after_targets] = _with_acknowledgements(
+        profile_problems, settings, stack
+    )
     if problems:
         raise ConfigError(*problems)
     assert profile is not None and isinstance(environment, str)
     return StackSpec(stack, environment, targets, profile, settings, plans, enforcement)
 
 
+def _at_or_below(key: str, paths: Iterable[str]) -> bool:
+    return any(key == p or key.startswith((f"{p}.", f"{p}[")) for p in paths)
+
+
+def stack_source(project_dir: Path, stack: str) -> ConfigSource:
+    """``read_stack_file`` on the stack file of ``stack``; when the reader refuses the file but
+    what it read is usable (a key given twice, a YAML 1.1 scalar, ...), the refusal also holds
+    ``load_stack``'s problems with what it read, except those at or below a key the reader
+    already names: every problem of the file in one run.
+
+    Raises:
+        ConfigError: a missing stack file (naming ``--stack``), or the problems above.
+    """
+    path = existing_stack_file(project_dir, stack)
+    try:
+        return read_stack_file(path, project_name(project_dir))
+    except StackFileError as exc:
+        problems = list(exc.problems)
+        if exc.values is not None:
+            try:
+                load_stack(_source(exc.values), stack, stack_environment(project_dir, stack))
+            except ConfigError as more:
+                problems += [p for p in more.problems if not _at_or_below(p.key, exc.paths)]
+        raise ConfigError(*problems) from None
+
+
 def load_stack_file(project_dir: Path, stack: str) -> StackSpec:
     """``load_stack`` on the stack file of ``stack`` (no secret is decrypted).
 
     Raises:
-        ConfigError: a missing stack file (naming ``--stack``), or bad config.
+        ConfigError: a missing stack file (naming ``--stack``), or bad config (``stack_source``).
     """
-    source = read_stack_file(existing_stack_file(project_dir, stack), project_name(project_dir))
-    return load_stack(source, stack, stack_environment(project_dir, stack))
+    return load_stack(
+        stack_source(project_dir, stack), stack, stack_environment(project_dir, stack)
+    )

@@ -2,12 +2,63 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from sandboxkit.credentials import redacted
 
 # Shown instead of any value read from a secret path, so an error message never leaks one.
 REDACTED = "[secret]"
 # Shown for values of unknown keys, which may be secrets under a misspelt name.
 NOT_SHOWN = "[value not shown]"
+
+
+class _Missing:
+    """The value of a key the stack does not set (``None`` is a YAML ``null`` it does set)."""
+
+    def __repr__(self) -> str:
+        return "(missing)"
+
+
+MISSING: Any = _Missing()
+"""``Problem.value`` of a key that is absent; shown as ``(missing)``."""
+
+
+def _plain(value: object) -> object:
+    """``value`` as YAML can write it, each string redacted (``credentials.redacted``)."""
+    if isinstance(value, str):
+        return redacted(value)
+    if isinstance(value, Mapping):
+        return {str(_plain(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redacted(str(value))
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a misspelt ``name`` (difflib ratio at
+    least 0.6), else ``""``: appended to a problem's expected text."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def shown_value(value: object) -> str:
+    """A value as a problem message prints it: in YAML spelling (``true``, ``null``,
+    ``{a: b}``, ``[x, y]``), text in quotes (``'fly'``), ``(missing)`` for ``MISSING``, and
+    any credential-shaped text redacted (a URL's userinfo as ``***``)."""
+    if value is MISSING:
+        return "(missing)"
+    plain = _plain(value)
+    if isinstance(plain, str):
+        return repr(plain)
+    text = yaml.safe_dump(plain, default_flow_style=True, width=1 << 30, sort_keys=False)
+    return text.removesuffix("\n").removesuffix("\n...").strip()
 
 
 @dataclass(frozen=True)
@@ -16,7 +67,8 @@ class Problem:
 
     Attributes:
         key: the full config key path, e.g. ``sandboxkit:profile.limits.vcpu``.
-        value: the offending value as given (``REDACTED`` for secrets, ``None`` when missing).
+        value: the offending value as given (``REDACTED`` for secrets, ``MISSING`` when the key
+            is absent, ``None`` for a YAML ``null``); printed by ``shown_value``.
         expected: what would be accepted, as a sentence fragment.
     """
 
@@ -25,8 +77,7 @@ class Problem:
     expected: str
 
     def __str__(self) -> str:
-        shown = "(missing)" if self.value is None else repr(self.value)
-        return f"{self.key}: got {shown}; expected {self.expected}"
+        return f"{self.key}: got {shown_value(self.value)}; expected {self.expected}"
 
 
 class ConfigError(Exception):

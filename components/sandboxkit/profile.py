@@ -89,12 +89,16 @@ class _Section(BaseModel):
         return next(name for name, info in cls.model_fields.items() if (info.alias or name) == key)
 
 
+UNSET_NOTE: Final = "not set in the stack"
+"""Part of a refusal of a default value: ``config`` adds what else setting it needs per target."""
+
+
 def _default_note(section: _Section, key: str) -> str:
     """Say that a value in a refusal is a default the stack never set, and how to set it."""
     if section.field_for(key) in section.model_fields_set:
         return ""
     value = getattr(section, section.field_for(key))
-    return f" (default {value}, not set in the stack: set {key} explicitly)"
+    return f" (default {value}, {UNSET_NOTE}: set {key} explicitly)"
 
 
 class Egress(_Section):

@@ -25,10 +25,9 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from sandboxkit import program
-from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, read_stack_file
+from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, stack_source
 from sandboxkit.errors import REDACTED
 from sandboxkit.mockcloud import CloudMocks
-from sandboxkit.project import existing_stack_file, project_name
 
 UNKNOWN_TEXT = "[unknown]"
 
@@ -323,10 +322,7 @@ def render_stack(
     Raises:
         ConfigError: when the stack file is missing or its config is bad.
     """
-    path = existing_stack_file(project_dir, stack)
-    return render_source(
-        project_dir, stack, read_stack_file(path, project_name(project_dir)), on_target
-    )
+    return render_source(project_dir, stack, stack_source(project_dir, stack), on_target)
 
 
 def render_source(

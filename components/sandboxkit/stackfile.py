@@ -1,16 +1,22 @@
 """Reading the YAML the kit is given (stack files, Pulumi.yaml) exactly, boundedly, or not at all.
 
-Every refusal is a ``ConfigError`` naming the file, the line and the key, in well under a second
-whatever the input: the text must be UTF-8; the document is composed (PyYAML's node graph, where
-an alias is the anchored node itself) and measured before anything is built from it, so an alias
-expansion bomb or a recursive alias is refused without being expanded; nesting is bounded;
+Every refusal is a ``Problem`` naming the file, the line and the key, all of a document's
+refusals raised together as one ``ConfigError``, in well under a second whatever the input (text
+that is not UTF-8 or not YAML, a recursive alias, too deep or too big is refused alone, as
+nothing further can be read): the text must be UTF-8; the document is composed (PyYAML's node
+graph, where an alias is the anchored node itself) and measured before anything is built from
+it, so an alias expansion bomb or a recursive alias is refused without being expanded; nesting
+is bounded;
 mapping keys are text and unique; only the core schema's tags are read; scalars are resolved with
 the YAML 1.2 core schema, and a plain scalar that a YAML 1.1 reader reads as another type or
 value (``010`` -> 8, ``1:00:00`` -> 3600, ``yes`` -> true; ``0o17`` and ``1e3`` stay text) is
 refused: the Pulumi engine's reader (go-yaml v3, ``resolve.go``: ``strconv.ParseInt(plain, 0,
 64)`` after dropping ``_``; "octals from the 1.1 spec, spelled as 0777, are still decoded")
 mixes the two, reading ``010`` as 8;
-integers must fit in 64 bits, as the engine's config values do.
+integers must fit in 64 bits, as the engine's config values do. A refused value is read as
+null, so nothing is derived from a reading the stack did not mean; where the rest of the document
+is still readable (no explicit tag, every key text), ``config_values`` hands it on with its
+refusals (``StackFileError``), for ``config`` to add the problems validation finds beside them.
 
 ``config_values`` then reads a stack file's ``config`` mapping the way the Pulumi engine does:
 a key without a namespace belongs to the project's namespace ("In cases where a simple name
@@ -79,14 +85,23 @@ def _core_int(text: str) -> int:
 
 
 class _RefusedError(Exception):
+    """One refusal; ``fatal`` when nothing usable can be built from the document with it."""
+
     def __init__(
-        self, node_or_mark: Any, expected: str, value: object = None, path: str = ""
+        self,
+        node_or_mark: Any,
+        expected: str,
+        value: object = None,
+        path: str = "",
+        *,
+        fatal: bool = False,
     ) -> None:
         super().__init__(expected)
         self.mark = getattr(node_or_mark, "start_mark", node_or_mark)
         self.expected = expected
         self.value = value
         self.path = path
+        self.fatal = fatal
 
 
 class _CoreLoader(yaml.SafeLoader):
@@ -126,7 +141,9 @@ class _CoreLoader(yaml.SafeLoader):
 
 
 for _tag, _pattern, _first in _CORE_RESOLVERS:
-    _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+    # "\0" stands for the empty scalar (PyYAML keys it by ""): ``vcpu:`` is null in 1.1 and 1.2.
+    _first_chars = [c if c != "\0" else "" for c in _first]
+    _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first_chars)
 
 
 def _construct_int(loader: yaml.SafeLoader, node: Node) -> int:
@@ -182,45 +199,49 @@ def _child_path(path: str, key: str | int) -> str:
     return f"{path}.{key}"
 
 
-def _walk(node: Node, path: str) -> Iterator[tuple[Node, str]]:
-    yield node, path
+def _walk(node: Node, path: str, is_key: bool = False) -> Iterator[tuple[Node, str, bool]]:
+    yield node, path, is_key
     if isinstance(node, SequenceNode):
         for index, child in enumerate(node.value):
             yield from _walk(child, _child_path(path, index))
     elif isinstance(node, MappingNode):
         for key, value in node.value:
-            yield key, path
+            yield key, path, True
             name = key.value if isinstance(key, ScalarNode) else "?"
             yield from _walk(value, _child_path(path, str(name)))
 
 
-def _check_mapping(node: MappingNode, path: str) -> None:
+def _check_mapping(node: MappingNode, path: str) -> Iterator[_RefusedError]:
     seen: dict[str, Node] = {}
     for key, _ in node.value:
         if not isinstance(key, ScalarNode) or key.tag not in (_STR, _MERGE):
             shown = key.value if isinstance(key, ScalarNode) else "a list or mapping"
-            raise _RefusedError(key, "text keys only (quote a key that looks like a number)", shown)
+            yield _RefusedError(
+                key, "text keys only (quote a key that looks like a number)", shown, fatal=True
+            )
+            continue
         if key.tag == _MERGE:
             continue
         if key.value in seen:
             first = seen[key.value].start_mark.line + 1
-            raise _RefusedError(
+            yield _RefusedError(
                 key,
                 f"each key once: it is also on line {first} "
                 "(a reader would silently keep the later one)",
                 "a second entry",
                 _child_path(path, key.value),
             )
+            continue
         seen[key.value] = key
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_scalar(node: ScalarNode) -> None:
+def _check_scalar(node: ScalarNode) -> Iterator[_RefusedError]:
     if _SURROGATE.search(node.value):
         # A "\ud800" escape: no Unicode character, so no engine or cloud can carry it.
-        raise _RefusedError(
+        yield _RefusedError(
             node,
             "text of Unicode characters (no lone surrogate escape such as \\ud800)",
             node.value.encode("utf-8", "backslashreplace").decode(),
@@ -233,9 +254,10 @@ def _check_scalar(node: ScalarNode) -> None:
                 if len(node.value) <= 30
                 else f"{node.value[:20]}... ({len(digits)} digits)"
             )
-            raise _RefusedError(node, "an integer that fits in 64 bits", shown)
+            yield _RefusedError(node, "an integer that fits in 64 bits", shown)
+            return
     if node.style is None and _reads_differently(node):
-        raise _RefusedError(
+        yield _RefusedError(
             node,
             "a value YAML 1.1 and 1.2 readers read alike (this plain scalar is a number or a "
             "boolean in one and not the other, or a different number): quote it for text, or "
@@ -248,27 +270,47 @@ def _shown_tag(tag: str) -> str:
     return tag.replace(_TAG, "!!", 1) if tag.startswith(_TAG) else tag
 
 
-def _check(root: Node) -> None:
+def _check(root: Node) -> list[_RefusedError]:
+    """Every refusal of the composed document, by line (an alias's node is checked where it
+    is anchored, once); an alias bomb is refused alone, before any walk."""
     if _expanded_size(root) > MAX_NODES:
         raise _RefusedError(
             root,
             f"at most {MAX_NODES:,} values once aliases are expanded (refused unexpanded)",
             f"more than {MAX_NODES:,} values",
         )
-    for node, path in _walk(root, ""):
-        try:
-            if node.tag not in _CORE_TAGS:
-                raise _RefusedError(
+    found: list[_RefusedError] = []
+    checked: set[int] = set()
+    for node, path, is_key in _walk(root, ""):
+        if id(node) in checked:
+            continue
+        checked.add(id(node))
+        if node.tag not in _CORE_TAGS:
+            found.append(
+                _RefusedError(
                     node,
                     "a plain value without an explicit tag (quote text instead)",
                     _shown_tag(node.tag),
+                    path,
+                    fatal=True,
                 )
-            if isinstance(node, MappingNode):
-                _check_mapping(node, path)
-            elif isinstance(node, ScalarNode):
-                _check_scalar(node)
-        except _RefusedError as exc:
-            raise _RefusedError(exc.mark, exc.expected, exc.value, exc.path or path) from None
+            )
+            continue
+        refused = (
+            _check_mapping(node, path)
+            if isinstance(node, MappingNode)
+            else _check_scalar(node)
+            if isinstance(node, ScalarNode)
+            else iter(())
+        )
+        for exc in refused:
+            exc.path = exc.path or path
+            found.append(exc)
+            if isinstance(node, ScalarNode) and not is_key:
+                # Not read at all (null, which each setting refuses or defaults), so no other
+                # problem is derived from a reading the stack did not mean (010 as 10).
+                node.tag = _NULL
+    return sorted(found, key=lambda r: (r.mark.line, r.mark.column))
 
 
 def _problem(origin: str, mark: Any, value: object, expected: str, path: str = "") -> Problem:
@@ -296,15 +338,30 @@ def decode(data: bytes, origin: str) -> str:
         ) from None
 
 
-def _parse(text: str, origin: str) -> tuple[Node | None, Any]:
+@dataclass(frozen=True)
+class _Parsed:
+    root: Node | None
+    document: Any
+    problems: tuple[Problem, ...]  # refusals that leave the document usable
+    paths: tuple[str, ...]  # the key path each of them names
+
+
+def _parse(text: str, origin: str) -> _Parsed:
+    """The document and every refusal in it; a refusal that leaves nothing usable (text that
+    is not YAML, a recursive alias, too deep or too big, an explicit tag, a key that is not
+    text) raises ``ConfigError`` with every refusal found."""
     loader = None
     try:
         loader = _CoreLoader(text)  # its reader refuses control characters at once
         root = loader.get_single_node()
         if root is None:
-            return None, None
-        _check(root)
-        return root, loader.construct_document(root)
+            return _Parsed(None, None, (), ())
+        refused = _check(root)
+        problems = tuple(_problem(origin, r.mark, r.value, r.expected, r.path) for r in refused)
+        if any(r.fatal for r in refused):
+            raise ConfigError(*problems)
+        document = loader.construct_document(root)
+        return _Parsed(root, document, problems, tuple(r.path for r in refused))
     except _RefusedError as exc:
         raise ConfigError(_problem(origin, exc.mark, exc.value, exc.expected, exc.path)) from None
     except yaml.YAMLError as exc:
@@ -330,10 +387,13 @@ def load_yaml(text: str, origin: str) -> Any:
         ``None``; ``None`` for an empty document.
 
     Raises:
-        ConfigError: naming ``origin``, the line and the key for any refusal above, or for text
-            that is not YAML.
+        ConfigError: naming ``origin``, the line and the key for every refusal above, or for
+            text that is not YAML.
     """
-    return _parse(text, origin)[1]
+    parsed = _parse(text, origin)
+    if parsed.problems:
+        raise ConfigError(*parsed.problems)
+    return parsed.document
 
 
 def _read_bytes(path: Path) -> str:
@@ -366,50 +426,80 @@ def _shown(value: object) -> object:
     return value.encode("utf-8", "backslashreplace").decode() if isinstance(value, str) else value
 
 
-def _json_problem(value: Any, where: str) -> Problem | None:
-    """The first value of a JSON document beyond ``load_yaml``'s bounds (nesting, size, 64-bit
-    integers, lone surrogates), named by its path below ``where``; ``None`` when all are within."""
+class _Repeated(tuple[Any, ...]):
+    """The values of a key a JSON object gives more than once, in order (``_json_pairs``)."""
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, a key given twice holding ``_Repeated`` (refused by ``_json_problems``):
+    ``json`` would silently keep the later value, as the Pulumi CLI's Go reader does."""
+    found: dict[str, list[Any]] = {}
+    for key, value in pairs:
+        found.setdefault(key, []).append(value)
+    return {k: v[0] if len(v) == 1 else _Repeated(v) for k, v in found.items()}
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_json_pairs)
+
+
+def _json_problems(value: Any, where: str) -> list[Problem]:
+    """Every key a JSON document gives twice, and the first value beyond ``load_yaml``'s bounds
+    (nesting, size, 64-bit integers, lone surrogates), each named by its path below ``where``;
+    empty when there is none."""
     stack: list[tuple[Any, str, int]] = [(value, where, 1)]
     count = 0
+    repeated: list[Problem] = []
     while stack:
         item, path, depth = stack.pop()
         count += 1
         if depth > MAX_DEPTH:
-            return Problem(path, f"{MAX_DEPTH + 1} levels", _TOO_DEEP)
+            return [Problem(path, f"{MAX_DEPTH + 1} levels", _TOO_DEEP)]
         if count > MAX_NODES:
-            return Problem(where, f"more than {MAX_NODES:,} values", f"at most {MAX_NODES:,}")
-        if isinstance(item, int) and not isinstance(item, bool):
+            return [Problem(where, f"more than {MAX_NODES:,} values", f"at most {MAX_NODES:,}")]
+        if isinstance(item, _Repeated):
+            repeated.append(
+                Problem(
+                    path,
+                    [_shown(v) for v in item],
+                    f"each key once: it is given {len(item)} times (a reader would silently "
+                    "keep the later one)",
+                )
+            )
+            stack.extend((v, path, depth) for v in item)
+        elif isinstance(item, int) and not isinstance(item, bool):
             if not _INT_MIN <= item <= _INT_MAX:
-                return Problem(path, _shown(item), "an integer that fits in 64 bits")
+                return [Problem(path, _shown(item), "an integer that fits in 64 bits")]
         elif isinstance(item, str) and _SURROGATE.search(item):
-            return Problem(path, _shown(item), "text without a lone surrogate escape (\\ud800)")
+            return [Problem(path, _shown(item), "text without a lone surrogate escape (\\ud800)")]
         elif isinstance(item, dict):
             stack.extend((k, path, depth + 1) for k in item)
             dot = "" if path.endswith(" ") else "."
             stack.extend((v, f"{path}{dot}{k}", depth + 1) for k, v in item.items())
         elif isinstance(item, list):
             stack.extend((v, f"{path}[{n}]", depth + 1) for n, v in enumerate(item))
-    return None
+    return sorted(repeated, key=lambda p: p.key)
 
 
 def read_json_file(path: Path) -> Any:
     """A JSON file's value, within the bounds ``load_yaml`` keeps (nesting, size, 64-bit
-    integers, no lone surrogate).
+    integers, no lone surrogate, each key of an object once).
 
     Raises:
-        ConfigError: naming the file (and the key, for a value beyond the bounds) when it
-            cannot be read, is not UTF-8, not JSON, or beyond the bounds.
+        ConfigError: naming the file (and the key, for a value beyond the bounds or a key
+            given twice, with both values) when it cannot be read, is not UTF-8, not JSON, or
+            beyond the bounds.
     """
     text = _read_bytes(path)
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except RecursionError:
         raise ConfigError(Problem(str(path), f"{len(text)} characters", _TOO_DEEP)) from None
     except ValueError as exc:
         raise ConfigError(Problem(str(path), "not JSON", f"a JSON document ({exc})")) from None
-    problem = _json_problem(value, f"{path}: ")
-    if problem is not None:
-        raise ConfigError(problem)
+    problems = _json_problems(value, f"{path}: ")
+    if problems:
+        raise ConfigError(*problems)
     return value
 
 
@@ -419,20 +509,47 @@ def parse_config_text(value: Any, key: str) -> Any:
 
     Raises:
         ConfigError: naming ``key`` and the path below it when the JSON is deeper, larger or
-            holds wider integers than ``load_yaml`` admits.
+            holds wider integers than ``load_yaml`` admits, or gives a key twice.
     """
     if not (isinstance(value, str) and value[:1] in ("{", "[")):
         return value
     try:
-        parsed = json.loads(value)
+        parsed = _loads(value)
     except RecursionError:
         raise ConfigError(Problem(key, _shown(value), _TOO_DEEP)) from None
     except ValueError:
         return value  # not JSON: the engine passes it as the text it is
-    problem = _json_problem(parsed, key)
-    if problem is not None:
-        raise ConfigError(problem)
+    problems = _json_problems(parsed, key)
+    if problems:
+        raise ConfigError(*problems)
     return parsed
+
+
+class StackFileError(ConfigError):
+    """A stack file's refusals (``config_values``), with the config read despite them.
+
+    Attributes:
+        values: what ``config_values`` would return, read from the file as it is (a key given
+            twice keeps its later value, as the engine would); ``None`` when nothing usable
+            could be read.
+        paths: the config key paths the refusals name (``sandboxkit:profile.limits.vcpu``):
+            a validation of ``values`` has nothing to add at or below them.
+    """
+
+    def __init__(
+        self, problems: list[Problem], values: dict[str, Any] | None, paths: list[str]
+    ) -> None:
+        super().__init__(*problems)
+        self.values = values
+        self.paths = tuple(paths)
+
+
+def _config_path(path: str, project: str) -> str:
+    """A refusal's key path as config names it: bare keys in the kit's namespace."""
+    head = re.split(r"[.\[]", path, maxsplit=1)[0]
+    if ":" in head or project != NAMESPACE or not path:
+        return path
+    return f"{NAMESPACE}:{path}"
 
 
 @dataclass(frozen=True)
@@ -454,23 +571,28 @@ def config_values(path: Path, project: str) -> dict[str, Any]:
         (``parse_config_text``); ``secure:`` mappings are left as written.
 
     Raises:
-        ConfigError: naming the file, the line and the key, for anything ``read_yaml_file``
-            refuses, a document without a ``config`` mapping, a bare key the kit cannot read
-            (in a project not named ``sandboxkit``) or a key written both bare and namespaced.
+        StackFileError: naming the file, the line and the key, for everything ``load_yaml``
+            refuses, a bare key the kit cannot read (in a project not named ``sandboxkit``)
+            and a key written both bare and namespaced, all together, with the values read
+            despite them.
+        ConfigError: for what leaves nothing to read: a refusal ``load_yaml`` cannot read
+            past, or a document without a ``config`` mapping.
     """
     origin = str(path)
-    root, document = _parse(_read_bytes(path), origin)
-    if document is None:
-        document = {}
+    parsed = _parse(_read_bytes(path), origin)
+    document = {} if parsed.document is None else parsed.document
     config = document.get("config", {}) if isinstance(document, dict) else None
     if config is None and isinstance(document, dict):
         config = {}
     if not isinstance(config, dict):
-        raise ConfigError(Problem(f"{origin}: config", config, "a mapping of config keys"))
-    lines = _key_lines(root)
+        raise ConfigError(
+            *parsed.problems, Problem(f"{origin}: config", config, "a mapping of config keys")
+        )
+    lines = _key_lines(parsed.root)
     values: dict[str, Any] = {}
     entries: dict[str, _Entry] = {}
-    problems: list[Problem] = []
+    problems: list[Problem] = list(parsed.problems)
+    paths = [_config_path(p, project) for p in parsed.paths]
     prefix = f"{NAMESPACE}:"
     for written, value in config.items():
         if ":" in written:
@@ -501,14 +623,16 @@ def config_values(path: Path, project: str) -> dict[str, Any]:
                     f"(line {line}) are the same key (a bare key is the project's namespace)",
                 )
             )
+            paths.append(f"{prefix}{name}")
             continue
         entries[name] = _Entry(name, written, line)
         try:
             values[name] = parse_config_text(value, f"{prefix}{name}")
         except ConfigError as exc:
             problems += exc.problems
+            paths.append(f"{prefix}{name}")
     if problems:
-        raise ConfigError(*problems)
+        raise StackFileError(problems, values, paths)
     return values
 
 

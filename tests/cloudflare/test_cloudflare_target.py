@@ -678,7 +678,7 @@ def test_external_config_for_cloudflare_is_the_wrangler_config(tmp_path: Path) -
     [
         (
             "kubernetes",
-            "sandboxkit:targets: got ['cloudflare']; expected a list including kubernetes",
+            "sandboxkit:targets: got [cloudflare]; expected a list including kubernetes",
         ),
         ("fly", "--target: got 'fly'; expected one of kubernetes, azure-sessions"),
         ("cloudflare", ""),
@@ -701,7 +701,8 @@ def test_external_config_of_a_target_that_needs_none_exits_2(project_dir: Path) 
     result = CliRunner().invoke(cli.app, [*arguments, "--project-dir", str(project_dir)])
     assert result.exit_code == 2
     assert (
-        "--target: got 'kubernetes'; expected a target that needs config outside" in result.output
+        "--target: got 'kubernetes'; expected a target that needs config outside Pulumi: "
+        "cloudflare\n" in result.output
     )
     assert not (project_dir / "x.json").exists()
 

@@ -15,29 +15,9 @@ from sandboxkit.naming import derived_name, is_stack_name
 from sandboxkit.project import list_stacks, project_root, stack_environment, stack_file
 from sandboxkit.stackfile import load_yaml, parse_config_text
 from sandboxkit.targets import KitContext
+from support import GOOD, make_project
 
 REPO = Path(__file__).resolve().parents[2]
-
-GOOD = """\
-config:
-  sandboxkit:environment: dev
-  sandboxkit:targets: [kubernetes]
-  sandboxkit:kubernetes:
-    context: kind-test
-    image: example.com/sandbox:1
-"""
-
-
-def make_project(tmp_path: Path, stacks: dict[str, str | bytes], name: str = "sandboxkit") -> Path:
-    """A project folder: Pulumi.yaml (``stackConfigDir: stacks``) and the given stack files."""
-    (tmp_path / "Pulumi.yaml").write_text(
-        f"name: {name}\nruntime: python\nmain: components/\nstackConfigDir: stacks\n"
-    )
-    (tmp_path / "stacks").mkdir()
-    for stack, text in stacks.items():
-        path = tmp_path / "stacks" / f"Pulumi.{stack}.yaml"
-        path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    return tmp_path
 
 
 def refusal(text: str | bytes, tmp_path: Path, stack: str = "t") -> list[str]:
@@ -60,7 +40,7 @@ EXPECTED_LINE = (
     [
         pytest.param(
             GOOD.replace("[kubernetes]", "[kubernetes, {a: 1}]"),
-            "sandboxkit:targets[1]: got {'a': 1}; expected one of kubernetes, azure-sessions, "
+            "sandboxkit:targets[1]: got {a: 1}; expected one of kubernetes, azure-sessions, "
             "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare",
             id="mapping-in-list",
         ),
@@ -213,6 +193,14 @@ def test_a_setting_given_as_json_text_reads_as_json_for_every_command(tmp_path: 
             "integer that fits in 64 bits",
             id="400-digits",
         ),
+        pytest.param(
+            '[{"a": 1, "a": 2, "b": {"c": true, "c": null}}]',
+            "sandboxkit:targets[0].a: got [1, 2]; expected each key once: it is given 2 times (a "
+            "reader would silently keep the later one)\nsandboxkit:targets[0].b.c: got [true, "
+            "null]; expected each key once: it is given 2 times (a reader would silently keep "
+            "the later one)",
+            id="duplicate-keys",
+        ),
     ],
 )
 def test_json_text_beyond_the_bounds_is_refused_naming_the_key(text: str, expected: str) -> None:
@@ -247,7 +235,7 @@ def test_a_bare_key_in_another_project_is_refused_naming_it(tmp_path: Path) -> N
     ("project_file", "expected"),
     [
         pytest.param(
-            "- a\n- b\n", "<p>/Pulumi.yaml: got ['a', 'b']; expected a mapping (name, runtime, ...)"
+            "- a\n- b\n", "<p>/Pulumi.yaml: got [a, b]; expected a mapping (name, runtime, ...)"
         ),
         pytest.param(
             "name: [\n",
@@ -337,7 +325,7 @@ def test_a_malformed_environments_map_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         stack_environment(tmp_path, "prod")
     assert str(caught.value) == (
-        f"{tmp_path}/sandboxkit.yaml: environments: got {{'prod': 'production'}}; expected a "
+        f"{tmp_path}/sandboxkit.yaml: environments: got {{prod: production}}; expected a "
         "mapping of stack name patterns to dev, staging, prod"
     )
 

@@ -218,11 +218,18 @@ def info() -> Any:
         ),
         pytest.param(
             {"sbx-log-001": {"minimumRetentionDays": -1}},
-            [
-                "f: sbx-log-001.minimumRetentionDays: got -1; expected -1 is less than the "
-                "minimum of 0"
-            ],
+            ["f: sbx-log-001.minimumRetentionDays: got -1; expected a whole number at least 0"],
             id="negative-threshold",
+        ),
+        pytest.param(
+            {"sbx-net-06": "advisory", "sbx-res-001": {"maxVcpu": -1, "maxMemoryMiB": "x"}},
+            [
+                "f: sbx-net-06: got 'advisory'; expected a policy of the pack or 'all' (did you "
+                "mean 'sbx-net-006'?)",
+                "f: sbx-res-001.maxMemoryMiB: got 'x'; expected a number",
+                "f: sbx-res-001.maxVcpu: got -1; expected a number at least 0",
+            ],
+            id="misspelt-policy-and-schema-words",
         ),
     ],
 )
@@ -256,6 +263,40 @@ def test_a_pack_config_beyond_the_bounds_is_named(text: str, expected: str, tmp_
     with pytest.raises(ConfigError) as caught:
         read_pack_config(path)
     assert str(caught.value) == f"{path}: {expected}"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            '{"all": "mandatory", "all": "advisory"}',
+            ["all: got [mandatory, advisory]; expected each key once: it is given 2 times (a "
+             "reader would silently keep the later one)"],
+            id="duplicate-level",
+        ),
+        pytest.param(
+            '{"sbx-net-06": "advisory", "sbx-res-001": {"maxVcpu": -1}}',
+            ["sbx-net-06: got 'advisory'; expected a policy of the pack or 'all' (did you mean "
+             "'sbx-net-006'?)",
+             "sbx-res-001.maxVcpu: got -1; expected a number at least 0"],
+            id="misspelt-policy-negative-threshold",
+        ),
+    ],
+)  # fmt: skip
+def test_a_bad_pack_config_exits_2_naming_every_entry(
+    text: str, expected: list[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "pack.json"
+    path.write_text(text)
+    result = invoke(
+        "check", "--stack", "dev", "--no-checkov", "--policy-pack-config", str(path),
+        "--project-dir", str(REPO),
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        "error: invalid input",
+        *(f"  {path}: {line}" for line in expected),
+    ]
 
 
 def test_lowering_every_level_is_named_in_the_output(info: Any, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from sandboxkit import config as config_module
 from sandboxkit.config import ConfigSource, load_stack, load_stack_file, read_stack_file
-from sandboxkit.errors import NOT_SHOWN, REDACTED, ConfigError
+from sandboxkit.errors import MISSING, NOT_SHOWN, REDACTED, ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
 from sandboxkit.targets import (
@@ -207,7 +207,7 @@ def test_target_settings_are_validated_with_their_key() -> None:
 
 def test_required_target_setting_is_named() -> None:
     assert problems_of(source(kubernetes={"image": "i"})) == [
-        ("sandboxkit:kubernetes.context", None)
+        ("sandboxkit:kubernetes.context", MISSING)
     ]
 
 

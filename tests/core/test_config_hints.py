@@ -81,10 +81,14 @@ def test_a_short_lifetime_names_every_default_it_contradicts_as_a_default() -> N
     assert found == [
         "sandboxkit:profile.limits.execTimeoutSeconds: got 300; expected at most "
         "limits.maxLifetimeSeconds (100 s) (default 300, not set in the stack: set "
-        "execTimeoutSeconds explicitly)",
+        "execTimeoutSeconds explicitly); on kubernetes also acknowledge it with "
+        "sandboxkit:kubernetes.unenforced: [limits.execTimeoutSeconds] (Kubernetes has no "
+        "per-command timeout; the caller's exec client must apply it)",
         "sandboxkit:profile.limits.idleTimeoutSeconds: got 600; expected at most "
         "limits.maxLifetimeSeconds (100 s) (default 600, not set in the stack: set "
-        "idleTimeoutSeconds explicitly)",
+        "idleTimeoutSeconds explicitly); on kubernetes also acknowledge it with "
+        "sandboxkit:kubernetes.unenforced: [limits.idleTimeoutSeconds] (agent-sandbox has no "
+        "idle shutdown; claims set lifecycle.shutdownTime)",
     ]
 
 

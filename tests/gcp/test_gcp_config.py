@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
-from sandboxkit.errors import ConfigError
+from sandboxkit.errors import MISSING, ConfigError
 from sandboxkit.gcp.gke.spec import GkeSettings
 
 CLOUDRUN = {
@@ -365,7 +365,7 @@ def test_a_cloudrun_stack_without_a_sandbox_image_is_refused_with_the_reason() -
     # sandboxImage existed exits 2 naming the key, the reason and the fix.
     settings = {k: v for k, v in CLOUDRUN.items() if k != "sandboxImage"}
     key, value, expected = only_problem("gcp-cloudrun", settings)
-    assert (key, value) == ("sandboxkit:gcp-cloudrun.sandboxImage", None)
+    assert (key, value) == ("sandboxkit:gcp-cloudrun.sandboxImage", MISSING)
     assert expected == (
         "the image sandboxes run, apart from the launcher's (build images/sandbox and pin it by "
         "digest): without a template a Cloud Run sandbox mounts the launcher container's root "

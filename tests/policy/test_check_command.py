@@ -443,8 +443,13 @@ def test_bad_pack_config_exits_2_naming_the_policy(project_copy: Path) -> None:
     )
     result = run_cli("check", "--stack", "prod", "--policy-pack-config", str(bad), cwd=project_copy)
     assert result.returncode == 2
-    assert "sbx-log-001" in result.stderr and "'thirty' is not of type 'integer'" in result.stderr
-    assert "sbx-nope" in result.stderr and "a policy of the pack or 'all'" in result.stderr
+    assert (
+        f"{bad}: sbx-log-001.minimumRetentionDays: got 'thirty'; expected a whole number"
+        in result.stderr
+    )
+    assert f"{bad}: sbx-nope: got 'mandatory'; expected a policy of the pack or 'all'" in (
+        result.stderr
+    )
 
 
 def test_stack_and_all_stacks_together_exit_2(project_dir: Path) -> None:

@@ -8,7 +8,6 @@ reconciled with what the pack reports (``GetAnalyzerInfo``) the way the Pulumi C
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import jsonschema
 from google.protobuf import json_format
 
-from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.errors import ConfigError, Problem, did_you_mean
 from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import ENFORCEMENT_NAMES, ENFORCEMENT_VALUES
 from sandboxkit.render import RenderedStack
@@ -93,8 +92,7 @@ def _schema_problems(
     for error in jsonschema.Draft7Validator(schema).iter_errors(props):
         if error.validator == "additionalProperties":
             for name in sorted(set(props) - set(known)):
-                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(name, known)
                 problems.append(
                     Problem(
                         f"{where}.{name}",
@@ -104,8 +102,41 @@ def _schema_problems(
                 )
             continue
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        problems.append(Problem(f"{where}{path}", error.instance, error.message))
+        problems.append(Problem(f"{where}{path}", error.instance, _schema_expected(error)))
     return problems
+
+
+_SCHEMA_TYPES = {
+    "integer": "a whole number",
+    "number": "a number",
+    "string": "text",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "a mapping",
+}
+
+
+def _schema_expected(error: jsonschema.ValidationError) -> str:
+    """What a schema keyword accepts, said as the kit says it (``a number at least 0``), not
+    jsonschema's sentence about the value (``-1 is less than the minimum of 0``)."""
+    bound = error.validator_value
+    kind = _SCHEMA_TYPES.get(str(error.schema.get("type")), "a number")
+    said = {
+        "minimum": f"{kind} at least {bound}",
+        "maximum": f"{kind} at most {bound}",
+        "exclusiveMinimum": f"{kind} greater than {bound}",
+        "exclusiveMaximum": f"{kind} less than {bound}",
+        "type": " or ".join(_SCHEMA_TYPES.get(str(t), str(t)) for t in _as_list(bound)),
+        "enum": "one of " + ", ".join(map(str, _as_list(bound))),
+        "minItems": f"a list of at least {bound} item(s)",
+        "maxItems": f"a list of at most {bound} item(s)",
+        "minLength": f"text of at least {bound} characters",
+    }
+    return said.get(str(error.validator), error.message)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def lowered_levels(
@@ -173,7 +204,10 @@ def policy_config(
         if key == "all":
             continue
         if key not in policies:
-            problems.append(Problem(f"{origin}: {key}", value, "a policy of the pack or 'all'"))
+            hint = did_you_mean(key, policies)
+            problems.append(
+                Problem(f"{origin}: {key}", value, f"a policy of the pack or 'all'{hint}")
+            )
             continue
         level, props = result[key]
         if isinstance(value, dict):

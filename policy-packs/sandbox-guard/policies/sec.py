@@ -17,6 +17,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.credentials import CREDENTIAL_SHAPES
 from sandboxkit.guard import CheckContext, walk_strings
 
 from ._common import ResourceRule, Rule
@@ -58,15 +59,6 @@ PLAINTEXT_ENV = ResourceRule(
 )
 
 
-CREDENTIAL_SHAPES = {
-    "an AWS access key id": re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
-    "a private key": re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    "a GitHub token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    "a Slack token": re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    "a Google API key": re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    "an API secret key": re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"),
-    "a JSON Web Token": re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"),
-}
 # Inputs that are secret stores: a credential there is where it belongs.
 SECRET_SINKS = {
     "kubernetes:core/v1:Secret": ("data", "stringData"),

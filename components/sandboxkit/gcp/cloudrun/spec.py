@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sandboxkit.egress import parse_rule
-from sandboxkit.errors import ConfigError, FieldError, Problem
+from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
 from sandboxkit.formats import ImageReference
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.response_policy import response_rules
@@ -230,7 +230,7 @@ class CloudRunSettings(GcpSettings):
         # The generic "this key is required" would not say why: a stack written before the
         # setting existed gets the reason and the fix.
         if isinstance(data, dict) and not {"sandboxImage", "sandbox_image"} & data.keys():
-            raise FieldError(".sandboxImage", None, _WHY_SANDBOX_IMAGE)
+            raise FieldError(".sandboxImage", MISSING, _WHY_SANDBOX_IMAGE)
         return data
 
     @model_validator(mode="after")
