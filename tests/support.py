@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.server
 import json
@@ -19,10 +20,85 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from typer.testing import CliRunner
+
+from sandboxkit.cli import app
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
+from sandboxkit.gate import Analyzer
 from sandboxkit.project import stack_file
 from sandboxkit.render import Recorder, RenderedResource, RenderedStack, render_source
 from sandboxkit.targets import get_target
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a command line run gave: exit code, standard output, standard error (text)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke_cli(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> Ran:
+    """``sandboxkit ARGS`` run in this process from folder ``cwd`` with ``env`` set meanwhile.
+
+    The command's own exit codes come back as ``returncode`` (2 for a config problem, raised
+    inside the command as ``typer.Exit``); any other exception is raised again, so a test that
+    expects an exit code fails with the traceback a user would have seen. Seconds of CPU less
+    than a new interpreter, which imports the cloud SDKs again; each command keeps at least one
+    test of its real process (``python -m sandboxkit``) for the console-script entry point.
+    """
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, list(args), env=dict(env or {}))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+class RememberingAnalyzer:
+    """An ``Analyzer`` that answers a repeated per-resource ``Analyze`` from memory.
+
+    ``Analyze`` sees one resource only (type, URN, name, parent, properties) and the pack config
+    last sent with ``Configure``: the same request under the same config gets the same
+    diagnostics. Tests that check many copies of one stack, each with one resource or one
+    config key weakened (the mutation table), analyze each unchanged resource once instead of
+    once per copy. The key is both messages' deterministic serialization; each answer is a
+    fresh copy of the first (``crossguard.analyze`` fills in a diagnostic's URN in place).
+    ``AnalyzeStack``, ``Configure`` and ``GetAnalyzerInfo`` always go to ``inner``. ``asked``
+    and ``answered`` count the ``Analyze`` calls and those answered from memory.
+    """
+
+    def __init__(self, inner: Analyzer) -> None:
+        self.inner = inner
+        self.asked = 0
+        self.answered = 0
+        self._config = b""
+        self._answers: dict[tuple[bytes, bytes], tuple[type[Any], bytes]] = {}
+
+    def GetAnalyzerInfo(self, request: Any) -> Any:  # noqa: N802 - gRPC method names
+        """Forward to ``inner``."""
+        return self.inner.GetAnalyzerInfo(request)
+
+    def Configure(self, request: Any) -> Any:  # noqa: N802
+        """Forward to ``inner`` and remember the config the next answers are valid under."""
+        self._config = request.SerializeToString(deterministic=True)
+        return self.inner.Configure(request)
+
+    def Analyze(self, request: Any) -> Any:  # noqa: N802
+        """``inner``'s answer to the first identical request under the current config."""
+        self.asked += 1
+        key = (self._config, request.SerializeToString(deterministic=True))
+        if key in self._answers:
+            self.answered += 1
+        else:
+            response = self.inner.Analyze(request)
+            self._answers[key] = (type(response), response.SerializeToString())
+        kind, raw = self._answers[key]
+        return kind.FromString(raw)
+
+    def AnalyzeStack(self, request: Any) -> Any:  # noqa: N802
+        """Forward to ``inner``: the stack-wide policies see every resource each time."""
+        return self.inner.AnalyzeStack(request)
 
 
 def of_type(resources: Iterable[RenderedResource], type_token: str) -> list[RenderedResource]:

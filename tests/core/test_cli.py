@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support import invoke_cli as run_cli
+
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m sandboxkit ARGS`` in a new interpreter: the console-script entry point."""
     env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
     return subprocess.run(
         [sys.executable, "-m", "sandboxkit", *args],
@@ -39,7 +42,7 @@ def write_stack(project: Path, name: str, config: dict[str, object]) -> None:
 
 
 def test_preview_dev_prints_the_resource_tree_counts_map_and_outputs(project_dir: Path) -> None:
-    result = run_cli("preview", "--stack", "dev", cwd=project_dir)
+    result = run_process("preview", "--stack", "dev", cwd=project_dir)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "sandboxkit:index:AgentSandbox  kubernetes" in out

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +18,19 @@ import jsonschema
 import pytest
 import yaml
 from google.protobuf import empty_pb2
-from typer.testing import CliRunner
 
 import support
 from sandboxkit import gate
-from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import policy_config
+from support import Ran, invoke_cli
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 def run_cli(*args: str, cwd: Path) -> Ran:
     """``sandboxkit ARGS --no-checkov`` in this process (fast); ``cwd`` is the ``--project-dir``."""
-    result = CliRunner().invoke(app, [*args, "--no-checkov", "--project-dir", str(cwd)])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return Ran(result.exit_code, result.stdout, result.stderr)
+    return invoke_cli(*args, "--no-checkov", "--project-dir", str(cwd), cwd=cwd)
 
 
 def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) -> None:

@@ -31,9 +31,11 @@ MANDATORY = "mandatory"
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> gate.InProcessAnalyzer:
-    """The pack's analyzer servicer in this process (every check reconfigures it)."""
-    return gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+def analyzer() -> testing.RememberingAnalyzer:
+    """The pack's analyzer servicer in this process (every check reconfigures it); each row
+    changes one resource or one config key of a shared stack, so the unchanged resources'
+    ``Analyze`` answers are remembered (``support.RememberingAnalyzer``)."""
+    return testing.RememberingAnalyzer(gate.InProcessAnalyzer(gate.pack_dir(PROJECT)))
 
 
 def stack_values(stack: str) -> dict[str, Any]:
@@ -1220,7 +1222,7 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_weakened_default_is_caught_by_exactly_its_policy_at_its_prod_level(
-    row: Row, analyzer: gate.InProcessAnalyzer
+    row: Row, analyzer: gate.Analyzer
 ) -> None:
     rendered, baseline = _baseline(analyzer, row.stack, row.targets)
     if row.config is not None:
@@ -1255,7 +1257,7 @@ _BASELINES: dict[tuple[str, tuple[str, ...]], tuple[RenderedStack, gate.CheckRes
 
 
 def _baseline(
-    analyzer: gate.InProcessAnalyzer, stack: str, targets: tuple[str, ...]
+    analyzer: gate.Analyzer, stack: str, targets: tuple[str, ...]
 ) -> tuple[RenderedStack, gate.CheckResult]:
     # The render is deterministic: rows that only edit inputs share one unmutated render.
     key = (stack, targets)
@@ -1296,3 +1298,20 @@ def test_every_policy_has_a_row() -> None:
         "SBX-SEC-003",
         *(f"SBX-K8S-00{n}" for n in range(1, 10)),
     }
+
+
+def test_remembered_answers_are_the_packs_own() -> None:
+    # The table's analyzer answers an unchanged resource from memory: each check gives what a
+    # fresh analyzer gives, the weakened resource is analyzed anew, and the rest are remembered.
+    plain = gate.InProcessAnalyzer(gate.pack_dir(PROJECT))
+    remembering = testing.RememberingAnalyzer(gate.InProcessAnalyzer(gate.pack_dir(PROJECT)))
+    rendered = render("prod", stack_values("prod"))
+    weakened = with_input(rendered, WORKER, ("observability", "enabled"), False)
+    results = []
+    for stack in (rendered, weakened, rendered):
+        result = gate.check_rendered(remembering, stack, PROJECT, PROD_CONFIG)
+        assert result == gate.check_rendered(plain, stack, PROJECT, PROD_CONFIG)
+        results.append({(v.policy, v.urn.rsplit("::", 1)[-1]) for v in result.violations})
+    assert results == [set(), {("SBX-LOG-002", WORKER)}, set()]
+    count = len(rendered.resources)
+    assert (remembering.asked, remembering.answered) == (3 * count, 2 * count - 1)
