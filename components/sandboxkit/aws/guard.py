@@ -64,6 +64,10 @@ def _statements(document: Any) -> list[Mapping[str, Any]]:
     return [s for s in items(statements) if isinstance(s, Mapping)]
 
 
+def _listed(value: Any) -> list[Any]:
+    return [value] if isinstance(value, str) else items(value)
+
+
 def _wildcard_actions(document: Any) -> list[str]:
     found: list[str] = []
     for statement in _statements(document):
@@ -71,8 +75,7 @@ def _wildcard_actions(document: Any) -> list[str]:
             continue
         if "NotAction" in statement:
             found.append("NotAction")
-        actions = statement.get("Action", [])
-        for action in [actions] if isinstance(actions, str) else items(actions):
+        for action in _listed(statement.get("Action", [])):
             # IAM matches * and ? anywhere: "s3:Get*" and "iam:?ut*" grant families too.
             if "*" in str(action) or "?" in str(action):
                 found.append(str(action))
@@ -95,10 +98,6 @@ def escalation_methods() -> dict[str, frozenset[str]]:
         name: frozenset(action.lower() for action in actions)
         for name, actions in PRIVILEGE_ESCALATION_METHODS.items()
     }
-
-
-def _listed(value: Any) -> list[Any]:
-    return [value] if isinstance(value, str) else items(value)
 
 
 def escalations(document: Any, ctx: CheckContext, path: str) -> list[str]:
@@ -181,9 +180,7 @@ def _role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 def _pass_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     for statement in _statements(props.get("policy")):
-        actions = statement.get("Action", [])
-        actions = [actions] if isinstance(actions, str) else items(actions)
-        if "iam:PassRole" in actions and not identity_allowed(ctx):
+        if "iam:PassRole" in _listed(statement.get("Action", [])) and not identity_allowed(ctx):
             yield (
                 f"IAM policy {ctx.name} lets the launcher pass an execution role to MicroVMs, "
                 "which the guest can read; run MicroVMs without one or name this resource in "
@@ -212,8 +209,7 @@ SOURCE_KEYS = ("aws:sourceaccount", "aws:sourcearn")
 def _services(principal: Any) -> list[str]:
     if not isinstance(principal, Mapping):
         return []
-    services = principal.get("Service", [])
-    return [str(s) for s in ([services] if isinstance(services, str) else items(services))]
+    return [str(s) for s in _listed(principal.get("Service", []))]
 
 
 def _source_keys(condition: Any) -> set[str]:
