@@ -51,8 +51,9 @@ def main(
     for name in spec.targets:
         if on_target is not None:
             on_target(name)
-        for unseen in get_target(name).unseen(spec.settings[name]):
+        target = get_target(name)
+        for unseen in target.unseen(spec.settings[name]):
             pulumi.log.warn(unseen)
-        deployment = get_target(name).build(spec.plans[name])
+        deployment = target.build(spec.plans[name])
         pulumi.export(name, dict(deployment.outputs))
     return spec
