@@ -268,7 +268,6 @@ PATTERN_WORDS: Mapping[str, str] = {
     ),
     r"^[^*?]+\.zip$": "an object key ending in .zip, without * or ?",
     r"^[0-9a-f]{32}$": "a Cloudflare account id: 32 lower-case hexadecimal digits",
-    r"^\d{4}-\d{2}-\d{2}$": "a date written YYYY-MM-DD",
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$": (
         "a GUID (8-4-4-4-12 hexadecimal digits)"
     ),
