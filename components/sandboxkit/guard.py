@@ -141,9 +141,7 @@ def refuse_unknown(ctx: CheckContext, path: str, value: Any) -> None:
     Raises:
         UnknownInputError: naming ``path`` (``policy.Statement[0].Resource``).
     """
-    if is_unknown(value):
-        owner = Owner(ctx.resource_type, ctx.name, ctx.urn)
-        raise UnknownInputError(owner, [path], value == UNKNOWN_SECRET)
+    _known(value, Owner(ctx.resource_type, ctx.name, ctx.urn), path)
 
 
 def _child_path(path: str, key: Any) -> str:
@@ -160,9 +158,13 @@ def _view(value: Any, owner: Owner, path: str) -> Any:
     return value
 
 
-def _read(value: Any, owner: Owner, path: str) -> Any:
+def _known(value: Any, owner: Owner, path: str) -> None:
     if is_unknown(value):
         raise UnknownInputError(owner, [path], value == UNKNOWN_SECRET)
+
+
+def _read(value: Any, owner: Owner, path: str) -> Any:
+    _known(value, owner, path)
     return _view(value, owner, path)
 
 
