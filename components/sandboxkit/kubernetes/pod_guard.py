@@ -22,12 +22,10 @@ from sandboxkit.guard import (
     target_of,
 )
 from sandboxkit.guard_checks import outside_the_stack
+from sandboxkit.kubernetes.reach import TARGET
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
-# The target whose runtime class is a setting; gcp-gke uses GKE's own ``gvisor`` class, which
-# GKE installs with the GKE Sandbox node pools the stack creates and SBX-K8S-004 checks.
-KUBERNETES = "kubernetes"
 
 
 def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -142,11 +140,14 @@ def _external_runtime_classes(
         for r in of_kind(resources, ":RuntimeClass")
     }
     for template in of_kind(resources, ":SandboxTemplate"):
-        if target_of(template.props) != KUBERNETES:
+        # Only kubernetes makes the runtime class a setting; gcp-gke uses GKE's own ``gvisor``
+        # class, which GKE installs with the GKE Sandbox node pools the stack creates and
+        # SBX-K8S-004 checks.
+        if target_of(template.props) != TARGET:
             continue
         name = sandbox_pod_spec(template.props).get("runtimeClassName")
         # No class at all is SBX-K8S-004's finding: the pod runs the node's default runtime.
-        if not isinstance(name, str) or (KUBERNETES, name) in created:
+        if not isinstance(name, str) or (TARGET, name) in created:
             continue
         message = outside_the_stack(
             ctx,
