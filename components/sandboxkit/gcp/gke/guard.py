@@ -8,6 +8,7 @@ from typing import Any
 
 from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.gcp.gke.plan import cluster_reference
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -94,7 +95,7 @@ def _external_clusters(
         if cluster is None or cluster in created:
             continue
         project, location = _known(pool.props, "project"), _known(pool.props, "location")
-        reference = f"projects/{project}/locations/{location}/clusters/{cluster}"
+        reference = cluster_reference(project, location, cluster)
         if reference in reported:
             continue
         reported.add(reference)

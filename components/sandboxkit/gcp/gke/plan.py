@@ -21,6 +21,13 @@ GVISOR_TOLERATION = {
 }
 
 
+def cluster_reference(project: object, location: object, name: object) -> str:
+    """A GKE cluster's resource name, ``projects/<project>/locations/<location>/clusters/<name>``:
+    how ``acceptedExternalReferences`` of SBX-K8S-009 names an existing cluster, the same in
+    preview's warning and the pack's finding."""
+    return f"projects/{project}/locations/{location}/clusters/{name}"
+
+
 class GkeAgentSandboxArgs(TypedDict, total=False):
     """Inputs of ``GkeAgentSandbox``; ``spec.gke_args`` builds them from a profile and settings."""
 

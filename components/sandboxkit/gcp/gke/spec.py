@@ -15,7 +15,12 @@ from typing import Annotated, ClassVar
 from pydantic import AfterValidator, Field, model_validator
 
 from sandboxkit.errors import FieldError
-from sandboxkit.gcp.gke.plan import GVISOR_NODE_LABEL, GVISOR_TOLERATION, GkeAgentSandboxArgs
+from sandboxkit.gcp.gke.plan import (
+    GVISOR_NODE_LABEL,
+    GVISOR_TOLERATION,
+    GkeAgentSandboxArgs,
+    cluster_reference,
+)
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
@@ -266,10 +271,7 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
         """The existing cluster (``existingCluster``), whose settings its owner decides."""
         if settings.existing_cluster is None:
             return ()
-        reference = (
-            f"projects/{settings.project}/locations/{settings.region}/clusters/"
-            f"{settings.existing_cluster}"
-        )
+        reference = cluster_reference(settings.project, settings.region, settings.existing_cluster)
         return (
             f"sandboxkit:gcp-gke.existingCluster is set: the kit cannot see how cluster "
             f"{reference} is configured (Dataplane V2, private nodes and endpoint, master "
