@@ -429,10 +429,15 @@ def launcher_env(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def plain_bindings(props: Mapping[str, Any]) -> dict[str, Any]:
-    """A Worker's ``plain_text`` bindings as name -> text (the kit's runtime settings)."""
-    return {
-        str(b.get("name")): b.get("text")
+def plain_binding_entries(props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A Worker's ``plain_text`` binding entries (``{type, name, text}``), in order."""
+    return [
+        b
         for b in items(props.get("bindings"))
         if isinstance(b, Mapping) and b.get("type") == "plain_text"
-    }
+    ]
+
+
+def plain_bindings(props: Mapping[str, Any]) -> dict[str, Any]:
+    """A Worker's ``plain_text`` bindings as name -> text (the kit's runtime settings)."""
+    return {str(b.get("name")): b.get("text") for b in plain_binding_entries(props)}

@@ -24,6 +24,7 @@ from sandboxkit.guard import (
     dig,
     items,
     of_kind,
+    plain_binding_entries,
     plain_bindings,
 )
 from sandboxkit.guard_checks import (
@@ -168,7 +169,7 @@ def _workers_without_observability(
 
 
 def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    plain = [b for b in items(props.get("bindings")) if dig(b, "type") == "plain_text"]
+    plain = plain_binding_entries(props)
     yield from inline_secrets("Worker", ctx.name, listed_variables(plain, "text"), ctx)
 
 
