@@ -91,7 +91,7 @@ def test_stack_keys_give_each_key_and_list_item_its_line() -> None:
 def test_a_finding_points_at_the_deepest_key_it_is_about(
     rule: str, target: str | None, message: str, line: int
 ) -> None:
-    assert rule_line(STACK, rule, target, message) == line
+    assert rule_line(stack_keys(STACK), rule, target, message) == line
 
 
 def test_sarif_points_at_the_image_line_of_the_stack_file(project_dir: Path) -> None:

@@ -26,7 +26,7 @@ from sandboxkit.gate.analyzer import (
     InProcessAnalyzer,
     pack_dir,
 )
-from sandboxkit.gate.locations import rule_line
+from sandboxkit.gate.locations import rule_line, stack_keys
 from sandboxkit.gate.pack_config import (
     environment_config_path,
     lowered_levels,
@@ -134,6 +134,7 @@ def violations_of(
         One ``Violation`` per diagnostic, in their order (``source: crossguard``).
     """
     by_urn = {r.urn: r for r in rendered.resources}
+    keys = stack_keys(stack_text)
     found = []
     for diagnostic in diagnostics:
         rule_id = diagnostic.policyName.upper()
@@ -149,7 +150,7 @@ def violations_of(
                 urn=urn,
                 message=message,
                 source=SOURCE_CROSSGUARD,
-                line=rule_line(stack_text, rule_id, target, message),
+                line=rule_line(keys, rule_id, target, message),
             )
         )
     return found

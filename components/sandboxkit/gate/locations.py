@@ -11,7 +11,7 @@ use these lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -73,16 +73,6 @@ def stack_keys(text: str) -> list[KeyLine]:
     return list(_walk(document, ())) if document is not None else []
 
 
-def find_line(text: str, keys: tuple[str, ...]) -> int:
-    """1-based line of the first of ``keys`` written as a YAML key in ``text``, else 1."""
-    lines = text.splitlines()
-    for key in keys:
-        for number, line in enumerate(lines, start=1):
-            if line.strip().startswith(f"{key}:"):
-                return number
-    return 1
-
-
 def _deepest(found: list[KeyLine]) -> KeyLine | None:
     return max(found, key=lambda k: (len(k.path), -k.line), default=None)
 
@@ -107,11 +97,11 @@ def _named_keys(message: str) -> set[tuple[str, ...]]:
     return named
 
 
-def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = "") -> int:
-    """The line of ``stack_text`` where a violation of ``rule_id`` is fixed.
+def rule_line(keys: Sequence[KeyLine], rule_id: str, target: str | None, message: str = "") -> int:
+    """The line of the stack file where a violation of ``rule_id`` is fixed.
 
     Args:
-        stack_text: the stack file's text (``""`` when the stack has no file).
+        keys: the stack file's keys (``stack_keys``; none when the stack has no file).
         rule_id: ``SBX-<AREA>-NNN``; other ids have no area.
         target: the target whose resource is in violation, or ``None`` (stack-wide finding).
         message: the violation's message, which may quote a value or name a key.
@@ -119,7 +109,6 @@ def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = 
     Returns:
         The line of the deepest key the finding is about (module docstring), else 1.
     """
-    keys = stack_keys(stack_text)
     sections: list[tuple[str, ...]] = [("config", PROFILE)]
     if target:
         sections.insert(0, ("config", f"{NAMESPACE}:{target}"))
@@ -150,18 +139,18 @@ def rule_line(stack_text: str, rule_id: str, target: str | None, message: str = 
     return next((lines[p] for p in fallback if p in lines), 1)
 
 
-def setting_line(keys: list[KeyLine], target: str, setting: str) -> int | None:
+def setting_line(lines: Mapping[tuple[str, ...], int], target: str, setting: str) -> int | None:
     """The line of the deepest key the stack file writes on the way to ``setting``
     (``profile.audit.logRetentionDays`` under ``sandboxkit:profile``, else a key of
     ``sandboxkit:<target>``, ``runtimeClass.handler``): the setting itself, or the section
-    above it when the stack leaves it at its default; ``None`` when neither is written."""
+    above it when the stack leaves it at its default; ``None`` when neither is written.
+    ``lines`` maps each key's path to its line (``stack_keys``)."""
     section, _, rest = setting.partition(".") if setting.startswith("profile.") else ("", "", "")
     path = (
         ("config", PROFILE, *rest.split("."))
         if section
         else ("config", f"{NAMESPACE}:{target}", *setting.split("."))
     )
-    lines = {k.path: k.line for k in keys}
     return next((lines[path[:n]] for n in range(len(path), 1, -1) if path[:n] in lines), None)
 
 
@@ -171,7 +160,7 @@ def checkov_lines(
     """(URN, check id) -> the stack-file line a checkov finding on a resource points at: the
     setting its target's catalog names for the check (``setting_for``), else the target's
     section ``sandboxkit:<target>``."""
-    keys = stack_keys(stack_text)
+    lines_of_keys = {k.path: k.line for k in stack_keys(stack_text)}
     targets = {r.urn: rendered.target_of(r) for r in rendered.resources}
     lines = {}
     for finding in findings:
@@ -179,8 +168,8 @@ def checkov_lines(
         if target is None or finding.type is None:
             continue
         setting = setting_for(finding.type, finding.policy)
-        line = setting_line(keys, target, setting) if setting else None
-        lines[(finding.urn, finding.policy)] = line or find_line(
-            stack_text, (f"{NAMESPACE}:{target}",)
+        line = setting_line(lines_of_keys, target, setting) if setting else None
+        lines[(finding.urn, finding.policy)] = line or lines_of_keys.get(
+            ("config", f"{NAMESPACE}:{target}"), 1
         )
     return lines
