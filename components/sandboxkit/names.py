@@ -208,11 +208,12 @@ class ChannelEndpoint:
     source: str
     what: str
 
-    def covers(self, host: str, *, wildcard: bool) -> bool:
-        """Whether an entry for ``host`` (normal form; ``x`` for ``*.x``) reaches the endpoint:
-        the address itself, a name at or below the endpoint's, or a wildcard above it."""
+    def covers(self, host: str, address: IPAddress | None, *, wildcard: bool) -> bool:
+        """Whether an entry for ``host`` (normal form; ``x`` for ``*.x``; ``address`` its
+        ``address_of``) reaches the endpoint: the address itself, a name at or below the
+        endpoint's, or a wildcard above it."""
         if self.address is not None:
-            return not wildcard and address_of(host) == self.address
+            return not wildcard and address == self.address
         return is_at_or_below(host, self.host) or (wildcard and is_below(self.host, host))
 
 
@@ -253,8 +254,9 @@ def channel_refusal(host: str, *, wildcard: bool = False) -> str | None:
         host: a compressed address, or a name in normal form (``x`` for ``*.x``).
         wildcard: whether the entry is ``*.host``.
     """
+    address = address_of(host)
     for endpoint in channel_endpoints():
-        if endpoint.covers(host, wildcard=wildcard):
+        if endpoint.covers(host, address, wildcard=wildcard):
             pattern = f"*.{host}" if wildcard else host
             what = f"{endpoint.what} ({endpoint.source})"
             subject = (
