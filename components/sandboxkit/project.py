@@ -93,10 +93,11 @@ def project_name(project_dir: Path) -> str:
 
 def project_name_of(stack_file_path: Path) -> str:
     """``project_name`` of the nearest project above a stack file (``sandboxkit`` if none)."""
-    for folder in stack_file_path.resolve().parents:
-        if (folder / PROJECT_FILE).is_file():
-            return project_name(folder)
-    return NAMESPACE
+    try:
+        root = find_project_dir(stack_file_path.resolve().parent)
+    except ConfigError:
+        return NAMESPACE
+    return project_name(root)
 
 
 def check_stack_name(stack: str) -> None:
