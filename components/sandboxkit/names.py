@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -133,13 +134,18 @@ class ListedDomain:
         )
 
 
-def _read_list(filename: str, scoped: bool) -> tuple[ListedDomain, ...]:
+def _data_lines(filename: str, maxsplit: int) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each line of the packaged ``data/<filename>`` that is neither
+    blank nor a ``#`` comment, split on whitespace at most ``maxsplit`` times."""
     text = resources.files("sandboxkit").joinpath("data", filename).read_text(encoding="utf-8")
-    found = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split(maxsplit=3 if scoped else 2)
+        if line.strip() and not line.startswith("#"):
+            yield number, line.split(maxsplit=maxsplit)
+
+
+def _read_list(filename: str, scoped: bool) -> tuple[ListedDomain, ...]:
+    found = []
+    for number, fields in _data_lines(filename, 3 if scoped else 2):
         if scoped:
             pattern, scope, source, what = fields
             if scope not in ("below", "at,below"):
@@ -224,12 +230,8 @@ def channel_endpoints() -> tuple[ChannelEndpoint, ...]:
     Raises:
         ValueError: for a malformed line (naming file and line).
     """
-    text = resources.files("sandboxkit").joinpath("data", _CHANNEL_FILE).read_text("utf-8")
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split(maxsplit=3)
+    for number, fields in _data_lines(_CHANNEL_FILE, 3):
         kind = next((known for known in _CHANNEL_WHY if fields[1:2] == [known]), None)
         if len(fields) != 4 or kind is None or "://" not in fields[2]:
             raise ValueError(f"{_CHANNEL_FILE}:{number}: expected '<host> <kind> <URL> <what>'")
