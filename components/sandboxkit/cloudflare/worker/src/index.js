@@ -95,15 +95,15 @@ function toHex(buffer) {
   return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+// An HMAC-SHA-256 key from a secret's text, usable only for `usage` ("sign" or "verify").
+function hmacKey(keyString, usage) {
+  return crypto.subtle.importKey("raw", encoder.encode(keyString), { name: "HMAC", hash: "SHA-256" }, false, [
+    usage,
+  ]);
+}
+
 async function hmacSha256(keyString, message) {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(keyString),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  return crypto.subtle.sign("HMAC", key, encoder.encode(message));
+  return crypto.subtle.sign("HMAC", await hmacKey(keyString, "sign"), encoder.encode(message));
 }
 
 async function hmacHex(keyString, message) {
@@ -778,9 +778,7 @@ export async function verifyToken(header, config, now) {
   if (protectedHeader.crit !== undefined) return { ok: false, error: "token header crit is not supported" };
   const signature = base64urlBytes(encodedSignature);
   if (signature === null) return { ok: false, error: "malformed token signature" };
-  const key = await crypto.subtle.importKey("raw", encoder.encode(config.key), { name: "HMAC", hash: "SHA-256" }, false, [
-    "verify",
-  ]);
+  const key = await hmacKey(config.key, "verify");
   const signed = encoder.encode(`${encodedHeader}.${encodedClaims}`);
   if (!(await crypto.subtle.verify("HMAC", key, signature, signed))) {
     return { ok: false, error: "invalid token signature" };
