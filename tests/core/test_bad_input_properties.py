@@ -101,25 +101,25 @@ PLAIN = [
 ]
 
 
-def scalars() -> st.SearchStrategy[str]:
-    return st.one_of(
-        st.sampled_from(PLAIN),
-        st.integers(min_value=-(2**70), max_value=2**70).map(str),
-        st.floats(allow_nan=True, allow_infinity=True).map(repr),
-        st.text(max_size=12).map(json.dumps),  # a JSON string is a YAML double-quoted one
-    )
-
-
-def blocks() -> st.SearchStrategy[Any]:
-    """A tree of mappings (dict), lists (list) and scalar texts, rendered by ``render``."""
-    return st.recursive(
-        scalars(),
-        lambda inner: st.one_of(
-            st.dictionaries(st.sampled_from(KEYS), inner, max_size=4),
-            st.lists(inner, max_size=4),
-        ),
-        max_leaves=12,
-    )
+SCALARS = st.one_of(
+    st.sampled_from(PLAIN),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(max_size=12).map(json.dumps),  # a JSON string is a YAML double-quoted one
+)
+# A tree of mappings (dict), lists (list) and scalar texts, rendered by ``render``. Built once:
+# a strategy built inside a draw is built and validated again for every example (most of this
+# file's CPU went there).
+BLOCKS = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.dictionaries(st.sampled_from(KEYS), inner, max_size=4),
+        st.lists(inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+ENTRIES = st.dictionaries(st.sampled_from(KEYS), BLOCKS, max_size=4)
+DAMAGE = st.sampled_from(["none", "none", "none", "byte", "utf16", "dup", "cut"])
 
 
 def render(value: Any, indent: int) -> str:
@@ -143,9 +143,9 @@ def stack_files(draw: st.DrawFn) -> bytes:
         "sandboxkit:targets": "[kubernetes]",
         "sandboxkit:kubernetes": {"context": "kind-test", "image": "example.com/sandbox:1"},
     }
-    body.update(draw(st.dictionaries(st.sampled_from(KEYS), blocks(), max_size=4)))
+    body.update(draw(ENTRIES))
     text = "config:" + render(body, 1)
-    damage = draw(st.sampled_from(["none", "none", "none", "byte", "utf16", "dup", "cut"]))
+    damage = draw(DAMAGE)
     data = text.encode()
     if damage == "byte":
         at = draw(st.integers(min_value=0, max_value=len(data)))
