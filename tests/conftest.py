@@ -1,5 +1,6 @@
 """Shared fixtures: the one place that installs Pulumi mocks (and restores settings after);
-the hypothesis profiles; the collector's settings for the session."""
+the hypothesis profiles; the collector's settings and the SDK's registration stack traces for
+the session."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, settings
 
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.render import Recorder, collector_paused, recording_engine
+from support import registration_stack_traces
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # The reference data (agent-sandbox CRDs, SARIF schema) sits beside the clone as ../shared; a
@@ -50,6 +52,14 @@ def pytest_collection(session: pytest.Session) -> Iterator[None]:
     with collector_paused():
         yield
     gc.freeze()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_registration_stack_traces() -> Iterator[None]:
+    """Renders in this process send Pulumi's mocks an empty stack trace per registration,
+    which they never read (``support.registration_stack_traces``)."""
+    with registration_stack_traces(captured=False):
+        yield
 
 
 @pytest.fixture

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pulumi.runtime import resource as pulumi_resource
+from pulumi.runtime.proto import source_pb2
 
 from sandboxkit.project import list_stacks
 from sandboxkit.render import render_stack
+from support import registration_stack_traces
 
 STACKS = list_stacks(Path(__file__).resolve().parents[2])
 
@@ -54,3 +57,17 @@ def test_open_egress_is_rendered_with_a_visible_warning(project_dir: Path) -> No
         "policy gate reports this (mandatory in prod by default)",
     )
     assert render_stack(project_dir, "prod").warnings == ()
+
+
+def test_a_render_is_the_same_without_the_sdks_registration_stack_traces(
+    project_dir: Path,
+) -> None:
+    # tests/conftest.py sends the mocks empty stack traces for the whole session; every
+    # resource, input, output and warning must be what the SDK's own capture gives.
+    assert pulumi_resource._get_stack_trace is source_pb2.StackTrace
+    without = render_stack(project_dir, "prod")
+    with registration_stack_traces(captured=True):
+        assert pulumi_resource._get_stack_trace is not source_pb2.StackTrace
+        captured = render_stack(project_dir, "prod")
+    assert len(captured.resources) > 100
+    assert without == captured
