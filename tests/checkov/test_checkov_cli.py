@@ -1,5 +1,9 @@
 """``sandboxkit checkov`` as CI runs it: JSON with CKV ids on URNs, exit codes, and a clear
-failure naming the install command when checkov is missing."""
+failure naming the install command when checkov is missing.
+
+The command runs in this process (``support.invoke_cli``: a new interpreter imports the cloud
+SDKs again, seconds of CPU), checkov in its own as always; one test runs the real process
+(``python -m sandboxkit checkov``) for the console-script entry point."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import pytest
 from checkov_support import require_checkov
 
 from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
+from support import invoke_cli
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -32,11 +37,12 @@ TEMPLATE_URN = (
 )
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m sandboxkit checkov ARGS`` in a new interpreter."""
     return subprocess.run(
         [sys.executable, "-m", "sandboxkit", "checkov", *args],
         cwd=PROJECT_DIR,
-        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "components"), **(env or {})},
+        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR / "components")},
         capture_output=True,
         text=True,
         timeout=300,
@@ -45,7 +51,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_prod_json_lists_accepted_findings_on_the_template_urn(checkov_bin: Path) -> None:
-    result = run_cli("--stack", "prod", "--json", "--no-project-files")
+    result = invoke_cli(
+        "checkov", "--stack", "prod", "--json", "--no-project-files", cwd=PROJECT_DIR
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["stacks"] == ["prod"]
@@ -65,14 +73,17 @@ def test_prod_json_lists_accepted_findings_on_the_template_urn(checkov_bin: Path
 
 
 def test_missing_checkov_fails_with_the_install_command() -> None:
-    result = run_cli("--stack", "prod", env={CHECKOV_ENV: "/nonexistent/checkov"})
+    result = invoke_cli(
+        "checkov", "--stack", "prod", cwd=PROJECT_DIR, env={CHECKOV_ENV: "/nonexistent/checkov"}
+    )
     assert result.returncode == 2
-    # The message comes first (no traceback before it) and names the install command.
+    # The message comes first (no traceback before it: invoke_cli raises any exception other
+    # than the command's own exit) and names the install command.
     assert result.stderr.startswith("error: checkov not found at /nonexistent/checkov")
     assert INSTALL_COMMAND in " ".join(result.stderr.split())
 
 
 def test_no_stack_named_exits_2() -> None:
-    result = run_cli()
+    result = run_process()
     assert result.returncode == 2
     assert "--stack" in result.stderr

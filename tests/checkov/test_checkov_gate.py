@@ -2,7 +2,9 @@
 levels per environment, the baseline's accepted findings apart, the kit's own files once.
 
 checkov runs take seconds each, so each module fixture runs it once: a weakened copy of the
-project through the real entry point, a library run over two mutated stacks, and --all-stacks.
+project through the command line, a library run over two mutated stacks, and --all-stacks. The
+command runs in this process (``support.invoke_cli``; checkov in its own as always): the real
+process is tests/policy/test_check_command.py's entry-point test.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
 from sandboxkit.render import RenderedStack, render_stack
-from support import open_egress, with_input
+from support import Ran, invoke_cli, open_egress, with_input
 
 TEMPLATE_TYPE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 LOG_GROUP_URN = (
@@ -60,21 +60,10 @@ def template_urn(stack: str) -> str:
     return urn("AgentSandbox", f"{TEMPLATE_TYPE}::kubernetes-template", stack)
 
 
-def run_check(*args: str, cwd: Path, checkov: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m sandboxkit check ARGS`` as CI runs it, with checkov from ``checkov``."""
-    return subprocess.run(
-        [sys.executable, "-m", "sandboxkit", "check", *args],
-        cwd=cwd,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(PROJECT_DIR / "components"),
-            CHECKOV_ENV: str(checkov),
-        },
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def run_check(*args: str, cwd: Path, checkov: Path) -> Ran:
+    """``sandboxkit check ARGS`` from folder ``cwd`` as CI runs it, with checkov from
+    ``checkov``."""
+    return invoke_cli("check", *args, cwd=cwd, env={CHECKOV_ENV: str(checkov)})
 
 
 def assert_golden(name: str, returncode: int, document: dict[str, Any]) -> None:
