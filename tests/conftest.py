@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.render import Recorder, collector_paused, recording_engine
-from support import registration_stack_traces
+from support import freeze_new_imports, registration_stack_traces
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # The reference data (agent-sandbox CRDs, SARIF schema) sits beside the clone as ../shared; a
@@ -44,14 +44,21 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 def pytest_collection(session: pytest.Session) -> Iterator[None]:
     """Collect with the cyclic collector paused, then freeze what collection left alive.
 
-    Collection imports the kit and, through the test modules, the cloud SDKs: hundreds of
-    thousands of module-level objects that live as long as the session. Frozen
-    (``gc.freeze``), they are skipped by every later collection, which otherwise walks them
-    all again each time (see ``sandboxkit.render.collector_paused``).
+    Collection imports the kit and the test modules: module-level objects that live as long
+    as the session. Frozen (``gc.freeze``), they are skipped by every later collection, which
+    otherwise walks them all again each time (see ``sandboxkit.render.collector_paused``).
     """
     with collector_paused():
         yield
     gc.freeze()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After each test, freeze what the modules it imported made, if it imported any (a
+    target's cloud SDK at its first render: ``support.freeze_new_imports``)."""
+    yield
+    freeze_new_imports()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -28,6 +28,7 @@ from sandboxkit.explain import TargetEgress, explain_target
 from sandboxkit.project import stack_file
 from sandboxkit.reach import contract_probes
 from sandboxkit.render import render_source
+from support import freeze_new_imports
 
 PROJECT = Path(__file__).resolve().parents[2]
 PROD = read_stack_file(stack_file(PROJECT, "prod"))
@@ -133,6 +134,9 @@ def explained_for(target: str, egress_json: str) -> TargetEgress:
     most examples repeat ``deny`` or ``open``."""
     section = json.loads(egress_json)
     rendered = render_source(PROJECT, "prod", source(target, ACCEPTS[target], section))
+    # The first render imports the target's SDK: frozen, the collections during the rest of
+    # the examples skip it (support.freeze_new_imports).
+    freeze_new_imports()
     return explain_target(rendered, target)
 
 
