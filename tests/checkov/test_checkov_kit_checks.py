@@ -1,16 +1,25 @@
 """The kit's own checkov checks (policy-packs/checkov/checks) on their pass/fail fixtures: the
-exact sets of passing and failing resources per check, from one checkov run."""
+exact sets of passing and failing resources per check, from one checkov run; the same run
+started warm (``CheckovProcess.warm``) gives exactly its verdicts."""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from checkov_support import require_checkov
 
-from sandboxkit.checkov_bridge.runner import KIT_CHECKS_DIR, run_checkov
+from sandboxkit.checkov_bridge.runner import (
+    KIT_CHECKS_DIR,
+    CheckovProcess,
+    checkov_command,
+    checkov_reports,
+    run_checkov,
+    script_interpreter,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -76,16 +85,19 @@ def _fixture_name(resource: str) -> str | None:
     return resource.rsplit(".", 1)[-1]
 
 
+FRAMEWORKS = ["kubernetes", "arm", "terraform_plan", "github_actions"]
+
+
 @pytest.fixture(scope="module")
-def verdicts(checkov_bin: Path) -> dict[str, tuple[set[str], set[str]]]:
-    reports = run_checkov(
-        checkov_bin,
-        FILES,
-        ["kubernetes", "arm", "terraform_plan", "github_actions"],
-        PROJECT_DIR / KIT_CHECKS_DIR,
-    )
+def plain_reports(checkov_bin: Path) -> list[dict[str, Any]]:
+    """One plain checkov run (a new process, nothing warmed) over every fixture file."""
+    return run_checkov(checkov_bin, FILES, FRAMEWORKS, PROJECT_DIR / KIT_CHECKS_DIR)
+
+
+@pytest.fixture(scope="module")
+def verdicts(plain_reports: list[dict[str, Any]]) -> dict[str, tuple[set[str], set[str]]]:
     out: dict[str, tuple[set[str], set[str]]] = defaultdict(lambda: (set(), set()))
-    for report in reports:
+    for report in plain_reports:
         for status, index in (("passed_checks", 0), ("failed_checks", 1)):
             for result in report["results"].get(status, []):
                 name = _fixture_name(result["resource"])
@@ -110,3 +122,29 @@ def test_kit_check_passes_and_fails_exactly_its_fixtures(
     verdicts: dict[str, tuple[set[str], set[str]]], check: str
 ) -> None:
     assert verdicts.get(check) == EXPECTED[check]
+
+
+def all_verdicts(reports: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """Every (check, resource, passed/failed) of checkov's reports, the kit's checks and its own."""
+    found = set()
+    for report in reports:
+        results = report["results"]
+        assert isinstance(results, dict)
+        for status in ("passed_checks", "failed_checks"):
+            found |= {(r["check_id"], r["resource"], status) for r in results.get(status, [])}
+    return found
+
+
+def test_a_warmed_process_gives_the_verdicts_of_a_plain_run(
+    checkov_bin: Path, plain_reports: list[dict[str, Any]]
+) -> None:
+    # CheckovProcess (checkov_bridge.runner): started before its files exist, as the gate
+    # starts it; the plain run is this module's.
+    assert script_interpreter(checkov_bin) is not None, "the venv's checkov is a Python script"
+    with CheckovProcess(checkov_bin) as process:
+        process.warm()
+        process.start(checkov_command(checkov_bin, FILES, FRAMEWORKS, PROJECT_DIR / KIT_CHECKS_DIR))
+        warmed = checkov_reports(*process.wait())
+    plain = all_verdicts(plain_reports)
+    assert {v[0] for v in plain} >= set(EXPECTED)
+    assert all_verdicts(warmed) == plain

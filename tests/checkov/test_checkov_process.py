@@ -1,5 +1,7 @@
-"""checkov started before its files exist (``CheckovProcess.warm``) gives the verdicts a plain
-run gives; what fails while starting a scan is raised when its report is asked for."""
+"""checkov started before its files exist (``CheckovProcess.warm``): only a Python script is
+warmed, anything else runs as it is; what fails while starting a scan is raised when its report
+is asked for. That a warmed run gives the verdicts of a plain one is checked beside the plain
+run of the kit's check fixtures (test_checkov_kit_checks.py), so checkov runs once less."""
 
 from __future__ import annotations
 
@@ -7,43 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from checkov_support import PROJECT_DIR, require_checkov
 
 from sandboxkit.checkov_bridge.runner import (
-    KIT_CHECKS_DIR,
     CheckovMissingError,
     CheckovProcess,
-    checkov_command,
     checkov_reports,
-    run_checkov,
     scan_started,
     script_interpreter,
 )
-
-FIXTURE = Path(__file__).parent / "fixtures" / "kit_checks" / "kubernetes.yaml"
-
-
-def verdicts(reports: list[dict[str, object]]) -> set[tuple[str, str, str]]:
-    found = set()
-    for report in reports:
-        results = report["results"]
-        assert isinstance(results, dict)
-        for status in ("passed_checks", "failed_checks"):
-            found |= {(r["check_id"], r["resource"], status) for r in results.get(status, [])}
-    return found
-
-
-def test_a_warmed_process_gives_the_verdicts_of_a_plain_run() -> None:
-    checkov = require_checkov()
-    assert script_interpreter(checkov) is not None, "the venv's checkov is a Python script"
-    checks = PROJECT_DIR / KIT_CHECKS_DIR
-    plain = run_checkov(checkov, [FIXTURE], ["kubernetes"], checks)
-    with CheckovProcess(checkov) as process:
-        process.warm()
-        process.start(checkov_command(checkov, [FIXTURE], ["kubernetes"], checks))
-        warmed = checkov_reports(*process.wait())
-    assert any(v[0] == "CKV_SBX_1" for v in verdicts(plain))
-    assert verdicts(warmed) == verdicts(plain)
 
 
 @pytest.mark.parametrize(
