@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from support import invoke_cli as run_cli
-
-COMPONENTS = Path(__file__).resolve().parents[2] / "components"
-
-
-def run_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m sandboxkit ARGS`` in a new interpreter: the console-script entry point."""
-    env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
-    return subprocess.run(
-        [sys.executable, "-m", "sandboxkit", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -42,7 +23,9 @@ def write_stack(project: Path, name: str, config: dict[str, object]) -> None:
 
 
 def test_preview_dev_prints_the_resource_tree_counts_map_and_outputs(project_dir: Path) -> None:
-    result = run_process("preview", "--stack", "dev", cwd=project_dir)
+    # In this process; the same command's real process (python -m sandboxkit) is
+    # test_progress.py's piped-output test.
+    result = run_cli("preview", "--stack", "dev", cwd=project_dir)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "sandboxkit:index:AgentSandbox  kubernetes" in out
