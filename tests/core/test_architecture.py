@@ -5,6 +5,7 @@ the files shipped alone (the MicroVM launcher and worker) import only what ships
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 import sys
@@ -141,12 +142,24 @@ def defining_module(parts: tuple[str, ...], site: Path) -> str:
     package = site.joinpath(*parts[:depth])
     if depth == len(parts) or not package.is_dir():
         return ".".join(parts[:depth])
-    name = parts[depth].removesuffix("_output")
-    pattern = re.compile(rf"^\s*(class|def) {re.escape(name)}\b", re.MULTILINE)
+    module = definitions(package).get(parts[depth].removesuffix("_output"))
+    return ".".join((*parts[:depth], module) if module else parts[:depth])
+
+
+DEFINED = re.compile(r"^\s*(?:class|def) (\w+)", re.MULTILINE)
+
+
+@functools.cache
+def definitions(package: Path) -> dict[str, str]:
+    """Each name a class or function of ``package`` is defined as -> the first of its modules
+    (by file name, ``__init__`` aside) that defines it; each file read once per process (a
+    flat SDK package has hundreds, some of several MB)."""
+    found: dict[str, str] = {}
     for path in sorted(package.glob("*.py")):
-        if path.name != "__init__.py" and pattern.search(path.read_text()):
-            return ".".join((*parts[:depth], path.stem))
-    return ".".join(parts[:depth])
+        if path.name != "__init__.py":
+            for name in DEFINED.findall(path.read_text()):
+                found.setdefault(name, path.stem)
+    return found
 
 
 def sdk_site() -> Path:
