@@ -30,7 +30,13 @@ from sandboxkit.cli import app
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.gate import Analyzer
 from sandboxkit.project import stack_file
-from sandboxkit.render import Recorder, RenderedResource, RenderedStack, render_source
+from sandboxkit.render import (
+    Recorder,
+    RenderedResource,
+    RenderedStack,
+    render_source,
+    render_stack,
+)
 from sandboxkit.targets import get_target
 
 _frozen_with_modules = 0
@@ -255,6 +261,25 @@ def open_egress(values: dict[str, Any], prefix: str = "") -> None:
     values[f"{prefix}targets"] = [
         target for target in values[f"{prefix}targets"] if target not in OPEN_EGRESS_REFUSED_BY
     ]
+
+
+_SHIPPED: dict[tuple[Path, str, bytes, bytes], RenderedStack] = {}
+
+
+def shipped_render(project_dir: Path, stack: str) -> RenderedStack:
+    """``render_stack(project_dir, stack)``, rendered once per process for the exact bytes of
+    the stack file and Pulumi.yaml, and handed out as a deep copy (a test may edit what it
+    gets): a dozen tests read the shipped prod, dev and staging renders, 0.1-0.3 s each.
+    Tests about the render itself call ``render_stack``."""
+    key = (
+        project_dir.resolve(),
+        stack,
+        stack_file(project_dir, stack).read_bytes(),
+        (project_dir / "Pulumi.yaml").read_bytes(),
+    )
+    if key not in _SHIPPED:
+        _SHIPPED[key] = render_stack(project_dir, stack)
+    return copy.deepcopy(_SHIPPED[key])
 
 
 def render_values(project_dir: Path, stack: str, values: dict[str, Any]) -> RenderedStack:

@@ -14,9 +14,9 @@ from sandboxkit.aws.webhook import LAUNCHER_DIR
 from sandboxkit.aws.worker import build as worker_build
 from sandboxkit.aws.worker import main as worker
 from sandboxkit.config import ConfigSource, load_stack
-from sandboxkit.render import Recorder, RenderedResource, is_secret_value, render_stack
+from sandboxkit.render import Recorder, RenderedResource, is_secret_value
 from sandboxkit.targets import KitContext
-from support import build_target, named, of_type, one
+from support import build_target, named, of_type, one, shipped_render
 
 T = "aws-microvm"
 SECRETS = frozenset({f"{T}.webhookSecret", f"{T}.workerCredentialKey"})
@@ -580,7 +580,7 @@ def test_ingress_port_may_not_be_the_hooks_port() -> None:
 
 
 def test_prod_stack_renders_the_target(project_dir: Path) -> None:
-    rendered = render_stack(project_dir, "prod")
+    rendered = shipped_render(project_dir, "prod")
     mine = [r for r in rendered.resources if rendered.target_of(r) == T]
     assert named(mine, f"{T}-image").type == "aws:lambdamicrovms/image:Image"
     assert firewall_names(mine) == ["agents.example.com:443"]

@@ -16,7 +16,7 @@ from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.render import Recorder, is_secret_value, render_source
 from sandboxkit.targets import KitContext
-from support import named, one
+from support import named, one, shipped_render
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 EXECUTOR = "11111111-1111-1111-1111-111111111111"
@@ -360,9 +360,7 @@ def test_a_secure_setting_that_is_no_secret_exits() -> None:
 
 
 def test_prod_stack_renders_the_pool_with_egress_disabled(project_dir: Path) -> None:
-    from sandboxkit.render import render_stack
-
-    rendered = render_stack(project_dir, "prod")
+    rendered = shipped_render(project_dir, "prod")
     pools = [r for r in rendered.resources if r.type == POOL]
     assert [rendered.target_of(p) for p in pools] == ["azure-sessions"]
     assert pools[0].inputs["sessionNetworkConfiguration"] == {"status": "EgressDisabled"}

@@ -17,7 +17,7 @@ from sandboxkit.checkov_bridge.runner import (
     scan_rendered,
 )
 from sandboxkit.project import list_stacks
-from sandboxkit.render import render_stack
+from support import shipped_render
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -32,5 +32,5 @@ def require_checkov() -> Path:
 
 def scan_shipped(checkov_bin: Path) -> CheckovReport:
     """One checkov run over every stack in stacks/ plus the Dockerfiles and workflows."""
-    rendered = [render_stack(PROJECT_DIR, stack) for stack in list_stacks(PROJECT_DIR)]
+    rendered = [shipped_render(PROJECT_DIR, stack) for stack in list_stacks(PROJECT_DIR)]
     return scan_rendered(PROJECT_DIR, rendered)

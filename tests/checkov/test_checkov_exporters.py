@@ -12,8 +12,8 @@ from checkov_support import require_checkov
 
 from sandboxkit.checkov_bridge.exporters import export_resources
 from sandboxkit.checkov_bridge.runner import CheckovReport, scan
-from sandboxkit.render import RenderedResource, render_stack
-from support import named
+from sandboxkit.render import RenderedResource
+from support import named, shipped_render
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def _result(report: CheckovReport, check: str, urn: str) -> bool:
 
 
 def _templates() -> tuple[RenderedResource, RenderedResource]:
-    template = named(render_stack(PROJECT_DIR, "prod").resources, "kubernetes-template")
+    template = named(shipped_render(PROJECT_DIR, "prod").resources, "kubernetes-template")
     writable = copy.deepcopy(dict(template.inputs))
     container = writable["spec"]["podTemplate"]["spec"]["containers"][0]
     container["securityContext"]["readOnlyRootFilesystem"] = False

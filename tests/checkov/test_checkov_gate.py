@@ -27,8 +27,8 @@ from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
 from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
-from sandboxkit.render import RenderedStack, render_stack
-from support import Ran, invoke_cli, open_egress, with_input
+from sandboxkit.render import RenderedStack
+from support import Ran, invoke_cli, open_egress, shipped_render, with_input
 
 TEMPLATE_TYPE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 LOG_GROUP_URN = (
@@ -180,7 +180,7 @@ def test_accepted_findings_are_listed_apart_with_the_baselines_reason(
 def mutated(stack: str) -> RenderedStack:
     """``stack`` rendered with the sandbox template's root filesystem writable."""
     return with_input(
-        render_stack(PROJECT_DIR, stack), "kubernetes-template", READ_ONLY_ROOT, False
+        shipped_render(PROJECT_DIR, stack), "kubernetes-template", READ_ONLY_ROOT, False
     )
 
 

@@ -27,8 +27,8 @@ from sandboxkit.egress import EgressContract, parse_rule
 from sandboxkit.explain import explain_target
 from sandboxkit.project import stack_file
 from sandboxkit.reach import EffectiveEgress, Grant, Probe, ResourceView, compare, derive_probes
-from sandboxkit.render import Recorder, render_stack
-from support import build_target, render_values, stack_values
+from sandboxkit.render import Recorder
+from support import build_target, render_values, shipped_render, stack_values
 
 SETTINGS = {
     "accountId": "0" * 32,
@@ -79,7 +79,7 @@ def test_deny_grants_nothing_and_matches_the_contract(
 def test_the_shipped_prod_stack_reads_as_its_contract(
     project_dir: Path, worker_decider: WorkerDecider
 ) -> None:
-    rendered = render_stack(project_dir, "prod")
+    rendered = shipped_render(project_dir, "prod")
     views = [
         ResourceView.of(r.type, r.name, r.inputs)
         for r in rendered.resources

@@ -29,10 +29,10 @@ from sandboxkit.cloudflare.wrangler import wrangler_config
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.render import Recorder, is_secret_value, render_stack
+from sandboxkit.render import Recorder, is_secret_value
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import KitContext
-from support import named, one
+from support import named, one, shipped_render
 
 SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
@@ -708,7 +708,7 @@ def test_external_config_of_a_target_that_needs_none_exits_2(project_dir: Path) 
 
 
 def test_prod_stack_renders_the_cloudflare_target(project_dir: Path, worker_module: Path) -> None:
-    rendered = render_stack(project_dir, "prod")
+    rendered = shipped_render(project_dir, "prod")
     mine = {(r.type, r.name) for r in rendered.resources if rendered.target_of(r) == "cloudflare"}
     assert mine == {
         ("sandboxkit:index:WorkerSandbox", "cloudflare"),

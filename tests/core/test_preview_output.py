@@ -12,15 +12,15 @@ from rich.console import Console
 from sandboxkit.cli import _print_text, print_table
 from sandboxkit.config import ConfigSource, read_stack_file
 from sandboxkit.project import stack_file
-from sandboxkit.render import placeholder_paths, render_source, render_stack
-from support import render_values, stack_values
+from sandboxkit.render import placeholder_paths, render_source
+from support import render_values, shipped_render, stack_values
 
 BOX_DRAWING = re.compile("[\u2500-\u257f]")
 ANSI = "\x1b["
 
 
 def test_aws_outputs_carry_the_stacks_region_and_differ_per_stack(project_dir: Path) -> None:
-    dev = render_stack(project_dir, "dev")
+    dev = shipped_render(project_dir, "dev")
     values = stack_values(project_dir, "dev")
     values["aws-microvm"] = {
         **values["aws-microvm"],
@@ -29,7 +29,7 @@ def test_aws_outputs_carry_the_stacks_region_and_differ_per_stack(project_dir: P
     }
     secrets = read_stack_file(stack_file(project_dir, "dev")).secret_paths
     central = render_source(project_dir, "dev", ConfigSource(values, secrets))
-    prod = render_stack(project_dir, "prod")
+    prod = shipped_render(project_dir, "prod")
     dev_aws = dev.outputs["aws-microvm"]
     central_aws = central.outputs["aws-microvm"]
     assert re.fullmatch(
@@ -56,7 +56,7 @@ def test_cloud_run_uri_is_the_deterministic_form_in_the_stacks_region(project_di
 
 
 def test_placeholders_are_exactly_the_outputs_the_mock_cloud_made_up(project_dir: Path) -> None:
-    rendered = render_stack(project_dir, "dev")
+    rendered = shipped_render(project_dir, "dev")
     assert rendered.placeholders == (
         "aws-microvm.webhookUrl",
         "aws-microvm.launcherFunctionName",
@@ -81,7 +81,7 @@ def plain_console(width: int) -> tuple[Console, io.StringIO]:
 
 def test_preview_text_piped_is_plain_and_its_tables_fit_the_width(project_dir: Path) -> None:
     console, buffer = plain_console(80)
-    _print_text(render_stack(project_dir, "dev"), console)
+    _print_text(shipped_render(project_dir, "dev"), console)
     text = buffer.getvalue()
     assert not BOX_DRAWING.search(text)
     assert ANSI not in text
@@ -99,7 +99,7 @@ def test_preview_text_piped_is_plain_and_its_tables_fit_the_width(project_dir: P
 def test_a_terminal_gets_a_table_at_its_own_width(project_dir: Path) -> None:
     buffer = io.StringIO()
     console = Console(file=buffer, width=120, force_terminal=True, color_system=None)
-    _print_text(render_stack(project_dir, "dev"), console)
+    _print_text(shipped_render(project_dir, "dev"), console)
     lines = buffer.getvalue().splitlines()
     assert any(BOX_DRAWING.search(line) for line in lines)
     start = next(i for i, line in enumerate(lines) if "Enforcement map" in line)

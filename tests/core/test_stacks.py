@@ -10,7 +10,7 @@ from pulumi.runtime.proto import source_pb2
 
 from sandboxkit.project import list_stacks
 from sandboxkit.render import render_stack
-from support import registration_stack_traces
+from support import registration_stack_traces, shipped_render
 
 STACKS = list_stacks(Path(__file__).resolve().parents[2])
 
@@ -21,7 +21,7 @@ def test_the_three_environments_ship() -> None:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_stack_renders_and_names_its_environment(project_dir: Path, stack: str) -> None:
-    rendered = render_stack(project_dir, stack)
+    rendered = shipped_render(project_dir, stack)
     if stack in ("dev", "staging", "prod"):
         assert rendered.spec.environment == stack
     for target in rendered.spec.targets:
@@ -31,8 +31,8 @@ def test_stack_renders_and_names_its_environment(project_dir: Path, stack: str) 
 
 
 def test_prod_denies_egress_and_dev_allows_only_package_indexes(project_dir: Path) -> None:
-    assert render_stack(project_dir, "prod").spec.profile.egress.mode == "deny"
-    dev = render_stack(project_dir, "dev").spec.profile.egress
+    assert shipped_render(project_dir, "prod").spec.profile.egress.mode == "deny"
+    dev = shipped_render(project_dir, "dev").spec.profile.egress
     assert dev.mode == "allowlist"
     assert [str(rule) for rule in dev.allow] == ["pypi.org:443", "*.pythonhosted.org:443"]
 
@@ -56,7 +56,7 @@ def test_open_egress_is_rendered_with_a_visible_warning(project_dir: Path) -> No
         "sandboxkit:profile.egress.mode is open: sandboxes can reach any public host; the "
         "policy gate reports this (mandatory in prod by default)",
     )
-    assert render_stack(project_dir, "prod").warnings == ()
+    assert shipped_render(project_dir, "prod").warnings == ()
 
 
 def test_a_render_is_the_same_without_the_sdks_registration_stack_traces(

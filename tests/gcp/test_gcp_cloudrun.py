@@ -18,8 +18,8 @@ from sandboxkit.gcp.cloudrun.service import (
     CloudRunSandbox,
 )
 from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
-from sandboxkit.render import Recorder, render_stack
-from support import build_target, named, of_type, one
+from sandboxkit.render import Recorder
+from support import build_target, named, of_type, one, shipped_render
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -237,7 +237,7 @@ def test_flow_logs_and_log_retention(engine: Recorder) -> None:
 
 
 def test_prod_stack_exports_the_documented_outputs(project_dir: Path) -> None:
-    rendered = render_stack(project_dir, "prod")
+    rendered = shipped_render(project_dir, "prod")
     assert rendered.outputs["gcp-cloudrun"] == {
         "serviceUri": rendered.outputs["gcp-cloudrun"]["serviceUri"],
         "serviceAccountEmail": "sbx-prod-run@example-sandboxkit-prod.iam.gserviceaccount.com",
