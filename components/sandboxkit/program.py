@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import pulumi
@@ -15,7 +15,9 @@ from sandboxkit.targets import get_target
 
 
 def main(
-    project_dir: Path | None = None, on_target: Callable[[str], None] | None = None
+    project_dir: Path | None = None,
+    on_target: Callable[[str], None] | None = None,
+    targets: Collection[str] | None = None,
 ) -> StackSpec:
     """Read and validate the stack config, then create one component per listed target.
 
@@ -26,6 +28,8 @@ def main(
             nearest one above the working folder.
         on_target: called with each target's name before its component is built (the CLI's
             progress line).
+        targets: build only these of the listed targets (an offline render shared between
+            processes: ``sandboxkit.parallel``); the whole stack is validated all the same.
 
     Returns:
         The validated ``StackSpec``.
@@ -49,6 +53,8 @@ def main(
             "policy gate reports this (mandatory in prod by default)"
         )
     for name in spec.targets:
+        if targets is not None and name not in targets:
+            continue
         if on_target is not None:
             on_target(name)
         target = get_target(name)

@@ -11,8 +11,7 @@ import atexit
 import contextlib
 import gc
 import json
-import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime.proto import engine_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -122,11 +122,13 @@ class RecordingMonitor(mocks.MockMonitor):
 
 @dataclass
 class Recorder:
-    """What a run under ``recording_engine`` registered and exported."""
+    """What a run under ``recording_engine`` registered, exported and warned."""
 
     monitor: RecordingMonitor
     outputs: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    # (the target being built when it was logged, the URN it is attached to, the text)
+    logged: list[tuple[str | None, str, str]] = field(default_factory=list)
+    current_target: str | None = None
 
     @property
     def cloud(self) -> CloudMocks:
@@ -137,6 +139,30 @@ class Recorder:
     def resources(self) -> list[RenderedResource]:
         """Registered resources in registration order."""
         return self.monitor.registrations
+
+    def attributed_warnings(self) -> list[tuple[str | None, str]]:
+        """Each warning logged, in log order, with the target it belongs to: the top-level
+        component owning the resource it is attached to, else the target being built when it
+        was logged; ``None`` for the program's own (before any target)."""
+        by_urn = {r.urn: r for r in self.resources}
+        attributed = []
+        for target, urn, text in self.logged:
+            resource = by_urn.get(urn)
+            while resource is not None and resource.parent in by_urn:
+                resource = by_urn[resource.parent]
+            attributed.append((resource.name if resource is not None else target, text))
+        return attributed
+
+    @property
+    def warnings(self) -> list[str]:
+        """The warnings logged: the program's own first, then each target's (in the order the
+        targets were built), each group in log order. A warning attached to a resource is
+        logged when its URN resolves, after every target's synchronous work, so plain log
+        order would depend on the event loop's scheduling."""
+        attributed = self.attributed_warnings()
+        rank = {target: i for i, target in enumerate(dict.fromkeys(t for t, _ in attributed))}
+        rank[None] = -1
+        return [text for target, text in sorted(attributed, key=lambda pair: rank[pair[0]])]
 
     def run(self, program: Callable[[], Any]) -> Any:
         """Run ``program`` to completion, then resolve the stack outputs into ``outputs``.
@@ -203,13 +229,18 @@ async def _resolve(value: Any) -> Any:
     return None if value is rpc.UNKNOWN or type(value).__name__ == "Unknown" else value
 
 
-class _WarningHandler(logging.Handler):
-    def __init__(self, sink: list[str]) -> None:
-        super().__init__(logging.WARNING)
-        self.sink = sink
+class _RecordingEngine:
+    """The engine's log service under the mocks: keeps each warning and error (as the
+    render's warnings) with the URN it is attached to; debug and info lines are dropped."""
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.sink.append(record.getMessage())
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def Log(self, request: Any) -> None:  # noqa: N802 - gRPC method name
+        """Record ``request`` (an ``engine_pb2.LogRequest``) at warning level or above."""
+        if request.severity >= engine_pb2.WARNING:
+            recorder = self.recorder
+            recorder.logged.append((recorder.current_target, request.urn, request.message))
 
 
 def _config_for_runtime(source: ConfigSource) -> tuple[dict[str, str], list[str]]:
@@ -241,11 +272,7 @@ def recording_engine(
     saved_secret_keys = set(runtime_config._SECRET_KEYS.get())  # noqa: SLF001
     cloud = CloudMocks(stack)
     monitor = RecordingMonitor(cloud)
-    logger = logging.getLogger(f"sandboxkit.render.{stack}")
-    logger.propagate = False
     recorder = Recorder(monitor=monitor)
-    handler = _WarningHandler(recorder.warnings)
-    logger.addHandler(handler)
     try:
         settings.ROOT.set(None)
         values, secret_keys = _config_for_runtime(source or ConfigSource(values={}))
@@ -255,12 +282,11 @@ def recording_engine(
             project=project,
             stack=stack,
             preview=False,
-            logger=logger,
             monitor=monitor,
         )
+        settings.SETTINGS.engine = _RecordingEngine(recorder)
         yield recorder
     finally:
-        logger.removeHandler(handler)
         for key, value in saved_settings.items():
             setattr(settings.SETTINGS, key, value)
         settings.ROOT.set(saved_root)
@@ -332,17 +358,85 @@ def render_source(
     on_target: Callable[[str], None] | None = None,
 ) -> RenderedStack:
     """Like ``render_stack`` with the ``sandboxkit:*`` config given directly (tests, mutations)."""
+    spec, share = render_share(project_dir, stack, source, on_target=on_target)
+    return joined(stack, spec, [share])
+
+
+@dataclass(frozen=True)
+class RenderedShare:
+    """What one run of the program rendered of a stack when it built only some of the stack's
+    targets (``program.main``'s ``targets``); ``joined`` makes the stack's render of shares
+    that built each target once. Plain data, so another process can send it (pickle).
+
+    Attributes:
+        targets: the targets this share built, in the stack's order.
+        resources: their resources, in registration order.
+        outputs: their stack outputs (one per target), in wire form.
+        warnings: ``(target, text)`` in log order (``Recorder.attributed_warnings``); the
+            program's own have target ``None``.
+        invented: the texts the mocks made up (``CloudMocks.invented``).
+    """
+
+    targets: tuple[str, ...]
+    resources: tuple[RenderedResource, ...]
+    outputs: Mapping[str, Any]
+    warnings: tuple[tuple[str | None, str], ...]
+    invented: frozenset[str]
+
+
+def render_share(
+    project_dir: Path,
+    stack: str,
+    source: ConfigSource,
+    targets: Collection[str] | None = None,
+    on_target: Callable[[str], None] | None = None,
+) -> tuple[StackSpec, RenderedShare]:
+    """Run the program for ``stack`` building only ``targets`` (default: all it lists);
+    ``(the validated stack, the share)``.
+
+    Raises:
+        ConfigError: when the stack's config is bad (the whole stack is validated).
+    """
     with recording_engine(stack, source) as recorder:
-        spec = recorder.run(lambda: program.main(project_dir, on_target))
+
+        def starting(target: str) -> None:
+            recorder.current_target = target
+            if on_target is not None:
+                on_target(target)
+
+        spec = recorder.run(lambda: program.main(project_dir, starting, targets))
+    return spec, RenderedShare(
+        targets=tuple(t for t in spec.targets if targets is None or t in targets),
+        resources=tuple(recorder.resources),
+        outputs=dict(recorder.outputs),
+        warnings=tuple(recorder.attributed_warnings()),
+        invented=frozenset(recorder.cloud.invented),
+    )
+
+
+def joined(stack: str, spec: StackSpec, shares: Sequence[RenderedShare]) -> RenderedStack:
+    """The render of ``stack`` (validated: ``spec``) from ``shares`` that together built each
+    of its targets once.
+
+    Its warnings are the program's own (from the first share), then each target's in the
+    stack's order; its outputs follow the stack's order; its resources are sorted by URN
+    (registrations arrive from the SDK's threads in no fixed order), so the same stack gives
+    the same render however its targets were shared out.
+    """
+    owner = {target: share for share in shares for target in share.targets}
+    outputs = {target: owner[target].outputs[target] for target in spec.targets}
+    program_warnings = [text for target, text in shares[0].warnings if target is None]
+    target_warnings = [
+        text for t in spec.targets for target, text in owner[t].warnings if target == t
+    ]
+    invented: set[str] = set().union(*(share.invented for share in shares))
     return RenderedStack(
         stack=stack,
         spec=spec,
-        # Registrations arrive from the SDK's threads in no fixed order: sort them, so the same
-        # program gives the same render.
-        resources=tuple(sorted(recorder.resources, key=lambda r: r.urn)),
-        outputs=dict(recorder.outputs),
-        warnings=tuple(recorder.warnings),
-        placeholders=placeholder_paths(to_display(recorder.outputs), recorder.cloud.invented),
+        resources=tuple(sorted((r for s in shares for r in s.resources), key=lambda r: r.urn)),
+        outputs=outputs,
+        warnings=(*program_warnings, *target_warnings),
+        placeholders=placeholder_paths(to_display(outputs), invented),
     )
 
 
