@@ -35,6 +35,7 @@ from sandboxkit.checkov_bridge.runner import (
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
+from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.project import list_stacks, project_root
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
@@ -169,11 +170,12 @@ def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
 def load(stack: str, project_dir: Path | None, step: gate.Step = gate.no_steps) -> RenderedStack:
     """Render ``stack`` offline, telling ``step`` each target; ``typer.Exit(2)`` on bad config."""
     try:
-        return render_stack(
+        [rendered] = render_stacks(
             project_root(project_dir),
-            stack,
-            on_target=lambda target: step(f"rendering {stack}: {target}"),
+            [stack],
+            on_target=lambda name, target: step(f"rendering {name}: {target}"),
         )
+        return rendered
     except ConfigError as exc:
         raise fail_config(exc) from None
 

@@ -228,6 +228,10 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
     name: ClassVar[str]
     settings_model: type[SettingsT]
     caps: ClassVar[tuple[Cap, ...]] = ()
+    # The Pulumi SDK packages ``component`` imports, directly or through the kit's modules
+    # (tests/core/test_architecture.py holds this to the imports): an offline render shares
+    # targets out between processes by them (``sandboxkit.parallel``).
+    sdks: ClassVar[tuple[str, ...]]
 
     @abstractmethod
     def plan(self, profile: SandboxProfile, settings: SettingsT, context: KitContext) -> PlanT:

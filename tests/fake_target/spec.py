@@ -36,6 +36,7 @@ class FlyTarget(TargetSpec[FlySettings, FlyMachineArgs]):
     """The ``flyio`` target."""
 
     name: ClassVar[str] = "flyio"
+    sdks: ClassVar[tuple[str, ...]] = ()  # plain pulumi components only
     settings_model = FlySettings
 
     def plan(

@@ -587,6 +587,7 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
     """The ``aws-microvm`` target."""
 
     name: ClassVar[str] = TARGET
+    sdks: ClassVar[tuple[str, ...]] = ("pulumi_aws",)
     settings_model = MicrovmSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.maxLifetimeSeconds", None, MAX_DURATION_SECONDS, MAX_DURATION_SOURCE),

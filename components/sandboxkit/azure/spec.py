@@ -300,6 +300,7 @@ class AzureSessionsTarget(TargetSpec[AzureSessionsSettings, SessionPoolSandboxAr
     """The ``azure-sessions`` target."""
 
     name: ClassVar[str] = TARGET
+    sdks: ClassVar[tuple[str, ...]] = ("pulumi_azure_native",)
     settings_model = AzureSessionsSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         COOLDOWN_CAP,

@@ -353,6 +353,7 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     """The ``cloudflare`` target."""
 
     name: ClassVar[str] = "cloudflare"
+    sdks: ClassVar[tuple[str, ...]] = ("pulumi_cloudflare",)
     settings_model = CloudflareSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),

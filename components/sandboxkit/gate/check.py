@@ -30,8 +30,9 @@ from sandboxkit.gate.crossguard import check_rendered
 from sandboxkit.gate.locations import checkov_lines
 from sandboxkit.gate.progress import Step, no_steps
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult
+from sandboxkit.parallel import render_stacks
 from sandboxkit.project import stack_file
-from sandboxkit.render import RenderedStack, render_stack
+from sandboxkit.render import RenderedStack
 
 
 @contextlib.contextmanager
@@ -58,7 +59,8 @@ def check_stack_files(
 ) -> list[CheckResult]:
     """``sandboxkit check``: render each named stack once, then ``check_stacks``.
 
-    checkov's interpreter starts before the first render (``warm_checkov``).
+    checkov's interpreter starts before the first render (``warm_checkov``); the stacks are
+    rendered by ``parallel.render_stacks`` (a forked child renders a share of their targets).
 
     Args:
         names: stack names (``stacks/Pulumi.<name>.yaml``), in the order results come back.
@@ -71,13 +73,9 @@ def check_stack_files(
     """
     with contextlib.ExitStack() as cleanup:
         process = cleanup.enter_context(warm_checkov(project_dir)) if checkov else None
-        rendered = []
-        for name in names:
-
-            def rendering(target: str, stack: str = name) -> None:
-                step(f"rendering {stack}: {target}")
-
-            rendered.append(render_stack(project_dir, name, on_target=rendering))
+        rendered = render_stacks(
+            project_dir, names, on_target=lambda stack, target: step(f"rendering {stack}: {target}")
+        )
         return check_stacks(
             rendered,
             project_dir,

@@ -439,6 +439,7 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
     """The ``kubernetes`` target."""
 
     name: ClassVar[str] = "kubernetes"
+    sdks: ClassVar[tuple[str, ...]] = ("pulumi_kubernetes",)
     caps: ClassVar[tuple[Cap, ...]] = KUBERNETES_CAPS
     settings_model = KubernetesSettings
 

@@ -506,6 +506,7 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     """The ``gcp-cloudrun`` target."""
 
     name: ClassVar[str] = TARGET
+    sdks: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
     settings_model = CloudRunSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap(

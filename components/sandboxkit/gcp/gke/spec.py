@@ -247,6 +247,7 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
     """The ``gcp-gke`` target."""
 
     name: ClassVar[str] = TARGET
+    sdks: ClassVar[tuple[str, ...]] = ("pulumi_gcp", "pulumi_kubernetes")
     settings_model = GkeSettings
     caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP, *KUBERNETES_CAPS)
 
