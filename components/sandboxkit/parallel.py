@@ -10,9 +10,10 @@ through a pipe) and ``render.joined`` puts each stack together: the same ``Rende
 single render gives (tests/core/test_parallel_render.py compares them).
 
 Where a child cannot help or cannot run (one CPU, no ``os.fork`` or not Linux, a stack whose
-targets share one SDK, a stack file that does not load) the stacks are rendered here one by
-one, as ``render_stack`` does; if the child fails in any way, or this process's share raises,
-everything is rendered again here one by one, so errors and their order are a single render's.
+targets share one SDK, SDKs this process imported already, a stack file that does not load)
+the stacks are rendered here one by one, as ``render_stack`` does; if the child fails in any
+way, or this process's share raises, everything is rendered again here one by one, so errors
+and their order are a single render's.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import asyncio
 import contextlib
 import os
 import pickle
+import select
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +40,17 @@ from sandboxkit.targets import get_target
 # (benchmarks/README.md, "Branch par-render"): the weights that balance the two shares.
 SDK_IMPORT_SECONDS: Mapping[str, float] = {
     "pulumi_cloudflare": 0.85,
-    "pulumi_gcp": 0.6,
+    "pulumi_gcp": 0.8,
     "pulumi_aws": 0.55,
     "pulumi_kubernetes": 0.2,
     "pulumi_azure_native": 0.15,
 }
 
 OnTarget = Callable[[str, str], None]
+
+# A child that has not sent its shares this long after this process asked for them is taken as
+# stuck: it is killed and its share rendered here (the render of prod takes about 2 s).
+CHILD_TIMEOUT_SECONDS = 120.0
 
 
 def shares(targets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -92,6 +99,13 @@ def can_fork() -> bool:
     return sys.platform == "linux" and len(os.sched_getaffinity(0)) >= 2
 
 
+def unimported_sdks(targets: Sequence[str]) -> set[str]:
+    """The SDK packages ``targets`` use that this process has not imported yet: a child
+    helps only by importing those meanwhile (a process that rendered before, a test process,
+    has them all, and a fork would only add its own cost)."""
+    return {sdk for target in targets for sdk in get_target(target).sdks} - set(sys.modules)
+
+
 @dataclass(frozen=True)
 class _Stack:
     name: str
@@ -130,7 +144,7 @@ def render_stacks(
         ConfigError: as ``render_stack``, for the first stack that does not load.
     """
     planned = _planned(project_dir, names) if can_fork() else None
-    if planned is not None and any(stack.theirs for stack in planned):
+    if planned is not None and any(unimported_sdks(stack.theirs) for stack in planned):
         rendered = _shared_out(project_dir, planned, on_target)
         if rendered is not None:
             return rendered
@@ -181,12 +195,20 @@ def _shared_out(
     ]
 
 
+def _read_until(fd: int, deadline: float) -> bytes | None:
+    """The next chunk from ``fd`` (``b""`` at its end), or ``None`` past ``deadline``
+    (``time.monotonic`` seconds)."""
+    ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+    return os.read(fd, 1 << 20) if ready else None
+
+
 @contextlib.contextmanager
 def _child(
     work: Callable[[], list[RenderedShare]],
 ) -> Iterator[Callable[[], list[RenderedShare] | None]]:
-    """Fork a child running ``work``; yield a function waiting for its result (``None`` when
-    it failed). A child still running when the block ends is killed."""
+    """Fork a child running ``work``; yield a function waiting for its result: ``None`` when
+    it failed, or sent nothing within ``CHILD_TIMEOUT_SECONDS``. A child still running when
+    the block ends is killed."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
@@ -207,8 +229,13 @@ def _child(
 
     def result() -> list[RenderedShare] | None:
         nonlocal reaped
-        with os.fdopen(read, "rb", closefd=False) as pipe:
-            payload = pipe.read()
+        deadline = time.monotonic() + CHILD_TIMEOUT_SECONDS
+        chunks = []
+        while chunk := _read_until(read, deadline):
+            chunks.append(chunk)
+        if chunk is None:
+            return None  # stuck: killed when the block ends
+        payload = b"".join(chunks)
         _, status = os.waitpid(pid, 0)
         reaped = True
         if status != 0:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -37,7 +39,9 @@ def same(one: RenderedStack, other: RenderedStack) -> None:
 
 @pytest.fixture
 def child_pids(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], list[int]]:
-    """Record the pid of each process that runs the child's work; returns a reader."""
+    """Record the pid of each process that runs the child's work; returns a reader. The
+    SDKs count as not imported yet (this test process imported them all)."""
+    monkeypatch.setattr(parallel, "unimported_sdks", set)
     real = parallel._child
     record = tmp_path / "child-pids"
 
@@ -60,11 +64,11 @@ def child_pids(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], 
 
 def test_targets_sharing_an_sdk_stay_together_and_the_heaviest_groups_are_balanced() -> None:
     # gcp-gke links pulumi_gcp and pulumi_kubernetes: kubernetes, gcp-cloudrun and gcp-gke
-    # (0.8) stay here with the first target; cloudflare (0.85) goes to the child, aws-microvm
-    # (0.55) here, azure-sessions (0.15) to the lighter child.
+    # (1.0) stay here with the first target; cloudflare (0.85) goes to the child, then
+    # aws-microvm (0.55) to the lighter child, azure-sessions (0.15) to the lighter share here.
     assert shares(PROD) == (
-        ("kubernetes", "aws-microvm", "gcp-cloudrun", "gcp-gke"),
-        ("azure-sessions", "cloudflare"),
+        ("kubernetes", "gcp-cloudrun", "gcp-gke", "azure-sessions"),
+        ("aws-microvm", "cloudflare"),
     )
     assert shares(("kubernetes", "aws-microvm")) == (("kubernetes",), ("aws-microvm",))
     assert shares(("cloudflare", "azure-sessions", "kubernetes")) == (
@@ -85,6 +89,26 @@ def test_one_sdk_group_is_rendered_here_alone() -> None:
 def test_an_unknown_target_name_is_a_key_error() -> None:
     with pytest.raises(KeyError):
         shares(("kubernetes", "openstack"))
+
+
+def test_a_child_is_forked_only_for_sdks_not_imported_yet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    render_stack(PROJECT, "dev")  # this process has kubernetes's and aws-microvm's SDKs now
+    assert parallel.unimported_sdks(("aws-microvm", "kubernetes")) == set()
+    monkeypatch.delitem(sys.modules, "pulumi_cloudflare", raising=False)
+    monkeypatch.delitem(sys.modules, "pulumi_azure_native", raising=False)
+    assert parallel.unimported_sdks(("aws-microvm", "cloudflare", "azure-sessions")) == {
+        "pulumi_cloudflare",
+        "pulumi_azure_native",
+    }
+
+
+def test_a_process_with_the_sdks_imported_renders_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    render_stack(PROJECT, "dev")  # this process has kubernetes's and aws-microvm's SDKs now
+    monkeypatch.setattr(parallel, "_child", lambda work: pytest.fail("forked"))
+    [rendered] = render_stacks(PROJECT, ["dev"])
+    same(rendered, render_stack(PROJECT, "dev"))
 
 
 def test_each_target_declares_the_sdks_its_component_imports() -> None:
@@ -173,17 +197,40 @@ def test_a_failing_share_here_raises_what_a_single_render_raises(
     monkeypatch: pytest.MonkeyPatch, child_pids: Callable[[], list[int]]
 ) -> None:
     parent = os.getpid()
-    real = get_target("aws-microvm").build
+    ours = shares(PROD)[0][-1]
+    real = get_target(ours).build
 
     def failing_here(plan: object) -> object:
         if os.getpid() == parent:
-            raise RuntimeError("aws-microvm cannot be built")
+            raise RuntimeError(f"{ours} cannot be built")
         return real(plan)
 
-    monkeypatch.setattr(get_target("aws-microvm"), "build", failing_here)
-    with pytest.raises(RuntimeError, match="aws-microvm cannot be built"):
+    monkeypatch.setattr(get_target(ours), "build", failing_here)
+    with pytest.raises(RuntimeError, match=f"{ours} cannot be built"):
         render_stacks(PROJECT, ["prod"])
     assert len(child_pids()) == 1
+
+
+def test_a_stuck_child_is_killed_and_its_share_rendered_here(
+    monkeypatch: pytest.MonkeyPatch, child_pids: Callable[[], list[int]]
+) -> None:
+    parent = os.getpid()
+    real = parallel.render_share
+
+    def stuck_in_the_child(*args: object, **kwargs: object) -> object:
+        if os.getpid() != parent:
+            time.sleep(600)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parallel, "render_share", stuck_in_the_child)
+    monkeypatch.setattr(parallel, "CHILD_TIMEOUT_SECONDS", 0.5)
+    started = time.monotonic()
+    [shared] = render_stacks(PROJECT, ["prod"])
+    assert time.monotonic() - started < 60
+    [pid] = child_pids()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped
+    same(shared, render_stack(PROJECT, "prod"))
 
 
 def test_the_first_stack_that_does_not_load_raises_its_own_error(tmp_path: Path) -> None:
