@@ -64,7 +64,7 @@ def _crash(*_: Any, **__: Any) -> Any:
 def test_an_unexpected_error_exits_70_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "render_stack", _crash)
+    monkeypatch.setattr(cli, "render_stacks", _crash)
     monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
     monkeypatch.setattr(sys, "argv", ["sandboxkit", "preview", "--stack", "dev"])
     with pytest.raises(SystemExit) as caught:
@@ -79,7 +79,7 @@ def test_an_unexpected_error_exits_70_in_one_line(
 def test_the_debug_variable_adds_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "render_stack", _crash)
+    monkeypatch.setattr(cli, "render_stacks", _crash)
     monkeypatch.setenv(cli.DEBUG_ENV, "1")
     monkeypatch.setattr(sys, "argv", ["sandboxkit", "preview", "--stack", "dev"])
     with pytest.raises(SystemExit) as caught:
