@@ -176,18 +176,26 @@ def test_progress_names_every_target_of_every_stack_once() -> None:
 # --- failures are a single render's ---------------------------------------------------------
 
 
-def test_a_failing_child_leaves_the_render_to_this_process(
-    monkeypatch: pytest.MonkeyPatch, child_pids: Callable[[], list[int]]
-) -> None:
+def child_first_does(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object]) -> None:
+    """The child (any process but this one) runs ``action`` before each share it renders."""
     parent = os.getpid()
     real = parallel.render_share
 
-    def failing_in_the_child(*args: object, **kwargs: object) -> object:
+    def render_share(*args: object, **kwargs: object) -> object:
         if os.getpid() != parent:
-            raise RuntimeError("the child's render failed")
+            action()
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(parallel, "render_share", failing_in_the_child)
+    monkeypatch.setattr(parallel, "render_share", render_share)
+
+
+def test_a_failing_child_leaves_the_render_to_this_process(
+    monkeypatch: pytest.MonkeyPatch, child_pids: Callable[[], list[int]]
+) -> None:
+    def fail() -> None:
+        raise RuntimeError("the child's render failed")
+
+    child_first_does(monkeypatch, fail)
     [shared] = render_stacks(PROJECT, ["prod"])
     assert len(child_pids()) == 1
     same(shared, render_stack(PROJECT, "prod"))
@@ -214,15 +222,7 @@ def test_a_failing_share_here_raises_what_a_single_render_raises(
 def test_a_stuck_child_is_killed_and_its_share_rendered_here(
     monkeypatch: pytest.MonkeyPatch, child_pids: Callable[[], list[int]]
 ) -> None:
-    parent = os.getpid()
-    real = parallel.render_share
-
-    def stuck_in_the_child(*args: object, **kwargs: object) -> object:
-        if os.getpid() != parent:
-            time.sleep(600)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(parallel, "render_share", stuck_in_the_child)
+    child_first_does(monkeypatch, lambda: time.sleep(600))
     monkeypatch.setattr(parallel, "CHILD_TIMEOUT_SECONDS", 0.5)
     started = time.monotonic()
     [shared] = render_stacks(PROJECT, ["prod"])
