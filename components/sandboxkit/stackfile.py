@@ -28,6 +28,8 @@ to the program as JSON text, so the program cannot tell the two apart: ``parse_c
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -577,9 +579,21 @@ def config_values(path: Path, project: str) -> dict[str, Any]:
             despite them.
         ConfigError: for what leaves nothing to read: a refusal ``load_yaml`` cannot read
             past, or a document without a ``config`` mapping.
+
+    A render reads its stack file twice (``config.stack_source``, then the program's
+    ``ConfigSource.from_runtime``) and tests render one file hundreds of times: the values the
+    same text gives, at the same path in the same project, are kept for the process (the last
+    16) and each call gets its own copy. A refusal is not kept: it is found again each time.
     """
-    origin = str(path)
-    parsed = _parse(_read_bytes(path), origin)
+    return copy.deepcopy(_config_values(_read_bytes(path), str(path), project))
+
+
+@functools.lru_cache(maxsize=16)
+def _config_values(text: str, origin: str, project: str) -> dict[str, Any]:
+    """``config_values`` of a stack file's ``text`` (its bytes decoded, a UTF-8 byte-order mark
+    dropped) read at ``origin`` in ``project``: it reads nothing else, so the same three give
+    the same values (kept by the cache: never changed in place)."""
+    parsed = _parse(text, origin)
     document = {} if parsed.document is None else parsed.document
     config = document.get("config", {}) if isinstance(document, dict) else None
     if config is None and isinstance(document, dict):

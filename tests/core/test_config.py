@@ -14,6 +14,7 @@ from sandboxkit.config import ConfigSource, load_stack, load_stack_file, read_st
 from sandboxkit.errors import MISSING, NOT_SHOWN, REDACTED, ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
+from sandboxkit.stackfile import StackFileError, config_values
 from sandboxkit.targets import (
     TARGET_MODULES,
     Cap,
@@ -437,6 +438,30 @@ def test_unquoted_dates_in_a_stack_file_stay_text(tmp_path: Path) -> None:
     )
     values = read_stack_file(stack).values["cloudflare"]
     assert values == {"compatibilityDate": "2026-07-01", "other": "2026-13-45"}
+
+
+def test_a_stack_file_read_again_reads_its_bytes_path_and_project_now(tmp_path: Path) -> None:
+    # config_values keeps what a text read as; each of the three must change the reading.
+    first, second = tmp_path / "a" / "Pulumi.x.yaml", tmp_path / "b" / "Pulumi.x.yaml"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text("config:\n  environment: dev\n")
+    assert config_values(first, "sandboxkit") == {"environment": "dev"}
+    got = config_values(first, "sandboxkit")
+    got["environment"] = "changed in place"
+    assert config_values(first, "sandboxkit") == {"environment": "dev"}
+    with pytest.raises(StackFileError) as caught:
+        config_values(first, "other")
+    assert caught.value.problems[0].key == f"{first}: config.environment"
+    with pytest.raises(StackFileError) as caught:
+        config_values(second, "other")
+    assert caught.value.problems[0].key == f"{second}: config.environment"
+    first.write_text("config:\n  environment: prod\n")
+    assert config_values(first, "sandboxkit") == {"environment": "prod"}
+    first.write_bytes(b"config:\n  environment: [prod\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="unparseable YAML"):
+            config_values(first, "sandboxkit")
 
 
 @pytest.mark.parametrize(
