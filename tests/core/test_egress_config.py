@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +11,7 @@ import yaml
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.egress import parse_rule
 from sandboxkit.errors import ConfigError, Problem
+from support import invoke_cli
 
 KUBERNETES = {"context": "kind-test", "image": "example.com/sandbox:1"}
 ENTRY = "a specific public host[:port] entry: "
@@ -99,16 +97,9 @@ def test_the_cli_exits_2_without_a_traceback(tmp_path: Path, project_dir: Path) 
         "sandboxkit:kubernetes": KUBERNETES,
     }
     (tmp_path / "stacks" / "Pulumi.bad.yaml").write_text(yaml.safe_dump({"config": config}))
-    components = PROJECT / "components"
-    result = subprocess.run(
-        [sys.executable, "-m", "sandboxkit", "preview", "--stack", "bad"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(components)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    # In this process (an unexpected exception is raised again): preview's real process is
+    # tests/core/test_progress.py's.
+    result = invoke_cli("preview", "--stack", "bad", cwd=tmp_path)
     assert result.returncode == 2
     assert (
         "sandboxkit:profile.egress.allow[0]: got '*.s3.amazonaws.com'; expected a specific "
