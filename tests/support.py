@@ -85,6 +85,11 @@ def registration_stack_traces(captured: bool) -> Iterator[None]:
         pulumi_resource._get_stack_trace = saved
 
 
+# Environment variables that make rich draw progress on a pipe: unset for a real process whose
+# piped output is asserted.
+PROGRESS_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
+
 @dataclass(frozen=True)
 class Ran:
     """What a command line run gave: exit code, standard output, standard error (text)."""

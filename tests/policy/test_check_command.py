@@ -23,7 +23,7 @@ import support
 from sandboxkit import gate
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import policy_config
-from support import Ran, invoke_cli
+from support import PROGRESS_ENV, Ran, invoke_cli
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
@@ -34,7 +34,10 @@ def run_cli(*args: str, cwd: Path) -> Ran:
 
 
 def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) -> None:
+    # Piped, as tests/core/test_progress.py's real preview: no progress on stderr either.
     env = {**os.environ, "PYTHONPATH": str(COMPONENTS)}
+    for name in PROGRESS_ENV:
+        env.pop(name, None)
     result = subprocess.run(
         [sys.executable, "-m", "sandboxkit", "check", "--stack", "prod", "--no-checkov"],
         cwd=project_dir,
@@ -50,6 +53,7 @@ def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) ->
         "  checkov: skipped (--no-checkov)\n"
         "  passed\n"
     )
+    assert result.stderr == ""
 
 
 @pytest.fixture
