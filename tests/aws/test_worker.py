@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -567,7 +568,10 @@ def _post(port: int, path: str, body: bytes = b"") -> int:
 
 @pytest.fixture
 def hooks() -> Iterator[worker.HookServer]:
-    server = worker.start_hook_server("127.0.0.1", 0)
+    # As start_hook_server serves it, polled every 50 ms instead of its 0.5 s: shutdown() waits
+    # for the next poll. start_hook_server itself runs in test_worker_build's unpacked artifact.
+    server = worker.HookServer(("127.0.0.1", 0))
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield server
     server.shutdown()
     server.server_close()

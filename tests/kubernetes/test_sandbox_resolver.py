@@ -81,7 +81,8 @@ class Upstream:
         self.port = self.tcp.server_address[1]
         self.udp = socketserver.ThreadingUDPServer(("127.0.0.1", self.port), Udp)
         for server in (self.tcp, self.udp):
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            # Polled every 50 ms (default 0.5 s): shutdown() waits for the next poll.
+            threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
 
     def answer(self, wire: bytes) -> bytes:
         query = dns.message.from_wire(wire)
