@@ -411,10 +411,21 @@ def _read_bytes(path: Path) -> str:
 def read_yaml_file(path: Path) -> Any:
     """``load_yaml`` on a file's UTF-8 text.
 
+    Pulumi.yaml is read at every stack-file lookup (``project.stack_file``, ``project_name``):
+    what the same text at the same path gives is kept for the process (the last 16), each call
+    gets its own copy, and a refusal is found again each time, as in ``config_values``.
+
     Raises:
         ConfigError: naming the file when it cannot be read, is not UTF-8, or is refused.
     """
-    return load_yaml(_read_bytes(path), str(path))
+    return copy.deepcopy(_loaded_yaml(_read_bytes(path), str(path)))
+
+
+@functools.lru_cache(maxsize=16)
+def _loaded_yaml(text: str, origin: str) -> Any:
+    """``load_yaml(text, origin)``, which reads nothing else (kept by the cache: never changed
+    in place)."""
+    return load_yaml(text, origin)
 
 
 _TOO_DEEP = f"JSON nested at most {MAX_DEPTH} deep"

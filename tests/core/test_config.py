@@ -14,7 +14,7 @@ from sandboxkit.config import ConfigSource, load_stack, load_stack_file, read_st
 from sandboxkit.errors import MISSING, NOT_SHOWN, REDACTED, ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import UNKNOWN_SECRET, SecretValue
-from sandboxkit.stackfile import StackFileError, config_values
+from sandboxkit.stackfile import StackFileError, config_values, read_yaml_file
 from sandboxkit.targets import (
     TARGET_MODULES,
     Cap,
@@ -462,6 +462,25 @@ def test_a_stack_file_read_again_reads_its_bytes_path_and_project_now(tmp_path: 
     for _ in range(2):
         with pytest.raises(ConfigError, match="unparseable YAML"):
             config_values(first, "sandboxkit")
+
+
+def test_a_yaml_file_read_again_reads_its_bytes_and_path_now(tmp_path: Path) -> None:
+    # read_yaml_file (Pulumi.yaml) keeps what a text read as, like config_values.
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path in (first, second):
+        path.write_text("name: one\n")
+    got = read_yaml_file(first)
+    assert got == {"name": "one"}
+    got["name"] = "changed in place"
+    assert read_yaml_file(first) == {"name": "one"}
+    first.write_text("name: two\n")
+    assert read_yaml_file(first) == {"name": "two"}
+    for path in (first, second):
+        path.write_text("name: yes\n")
+        for _ in range(2):
+            with pytest.raises(ConfigError) as caught:
+                read_yaml_file(path)
+            assert caught.value.problems[0].key == f"name ({path} line 1)"
 
 
 @pytest.mark.parametrize(
