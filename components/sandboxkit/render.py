@@ -95,6 +95,17 @@ class RenderedResource:
         }
 
 
+def top_level(
+    resource: RenderedResource, by_urn: Mapping[str, RenderedResource]
+) -> RenderedResource:
+    """``resource``'s top-level ancestor among ``by_urn`` (URN -> resource), itself when its
+    parent is not there: for the program's resources, the component ``program.main`` names
+    after its target."""
+    while resource.parent is not None and resource.parent in by_urn:
+        resource = by_urn[resource.parent]
+    return resource
+
+
 class RecordingMonitor(mocks.MockMonitor):
     """A mock resource monitor that records every registration in order."""
 
@@ -147,10 +158,8 @@ class Recorder:
         by_urn = {r.urn: r for r in self.resources}
         attributed = []
         for target, urn, text in self.logged:
-            resource = by_urn.get(urn)
-            while resource is not None and resource.parent in by_urn:
-                resource = by_urn[resource.parent]
-            attributed.append((resource.name if resource is not None else target, text))
+            owner = top_level(by_urn[urn], by_urn).name if urn in by_urn else target
+            attributed.append((owner, text))
         return attributed
 
     @property
@@ -328,11 +337,8 @@ class RenderedStack:
 
         Each target's top-level component is named after the target (see ``program.main``).
         """
-        by_urn = {r.urn: r for r in self.resources}
-        current = resource
-        while current.parent in by_urn:
-            current = by_urn[current.parent]
-        return current.name if current.name in self.spec.targets else None
+        name = top_level(resource, {r.urn: r for r in self.resources}).name
+        return name if name in self.spec.targets else None
 
 
 def render_stack(

@@ -229,7 +229,7 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
     settings_model: type[SettingsT]
     caps: ClassVar[tuple[Cap, ...]] = ()
     # The Pulumi SDK packages ``component`` imports, directly or through the kit's modules
-    # (tests/core/test_architecture.py holds this to the imports): an offline render shares
+    # (tests/core/test_parallel_render.py holds this to the import graph): an offline render shares
     # targets out between processes by them (``sandboxkit.parallel``).
     sdks: ClassVar[tuple[str, ...]]
 

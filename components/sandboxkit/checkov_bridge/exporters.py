@@ -31,7 +31,13 @@ from sandboxkit.checkov_bridge.mapping import (
     export_type,
 )
 from sandboxkit.errors import REDACTED
-from sandboxkit.render import UNKNOWN_TEXT, RenderedResource, RenderedStack, to_display
+from sandboxkit.render import (
+    UNKNOWN_TEXT,
+    RenderedResource,
+    RenderedStack,
+    to_display,
+    top_level,
+)
 
 SECRET_PLACEHOLDER = REDACTED
 TF_PLAN_FILE = "terraform.tfplan.json"
@@ -394,9 +400,7 @@ def _by_root(resources: tuple[RenderedResource, ...]) -> dict[str, list[Rendered
     by_urn = {r.urn: r for r in resources}
     groups: dict[str, list[RenderedResource]] = {}
     for resource in resources:
-        root = resource
-        while root.parent in by_urn:
-            root = by_urn[root.parent]
+        root = top_level(resource, by_urn)
         groups.setdefault(_NOT_IDENTIFIER.sub("_", root.name), []).append(resource)
     return groups
 
