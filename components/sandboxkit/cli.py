@@ -170,11 +170,7 @@ def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
 def load(stack: str, project_dir: Path | None, step: gate.Step = gate.no_steps) -> RenderedStack:
     """Render ``stack`` offline, telling ``step`` each target; ``typer.Exit(2)`` on bad config."""
     try:
-        [rendered] = render_stacks(
-            project_root(project_dir),
-            [stack],
-            on_target=lambda name, target: step(f"rendering {name}: {target}"),
-        )
+        [rendered] = render_stacks(project_root(project_dir), [stack], gate.rendering(step))
         return rendered
     except ConfigError as exc:
         raise fail_config(exc) from None

@@ -42,7 +42,7 @@ from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.sarif import format_sarif
 from sandboxkit.gate.formats.text import format_text
 from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
-from sandboxkit.gate.progress import Step, no_steps, terminal_steps
+from sandboxkit.gate.progress import Step, no_steps, rendering, terminal_steps
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, RuleInfo, Violation, exit_code
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "pack_dir",
     "pack_process",
     "policy_config",
+    "rendering",
     "run_check",
     "stack_pack_config",
     "terminal_steps",

@@ -28,7 +28,7 @@ from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
 from sandboxkit.gate.locations import checkov_lines
-from sandboxkit.gate.progress import Step, no_steps
+from sandboxkit.gate.progress import Step, no_steps, rendering
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult
 from sandboxkit.parallel import render_stacks
 from sandboxkit.project import stack_file
@@ -73,9 +73,7 @@ def check_stack_files(
     """
     with contextlib.ExitStack() as cleanup:
         process = cleanup.enter_context(warm_checkov(project_dir)) if checkov else None
-        rendered = render_stacks(
-            project_dir, names, on_target=lambda stack, target: step(f"rendering {stack}: {target}")
-        )
+        rendered = render_stacks(project_dir, names, on_target=rendering(step))
         return check_stacks(
             rendered,
             project_dir,

@@ -23,6 +23,12 @@ def no_steps(_: str) -> None:
     """A ``Step`` that shows nothing."""
 
 
+def rendering(step: Step) -> Callable[[str, str], None]:
+    """The ``on_target`` of ``parallel.render_stacks`` telling ``step`` each ``(stack,
+    target)`` render that starts: ``rendering prod: cloudflare``."""
+    return lambda stack, target: step(f"rendering {stack}: {target}")
+
+
 def stderr_console() -> Console:
     """Where the steps go: stderr, as rich detects it (``TTY_INTERACTIVE=0`` turns it off)."""
     return Console(stderr=True)
