@@ -95,7 +95,7 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def worker_decider() -> Iterator[WorkerDecider]:
-    """The Cloudflare Worker's own egress code (decide.mjs: node and workerd on loopback),
-    shared by the session: about 2 s to start."""
+    """The Cloudflare Worker's own egress code (workerd on loopback), shared by the session:
+    about 0.1 s to start."""
     with WorkerDecider() as decider:
         yield decider

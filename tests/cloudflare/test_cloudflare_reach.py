@@ -1,5 +1,5 @@
 """The cloudflare reader: effective egress from the rendered WorkersScript only, decided by the
-Worker's own code (decide.mjs), compared with the egress contract on derived probes."""
+Worker's own code (run in workerd), compared with the egress contract on derived probes."""
 
 from __future__ import annotations
 

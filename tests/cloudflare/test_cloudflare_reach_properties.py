@@ -1,5 +1,5 @@
 """Properties (issue 12 point 5): for generated allowlists and probes, the cloudflare target
-admits exactly what the egress contract admits, as the Worker's own code decides (decide.mjs)
+admits exactly what the egress contract admits, as the Worker's own code decides (run in workerd)
 and as its reader states it; ``deny`` admits nothing (no control-plane hosts here)."""
 
 from __future__ import annotations

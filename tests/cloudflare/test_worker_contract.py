@@ -1,7 +1,7 @@
 """The Worker's copies of names that cross the kit/Worker boundary equal sandboxkit.contract's.
 
 ``worker/src/index.js`` cannot import Python, so it keeps copies; the Worker itself reports them
-(``decide.mjs`` ``contract``), so these tests read what the running code uses, not its text.
+(the decider's ``contract``), so these tests read what the running code uses, not its text.
 """
 
 from __future__ import annotations

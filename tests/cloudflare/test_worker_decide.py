@@ -1,4 +1,4 @@
-"""The Python side of decide.mjs: the Worker's own egress code answers, over JSON lines."""
+"""The Python side of the decider: the Worker's own egress code answers, run in workerd."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from sandboxkit.cloudflare import decide
-from sandboxkit.cloudflare.decide import Interception, WorkerDecideError, WorkerDecider, WorkerProbe
+from sandboxkit.cloudflare.decide import (
+    Interception,
+    WorkerDecideError,
+    WorkerDecider,
+    WorkerProbe,
+    WorkerSetupError,
+)
 
 ALLOWLIST = json.dumps(
     {
@@ -116,23 +122,41 @@ def test_interceptions_per_mode(worker_decider: WorkerDecider) -> None:
     ]
 
 
-def test_without_node_it_says_what_is_missing() -> None:
-    with pytest.raises(WorkerDecideError) as caught, WorkerDecider(node="no-such-node-binary"):
-        pass
-    assert str(caught.value) == (
-        "node (20 or later) is needed to run the Worker's egress code; "
-        "no-such-node-binary is not on PATH"
-    )
+def test_the_configuration_loads_every_module_the_harness_may_import() -> None:
+    config = decide.workerd_config(decide.WORKER_DIR)
+    modules = [line.strip() for line in config.splitlines() if "esModule = embed" in line]
+    assert modules == [
+        '(name = "test-support/decide-harness.js", '
+        'esModule = embed "/test-support/decide-harness.js"),',
+        '(name = "src/index.js", esModule = embed "/src/index.js"),',
+        '(name = "test-support/platform.js", esModule = embed "/test-support/platform.js")',
+    ]
+    assert 'compatibilityDate = "2026-07-01",' in config
+    assert 'compatibilityFlags = ["global_fetch_strictly_public"],' in config
+    assert 'globalOutbound = "refuse",' in config
 
 
 def test_without_npm_dependencies_it_names_the_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(decide.WORKER_DIR_ENV, str(tmp_path))
-    with pytest.raises(WorkerDecideError) as caught, WorkerDecider():
+    with pytest.raises(WorkerSetupError) as caught, WorkerDecider():
         pass
     assert str(caught.value) == (
         f"the Worker's npm dependencies are missing: run `npm ci` in {tmp_path}"
+    )
+
+
+def test_on_a_platform_workerd_does_not_build_for_it_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(decide.sys, "platform", "win32")
+    monkeypatch.setattr(decide.platform, "machine", lambda: "AMD64")
+    with pytest.raises(WorkerSetupError) as caught:
+        decide.workerd_binary(decide.WORKER_DIR)
+    assert str(caught.value) == (
+        "workerd, which runs the Worker's egress code, has no build for win32 on AMD64; "
+        "run the gate on Linux or macOS (x86-64 or arm64)"
     )
 
 
@@ -141,24 +165,67 @@ def test_outside_a_with_block_it_refuses() -> None:
         WorkerDecider().interceptions('{"mode":"deny"}')
 
 
-def test_a_process_that_stops_is_reported_with_its_output() -> None:
-    # `false` takes decide.mjs as an argument, prints nothing and exits 1.
-    with WorkerDecider(node="false") as stopped, pytest.raises(WorkerDecideError) as caught:
+def test_a_process_that_stops_is_reported_with_its_output(tmp_path: Path) -> None:
+    stops = tmp_path / "workerd"
+    stops.write_text("#!/bin/sh\necho 'no such config' >&2\nexit 3\n", encoding="utf-8")
+    stops.chmod(0o755)
+    with WorkerDecider(workerd=stops) as stopped, pytest.raises(WorkerDecideError) as caught:
         stopped.interceptions('{"mode":"deny"}')
-    assert str(caught.value) == "decide.mjs stopped: (no output)"
+    assert str(caught.value) == "workerd exited with status 3: no such config"
+
+
+def harness_folder(tmp_path: Path, harness: str) -> Path:
+    """A Worker folder whose harness is ``harness``, beside the real Worker module."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.js").write_bytes(
+        (decide.WORKER_DIR / "src" / "index.js").read_bytes()
+    )
+    (tmp_path / "test-support").mkdir()
+    (tmp_path / decide.HARNESS_MODULE).write_text(harness, encoding="utf-8")
+    return tmp_path
 
 
 def test_an_error_answer_is_raised(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    script = tmp_path / "refuse.mjs"
-    script.write_text(
-        'import { createInterface } from "node:readline";\n'
-        "for await (const _ of createInterface({ input: process.stdin })) {\n"
-        '  console.error("refusing");\n'
-        '  process.stdout.write(JSON.stringify({ error: "unknown op" }) + "\\n");\n'
-        "}\n",
-        encoding="utf-8",
-    )
-    monkeypatch.setattr(decide, "DECIDE_SCRIPT", script)
-    with WorkerDecider() as refusing, pytest.raises(WorkerDecideError) as caught:
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(harness_folder(tmp_path, REFUSING_HARNESS)))
+    workerd = decide.workerd_binary(decide.WORKER_DIR)
+    with WorkerDecider(workerd=workerd) as refusing, pytest.raises(WorkerDecideError) as caught:
         refusing.contract()
-    assert str(caught.value) == "decide.mjs refused the request: unknown op"
+    assert str(caught.value) == "the decision harness refused the request: unknown op"
+
+
+def test_code_that_throws_is_reported_with_what_workerd_printed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(harness_folder(tmp_path, THROWING_HARNESS)))
+    workerd = decide.workerd_binary(decide.WORKER_DIR)
+    with WorkerDecider(workerd=workerd) as throwing, pytest.raises(WorkerDecideError) as caught:
+        throwing.contract()
+    assert str(caught.value).startswith("the Worker's decision code failed (HTTP 500): ")
+    assert "Error: the harness broke" in str(caught.value)
+
+
+def test_the_decision_code_cannot_fetch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(harness_folder(tmp_path, FETCHING_HARNESS)))
+    workerd = decide.workerd_binary(decide.WORKER_DIR)
+    with WorkerDecider(workerd=workerd) as fetching:
+        assert fetching.contract() == {"status": 599, "body": "decider outbound refused"}
+
+
+REFUSING_HARNESS = """\
+export default {
+  fetch: () => Response.json({ error: "unknown op" }, { status: 400 }),
+};
+"""
+THROWING_HARNESS = """\
+export default {
+  fetch() { throw new Error("the harness broke"); },
+};
+"""
+FETCHING_HARNESS = """\
+export default {
+  async fetch() {
+    const response = await fetch("https://pypi.org/simple/");
+    return Response.json({ status: response.status, body: await response.text() });
+  },
+};
+"""

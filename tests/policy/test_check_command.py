@@ -86,8 +86,9 @@ def cloudflare_only(config: dict[str, Any]) -> None:
 def test_a_cloudflare_check_without_the_workers_npm_packages_exits_2_saying_what_to_run(
     project_copy: Path, tmp_path: Path
 ) -> None:
-    # The gate runs the Worker's own egress code (node, miniflare): without `npm ci` in the
-    # Worker's folder that is a missing prerequisite (exit 2), not a crash (exit 70).
+    # The gate runs the Worker's own egress code in workerd, which the Worker's npm packages
+    # install: without `npm ci` in the Worker's folder that is a missing prerequisite (exit 2),
+    # not a crash (exit 70).
     edit_stack(project_copy, "prod", cloudflare_only)
     empty = tmp_path / "worker-without-node-modules"
     empty.mkdir()

@@ -2,9 +2,11 @@
 
 On target ``cloudflare`` egress is decided by JavaScript: the interceptions the Durable Object
 installs and ``decideEgress`` in ``worker/src/index.js``. Rather than keep a Python copy of that
-code, the kit runs it: ``worker/test-support/decide.mjs`` (node, miniflare, workerd on
-127.0.0.1) answers one JSON line per request line. One ``WorkerDecider`` keeps one node process
-for all its requests (about 2 s to start, then a few milliseconds per batch).
+code, the kit runs it in workerd, the Workers runtime, from the binary ``npm ci`` installs in
+the Worker's folder: ``worker/test-support/decide-harness.js`` (which imports ``src/index.js``)
+serves JSON requests on a loopback socket the kit binds and hands over. One ``WorkerDecider``
+keeps one workerd process for all its requests (about 0.1 s to start, then a millisecond or two
+per request).
 
 Example::
 
@@ -16,10 +18,13 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
-import shutil
+import platform
+import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,16 +32,28 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal, Self
 
+from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS, DEFAULT_COMPATIBILITY_DATE
 from sandboxkit.errors import PrerequisiteError
 
 WORKER_DIR = Path(__file__).resolve().parent / "worker"
 # Where the decider finds the Worker's package instead of WORKER_DIR: a copy of it with its npm
 # dependencies installed, where the kit's own folder is read-only (an installed wheel).
 WORKER_DIR_ENV = "SANDBOXKIT_WORKER_DIR"
-# Relative to the Worker's folder.
-DECIDE_SCRIPT = Path("test-support") / "decide.mjs"
-# decide.mjs imports miniflare, which `npm ci` in the Worker's folder installs (.ci/run does).
-_MINIFLARE = Path("node_modules") / "miniflare" / "package.json"
+# The modules workerd loads, relative to the Worker's folder: the harness (the main module)
+# first, then every module it may import.
+HARNESS_MODULE = "test-support/decide-harness.js"
+MODULE_GLOBS = ("test-support/*.js", "src/**/*.js")
+# workerd's npm package installs its binary from one of these packages, by platform and CPU
+# (the table in node_modules/workerd/lib/main.js, workerd 1.20260730.1), keyed here by
+# (sys.platform, platform.machine()).
+WORKERD_PACKAGES = {
+    ("linux", "x86_64"): "workerd-linux-64",
+    ("linux", "aarch64"): "workerd-linux-arm64",
+    ("darwin", "x86_64"): "workerd-darwin-64",
+    ("darwin", "arm64"): "workerd-darwin-arm64",
+}
+# How long one request may take before the decider gives up on workerd.
+REQUEST_TIMEOUT_SECONDS = 60.0
 
 Stage = Literal["platform", "gateway"]
 
@@ -95,44 +112,111 @@ def worker_dir() -> Path:
     return Path(os.environ.get(WORKER_DIR_ENV) or WORKER_DIR)
 
 
-class WorkerDecider:
-    """A running ``decide.mjs``; use it as a context manager (or call ``close``).
-
-    Args:
-        node: the node executable (20 or later); default ``node`` on ``PATH``.
+def workerd_binary(folder: Path) -> Path:
+    """The workerd executable ``npm ci`` installed under ``folder`` for this platform
+    (``node_modules/@cloudflare/<WORKERD_PACKAGES entry>/bin/workerd``).
 
     Raises:
-        WorkerSetupError: on entry, when node or the Worker's npm dependencies (in
-            ``worker_dir()``) are missing.
+        WorkerSetupError: when workerd has no binary for this platform, or it is not installed.
+    """
+    machine = platform.machine()
+    package = WORKERD_PACKAGES.get((sys.platform, machine))
+    if package is None:
+        raise WorkerSetupError(
+            f"workerd, which runs the Worker's egress code, has no build for {sys.platform} "
+            f"on {machine}; run the gate on Linux or macOS (x86-64 or arm64)"
+        )
+    binary = folder / "node_modules" / "@cloudflare" / package / "bin" / "workerd"
+    if not binary.is_file():
+        raise WorkerSetupError(
+            f"the Worker's npm dependencies are missing: run `npm ci` in {folder}"
+        )
+    return binary
+
+
+def workerd_config(folder: Path) -> str:
+    """The workerd configuration (Cap'n Proto text) that serves the decision harness: its
+    modules embedded from ``folder`` (pass ``folder`` as workerd's ``--import-path``), the
+    deployed compatibility flags (``plan.COMPATIBILITY_FLAGS``) at the kit's default date, one
+    HTTP socket named ``http``, and every outbound fetch refused with status 599 (the decision
+    code is pure: a fetch would be a bug, so none leaves).
+    """
+    others = sorted(
+        {path.relative_to(folder).as_posix() for glob in MODULE_GLOBS for path in folder.glob(glob)}
+        - {HARNESS_MODULE}
+    )
+    modules = ",\n".join(
+        f"    (name = {json.dumps(name)}, esModule = embed {json.dumps('/' + name)})"
+        for name in [HARNESS_MODULE, *others]
+    )
+    refuse = (
+        'export default { fetch: () => new Response("decider outbound refused", { status: 599 }) };'
+    )
+    return f"""using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "harness", worker = .harness),
+    (name = "refuse", worker = (
+      modules = [(name = "refuse.js", esModule = {json.dumps(refuse)})],
+      compatibilityDate = {json.dumps(DEFAULT_COMPATIBILITY_DATE)})),
+  ],
+  sockets = [(name = "http", http = (), service = "harness")],
+);
+const harness :Workerd.Worker = (
+  modules = [
+{modules}
+  ],
+  compatibilityDate = {json.dumps(DEFAULT_COMPATIBILITY_DATE)},
+  compatibilityFlags = {json.dumps(list(COMPATIBILITY_FLAGS))},
+  globalOutbound = "refuse",
+);
+"""
+
+
+class WorkerDecider:
+    """A running workerd serving ``decide-harness.js``; use it as a context manager (or call
+    ``close``). Each request is one HTTP exchange with a socket on 127.0.0.1 that this process
+    binds and passes to workerd (``--socket-fd``), so nothing waits for workerd to
+    listen and no port is raced for. POSIX only (the socket is handed over as a descriptor).
+
+    Args:
+        workerd: the workerd executable; default ``workerd_binary(worker_dir())``.
+
+    Raises:
+        WorkerSetupError: on entry, when workerd (the Worker's npm dependencies in
+            ``worker_dir()``) is missing.
     """
 
-    def __init__(self, node: str | None = None) -> None:
-        self._node = node
-        self._process: subprocess.Popen[str] | None = None
+    def __init__(self, workerd: Path | None = None) -> None:
+        self._workerd = workerd
+        self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[str] | None = None
+        self._config: tempfile.TemporaryDirectory[str] | None = None
+        self._port: int | None = None
 
     def __enter__(self) -> Self:
-        node = shutil.which(self._node or "node")
-        if node is None:
-            raise WorkerSetupError(
-                f"node (20 or later) is needed to run the Worker's egress code; "
-                f"{self._node or 'node'} is not on PATH"
-            )
         folder = worker_dir()
-        if not (folder / _MINIFLARE).is_file():
-            raise WorkerSetupError(
-                f"the Worker's npm dependencies are missing: run `npm ci` in {folder}"
-            )
+        workerd = self._workerd or workerd_binary(folder)
+        self._config = tempfile.TemporaryDirectory(prefix="sandboxkit-decider-")
+        config = Path(self._config.name) / "decider.capnp"
+        config.write_text(workerd_config(folder), encoding="utf-8")
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
-        self._process = subprocess.Popen(
-            [node, str(folder / DECIDE_SCRIPT)],
-            cwd=folder,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-            encoding="utf-8",
-        )
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            self._process = subprocess.Popen(
+                [
+                    str(workerd),
+                    "serve",
+                    f"--import-path={folder}",
+                    str(config),
+                    "--socket-fd",
+                    f"http={listener.fileno()}",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=self._stderr,
+                stderr=self._stderr,
+                pass_fds=[listener.fileno()],
+            )
+            self._port = listener.getsockname()[1]
         return self
 
     def __exit__(
@@ -144,19 +228,22 @@ class WorkerDecider:
         self.close()
 
     def close(self) -> None:
-        """Ends the node process (closing its stdin) and waits for it."""
+        """Ends the workerd process and removes its configuration."""
+        self._port = None
         if self._process is not None:
-            if self._process.stdin is not None:
-                # A process that already stopped leaves unflushed input behind.
-                with contextlib.suppress(BrokenPipeError):
-                    self._process.stdin.close()
-            self._process.wait(timeout=30)
-            if self._process.stdout is not None:
-                self._process.stdout.close()
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
             self._process = None
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self._config is not None:
+            self._config.cleanup()
+            self._config = None
 
     def probe(self, policy: str, probes: Sequence[tuple[str, int]]) -> list[WorkerProbe]:
         """Each probe's fate under ``policy`` (the ``EGRESS_POLICY`` text): the platform stage
@@ -217,20 +304,40 @@ class WorkerDecider:
         return answer
 
     def _ask(self, request: dict[str, Any]) -> Any:
-        process = self._process
-        if process is None or process.stdin is None or process.stdout is None:
+        port, process = self._port, self._process
+        if port is None or process is None:
             raise WorkerDecideError("WorkerDecider is not running; use it in a with block")
+        # A connection per request: workerd closes idle keep-alive connections.
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_SECONDS)
         try:
-            process.stdin.write(json.dumps(request) + "\n")
-            process.stdin.flush()
-            line = process.stdout.readline()
-        except BrokenPipeError:
-            line = ""
-        if not line:
-            raise WorkerDecideError(f"decide.mjs stopped: {self._stderr_tail()}")
-        answer = json.loads(line)
+            connection.request("POST", "/", body=json.dumps(request).encode())
+            response = connection.getresponse()
+            body = response.read().decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException) as error:
+            if not isinstance(error, TimeoutError):
+                # A dropped connection is workerd ending: give it the moment to be reaped.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=5)
+            status = process.poll()
+            if status is not None:
+                state = f"exited with status {status}"
+            elif isinstance(error, TimeoutError):
+                state = f"did not answer within {REQUEST_TIMEOUT_SECONDS:g} s"
+            else:
+                state = f"dropped the request ({error})"
+            raise WorkerDecideError(f"workerd {state}: {self._stderr_tail()}") from None
+        finally:
+            connection.close()
+        try:
+            answer = json.loads(body)
+        except json.JSONDecodeError:
+            answer = None
         if isinstance(answer, dict) and "error" in answer:
-            raise WorkerDecideError(f"decide.mjs refused the request: {answer['error']}")
+            raise WorkerDecideError(f"the decision harness refused the request: {answer['error']}")
+        if response.status != 200 or answer is None:
+            raise WorkerDecideError(
+                f"the Worker's decision code failed (HTTP {response.status}): {self._stderr_tail()}"
+            )
         return answer
 
     def _stderr_tail(self) -> str:

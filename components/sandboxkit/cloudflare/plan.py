@@ -24,6 +24,11 @@ HEAD_SAMPLING_RATE = 1
 # workerd src/workerd/io/compatibility-date.capnp (globalFetchStrictlyPublic),
 # developers.cloudflare.com/workers/configuration/compatibility-flags/#global-fetch-strictly-public
 COMPATIBILITY_FLAGS = ("global_fetch_strictly_public",)
+# The Worker's egress gateway is reached through ctx.exports, which compatibility dates from
+# 2025-11-17 on enable; the default is the date the Worker's tests and the kit's decider
+# (``decide.WorkerDecider``) run it with.
+MIN_COMPATIBILITY_DATE = "2025-11-17"
+DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
 
 
 class WorkerSandboxArgs(TypedDict, total=False):

@@ -156,7 +156,7 @@ def read_egress(
             without a readable ``EGRESS_POLICY`` grants nothing (the Worker then denies every
             request and refuses to start containers).
         decider: a running ``WorkerDecider`` to ask; default: one per process, started when a
-            policy is first read (about 2 s), each policy's answer kept for the process.
+            policy is first read (about 0.1 s), each policy's answer kept for the process.
 
     Returns:
         ``EffectiveEgress("cloudflare", connect, resolve)``: per interception a connection
@@ -167,8 +167,8 @@ def read_egress(
     Raises:
         WorkerReadError: grants that disagree with the Worker on a probe, or an interception
             pattern other than a name, ``*.name`` or ``*``.
-        WorkerDecideError: when the Worker's code cannot be run (node or npm dependencies
-            missing).
+        WorkerDecideError: when the Worker's code cannot be run (workerd, which the Worker's
+            npm dependencies install, missing).
     """
     connect: list[Grant] = []
     resolve: list[Grant] = []

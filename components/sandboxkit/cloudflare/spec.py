@@ -17,7 +17,12 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, field_validator
 
-from sandboxkit.cloudflare.plan import MAIN_MODULE, WorkerSandboxArgs
+from sandboxkit.cloudflare.plan import (
+    DEFAULT_COMPATIBILITY_DATE,
+    MAIN_MODULE,
+    MIN_COMPATIBILITY_DATE,
+    WorkerSandboxArgs,
+)
 from sandboxkit.contract import (
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
@@ -43,10 +48,6 @@ from sandboxkit.targets import (
 
 # The Worker module ships inside the package (package-data "*.js") and is uploaded as is.
 WORKER_MODULE = Path(__file__).resolve().parent / "worker" / "src" / MAIN_MODULE
-# The Worker's egress gateway is reached through ctx.exports, which compatibility dates from
-# 2025-11-17 on enable; the default is the date the Worker's miniflare tests run with.
-MIN_COMPATIBILITY_DATE = "2025-11-17"
-DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
 # The Worker rejects any *_SECONDS binding above one week (MAX_CONFIG_SECONDS in index.js).
 WORKER_MAX_SECONDS = 7 * 24 * 3600
 # Client tokens are minted per job or per call: a quarter of an hour covers a call's retries
