@@ -28,6 +28,7 @@ from sandboxkit import program
 from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, stack_source
 from sandboxkit.errors import REDACTED
 from sandboxkit.mockcloud import CloudMocks
+from sandboxkit.sdk_parts import PARTIAL_PACKAGES, import_parts_only
 
 UNKNOWN_TEXT = "[unknown]"
 
@@ -274,7 +275,12 @@ def recording_engine(
 
     Yields:
         A ``Recorder``; call ``recorder.run(fn)`` to run a program to completion.
+
+    SDK packages that import every module in their ``__init__`` (``sdk_parts.PARTIAL_PACKAGES``)
+    are installed, when not imported yet, so that the program loads only the modules it names.
     """
+    for package in PARTIAL_PACKAGES:
+        import_parts_only(package)
     saved_settings = dict(vars(settings.SETTINGS))
     saved_root = settings.ROOT.get()
     saved_config = dict(runtime_config.CONFIG.get())

@@ -9,10 +9,14 @@ docs/targets/cloudflare.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
-import pulumi_cloudflare as cloudflare
+
+# The resource modules themselves, not the package: an offline render then loads these two of
+# pulumi-cloudflare's ~1,250 modules (``sdk_parts``).
+from pulumi_cloudflare.workers_script import WorkersScript
+from pulumi_cloudflare.workers_script_subdomain import WorkersScriptSubdomain
 
 from sandboxkit.cloudflare.plan import (
     COMPATIBILITY_FLAGS,
@@ -27,6 +31,13 @@ from sandboxkit.contract import (
     JWT_SIGNING_KEY_BINDING,
     SANDBOX_ID_KEY_BINDING,
 )
+
+if TYPE_CHECKING:
+    from pulumi_cloudflare import (
+        WorkersScriptBindingArgsDict,
+        WorkersScriptMigrationsArgsDict,
+        WorkersScriptObservabilityArgsDict,
+    )
 
 CONTAINER_CONFIG_STATUS = (
     "generated, not deployed by Pulumi: write it with `sandboxkit cloudflare-config --stack "
@@ -62,29 +73,43 @@ class WorkerSandbox(pulumi.ComponentResource):
         content = Path(args["worker_module_path"]).read_text(encoding="utf-8")
         child = pulumi.ResourceOptions(parent=self)
 
-        binding = cloudflare.WorkersScriptBindingArgsDict
-        bindings = [
-            binding(
-                name=DURABLE_OBJECT_BINDING,
-                type="durable_object_namespace",
-                class_name=DURABLE_OBJECT_CLASS,
-            ),
-            binding(
-                name=JWT_SIGNING_KEY_BINDING,
-                type="secret_text",
-                text=args["token_signing_key"].output(),
-            ),
-            binding(
-                name=SANDBOX_ID_KEY_BINDING,
-                type="secret_text",
-                text=args["sandbox_id_key"].output(),
-            ),
-            *(
-                binding(name=key, type="plain_text", text=value)
-                for key, value in args["plain_vars"].items()
-            ),
+        plain: list[WorkersScriptBindingArgsDict] = [
+            {"name": key, "type": "plain_text", "text": value}
+            for key, value in args["plain_vars"].items()
         ]
-        script = cloudflare.WorkersScript(
+        bindings: list[WorkersScriptBindingArgsDict] = [
+            {
+                "name": DURABLE_OBJECT_BINDING,
+                "type": "durable_object_namespace",
+                "class_name": DURABLE_OBJECT_CLASS,
+            },
+            {
+                "name": JWT_SIGNING_KEY_BINDING,
+                "type": "secret_text",
+                "text": args["token_signing_key"].output(),
+            },
+            {
+                "name": SANDBOX_ID_KEY_BINDING,
+                "type": "secret_text",
+                "text": args["sandbox_id_key"].output(),
+            },
+            *plain,
+        ]
+        migrations: WorkersScriptMigrationsArgsDict = {
+            "new_tag": MIGRATION_TAG,
+            "new_sqlite_classes": [DURABLE_OBJECT_CLASS],
+        }
+        observability: WorkersScriptObservabilityArgsDict = {
+            "enabled": True,
+            "head_sampling_rate": HEAD_SAMPLING_RATE,
+            "logs": {
+                "enabled": True,
+                "invocation_logs": True,
+                "persist": True,
+                "head_sampling_rate": HEAD_SAMPLING_RATE,
+            },
+        }
+        script = WorkersScript(
             f"{name}-script",
             account_id=args["account_id"],
             script_name=args["script_name"],
@@ -93,22 +118,11 @@ class WorkerSandbox(pulumi.ComponentResource):
             compatibility_date=args["compatibility_date"],
             compatibility_flags=list(COMPATIBILITY_FLAGS),
             bindings=bindings,
-            migrations=cloudflare.WorkersScriptMigrationsArgsDict(
-                new_tag=MIGRATION_TAG, new_sqlite_classes=[DURABLE_OBJECT_CLASS]
-            ),
-            observability=cloudflare.WorkersScriptObservabilityArgsDict(
-                enabled=True,
-                head_sampling_rate=HEAD_SAMPLING_RATE,
-                logs=cloudflare.WorkersScriptObservabilityLogsArgsDict(
-                    enabled=True,
-                    invocation_logs=True,
-                    persist=True,
-                    head_sampling_rate=HEAD_SAMPLING_RATE,
-                ),
-            ),
+            migrations=migrations,
+            observability=observability,
             opts=child,
         )
-        subdomain = cloudflare.WorkersScriptSubdomain(
+        subdomain = WorkersScriptSubdomain(
             f"{name}-subdomain",
             account_id=args["account_id"],
             script_name=script.script_name,

@@ -1,0 +1,101 @@
+"""``sdk_parts``: an offline render imports only the SDK modules it names, and renders exactly
+what the whole SDK renders. This test process has every SDK imported whole already, so what
+happens to a fresh interpreter is asked of one (a single process for every fact below)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pulumi_cloudflare
+import pytest
+
+from sandboxkit import sdk_parts
+from support import shipped_render
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+COMPONENTS = PROJECT_DIR / "components"
+
+FRESH_INTERPRETER = """
+import json, sys
+from pathlib import Path
+from sandboxkit.render import render_stack
+
+facts = {}
+rendered = render_stack(Path(sys.argv[1]), "prod")
+facts["resources"] = [r.display() for r in rendered.resources]
+facts["cloudflare_modules"] = sorted(m for m in sys.modules if m.startswith("pulumi_cloudflare"))
+package = sys.modules["pulumi_cloudflare"]
+facts["init_ran_after_render"] = "__getattr__" not in vars(package)
+
+from pulumi_cloudflare.workers_script import WorkersScript
+# A name that is not one of its modules: the package's own __init__ runs, in place.
+access = package.AccessApplication
+facts["init_ran_on_a_name"] = "__getattr__" not in vars(package)
+facts["same_object_in_place"] = sys.modules["pulumi_cloudflare"] is package
+its_module = sys.modules["pulumi_cloudflare.access_application"]
+facts["name_from_its_module"] = access is its_module.AccessApplication
+facts["earlier_class_kept"] = package.WorkersScript is WorkersScript
+try:
+    package.NoSuchName
+except AttributeError as error:
+    facts["missing_name"] = str(error)
+print(json.dumps(facts))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict[str, Any]:
+    """What a fresh interpreter that renders prod offline reports (``FRESH_INTERPRETER``)."""
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_INTERPRETER, str(PROJECT_DIR)],
+        env={**os.environ, "PYTHONPATH": str(COMPONENTS), "PYTHONWARNINGS": "ignore"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    facts: dict[str, Any] = json.loads(result.stdout)
+    return facts
+
+
+def test_a_render_loads_only_the_cloudflare_modules_the_kit_names(fresh: dict[str, Any]) -> None:
+    assert fresh["cloudflare_modules"] == [
+        "pulumi_cloudflare",
+        "pulumi_cloudflare._inputs",
+        "pulumi_cloudflare._utilities",
+        "pulumi_cloudflare.outputs",
+        "pulumi_cloudflare.workers_script",
+        "pulumi_cloudflare.workers_script_subdomain",
+    ]
+    assert fresh["init_ran_after_render"] is False
+
+
+def test_the_partial_render_is_the_whole_sdks_render(fresh: dict[str, Any]) -> None:
+    # This process imported pulumi_cloudflare whole (above), before any render.
+    assert "__getattr__" not in vars(pulumi_cloudflare)
+    whole = [r.display() for r in shipped_render(PROJECT_DIR, "prod").resources]
+    assert fresh["resources"] == json.loads(json.dumps(whole))
+
+
+def test_a_name_that_is_no_module_runs_the_packages_init_in_place(fresh: dict[str, Any]) -> None:
+    assert fresh["init_ran_after_render"] is False
+    assert fresh["init_ran_on_a_name"] is True
+    assert fresh["same_object_in_place"] is True
+    assert fresh["name_from_its_module"] is True
+    assert fresh["earlier_class_kept"] is True
+    assert fresh["missing_name"] == "module 'pulumi_cloudflare' has no attribute 'NoSuchName'"
+
+
+def test_an_imported_or_missing_package_is_left_alone() -> None:
+    sdk_parts.import_parts_only("pulumi_cloudflare")
+    assert sys.modules["pulumi_cloudflare"] is pulumi_cloudflare
+    sdk_parts.import_parts_only("no_such_sdk_package")
+    assert "no_such_sdk_package" not in sys.modules
+    with pytest.raises(ModuleNotFoundError):
+        __import__("no_such_sdk_package")
