@@ -10,7 +10,7 @@ Per case, the median of ``--runs`` pairs run one after the other: the whole ``sa
 --stack prod --format json`` process (for the synthetic stack, a process doing what ``check``
 does: render, checkov warmed meanwhile, CrossGuard beside checkov's scan), and one checkov
 process on the same exports (frameworks terraform_plan, arm, kubernetes). Each is timed wall
-and CPU (user + system, its child processes included: checkov under the gate, node for the
+and CPU (user + system, its child processes included: checkov under the gate, workerd for the
 cloudflare reader) with its peak memory (the largest process of the tree). Also the whole
 ``sandboxkit preview --json`` processes the issue budgets. Not a test: it prints figures.
 
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from sandboxkit.checkov_bridge.exporters import StackExport, export_stack
-from sandboxkit.checkov_bridge.runner import STACK_FRAMEWORKS, checkov_command, locate_checkov
+from sandboxkit.checkov_bridge.process import locate_checkov
+from sandboxkit.checkov_bridge.runner import STACK_FRAMEWORKS, checkov_command
 from sandboxkit.config import load_stack_file
 from sandboxkit.gate import InProcessAnalyzer, check_rendered, check_stacks, pack_dir
 from sandboxkit.gate.check import warm_checkov

@@ -1,5 +1,5 @@
 """``python -m sandboxkit``."""
 
-from sandboxkit.cli import main
+from sandboxkit.launch import main
 
 main()

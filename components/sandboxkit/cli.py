@@ -26,12 +26,8 @@ from rich.tree import Tree
 from sandboxkit import __version__, gate
 from sandboxkit.checkov_bridge.baseline import BaselineError
 from sandboxkit.checkov_bridge.mapping import UnmappedTypeError
-from sandboxkit.checkov_bridge.runner import (
-    CheckovFailedError,
-    CheckovMissingError,
-    CheckovReport,
-    scan_rendered,
-)
+from sandboxkit.checkov_bridge.process import CheckovMissingError
+from sandboxkit.checkov_bridge.runner import CheckovFailedError, CheckovReport, scan_rendered
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document

@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sandboxkit.checkov_bridge.runner import (
-    CheckovMissingError,
-    CheckovReport,
-    locate_checkov,
-    scan_rendered,
-)
+from sandboxkit.checkov_bridge.process import CheckovMissingError, locate_checkov
+from sandboxkit.checkov_bridge.runner import CheckovReport, scan_rendered
 from sandboxkit.project import list_stacks
 from support import shipped_render
 

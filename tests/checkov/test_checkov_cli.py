@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from checkov_support import require_checkov
 
-from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
+from sandboxkit.checkov_bridge.process import CHECKOV_ENV, INSTALL_COMMAND
 from support import invoke_cli
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from sandboxkit import gate
 from sandboxkit.checkov_bridge.baseline import load_baseline
-from sandboxkit.checkov_bridge.runner import CHECKOV_ENV, INSTALL_COMMAND
+from sandboxkit.checkov_bridge.process import CHECKOV_ENV, INSTALL_COMMAND
 from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 from checkov_support import require_checkov
 
+from sandboxkit.checkov_bridge.process import CheckovProcess, script_interpreter
 from sandboxkit.checkov_bridge.runner import (
     KIT_CHECKS_DIR,
-    CheckovProcess,
     checkov_command,
     checkov_reports,
     run_checkov,
-    script_interpreter,
 )
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]

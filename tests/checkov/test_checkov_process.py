@@ -5,18 +5,27 @@ run of the kit's check fixtures (test_checkov_kit_checks.py), so checkov runs on
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from sandboxkit.checkov_bridge.runner import (
+from sandboxkit.checkov_bridge import process as process_module
+from sandboxkit.checkov_bridge.process import (
+    CHECKOV_ENV,
+    DEFAULT_CHECKOV,
     CheckovMissingError,
     CheckovProcess,
-    checkov_reports,
-    scan_started,
     script_interpreter,
+    take_prestarted,
 )
+from sandboxkit.checkov_bridge.runner import checkov_reports, scan_started
+from sandboxkit.gate.check import warm_checkov
+from sandboxkit.launch import prestart_for
+
+COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 
 @pytest.mark.parametrize(
@@ -83,3 +92,112 @@ def test_a_driver_that_cannot_import_checkov_reports_its_exit(tmp_path: Path) ->
     assert code == 1
     assert stdout == ""
     assert "No module named 'checkov'" in stderr
+
+
+# --- started by the console script before the CLI's imports (``sandboxkit.launch``) ----------
+
+
+@pytest.fixture
+def fake_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project whose .venv-checkov/bin/checkov is a Python script of this interpreter (its
+    warm driver fails importing checkov, after the test is done with it); nothing prestarted."""
+    (tmp_path / "Pulumi.yaml").write_text("name: sandboxkit\nruntime: python\n")
+    script = tmp_path / DEFAULT_CHECKOV
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!{sys.executable}\n")
+    script.chmod(0o755)
+    monkeypatch.delenv(CHECKOV_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(process_module, "_PRESTARTED", [])
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--stack", "prod"],
+        ["check", "--all-stacks", "--format", "sarif"],
+        ["check", "--stack", "prod", "--project-dir", "."],
+        ["check", "--project-dir=.", "--stack", "prod"],
+    ],
+)
+def test_a_check_that_runs_checkov_starts_it_before_the_cli(
+    fake_project: Path, argv: list[str]
+) -> None:
+    prestart_for(argv)
+    executable = fake_project / DEFAULT_CHECKOV
+    taken = take_prestarted(executable)
+    assert taken is not None
+    with taken as process:
+        assert process.executable.resolve() == executable.resolve()
+        # Already warm: the driver started by prestart is the one a scan is sent to.
+        assert process.warm() is process
+    assert take_prestarted(executable) is None  # taken once
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["preview", "--stack", "prod"],
+        ["check", "--stack", "prod", "--no-checkov"],
+        ["check", "--help"],
+        ["checkov", "--stack", "prod"],
+        ["check", "--stack", "prod", "--project-dir", "no-such-folder"],
+    ],
+)
+def test_anything_else_starts_nothing(fake_project: Path, argv: list[str]) -> None:
+    prestart_for(argv)
+    assert process_module._PRESTARTED == []
+
+
+def test_missing_checkov_starts_nothing(
+    fake_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CHECKOV_ENV, str(fake_project / "absent"))
+    prestart_for(["check", "--stack", "prod"])
+    assert process_module._PRESTARTED == []
+
+
+def test_the_gate_takes_the_prestarted_process_for_its_own_executable_only(
+    fake_project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    prestart_for(["check", "--stack", "prod"])
+    [prestarted] = process_module._PRESTARTED
+    other = tmp_path_factory.mktemp("other")
+    (other / DEFAULT_CHECKOV).parent.mkdir(parents=True)
+    (other / DEFAULT_CHECKOV).write_bytes((fake_project / DEFAULT_CHECKOV).read_bytes())
+    (other / DEFAULT_CHECKOV).chmod(0o755)
+    with warm_checkov(other) as own:
+        assert own is not None and own is not prestarted
+    with warm_checkov(fake_project) as taken:
+        assert taken is prestarted
+    assert process_module._PRESTARTED == []
+
+
+def test_a_prestarted_process_nobody_takes_is_killed_at_exit(fake_project: Path) -> None:
+    # An "interpreter" that records its pid and sleeps: only the exit of the process that
+    # started it can end it in time.
+    interpreter = fake_project / "bin" / "python3"
+    interpreter.parent.mkdir()
+    interpreter.write_text(f"#!/bin/sh\necho $$ > {fake_project / 'pid'}\nexec sleep 300\n")
+    interpreter.chmod(0o755)
+    (fake_project / DEFAULT_CHECKOV).write_text(f"#!{interpreter}\n")
+    started = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, time\n"
+            "from sandboxkit.launch import prestart_for\n"
+            "prestart_for(['check', '--stack', 'prod'])\n"
+            "while not os.path.exists('pid'):\n"
+            "    time.sleep(0.01)\n",
+        ],
+        cwd=fake_project,
+        env={**os.environ, "PYTHONPATH": str(COMPONENTS)},
+        timeout=60,
+        check=False,
+    )
+    assert started.returncode == 0
+    pid = int((fake_project / "pid").read_text())
+    assert not Path(f"/proc/{pid}").exists()

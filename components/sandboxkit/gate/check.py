@@ -18,12 +18,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from sandboxkit.checkov_bridge.exporters import export_stack
-from sandboxkit.checkov_bridge.runner import (
+from sandboxkit.checkov_bridge.process import (
     CheckovMissingError,
     CheckovProcess,
     locate_checkov,
-    scan_started,
+    take_prestarted,
 )
+from sandboxkit.checkov_bridge.runner import scan_started
 from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
@@ -37,14 +38,16 @@ from sandboxkit.render import RenderedStack
 
 @contextlib.contextmanager
 def warm_checkov(project_dir: Path) -> Iterator[CheckovProcess | None]:
-    """A checkov process importing itself from now on (``CheckovProcess.warm``); ``None``
-    when checkov is missing (the scan reports that in its turn). Killed when the block ends."""
+    """A checkov process importing itself (``CheckovProcess.warm``): the one ``sandboxkit
+    check``'s console script started before its imports (``process.take_prestarted``), else one
+    started now; ``None`` when checkov is missing (the scan reports that in its turn). Killed
+    when the block ends."""
     try:
         executable = locate_checkov(project_dir)
     except CheckovMissingError:
         yield None
         return
-    with CheckovProcess(executable) as process:
+    with take_prestarted(executable) or CheckovProcess(executable) as process:
         yield process.warm()
 
 

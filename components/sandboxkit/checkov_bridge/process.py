@@ -1,0 +1,199 @@
+"""checkov's process: where the executable is, and a run whose interpreter starts (and imports
+checkov) before the files it scans exist.
+
+Standard library only, so that the console script can start checkov before the kit's own
+imports (``prestart``, called by ``sandboxkit.launch`` for ``sandboxkit check``): checkov's
+imports are most of a run on one stack's exports (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Self
+
+CHECKOV_ENV = "SANDBOXKIT_CHECKOV"
+CHECKOV_VERSION = "3.3.30"
+DEFAULT_CHECKOV = Path(".venv-checkov/bin/checkov")
+INSTALL_COMMAND = (
+    f"python3 -m venv .venv-checkov && .venv-checkov/bin/pip install checkov=={CHECKOV_VERSION}"
+)
+
+
+class CheckovMissingError(RuntimeError):
+    """checkov is not installed where the kit looks for it (the message says how to install)."""
+
+
+def locate_checkov(project_dir: Path) -> Path:
+    """The checkov executable: ``$SANDBOXKIT_CHECKOV`` or ``<project>/.venv-checkov/bin/checkov``.
+
+    Raises:
+        CheckovMissingError: naming where it looked and the install command.
+    """
+    configured = os.environ.get(CHECKOV_ENV)
+    path = Path(configured) if configured else project_dir / DEFAULT_CHECKOV
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise CheckovMissingError(
+            f"checkov not found at {path} (set {CHECKOV_ENV} or install it in its own venv, "
+            f"from the project folder: {INSTALL_COMMAND})"
+        )
+    return path
+
+
+# Run by the checkov script's own interpreter: checkov's imports (most of a small run's time)
+# happen while the caller is still rendering; the command line arrives on stdin, and the script
+# then runs exactly as it would have run alone.
+_WARM_DRIVER = """
+import json, runpy, sys, warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import checkov.main
+# checkov.main reads sys.argv[1:] when it is imported (Checkov's default argument): the
+# script imports it again under the real command line, its dependencies already loaded.
+del sys.modules["checkov.main"]
+line = sys.stdin.readline()
+if line:
+    sys.argv = json.loads(line)
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def script_interpreter(executable: Path) -> list[str] | None:
+    """The Python interpreter a console script names on its ``#!`` line, else ``None``.
+
+    pip writes ``#!<venv>/bin/python`` into a venv's ``checkov`` script; ``#!/usr/bin/env
+    python3`` is read too. A binary, a shell wrapper or an unreadable file gives ``None``.
+    """
+    try:
+        with executable.open("rb") as script:
+            first = script.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if words and Path(words[0]).name == "env":
+        words = words[1:]
+    if not words or not re.fullmatch(r"python[0-9.]*", Path(words[0]).name):
+        return None
+    return words
+
+
+class CheckovProcess:
+    """One checkov run whose process can start before the files it scans exist.
+
+    ``warm`` starts the script's interpreter now, importing checkov (about two thirds of a
+    run on one stack's exports: benchmarks/README.md), when the executable is a Python script
+    (``script_interpreter``); ``start`` sends it the command line, or starts the command as it
+    is when nothing was warmed; ``wait`` returns ``(exit code, stdout, stderr)``. Output goes
+    to temporary files, so a process nobody reads yet never blocks on a full pipe. Use it as a
+    context manager: ``close`` kills a process still running.
+
+    Args:
+        executable: the checkov executable (``locate_checkov``).
+    """
+
+    def __init__(self, executable: Path) -> None:
+        self.executable = executable
+        self._process: subprocess.Popen[str] | None = None
+        self._warm = False
+        self._outputs: tuple[IO[str], IO[str]] | None = None
+
+    def __enter__(self) -> Self:
+        # Entered again by the owner of a prestarted process: its output files stay.
+        if self._outputs is None:
+            self._outputs = (
+                tempfile.TemporaryFile("w+", encoding="utf-8"),
+                tempfile.TemporaryFile("w+", encoding="utf-8"),
+            )
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _popen(self, command: Sequence[str], stdin: int) -> subprocess.Popen[str]:
+        assert self._outputs is not None, "use CheckovProcess as a context manager"
+        return subprocess.Popen(
+            list(command),
+            stdin=stdin,
+            stdout=self._outputs[0],
+            stderr=self._outputs[1],
+            text=True,
+            encoding="utf-8",
+        )
+
+    def warm(self) -> Self:
+        """Start the interpreter and checkov's imports now, if the executable allows it."""
+        interpreter = script_interpreter(self.executable)
+        if interpreter is not None and self._process is None:
+            try:
+                self._process = self._popen([*interpreter, "-c", _WARM_DRIVER], subprocess.PIPE)
+            except OSError:
+                return self  # an interpreter that cannot start: ``start`` runs the script as is
+            self._warm = True
+        return self
+
+    def start(self, command: Sequence[str]) -> None:
+        """Run ``command`` (``checkov_command``): in the warmed process, else as a new one."""
+        if self._warm:
+            assert self._process is not None and self._process.stdin is not None
+            try:
+                self._process.stdin.write(json.dumps(list(command)) + "\n")
+                self._process.stdin.close()
+            except BrokenPipeError:
+                pass  # it died while importing: its exit code and stderr tell why
+        else:
+            self._process = self._popen(command, subprocess.DEVNULL)
+
+    def wait(self) -> tuple[int, str, str]:
+        """Wait for the run ``start`` began; ``(exit code, stdout, stderr)``."""
+        assert self._process is not None and self._outputs is not None
+        code = self._process.wait()
+        self._process = None
+        stdout, stderr = self._outputs
+        stdout.seek(0)
+        stderr.seek(0)
+        return code, stdout.read(), stderr.read()
+
+    def close(self) -> None:
+        """Kill a process still running, and drop its output files."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+        for stream in self._outputs or ():
+            stream.close()
+        self._outputs = None
+
+
+# A checkov started by ``prestart`` for the command this process runs, until ``take_prestarted``.
+_PRESTARTED: list[CheckovProcess] = []
+
+
+def prestart(project_dir: Path) -> None:
+    """Start checkov's interpreter for ``project_dir``'s checkov now (``CheckovProcess.warm``),
+    for a later ``take_prestarted``; nothing when checkov is missing (the scan reports that in
+    its turn). A process nobody takes is killed at exit."""
+    try:
+        executable = locate_checkov(project_dir)
+    except CheckovMissingError:
+        return
+    process = CheckovProcess(executable).__enter__().warm()
+    atexit.register(process.close)
+    _PRESTARTED.append(process)
+
+
+def take_prestarted(executable: Path) -> CheckovProcess | None:
+    """The process ``prestart`` started for ``executable`` (its owner closes it from now on),
+    else ``None``."""
+    for process in _PRESTARTED:
+        if process.executable.resolve() == executable.resolve():
+            _PRESTARTED.remove(process)
+            return process
+    return None
