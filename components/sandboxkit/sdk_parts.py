@@ -1,13 +1,15 @@
 """Importing the part of a Pulumi SDK package that a render uses.
 
-pulumi-cloudflare 6's ``__init__`` imports every resource module of the provider (about 1,250
-modules, 2.4 s of CPU on the 2-CPU reference machine: benchmarks/README.md) while the kit
-creates two of its resources. ``import_parts_only`` makes ``import package.module`` load that
-module and what it imports, never the package's ``__init__``, until something asks the package
-for a name that is not one of its modules: then the real ``__init__`` runs in place and the
-name is looked up as usual, so code written against the whole package still works, only
-slower. The offline render (``render.recording_engine``) does this for ``PARTIAL_PACKAGES``;
-``pulumi up`` imports the SDKs whole.
+Some SDK packages import every one of their modules in ``__init__``: pulumi-cloudflare 6 (about
+1,250 modules, 2.4 s of CPU on the 2-CPU machine of benchmarks/README.md) and pulumi-gcp's
+``compute`` (about 290 modules, 1.2 s), while the kit creates a handful of their resources.
+``import_parts_only`` makes ``import package.module`` load that module and what it imports,
+never the package's ``__init__``, until something asks the package for a name that is not one
+of its modules: then the real ``__init__`` runs in place and the name is looked up as usual,
+so code written against the whole package still works, only slower. The kit's components
+import the resource modules themselves (``from pulumi_gcp.compute.network import Network``).
+The offline render (``render.recording_engine``) does this for ``PARTIAL_PACKAGES``; ``pulumi
+up`` imports the SDKs as they are.
 
 Example::
 
@@ -18,27 +20,41 @@ Example::
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 
-# SDK packages whose __init__ imports every module eagerly; the other SDKs the kit uses load
-# their modules on first use already (pulumi_aws, pulumi_gcp, pulumi_azure_native,
-# pulumi_kubernetes: ``_utilities.lazy_import``).
-PARTIAL_PACKAGES = ("pulumi_cloudflare",)
+# Packages whose __init__ imports every module eagerly. The SDKs' top-level packages other than
+# pulumi_cloudflare load their subpackages on first use already (``_utilities.lazy_import``),
+# which finds and keeps a module installed here first.
+PARTIAL_PACKAGES = ("pulumi_cloudflare", "pulumi_gcp.compute")
+
+
+def _spec_of(package: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of ``package`` (dotted), found without running any ``__init__`` on the way."""
+    top, *rest = package.split(".")
+    spec = importlib.util.find_spec(top)
+    for depth in range(len(rest)):
+        if spec is None or spec.submodule_search_locations is None:
+            return None
+        name = ".".join([top, *rest[: depth + 1]])
+        spec = importlib.machinery.PathFinder.find_spec(name, spec.submodule_search_locations)
+    return spec
 
 
 def import_parts_only(package: str) -> None:
-    """Install ``package`` in ``sys.modules`` without running its ``__init__``.
+    """Install ``package`` (a dotted name) in ``sys.modules`` without running its
+    ``__init__``.
 
     Importing one of its modules then loads only that module (and what it imports). Any other
     attribute of the package (``package.SomeResource``, ``from package import *``) runs the
     real ``__init__`` once, in the same module object, and answers from it (PEP 562
-    ``__getattr__``). Nothing happens when the package is imported already or is not
-    installed (its import then fails where it always did).
+    ``__getattr__``). Nothing happens when the package (or for a subpackage, its parent) is
+    imported already, or is not installed (its import then fails where it always did).
     """
-    if package in sys.modules:
+    if package in sys.modules or package.rpartition(".")[0] in sys.modules:
         return
-    spec = importlib.util.find_spec(package)
+    spec = _spec_of(package)
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return
     module = importlib.util.module_from_spec(spec)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi_cloudflare
+import pulumi_gcp
 import pytest
 
 from sandboxkit import sdk_parts
@@ -28,9 +29,15 @@ from sandboxkit.render import render_stack
 facts = {}
 rendered = render_stack(Path(sys.argv[1]), "prod")
 facts["resources"] = [r.display() for r in rendered.resources]
-facts["cloudflare_modules"] = sorted(m for m in sys.modules if m.startswith("pulumi_cloudflare"))
+for prefix in ("pulumi_cloudflare", "pulumi_gcp.compute"):
+    facts[prefix] = sorted(m for m in sys.modules if m.startswith(prefix))
 package = sys.modules["pulumi_cloudflare"]
 facts["init_ran_after_render"] = "__getattr__" not in vars(package)
+compute = sys.modules["pulumi_gcp.compute"]
+facts["compute_init_ran_after_render"] = "__getattr__" not in vars(compute)
+# The SDK's own lazy top-level package hands out the module installed here.
+import pulumi_gcp
+facts["compute_is_the_parents"] = pulumi_gcp.compute is compute
 
 from pulumi_cloudflare.workers_script import WorkersScript
 # A name that is not one of its modules: the package's own __init__ runs, in place.
@@ -64,8 +71,8 @@ def fresh() -> dict[str, Any]:
     return facts
 
 
-def test_a_render_loads_only_the_cloudflare_modules_the_kit_names(fresh: dict[str, Any]) -> None:
-    assert fresh["cloudflare_modules"] == [
+def test_a_render_loads_only_the_sdk_modules_the_kit_names(fresh: dict[str, Any]) -> None:
+    assert fresh["pulumi_cloudflare"] == [
         "pulumi_cloudflare",
         "pulumi_cloudflare._inputs",
         "pulumi_cloudflare._utilities",
@@ -74,6 +81,20 @@ def test_a_render_loads_only_the_cloudflare_modules_the_kit_names(fresh: dict[st
         "pulumi_cloudflare.workers_script_subdomain",
     ]
     assert fresh["init_ran_after_render"] is False
+    assert fresh["pulumi_gcp.compute"] == [
+        "pulumi_gcp.compute",
+        "pulumi_gcp.compute._inputs",
+        "pulumi_gcp.compute.network",
+        "pulumi_gcp.compute.network_firewall_policy",
+        "pulumi_gcp.compute.network_firewall_policy_association",
+        "pulumi_gcp.compute.network_firewall_policy_rule",
+        "pulumi_gcp.compute.outputs",
+        "pulumi_gcp.compute.router",
+        "pulumi_gcp.compute.router_nat",
+        "pulumi_gcp.compute.subnetwork",
+    ]
+    assert fresh["compute_init_ran_after_render"] is False
+    assert fresh["compute_is_the_parents"] is True
 
 
 def test_the_partial_render_is_the_whole_sdks_render(fresh: dict[str, Any]) -> None:
@@ -95,6 +116,10 @@ def test_a_name_that_is_no_module_runs_the_packages_init_in_place(fresh: dict[st
 def test_an_imported_or_missing_package_is_left_alone() -> None:
     sdk_parts.import_parts_only("pulumi_cloudflare")
     assert sys.modules["pulumi_cloudflare"] is pulumi_cloudflare
+    # A subpackage whose parent is imported: the parent put its own lazy module there.
+    compute = sys.modules["pulumi_gcp.compute"]
+    sdk_parts.import_parts_only("pulumi_gcp.compute")
+    assert sys.modules["pulumi_gcp.compute"] is compute is pulumi_gcp.compute
     sdk_parts.import_parts_only("no_such_sdk_package")
     assert "no_such_sdk_package" not in sys.modules
     with pytest.raises(ModuleNotFoundError):

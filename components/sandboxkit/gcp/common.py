@@ -4,13 +4,27 @@ network with flow logs (and Cloud NAT), and the audit log bucket and sink."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_gcp as gcp
 
+# The compute resource modules themselves, not the package: an offline render then loads these
+# four of pulumi_gcp.compute's ~290 modules (``sdk_parts``).
+from pulumi_gcp.compute.network import Network
+from pulumi_gcp.compute.router import Router
+from pulumi_gcp.compute.router_nat import RouterNat
+from pulumi_gcp.compute.subnetwork import Subnetwork
+
+if TYPE_CHECKING:
+    from pulumi_gcp.compute import (
+        SubnetworkLogConfigArgsDict,
+        SubnetworkSecondaryIpRangeArgsDict,
+    )
+
 # VPC flow logs of every connection, unsampled, with all metadata
 # (https://cloud.google.com/vpc/docs/flow-logs#key_properties).
-FLOW_LOGS: gcp.compute.SubnetworkLogConfigArgsDict = {
+FLOW_LOGS: SubnetworkLogConfigArgsDict = {
     "aggregation_interval": "INTERVAL_5_SEC",
     "flow_sampling": 1.0,
     "metadata": "INCLUDE_ALL_METADATA",
@@ -68,10 +82,10 @@ def private_network(
     private_ip_google_access: bool,
     nat: bool,
     opts: pulumi.ResourceOptions,
-    secondary_ip_ranges: Sequence[gcp.compute.SubnetworkSecondaryIpRangeArgsDict] | None = None,
+    secondary_ip_ranges: Sequence[SubnetworkSecondaryIpRangeArgsDict] | None = None,
     network_firewall_policy_enforcement_order: str | None = None,
     delete_default_routes_on_create: bool | None = None,
-) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
+) -> tuple[Network, Subnetwork]:
     """A custom-mode regional VPC named ``object_name`` with one subnet of the same name that
     logs every flow (``FLOW_LOGS``), and with ``nat`` a Cloud NAT for it (``cloud_nat``).
 
@@ -80,7 +94,7 @@ def private_network(
     "ip_cidr_range"}`` dicts) are private CIDR ranges. The last two arguments go to the network
     unchanged; left ``None`` they are not set at all.
     """
-    network = gcp.compute.Network(
+    network = Network(
         f"{name}-network",
         project=project,
         name=object_name,
@@ -91,7 +105,7 @@ def private_network(
         delete_default_routes_on_create=delete_default_routes_on_create,
         opts=opts,
     )
-    subnet = gcp.compute.Subnetwork(
+    subnet = Subnetwork(
         f"{name}-subnet",
         project=project,
         region=region,
@@ -165,13 +179,13 @@ def cloud_nat(
     subnetwork: pulumi.Input[str],
     object_name: str,
     opts: pulumi.ResourceOptions,
-) -> gcp.compute.RouterNat:
+) -> RouterNat:
     """A Cloud Router and Cloud NAT for ``subnetwork`` only, logging every translation.
 
     Children: ``<name>-router`` and ``<name>-nat``. Private addresses reach the internet only
     through it; what they may reach is the firewall's decision, not the NAT's.
     """
-    router = gcp.compute.Router(
+    router = Router(
         f"{name}-router",
         project=project,
         region=region,
@@ -179,7 +193,7 @@ def cloud_nat(
         network=network,
         opts=opts,
     )
-    return gcp.compute.RouterNat(
+    return RouterNat(
         f"{name}-nat",
         project=project,
         region=region,

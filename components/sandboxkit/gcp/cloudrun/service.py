@@ -12,6 +12,13 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+# The compute resource modules themselves, not the package (``sdk_parts``).
+from pulumi_gcp.compute.network_firewall_policy import NetworkFirewallPolicy
+from pulumi_gcp.compute.network_firewall_policy_association import (
+    NetworkFirewallPolicyAssociation,
+)
+from pulumi_gcp.compute.network_firewall_policy_rule import NetworkFirewallPolicyRule
+
 from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE, CloudRunSandboxArgs
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
@@ -142,14 +149,14 @@ class CloudRunSandbox(pulumi.ComponentResource):
             opts=child,
         )
 
-        policy = gcp.compute.NetworkFirewallPolicy(
+        policy = NetworkFirewallPolicy(
             f"{name}-firewall-policy",
             project=project,
             name=f"{object_name}-run-egress",
             description="sandboxkit: sandbox egress; deny all but the profile's allowlist",
             opts=child,
         )
-        association = gcp.compute.NetworkFirewallPolicyAssociation(
+        association = NetworkFirewallPolicyAssociation(
             f"{name}-firewall-association",
             project=project,
             name=f"{object_name}-run-egress",
@@ -266,7 +273,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
         project: str,
         policy: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
-    ) -> list[gcp.compute.NetworkFirewallPolicyRule]:
+    ) -> list[NetworkFirewallPolicyRule]:
         """Denies of the non-public ranges at ``DENY_NON_PUBLIC_PRIORITY`` (``allowlist`` and
         ``open``), allow rules from the profile (priorities from ``ALLOW_FIRST_PRIORITY`` up),
         then the catch-all denies at ``DENY_ALL_PRIORITY``. Rules log every match.
@@ -327,7 +334,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
                 )
             )
         return [
-            gcp.compute.NetworkFirewallPolicyRule(
+            NetworkFirewallPolicyRule(
                 f"{name}-{rule_name}",
                 project=project,
                 firewall_policy=policy,
