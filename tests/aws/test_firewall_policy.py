@@ -338,7 +338,7 @@ def test_a_role_is_assumed_from_the_profile_identity(monkeypatch: pytest.MonkeyP
             assert (service, region_name) == ("sts", REGION)
             return sts
 
-    monkeypatch.setattr(firewall_policy.boto3, "Session", _sessions(BaseSession))
+    monkeypatch.setattr(boto3, "Session", _sessions(BaseSession))
     with Stubber(sts) as stubber:
         stubber.add_response(
             "assume_role",

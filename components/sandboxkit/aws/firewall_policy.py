@@ -21,14 +21,16 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
 import pulumi
 import pulumi.dynamic
 from botocore.exceptions import ClientError
 
 from sandboxkit.aws.plan import AwsAccess
+
+if TYPE_CHECKING:
+    import boto3
 
 # The engine's type token: pulumi-python:dynamic/networkfirewall:FirewallPolicy.
 RESOURCE_TYPE = "pulumi-python:dynamic/networkfirewall:FirewallPolicy"
@@ -73,6 +75,10 @@ def session(access: AwsAccess) -> boto3.Session:
         botocore.exceptions.ProfileNotFound: for a profile missing from the shared config.
         botocore.exceptions.ClientError: when STS refuses the role.
     """
+    # Imported here, by the provider at deploy time: boto3's import (about 0.3 s) would
+    # otherwise come with every command that reads the aws catalog.
+    import boto3
+
     base = boto3.Session(profile_name=access.profile, region_name=access.region)
     if access.role_arn is None:
         return base
