@@ -13,29 +13,28 @@ from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from google.protobuf import empty_pb2
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from sandboxkit import __version__, gate
-from sandboxkit.checkov_bridge.baseline import BaselineError
-from sandboxkit.checkov_bridge.mapping import UnmappedTypeError
-from sandboxkit.checkov_bridge.process import CheckovMissingError
-from sandboxkit.checkov_bridge.runner import CheckovFailedError, CheckovReport, scan_rendered
+from sandboxkit import __version__
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
 from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
+from sandboxkit.progress import Step, no_steps, rendering, terminal_steps
 from sandboxkit.project import list_stacks, project_root
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
 from sandboxkit.targets import TARGET_MODULES, TargetSpec, get_target
+
+if TYPE_CHECKING:
+    from sandboxkit.checkov_bridge.runner import CheckovReport
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -153,8 +152,18 @@ def fail_config(exc: ConfigError) -> typer.Exit:
     return typer.Exit(EXIT_CONFIG)
 
 
-# checkov could not give a verdict: exit 2 naming why (never a silent skip).
-CHECKOV_ERRORS = (CheckovMissingError, CheckovFailedError, BaselineError, UnmappedTypeError)
+def checkov_errors() -> tuple[type[Exception], ...]:
+    """What says checkov could not give a verdict (exit 2 naming why, never a silent skip).
+
+    Imported when called, in an ``except`` being matched: the commands that never run checkov
+    (``preview``) do not import the checkov bridge or the gate (about 0.3 s).
+    """
+    from sandboxkit.checkov_bridge.baseline import BaselineError
+    from sandboxkit.checkov_bridge.mapping import UnmappedTypeError
+    from sandboxkit.checkov_bridge.process import CheckovMissingError
+    from sandboxkit.checkov_bridge.runner import CheckovFailedError
+
+    return (CheckovMissingError, CheckovFailedError, BaselineError, UnmappedTypeError)
 
 
 def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
@@ -163,10 +172,10 @@ def fail_checkov(exc: Exception, hint: str = "") -> typer.Exit:
     return typer.Exit(EXIT_CONFIG)
 
 
-def load(stack: str, project_dir: Path | None, step: gate.Step = gate.no_steps) -> RenderedStack:
+def load(stack: str, project_dir: Path | None, step: Step = no_steps) -> RenderedStack:
     """Render ``stack`` offline, telling ``step`` each target; ``typer.Exit(2)`` on bad config."""
     try:
-        [rendered] = render_stacks(project_root(project_dir), [stack], gate.rendering(step))
+        [rendered] = render_stacks(project_root(project_dir), [stack], rendering(step))
         return rendered
     except ConfigError as exc:
         raise fail_config(exc) from None
@@ -306,7 +315,7 @@ def preview(
     project_dir: ProjectOption = None,
 ) -> None:
     """Render STACK offline: every resource `pulumi up` would create, and the enforcement map."""
-    with gate.terminal_steps(not as_json) as step:
+    with terminal_steps(not as_json) as step:
         rendered = load(stack, project_dir, step)
         if explain_egress:
             step("reading each target's egress")
@@ -411,9 +420,11 @@ def checkov(
     except ConfigError as exc:
         raise fail_config(exc) from None
     rendered = [load(name, root) for name in names]
+    from sandboxkit.checkov_bridge.runner import scan_rendered
+
     try:
         report = scan_rendered(root, rendered, include_project_files=project_files)
-    except CHECKOV_ERRORS as exc:
+    except checkov_errors() as exc:
         raise fail_checkov(exc) from None
     if as_json:
         sys.stdout.write(json.dumps(checkov_document(report, names), indent=2) + "\n")
@@ -469,12 +480,14 @@ def check(
     policy-packs/checkov/levels.json (mandatory in prod). Exit 2 on bad config, or when checkov
     is missing or fails (it is never skipped silently: pass --no-checkov to skip it).
     """
+    from sandboxkit import gate
+
     try:
         root = project_root(project_dir)
         if all_stacks == (stack is not None):
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
         names = list_stacks(root) if all_stacks else [stack]
-        with gate.terminal_steps(output is CheckFormat.TEXT) as step:
+        with terminal_steps(output is CheckFormat.TEXT) as step:
             results = gate.check_stack_files(
                 [name for name in names if name is not None],
                 root,
@@ -485,7 +498,7 @@ def check(
             )
     except ConfigError as exc:
         raise fail_config(exc) from None
-    except CHECKOV_ERRORS as exc:
+    except checkov_errors() as exc:
         raise fail_checkov(exc, "; or pass --no-checkov to skip checkov explicitly") from None
     if output is CheckFormat.JSON:
         documents = [gate.format_json(r) for r in results]
@@ -600,6 +613,10 @@ def pack_config_command(
     from the stack, so the Pulumi CLI runs the pack as ``sandboxkit check`` does. Exit 2 on bad
     stack config or a pack config the pack's schemas reject."""
     try:
+        from google.protobuf import empty_pb2
+
+        from sandboxkit import gate
+
         root = project_root(project_dir)
         rendered = render_stack(root, stack)
         pack = gate.pack_dir(root)

@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from sandboxkit import progress
 from sandboxkit.cli import app
-from sandboxkit.gate import progress
 from support import PROGRESS_ENV
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"

@@ -23,7 +23,6 @@ One module per job, each importing only those above it in this list:
 - ``locations``: the stack-file line where a finding is fixed.
 - ``crossguard``: the pack over one rendered stack (``check_rendered``, ``run_check``).
 - ``checkov_merge``: checkov's verdicts into results, at the levels of ``levels.json``.
-- ``progress``: what a long command is doing, on an interactive terminal only.
 - ``check``: the whole gate (``check_stacks``; ``check_stack_files`` renders first, checkov's
   process starting meanwhile).
 - ``formats``: ``text``, ``json_document`` and ``sarif``; nothing above imports them.
@@ -42,7 +41,6 @@ from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.sarif import format_sarif
 from sandboxkit.gate.formats.text import format_text
 from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
-from sandboxkit.gate.progress import Step, no_steps, rendering, terminal_steps
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, RuleInfo, Violation, exit_code
 
 __all__ = [
@@ -51,7 +49,6 @@ __all__ = [
     "CheckResult",
     "InProcessAnalyzer",
     "RuleInfo",
-    "Step",
     "Violation",
     "check_rendered",
     "check_stack_files",
@@ -62,12 +59,9 @@ __all__ = [
     "format_sarif",
     "format_text",
     "load_policies",
-    "no_steps",
     "pack_dir",
     "pack_process",
     "policy_config",
-    "rendering",
     "run_check",
     "stack_pack_config",
-    "terminal_steps",
 ]

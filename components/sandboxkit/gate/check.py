@@ -29,9 +29,9 @@ from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
 from sandboxkit.gate.locations import checkov_lines
-from sandboxkit.gate.progress import Step, no_steps, rendering
 from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult
 from sandboxkit.parallel import render_stacks
+from sandboxkit.progress import Step, no_steps, rendering
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack
 
