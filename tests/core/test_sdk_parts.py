@@ -29,8 +29,8 @@ from sandboxkit.render import render_stack
 facts = {}
 rendered = render_stack(Path(sys.argv[1]), "prod")
 facts["resources"] = [r.display() for r in rendered.resources]
-for prefix in ("pulumi_cloudflare", "pulumi_gcp.compute"):
-    facts[prefix] = sorted(m for m in sys.modules if m.startswith(prefix))
+for prefix in ("pulumi_cloudflare", "pulumi_gcp.compute", "pulumi_aws.ec2"):
+    facts[prefix] = sorted(m for m in sys.modules if m == prefix or m.startswith(prefix + "."))
 package = sys.modules["pulumi_cloudflare"]
 facts["init_ran_after_render"] = "__getattr__" not in vars(package)
 compute = sys.modules["pulumi_gcp.compute"]
@@ -94,6 +94,22 @@ def test_a_render_loads_only_the_sdk_modules_the_kit_names(fresh: dict[str, Any]
         "pulumi_gcp.compute.subnetwork",
     ]
     assert fresh["compute_init_ran_after_render"] is False
+    assert fresh["pulumi_aws.ec2"] == [
+        "pulumi_aws.ec2",
+        "pulumi_aws.ec2._enums",
+        "pulumi_aws.ec2._inputs",
+        "pulumi_aws.ec2.eip",
+        "pulumi_aws.ec2.flow_log",
+        "pulumi_aws.ec2.internet_gateway",
+        "pulumi_aws.ec2.nat_gateway",
+        "pulumi_aws.ec2.outputs",
+        "pulumi_aws.ec2.route",
+        "pulumi_aws.ec2.route_table",
+        "pulumi_aws.ec2.route_table_association",
+        "pulumi_aws.ec2.security_group",
+        "pulumi_aws.ec2.subnet",
+        "pulumi_aws.ec2.vpc",
+    ]
     assert fresh["compute_is_the_parents"] is True
 
 

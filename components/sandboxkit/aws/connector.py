@@ -4,13 +4,22 @@ with its security group and an operator role limited to this connector's subnets
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
 
+# The ec2 resource modules themselves, not the package (``sdk_parts``).
+from pulumi_aws.ec2.security_group import SecurityGroup
+from pulumi_aws.ec2.subnet import Subnet
+from pulumi_aws.ec2.vpc import Vpc
+
 from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.network import ANYWHERE, resolver_address
 from sandboxkit.aws.plan import EgressPlan, MicrovmSandboxArgs
+
+if TYPE_CHECKING:
+    from pulumi_aws.ec2 import SecurityGroupEgressArgsDict
 
 CONNECTOR_PRINCIPAL = "network-connectors.lambda.amazonaws.com"
 # The connector's operator role (AWSLambdaNetworkConnectorOperatorPolicy's principal): no
@@ -22,9 +31,7 @@ CONNECTOR_SOURCE = SourceContext(
 )
 
 
-def security_group_egress(
-    plan: EgressPlan, vpc_cidr: str
-) -> list[aws.ec2.SecurityGroupEgressArgsDict]:
+def security_group_egress(plan: EgressPlan, vpc_cidr: str) -> list[SecurityGroupEgressArgsDict]:
     """The connector security group's egress rules (ingress: none).
 
     Each name entry's port to any address (a security group cannot follow resolved addresses;
@@ -34,7 +41,7 @@ def security_group_egress(
     all TCP.
     """
     resolver = f"{resolver_address(vpc_cidr)}/32"
-    rules: list[aws.ec2.SecurityGroupEgressArgsDict] = [
+    rules: list[SecurityGroupEgressArgsDict] = [
         {"protocol": "udp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
         {"protocol": "tcp", "from_port": 53, "to_port": 53, "cidr_blocks": [resolver]},
     ]
@@ -61,11 +68,11 @@ def security_group_egress(
 
 
 def connector(
-    kit: Children, args: MicrovmSandboxArgs, vpc: aws.ec2.Vpc, subnets: list[aws.ec2.Subnet]
+    kit: Children, args: MicrovmSandboxArgs, vpc: Vpc, subnets: list[Subnet]
 ) -> aws.lambda_.CoreNetworkConnector:
     """``-connector-sg``, ``-connector-role``, ``-connector-policy`` and ``-connector`` (MicroVM
     ENIs in ``subnets``, IPv4)."""
-    group = aws.ec2.SecurityGroup(
+    group = SecurityGroup(
         f"{kit.name}-connector-sg",
         vpc_id=vpc.id,
         description="sandboxkit MicroVM egress: HTTPS (the firewall checks names) and DNS",

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 
+# The ec2 resource modules themselves, not the package (``sdk_parts``).
+from pulumi_aws.ec2.vpc import Vpc
+
 from sandboxkit.aws.children import Children
 from sandboxkit.aws.plan import EgressPlan
 
@@ -16,7 +19,7 @@ DNS_ASSOCIATION_PRIORITY = 101
 
 
 def dns_firewall(
-    kit: Children, plan: EgressPlan, vpc: aws.ec2.Vpc
+    kit: Children, plan: EgressPlan, vpc: Vpc
 ) -> aws.route53.ResolverFirewallRuleGroup:
     """``-dns-allowed``, ``-dns-all``, ``-dns-rules``, ``-dns-allow``, ``-dns-block`` (not
     ``open``), ``-dns-association`` and ``-dns-config``.

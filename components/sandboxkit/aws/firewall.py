@@ -8,6 +8,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+# The ec2 resource modules themselves, not the package (``sdk_parts``).
+from pulumi_aws.ec2.subnet import Subnet
+from pulumi_aws.ec2.vpc import Vpc
+
 from sandboxkit.aws.children import Children
 from sandboxkit.aws.firewall_policy import FirewallPolicyDocument, kit_document
 from sandboxkit.aws.plan import MAX_IP_ENTRIES, MAX_NAME_ENTRIES, AwsAccess, EgressPlan
@@ -38,7 +42,7 @@ def endpoint_in(statuses: Any, subnet_id: str) -> str:
 
 
 def endpoints(
-    firewall: aws.networkfirewall.Firewall, subnets: list[aws.ec2.Subnet]
+    firewall: aws.networkfirewall.Firewall, subnets: list[Subnet]
 ) -> list[pulumi.Output[str]]:
     """The firewall's endpoint id in each of ``subnets``, in order."""
     return [
@@ -70,8 +74,8 @@ def _rule_group(
 def network_firewall(
     kit: Children,
     plan: EgressPlan,
-    vpc: aws.ec2.Vpc,
-    subnets: list[aws.ec2.Subnet],
+    vpc: Vpc,
+    subnets: list[Subnet],
     *,
     dns_rules: aws.route53.ResolverFirewallRuleGroup,
     access: AwsAccess,

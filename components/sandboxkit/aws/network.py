@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
+
+# The ec2 resource modules themselves, not the package (``sdk_parts``).
+from pulumi_aws.ec2.eip import Eip
+from pulumi_aws.ec2.flow_log import FlowLog
+from pulumi_aws.ec2.internet_gateway import InternetGateway
+from pulumi_aws.ec2.nat_gateway import NatGateway
+from pulumi_aws.ec2.route import Route
+from pulumi_aws.ec2.route_table import RouteTable
+from pulumi_aws.ec2.route_table_association import RouteTableAssociation
+from pulumi_aws.ec2.subnet import Subnet
+from pulumi_aws.ec2.vpc import Vpc
 
 from sandboxkit.aws.children import Children, SourceContext, policy_document
 from sandboxkit.aws.plan import MicrovmSandboxArgs
@@ -58,11 +68,11 @@ class Network:
     """The VPC and, per tier (``private``, ``firewall``, ``public``), a subnet and route table
     per zone."""
 
-    vpc: aws.ec2.Vpc
-    igw: aws.ec2.InternetGateway
+    vpc: Vpc
+    igw: InternetGateway
     layout: dict[str, list[str]]
-    subnets: dict[str, list[aws.ec2.Subnet]]
-    tables: dict[str, list[aws.ec2.RouteTable]]
+    subnets: dict[str, list[Subnet]]
+    tables: dict[str, list[RouteTable]]
 
 
 def vpc(kit: Children, args: MicrovmSandboxArgs) -> Network:
@@ -70,7 +80,7 @@ def vpc(kit: Children, args: MicrovmSandboxArgs) -> Network:
     name, opts = kit.name, kit.opts
     zones = args["availability_zones"]
     layout = subnet_layout(args["vpc_cidr"], len(zones))
-    network = aws.ec2.Vpc(
+    network = Vpc(
         f"{name}-vpc",
         cidr_block=args["vpc_cidr"],
         enable_dns_support=True,
@@ -78,13 +88,13 @@ def vpc(kit: Children, args: MicrovmSandboxArgs) -> Network:
         tags=kit.tags,
         opts=opts,
     )
-    igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=network.id, tags=kit.tags, opts=opts)
-    subnets: dict[str, list[aws.ec2.Subnet]] = {}
-    tables: dict[str, list[aws.ec2.RouteTable]] = {}
+    igw = InternetGateway(f"{name}-igw", vpc_id=network.id, tags=kit.tags, opts=opts)
+    subnets: dict[str, list[Subnet]] = {}
+    tables: dict[str, list[RouteTable]] = {}
     for tier in TIERS:
         subnets[tier], tables[tier] = [], []
         for index, zone in enumerate(zones):
-            subnet = aws.ec2.Subnet(
+            subnet = Subnet(
                 f"{name}-{tier}-{index}",
                 vpc_id=network.id,
                 cidr_block=layout[tier][index],
@@ -93,10 +103,10 @@ def vpc(kit: Children, args: MicrovmSandboxArgs) -> Network:
                 tags=kit.tags,
                 opts=opts,
             )
-            table = aws.ec2.RouteTable(
+            table = RouteTable(
                 f"{name}-{tier}-{index}-rt", vpc_id=network.id, tags=kit.tags, opts=opts
             )
-            aws.ec2.RouteTableAssociation(
+            RouteTableAssociation(
                 f"{name}-{tier}-{index}-rta",
                 subnet_id=subnet.id,
                 route_table_id=table.id,
@@ -113,10 +123,10 @@ def routes(kit: Children, network: Network, endpoints: list[pulumi.Output[str]])
     ``-public-<az>-default``, ``-public-<az>-return``."""
     name, opts, tables = kit.name, kit.opts, network.tables
     for index, endpoint in enumerate(endpoints):
-        eip = aws.ec2.Eip(
+        eip = Eip(
             f"{name}-nat-eip-{index}", domain="vpc", tags=kit.tags, opts=kit.after(network.igw)
         )
-        nat = aws.ec2.NatGateway(
+        nat = NatGateway(
             f"{name}-nat-{index}",
             allocation_id=eip.id,
             subnet_id=network.subnets["public"][index].id,
@@ -125,21 +135,21 @@ def routes(kit: Children, network: Network, endpoints: list[pulumi.Output[str]])
             opts=opts,
         )
         # Sandbox traffic goes to the firewall, then to NAT, then out.
-        aws.ec2.Route(
+        Route(
             f"{name}-private-{index}-default",
             route_table_id=tables["private"][index].id,
             destination_cidr_block=ANYWHERE,
             vpc_endpoint_id=endpoint,
             opts=opts,
         )
-        aws.ec2.Route(
+        Route(
             f"{name}-firewall-{index}-default",
             route_table_id=tables["firewall"][index].id,
             destination_cidr_block=ANYWHERE,
             nat_gateway_id=nat.id,
             opts=opts,
         )
-        aws.ec2.Route(
+        Route(
             f"{name}-public-{index}-default",
             route_table_id=tables["public"][index].id,
             destination_cidr_block=ANYWHERE,
@@ -148,7 +158,7 @@ def routes(kit: Children, network: Network, endpoints: list[pulumi.Output[str]])
         )
         # Replies from NAT to the sandboxes go back through the same firewall endpoint:
         # without this the VPC's local route skips it and the stateful engine sees half a flow.
-        aws.ec2.Route(
+        Route(
             f"{name}-public-{index}-return",
             route_table_id=tables["public"][index].id,
             destination_cidr_block=network.layout["private"][index],
@@ -157,12 +167,12 @@ def routes(kit: Children, network: Network, endpoints: list[pulumi.Output[str]])
         )
 
 
-def flow_log(kit: Children, network: aws.ec2.Vpc) -> None:
+def flow_log(kit: Children, network: Vpc) -> None:
     """``-flow-logs``, ``-flow-log-role``, ``-flow-log-policy`` and ``-flow-log`` (all traffic)."""
     group = kit.log_group("flow-logs")
     policy = group.arn.apply(lambda arn: json.dumps(_flow_log_policy(arn)))
     role = kit.role("flow-log", FLOW_LOGS_PRINCIPAL, FLOW_LOGS_SOURCE, policy)
-    aws.ec2.FlowLog(
+    FlowLog(
         f"{kit.name}-flow-log",
         vpc_id=network.id,
         traffic_type="ALL",
