@@ -32,8 +32,9 @@ def project_dir_given(argv: Sequence[str]) -> Path | None:
 
 def prestart_for(argv: Sequence[str]) -> None:
     """Start checkov now when ``argv`` (without the program name) is a ``check`` that will run
-    it; nothing otherwise, or when the project or checkov cannot be found (the command reports
-    that itself)."""
+    it; nothing otherwise, or when the project or checkov cannot be found or read (a working
+    folder that was removed, a path too long): the command reports that itself, with its exit
+    code."""
     if not argv or argv[0] != "check" or _NO_CHECKOV_FLAGS.intersection(argv):
         return
     from sandboxkit.checkov_bridge.process import prestart
@@ -42,7 +43,7 @@ def prestart_for(argv: Sequence[str]) -> None:
 
     try:
         project = project_root(project_dir_given(argv))
-    except ConfigError:
+    except (ConfigError, OSError):
         return
     prestart(project)
 

@@ -25,9 +25,20 @@ def find_project_dir(start: Path | None = None) -> Path:
     """The nearest folder at or above ``start`` (default: the working folder) with Pulumi.yaml.
 
     Raises:
-        ConfigError: when no folder up to the file-system root has one.
+        ConfigError: when no folder up to the file-system root has one, or the working folder
+            is gone (removed while a shell was in it).
     """
-    here = (start or Path.cwd()).resolve()
+    try:
+        here = (start or Path.cwd()).resolve()
+    except FileNotFoundError:
+        raise ConfigError(
+            Problem(
+                "--project-dir",
+                "(the working folder)",
+                "a working folder that exists (this one was removed): cd into the sandboxkit "
+                "project, or pass --project-dir",
+            )
+        ) from None
     for folder in (here, *here.parents):
         if (folder / PROJECT_FILE).is_file():
             return folder
@@ -45,11 +56,13 @@ def project_root(given: Path | None) -> Path:
     """``--project-dir`` when given (it must hold Pulumi.yaml), else ``find_project_dir()``.
 
     Raises:
-        ConfigError: naming ``--project-dir`` when it is missing, not a folder or no project.
+        ConfigError: naming ``--project-dir`` when it is missing, not a folder, no project, or
+            a path the system refuses (too long, not readable).
     """
     if given is None:
         return find_project_dir()
-    if not (given / PROJECT_FILE).is_file():
+    try:
+        found = (given / PROJECT_FILE).is_file()
         state = (
             "a folder without Pulumi.yaml"
             if given.is_dir()
@@ -57,6 +70,9 @@ def project_root(given: Path | None) -> Path:
             if given.exists()
             else "no such folder"
         )
+    except OSError as error:
+        found, state = False, f"a path the system refuses: {error.strerror}"
+    if not found:
         raise ConfigError(
             Problem("--project-dir", str(given), f"a folder with Pulumi.yaml (this is {state})")
         )

@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from sandboxkit.checkov_bridge.process import (
     DEFAULT_CHECKOV,
     CheckovMissingError,
     CheckovProcess,
+    locate_checkov,
     script_interpreter,
     take_prestarted,
 )
@@ -25,7 +28,8 @@ from sandboxkit.checkov_bridge.runner import checkov_reports, scan_started
 from sandboxkit.gate.check import warm_checkov
 from sandboxkit.launch import prestart_for
 
-COMPONENTS = Path(__file__).resolve().parents[2] / "components"
+PROJECT = Path(__file__).resolve().parents[2]
+COMPONENTS = PROJECT / "components"
 
 
 @pytest.mark.parametrize(
@@ -201,3 +205,83 @@ def test_a_prestarted_process_nobody_takes_is_killed_at_exit(fake_project: Path)
     assert started.returncode == 0
     pid = int((fake_project / "pid").read_text())
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_close_ends_every_process_the_run_started(tmp_path: Path) -> None:
+    # An "interpreter" that starts a process of its own (as checkov forks a runner per
+    # framework) and records both pids; killing the script alone left such runners behind.
+    interpreter = tmp_path / "bin" / "python3"
+    interpreter.parent.mkdir()
+    interpreter.write_text(
+        f"#!/bin/sh\nsleep 300 &\necho $$ $! > {tmp_path / 'pids'}\nexec sleep 300\n"
+    )
+    interpreter.chmod(0o755)
+    script = tmp_path / "checkov"
+    script.write_text(f"#!{interpreter}\n")
+    with CheckovProcess(script) as process:
+        process.warm()
+        while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text():
+            time.sleep(0.01)
+    pids = [int(pid) for pid in (tmp_path / "pids").read_text().split()]
+    assert len(pids) == 2
+    for _ in range(100):  # the runner is reparented, then reaped by init
+        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
+            break
+        time.sleep(0.05)
+    assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+
+
+def test_the_warm_driver_puts_the_scripts_folder_first_on_sys_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module in the working folder must not shadow one of checkov's: run cold, the script's
+    # own folder comes first, never the working folder. A stand-in checkov.main records it.
+    fake = tmp_path / "site" / "checkov"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "main.py").write_text("")
+    script = tmp_path / "venv" / "bin" / "checkov"
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.path[0])\n")
+    script.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "json.py").write_text("raise ImportError('the working folder was read first')\n")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    with CheckovProcess(script) as process:
+        process.warm()
+        process.start([str(script)])
+        code, stdout, stderr = process.wait()
+    assert (code, stdout, stderr) == (0, f"{script.parent}\n", "")
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda path: None, "not found"),
+        (lambda path: path.write_text("#!/bin/sh\n"), "is not an executable file"),
+        (lambda path: path.mkdir(), "is not an executable file"),
+    ],
+)
+def test_a_checkov_that_cannot_run_is_named_with_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any, problem: str
+) -> None:
+    path = tmp_path / "checkov"
+    make(path)
+    monkeypatch.setenv(CHECKOV_ENV, str(path))
+    with pytest.raises(CheckovMissingError) as caught:
+        locate_checkov(tmp_path)
+    assert str(caught.value).startswith(f"checkov {problem} at {path} (set {CHECKOV_ENV} ")
+
+
+def test_a_path_the_system_refuses_is_missing_checkov_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / ("a" * 300)
+    monkeypatch.setenv(CHECKOV_ENV, str(path))
+    with pytest.raises(CheckovMissingError) as caught:
+        locate_checkov(tmp_path)
+    assert str(caught.value).startswith(f"checkov not found (File name too long) at {path} ")
+    prestart_for(["check", "--stack", "prod", "--project-dir", str(PROJECT)])
+    assert process_module._PRESTARTED == []

@@ -287,6 +287,29 @@ def test_a_project_dir_without_a_project_is_named(given: str, state: str, tmp_pa
     )
 
 
+def test_a_project_dir_the_system_refuses_is_named(tmp_path: Path) -> None:
+    given = tmp_path / ("a" * 300)
+    with pytest.raises(ConfigError) as caught:
+        project_root(given)
+    assert str(caught.value).endswith(
+        "; expected a folder with Pulumi.yaml (this is a path the system refuses: File name too "
+        "long)"
+    )
+
+
+def test_a_removed_working_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(ConfigError) as caught:
+        project_root(None)
+    assert str(caught.value) == (
+        "--project-dir: got '(the working folder)'; expected a working folder that exists "
+        "(this one was removed): cd into the sandboxkit project, or pass --project-dir"
+    )
+
+
 def test_a_folder_named_like_a_stack_file_is_named_not_blamed_on_stack(tmp_path: Path) -> None:
     root = make_project(tmp_path, {"dev": GOOD})
     (root / "stacks" / "Pulumi.stray.yaml").mkdir()

@@ -9,9 +9,11 @@ imports are most of a run on one stack's exports (benchmarks/README.md).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -34,23 +36,35 @@ def locate_checkov(project_dir: Path) -> Path:
     """The checkov executable: ``$SANDBOXKIT_CHECKOV`` or ``<project>/.venv-checkov/bin/checkov``.
 
     Raises:
-        CheckovMissingError: naming where it looked and the install command.
+        CheckovMissingError: naming where it looked, what was wrong there (missing, not an
+            executable file, a path the system refuses) and the install command.
     """
     configured = os.environ.get(CHECKOV_ENV)
     path = Path(configured) if configured else project_dir / DEFAULT_CHECKOV
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise CheckovMissingError(
-            f"checkov not found at {path} (set {CHECKOV_ENV} or install it in its own venv, "
-            f"from the project folder: {INSTALL_COMMAND})"
-        )
-    return path
+    try:
+        if not path.exists():
+            problem = "not found"
+        elif not (path.is_file() and os.access(path, os.X_OK)):
+            problem = "is not an executable file"
+        else:
+            return path
+    except OSError as error:  # a path too long, a folder that cannot be listed
+        problem = f"not found ({error.strerror})"
+    raise CheckovMissingError(
+        f"checkov {problem} at {path} (set {CHECKOV_ENV} or install it in its own venv, "
+        f"from the project folder: {INSTALL_COMMAND})"
+    )
 
 
 # Run by the checkov script's own interpreter: checkov's imports (most of a small run's time)
 # happen while the caller is still rendering; the command line arrives on stdin, and the script
 # then runs exactly as it would have run alone.
 _WARM_DRIVER = """
-import json, runpy, sys, warnings
+import os, sys  # loaded with the interpreter already: nothing on sys.path is read for them
+# `python -c` puts the working folder first on sys.path; the script run as itself puts its own
+# folder there (argv[1]: the executable), so no module of the working folder shadows checkov's.
+sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[1]))
+import json, runpy, warnings
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import checkov.main
@@ -119,6 +133,8 @@ class CheckovProcess:
 
     def _popen(self, command: Sequence[str], stdin: int) -> subprocess.Popen[str]:
         assert self._outputs is not None, "use CheckovProcess as a context manager"
+        # Its own process group: checkov forks a runner per framework, and ``close`` ends them
+        # with it (killing the script alone left a runner blocked on a pipe for good).
         return subprocess.Popen(
             list(command),
             stdin=stdin,
@@ -126,6 +142,7 @@ class CheckovProcess:
             stderr=self._outputs[1],
             text=True,
             encoding="utf-8",
+            start_new_session=True,
         )
 
     def warm(self) -> Self:
@@ -133,7 +150,9 @@ class CheckovProcess:
         interpreter = script_interpreter(self.executable)
         if interpreter is not None and self._process is None:
             try:
-                self._process = self._popen([*interpreter, "-c", _WARM_DRIVER], subprocess.PIPE)
+                self._process = self._popen(
+                    [*interpreter, "-c", _WARM_DRIVER, str(self.executable)], subprocess.PIPE
+                )
             except OSError:
                 return self  # an interpreter that cannot start: ``start`` runs the script as is
             self._warm = True
@@ -162,9 +181,11 @@ class CheckovProcess:
         return code, stdout.read(), stderr.read()
 
     def close(self) -> None:
-        """Kill a process still running, and drop its output files."""
+        """Kill a process still running with every process it started (its process group),
+        and drop its output files."""
         if self._process is not None:
-            self._process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait()
             self._process = None
         for stream in self._outputs or ():
@@ -178,11 +199,11 @@ _PRESTARTED: list[CheckovProcess] = []
 
 def prestart(project_dir: Path) -> None:
     """Start checkov's interpreter for ``project_dir``'s checkov now (``CheckovProcess.warm``),
-    for a later ``take_prestarted``; nothing when checkov is missing (the scan reports that in
-    its turn). A process nobody takes is killed at exit."""
+    for a later ``take_prestarted``; nothing when checkov is missing or its path cannot be read
+    (the scan reports that in its turn). A process nobody takes is killed at exit."""
     try:
         executable = locate_checkov(project_dir)
-    except CheckovMissingError:
+    except (CheckovMissingError, OSError):
         return
     process = CheckovProcess(executable).__enter__().warm()
     atexit.register(process.close)
