@@ -11,9 +11,11 @@ the prestarted process only for the executable the command resolves.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 
 # Flags after which `check` runs no checkov.
 _NO_CHECKOV_FLAGS = frozenset({"--no-checkov", "--help"})
@@ -48,9 +50,22 @@ def prestart_for(argv: Sequence[str]) -> None:
     prestart(project)
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM (a cancelled CI job, ``timeout``) end the process as ``SystemExit(143)``
+    does, so that ``with`` blocks and ``atexit`` end what it started (checkov's process group,
+    the Cloudflare decider's workerd) instead of leaving them to run on. Python's default for
+    SIGTERM ends the process without either."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main() -> None:
-    """Console-script entry point (``sandboxkit``, ``python -m sandboxkit``): ``prestart_for``
-    the command line, then ``cli.main`` (its exit codes)."""
+    """Console-script entry point (``sandboxkit``, ``python -m sandboxkit``): ``exit_on_sigterm``,
+    ``prestart_for`` the command line, then ``cli.main`` (its exit codes)."""
+    exit_on_sigterm()
     prestart_for(sys.argv[1:])
     from sandboxkit.cli import main as cli_main
 

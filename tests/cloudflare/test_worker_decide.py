@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +20,8 @@ from sandboxkit.cloudflare.decide import (
     WorkerProbe,
     WorkerSetupError,
 )
+
+COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
 ALLOWLIST = json.dumps(
     {
@@ -229,3 +236,52 @@ export default {
   },
 };
 """
+
+
+def test_a_folder_that_is_not_the_workers_is_a_setup_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # workerd installed, but no decision harness beside it (a folder with node_modules only).
+    package = decide.WORKERD_PACKAGES[(sys.platform, platform.machine())]
+    binary = tmp_path / "node_modules" / "@cloudflare" / package / "bin" / "workerd"
+    binary.parent.mkdir(parents=True)
+    binary.symlink_to(decide.workerd_binary(decide.WORKER_DIR))
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(tmp_path))
+    with pytest.raises(WorkerSetupError) as caught, WorkerDecider():
+        pass
+    assert str(caught.value) == (
+        f"{tmp_path} holds no test-support/decide-harness.js: {decide.WORKER_DIR_ENV} must name "
+        f"a copy of the Worker's whole folder ({decide.WORKER_DIR}) with `npm ci` run in it"
+    )
+    binary.unlink()
+    binary.write_text("")
+    with pytest.raises(WorkerSetupError) as caught:
+        decide.workerd_binary(tmp_path)
+    assert str(caught.value) == f"{binary} is not executable: run `npm ci` in {tmp_path} again"
+
+
+def test_sigterm_ends_workerd_with_the_process_that_started_it(tmp_path: Path) -> None:
+    # Python's default for SIGTERM skips atexit and with blocks; launch.exit_on_sigterm makes
+    # it a SystemExit, so the decider's workerd and its configuration go with the process.
+    script = (
+        "import os, sys, time\n"
+        "from sandboxkit.launch import exit_on_sigterm\n"
+        "from sandboxkit.cloudflare.decide import WorkerDecider\n"
+        "exit_on_sigterm()\n"
+        "with WorkerDecider() as worker:\n"
+        "    worker.contract()\n"
+        "    print(worker._process.pid, worker._config.name, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(COMPONENTS)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    pid, config = process.stdout.readline().split()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not Path(f"/proc/{pid}").exists()
+    assert not Path(config).exists()

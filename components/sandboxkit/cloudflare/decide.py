@@ -117,7 +117,8 @@ def workerd_binary(folder: Path) -> Path:
     (``node_modules/@cloudflare/<WORKERD_PACKAGES entry>/bin/workerd``).
 
     Raises:
-        WorkerSetupError: when workerd has no binary for this platform, or it is not installed.
+        WorkerSetupError: when workerd has no binary for this platform, or it is not installed
+            (or not executable).
     """
     machine = platform.machine()
     package = WORKERD_PACKAGES.get((sys.platform, machine))
@@ -131,6 +132,8 @@ def workerd_binary(folder: Path) -> Path:
         raise WorkerSetupError(
             f"the Worker's npm dependencies are missing: run `npm ci` in {folder}"
         )
+    if not os.access(binary, os.X_OK):
+        raise WorkerSetupError(f"{binary} is not executable: run `npm ci` in {folder} again")
     return binary
 
 
@@ -184,7 +187,8 @@ class WorkerDecider:
 
     Raises:
         WorkerSetupError: on entry, when workerd (the Worker's npm dependencies in
-            ``worker_dir()``) is missing.
+            ``worker_dir()``) is missing or not executable, or that folder is not the
+            Worker's (no decision harness).
     """
 
     def __init__(self, workerd: Path | None = None) -> None:
@@ -197,6 +201,11 @@ class WorkerDecider:
     def __enter__(self) -> Self:
         folder = worker_dir()
         workerd = self._workerd or workerd_binary(folder)
+        if not (folder / HARNESS_MODULE).is_file():
+            raise WorkerSetupError(
+                f"{folder} holds no {HARNESS_MODULE}: {WORKER_DIR_ENV} must name a copy of "
+                f"the Worker's whole folder ({WORKER_DIR}) with `npm ci` run in it"
+            )
         self._config = tempfile.TemporaryDirectory(prefix="sandboxkit-decider-")
         config = Path(self._config.name) / "decider.capnp"
         config.write_text(workerd_config(folder), encoding="utf-8")
