@@ -34,9 +34,9 @@ def project_dir_given(argv: Sequence[str]) -> Path | None:
 
 def prestart_for(argv: Sequence[str]) -> None:
     """Start checkov now when ``argv`` (without the program name) is a ``check`` that will run
-    it; nothing otherwise, or when the project or checkov cannot be found or read (a working
-    folder that was removed, a path too long): the command reports that itself, with its exit
-    code."""
+    it; nothing otherwise, or when the project or checkov cannot be found (``project_root`` and
+    ``locate_checkov`` name a removed working folder or a path too long as such): the command
+    reports that itself, with its exit code."""
     if not argv or argv[0] != "check" or _NO_CHECKOV_FLAGS.intersection(argv):
         return
     from sandboxkit.checkov_bridge.process import prestart
@@ -45,7 +45,7 @@ def prestart_for(argv: Sequence[str]) -> None:
 
     try:
         project = project_root(project_dir_given(argv))
-    except (ConfigError, OSError):
+    except ConfigError:
         return
     prestart(project)
 

@@ -25,8 +25,8 @@ def find_project_dir(start: Path | None = None) -> Path:
     """The nearest folder at or above ``start`` (default: the working folder) with Pulumi.yaml.
 
     Raises:
-        ConfigError: when no folder up to the file-system root has one, or the working folder
-            is gone (removed while a shell was in it).
+        ConfigError: when no folder up to the file-system root has one, the working folder is
+            gone (removed while a shell was in it), or a folder on the way cannot be read.
     """
     try:
         here = (start or Path.cwd()).resolve()
@@ -39,9 +39,19 @@ def find_project_dir(start: Path | None = None) -> Path:
                 "project, or pass --project-dir",
             )
         ) from None
-    for folder in (here, *here.parents):
-        if (folder / PROJECT_FILE).is_file():
-            return folder
+    try:
+        found = next((f for f in (here, *here.parents) if (f / PROJECT_FILE).is_file()), None)
+    except OSError as error:
+        raise ConfigError(
+            Problem(
+                "--project-dir",
+                str(here),
+                f"folders the kit may read up to the one with Pulumi.yaml ({error.strerror}): "
+                "run inside the sandboxkit project, or pass --project-dir",
+            )
+        ) from None
+    if found is not None:
+        return found
     raise ConfigError(
         Problem(
             "--project-dir",

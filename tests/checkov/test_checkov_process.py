@@ -101,6 +101,16 @@ def test_a_driver_that_cannot_import_checkov_reports_its_exit(tmp_path: Path) ->
 # --- started by the console script before the CLI's imports (``sandboxkit.launch``) ----------
 
 
+def shell_interpreter(folder: Path, body: str) -> Path:
+    """``folder/bin/python3``: a shell script named like an interpreter (so ``warm`` starts
+    it), running ``body``; a checkov script naming it on its ``#!`` line is "warmed" by it."""
+    interpreter = folder / "bin" / "python3"
+    interpreter.parent.mkdir()
+    interpreter.write_text(f"#!/bin/sh\n{body}\n")
+    interpreter.chmod(0o755)
+    return interpreter
+
+
 @pytest.fixture
 def fake_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose .venv-checkov/bin/checkov is a Python script of this interpreter (its
@@ -182,10 +192,9 @@ def test_the_gate_takes_the_prestarted_process_for_its_own_executable_only(
 def test_a_prestarted_process_nobody_takes_is_killed_at_exit(fake_project: Path) -> None:
     # An "interpreter" that records its pid and sleeps: only the exit of the process that
     # started it can end it in time.
-    interpreter = fake_project / "bin" / "python3"
-    interpreter.parent.mkdir()
-    interpreter.write_text(f"#!/bin/sh\necho $$ > {fake_project / 'pid'}\nexec sleep 300\n")
-    interpreter.chmod(0o755)
+    interpreter = shell_interpreter(
+        fake_project, f"echo $$ > {fake_project / 'pid'}\nexec sleep 300"
+    )
     (fake_project / DEFAULT_CHECKOV).write_text(f"#!{interpreter}\n")
     started = subprocess.run(
         [
@@ -210,12 +219,9 @@ def test_a_prestarted_process_nobody_takes_is_killed_at_exit(fake_project: Path)
 def test_close_ends_every_process_the_run_started(tmp_path: Path) -> None:
     # An "interpreter" that starts a process of its own (as checkov forks a runner per
     # framework) and records both pids; killing the script alone left such runners behind.
-    interpreter = tmp_path / "bin" / "python3"
-    interpreter.parent.mkdir()
-    interpreter.write_text(
-        f"#!/bin/sh\nsleep 300 &\necho $$ $! > {tmp_path / 'pids'}\nexec sleep 300\n"
+    interpreter = shell_interpreter(
+        tmp_path, f"sleep 300 &\necho $$ $! > {tmp_path / 'pids'}\nexec sleep 300"
     )
-    interpreter.chmod(0o755)
     script = tmp_path / "checkov"
     script.write_text(f"#!{interpreter}\n")
     with CheckovProcess(script) as process:

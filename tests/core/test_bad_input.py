@@ -310,6 +310,30 @@ def test_a_removed_working_folder_is_named(tmp_path: Path, monkeypatch: pytest.M
     )
 
 
+def test_a_folder_on_the_way_up_that_cannot_be_read_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tests run as root read every folder: the refusal a user without rights gets is made here.
+    locked = tmp_path / "locked"
+    (locked / "work").mkdir(parents=True)
+    is_file = Path.is_file
+
+    def refusing(path: Path) -> bool:
+        if path.parent == locked:
+            raise PermissionError(13, "Permission denied")
+        return is_file(path)
+
+    monkeypatch.setattr(Path, "is_file", refusing)
+    monkeypatch.chdir(locked / "work")
+    with pytest.raises(ConfigError) as caught:
+        project_root(None)
+    assert str(caught.value) == (
+        f"--project-dir: got {str(locked / 'work')!r}; expected folders the kit may read up to "
+        "the one with Pulumi.yaml (Permission denied): run inside the sandboxkit project, or "
+        "pass --project-dir"
+    )
+
+
 def test_a_folder_named_like_a_stack_file_is_named_not_blamed_on_stack(tmp_path: Path) -> None:
     root = make_project(tmp_path, {"dev": GOOD})
     (root / "stacks" / "Pulumi.stray.yaml").mkdir()

@@ -199,11 +199,11 @@ _PRESTARTED: list[CheckovProcess] = []
 
 def prestart(project_dir: Path) -> None:
     """Start checkov's interpreter for ``project_dir``'s checkov now (``CheckovProcess.warm``),
-    for a later ``take_prestarted``; nothing when checkov is missing or its path cannot be read
-    (the scan reports that in its turn). A process nobody takes is killed at exit."""
+    for a later ``take_prestarted``; nothing when checkov is missing (``locate_checkov``: the
+    scan reports that in its turn). A process nobody takes is killed at exit."""
     try:
         executable = locate_checkov(project_dir)
-    except (CheckovMissingError, OSError):
+    except CheckovMissingError:
         return
     process = CheckovProcess(executable).__enter__().warm()
     atexit.register(process.close)
