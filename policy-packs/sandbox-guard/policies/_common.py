@@ -173,19 +173,37 @@ def cannot_verify(rule: Rule, unknown: UnknownInputError) -> str:
 def handlers_of(policy_id: str) -> tuple[Handler | StackHandler, ...]:
     """The ``Handler`` and ``StackHandler`` records the registered targets declare for
     ``policy_id`` (each in its folder's ``guard.py``), in registry order."""
-    return _declared(tuple(targets.TARGET_MODULES.items())).get(policy_id, ())
+    return _declared(tuple(targets.TARGET_MODULES.items())).by_policy.get(policy_id, ())
+
+
+@dataclass
+class _Declared:
+    """The registered targets' handlers: by policy id, and by policy id and resource type
+    (filled as types are asked for: every resource asks per policy)."""
+
+    by_policy: dict[str, tuple[Handler | StackHandler, ...]]
+    by_type: dict[tuple[str, str], tuple[Handler, ...]] = field(default_factory=dict)
+
+    def reading(self, policy_id: str, resource_type: str) -> tuple[Handler, ...]:
+        """The ``Handler`` records of ``policy_id`` that read ``resource_type``."""
+        key = (policy_id, resource_type)
+        if key not in self.by_type:
+            self.by_type[key] = tuple(
+                h
+                for h in self.by_policy.get(policy_id, ())
+                if isinstance(h, Handler) and h.applies_to(resource_type)
+            )
+        return self.by_type[key]
 
 
 @functools.lru_cache(maxsize=8)
-def _declared(
-    registry: tuple[tuple[str, str], ...],
-) -> dict[str, tuple[Handler | StackHandler, ...]]:
-    """Every target's handlers by policy id, collected once per registry (``registry``, the
-    registry's contents, is only the cache key): every resource asks for them per policy."""
+def _declared(registry: tuple[tuple[str, str], ...]) -> _Declared:
+    """Every target's handlers, collected once per registry (``registry``, the registry's
+    contents, is only the cache key)."""
     by_policy: dict[str, list[Handler | StackHandler]] = {}
     for handler in targets.target_parts("guard", "HANDLERS"):
         by_policy.setdefault(handler.policy, []).append(handler)
-    return {policy: tuple(found) for policy, found in by_policy.items()}
+    return _Declared({policy: tuple(found) for policy, found in by_policy.items()})
 
 
 class ResourceRule:
@@ -196,16 +214,21 @@ class ResourceRule:
         self.rule = rule
         self.every_type = every_type
 
-    def handlers_for(self, resource_type: str) -> list[Handler]:
+    def handlers_for(self, resource_type: str) -> tuple[Handler, ...]:
         """The target handlers this policy runs on a resource of ``resource_type``."""
-        return [
-            h
-            for h in handlers_of(self.rule.id)
-            if isinstance(h, Handler) and h.applies_to(resource_type)
-        ]
+        registry = tuple(targets.TARGET_MODULES.items())
+        return _declared(registry).reading(self.rule.id, resource_type)
 
     def validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
-        """Run the policy's checks for the resource's type; report each sentence."""
+        """Run the policy's checks for the resource's type; report each sentence.
+
+        A resource no check reads is left unread (most policies apply to a few types, and
+        reading the inputs walks pulumi-policy's proxy of all of them).
+        """
+        checks = [self.every_type] if self.every_type else []
+        checks += [h.check for h in self.handlers_for(args.resource_type)]
+        if not checks:
+            return
         owner = Owner(args.resource_type, args.name, args.urn)
         props = inputs(raw_inputs(args.props), owner)
         context = Context(
@@ -216,8 +239,6 @@ class ResourceRule:
             resource_type=args.resource_type,
             props=props,
         )
-        checks = [self.every_type] if self.every_type else []
-        checks += [h.check for h in self.handlers_for(args.resource_type)]
         for check in checks:
             try:
                 for message in check(props, context):
