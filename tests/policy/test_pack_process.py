@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf import empty_pb2, struct_pb2
+from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime import proto
 
 import support as testing
@@ -124,3 +124,35 @@ def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
         ("SBX-NET-003", "mandatory"),
         ("SBX-RES-002", "mandatory"),
     }
+
+
+def test_in_process_each_properties_message_is_converted_once_per_call(
+    analyzer: gate.InProcessAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pulumi-policy converts the properties once per policy; in process, once per call
+    # (gate.analyzer.SharedConversions). The verdicts equal the subprocess's (test above).
+    rendered = testing.shipped_render(PROJECT, "prod")
+    real = json_format.MessageToDict
+    converted: list[bytes] = []
+
+    def counting(message: Any, *args: Any, **kwargs: Any) -> Any:
+        converted.append(message.SerializeToString(deterministic=True))
+        return real(message, *args, **kwargs)
+
+    monkeypatch.setattr(json_format, "MessageToDict", counting)
+    gate.crossguard.analyze(analyzer, rendered)
+    distinct = {
+        _props(dict(r.inputs)).SerializeToString(deterministic=True) for r in rendered.resources
+    }
+    # Analyze: each resource once; AnalyzeStack: each distinct properties message once.
+    assert len(converted) == len(rendered.resources) + len(distinct)
+    assert set(converted) == distinct
+
+
+def test_outside_a_call_every_conversion_is_a_new_dict() -> None:
+    shared = gate.analyzer.SharedConversions()
+    message = _props({"spec": {"replicas": 1}})
+    first = shared.MessageToDict(message)
+    assert first == {"spec": {"replicas": 1}}
+    assert shared.MessageToDict(message) is not first
+    assert shared.Parse is json_format.Parse

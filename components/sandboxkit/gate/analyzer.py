@@ -9,6 +9,7 @@ the analyzer protocol's enforcement levels and severities to the words reports u
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib.util
 import os
 import selectors
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
@@ -81,19 +83,66 @@ def load_policies(pack: Path) -> ModuleType:
     return module
 
 
+# The conversions of one InProcessAnalyzer call (serialized Struct -> its dict); None outside.
+_CONVERSIONS: contextvars.ContextVar[dict[bytes, dict[str, Any]] | None] = contextvars.ContextVar(
+    "sandboxkit_struct_conversions", default=None
+)
+
+
+class SharedConversions:
+    """protobuf's ``json_format`` as pulumi-policy's servicer module sees it in this process.
+
+    pulumi-policy 1.x converts a resource's properties (a ``Struct``) to a dict once per policy
+    it runs (``policy.py``: ``Analyze`` for the request, ``AnalyzeStack`` for every resource),
+    so a stack of N resources and P policies costs N x P conversions of the same messages.
+    Inside one ``InProcessAnalyzer`` call, ``MessageToDict`` of a ``Struct`` converted already
+    in that call returns the first conversion (keyed by the message's deterministic
+    serialization); pulumi-policy's ``deserialize_properties`` copies what it reads and never
+    changes it, so the policies see what they saw before. Outside such a call, and for any
+    other message or option, it is ``json_format`` itself.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(json_format, name)
+
+    def MessageToDict(self, message: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802
+        """``json_format.MessageToDict``, converted once per call for a plain ``Struct``."""
+        memo = _CONVERSIONS.get()
+        if memo is None or args or kwargs or not isinstance(message, struct_pb2.Struct):
+            return json_format.MessageToDict(message, *args, **kwargs)
+        key = message.SerializeToString(deterministic=True)
+        if key not in memo:
+            memo[key] = json_format.MessageToDict(message)
+        return memo[key]
+
+
+@contextlib.contextmanager
+def _conversions_shared() -> Iterator[None]:
+    token = _CONVERSIONS.set({})
+    try:
+        yield
+    finally:
+        _CONVERSIONS.reset(token)
+
+
 class InProcessAnalyzer:
     """The pack's own analyzer servicer, called in this process exactly as over gRPC.
 
     Requests and responses are the analyzer protocol's messages (``pulumi.runtime.proto``), as a
-    gRPC stub takes and returns them.
+    gRPC stub takes and returns them. Each ``Analyze`` and ``AnalyzeStack`` converts each
+    resource's properties once, not once per policy (``SharedConversions``, installed as the
+    servicer module's ``json_format``).
 
     Raises:
         FileNotFoundError: (on construction) when the pack has no ``policies/__init__.py``.
     """
 
     def __init__(self, pack: Path) -> None:
+        from pulumi_policy import policy as servicer_module
         from pulumi_policy.policy import _PolicyAnalyzerServicer
 
+        if not isinstance(servicer_module.json_format, SharedConversions):
+            servicer_module.json_format = SharedConversions()
         policies = load_policies(pack)
         self._servicer = _PolicyAnalyzerServicer(
             policies.PACK_NAME,
@@ -112,12 +161,14 @@ class InProcessAnalyzer:
         return self._servicer.Configure(request, None)
 
     def Analyze(self, request: Any) -> Any:  # noqa: N802
-        """Forward to the servicer."""
-        return self._servicer.Analyze(request, None)
+        """Forward to the servicer, each properties message converted once."""
+        with _conversions_shared():
+            return self._servicer.Analyze(request, None)
 
     def AnalyzeStack(self, request: Any) -> Any:  # noqa: N802
-        """Forward to the servicer."""
-        return self._servicer.AnalyzeStack(request, None)
+        """Forward to the servicer, each properties message converted once."""
+        with _conversions_shared():
+            return self._servicer.AnalyzeStack(request, None)
 
 
 @contextlib.contextmanager
