@@ -133,20 +133,42 @@ def test_in_process_each_properties_message_is_converted_once_per_call(
     # (gate.analyzer.SharedConversions). The verdicts equal the subprocess's (test above).
     rendered = testing.shipped_render(PROJECT, "prod")
     real = json_format.MessageToDict
-    converted: list[bytes] = []
+    converted: list[tuple[bytes, Any]] = []
 
     def counting(message: Any, *args: Any, **kwargs: Any) -> Any:
-        converted.append(message.SerializeToString(deterministic=True))
-        return real(message, *args, **kwargs)
+        result = real(message, *args, **kwargs)
+        converted.append((message.SerializeToString(), result))
+        return result
 
     monkeypatch.setattr(json_format, "MessageToDict", counting)
     gate.crossguard.analyze(analyzer, rendered)
+
+    def content(raw: bytes) -> bytes:
+        return struct_pb2.Struct.FromString(raw).SerializeToString(deterministic=True)
+
     distinct = {
         _props(dict(r.inputs)).SerializeToString(deterministic=True) for r in rendered.resources
     }
     # Analyze: each resource once; AnalyzeStack: each distinct properties message once.
     assert len(converted) == len(rendered.resources) + len(distinct)
-    assert set(converted) == distinct
+    assert {content(raw) for raw, _ in converted} == distinct
+    # Every policy read the shared conversions; none changed them.
+    for raw, shared in converted:
+        assert shared == real(struct_pb2.Struct.FromString(raw))
+
+
+def test_messages_differing_only_in_key_order_keep_their_own_order() -> None:
+    # Found in review: keyed by a deterministic (key-sorted) serialization, the second
+    # message got the first one's key order, and a check that stops at the first unknown
+    # input in order named another path in its "cannot verify" sentence.
+    shared = gate.analyzer.SharedConversions()
+    with gate.analyzer._conversions_shared():
+        first = shared.MessageToDict(_props({"annotations": {"a0": "x", "a3": "y"}}))
+        second = shared.MessageToDict(_props({"annotations": {"a3": "y", "a0": "x"}}))
+        again = shared.MessageToDict(_props({"annotations": {"a0": "x", "a3": "y"}}))
+    assert list(first["annotations"]) == ["a0", "a3"]
+    assert list(second["annotations"]) == ["a3", "a0"]
+    assert again is first
 
 
 def test_outside_a_call_every_conversion_is_a_new_dict() -> None:

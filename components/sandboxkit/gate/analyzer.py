@@ -96,10 +96,16 @@ class SharedConversions:
     it runs (``policy.py``: ``Analyze`` for the request, ``AnalyzeStack`` for every resource),
     so a stack of N resources and P policies costs N x P conversions of the same messages.
     Inside one ``InProcessAnalyzer`` call, ``MessageToDict`` of a ``Struct`` converted already
-    in that call returns the first conversion (keyed by the message's deterministic
-    serialization); pulumi-policy's ``deserialize_properties`` copies what it reads and never
-    changes it, so the policies see what they saw before. Outside such a call, and for any
-    other message or option, it is ``json_format`` itself.
+    in that call returns the first conversion, keyed by the message's serialization in its own
+    key order (a deterministic serialization sorts keys, so two messages differing only in
+    key order would share one conversion, and a check reading keys in order would name
+    another input); pulumi-policy's ``deserialize_properties`` copies what it reads and never
+    changes it, so the policies see what they saw before (``tests/policy/test_pack_process.py``
+    holds both). Outside such a call, and for any other message or option, it is
+    ``json_format`` itself.
+
+    ``InProcessAnalyzer`` installs it for the whole process and leaves it there: outside its
+    calls it converts as ``json_format`` does.
     """
 
     def __getattr__(self, name: str) -> Any:
@@ -110,7 +116,7 @@ class SharedConversions:
         memo = _CONVERSIONS.get()
         if memo is None or args or kwargs or not isinstance(message, struct_pb2.Struct):
             return json_format.MessageToDict(message, *args, **kwargs)
-        key = message.SerializeToString(deterministic=True)
+        key = message.SerializeToString()
         if key not in memo:
             memo[key] = json_format.MessageToDict(message)
         return memo[key]
@@ -118,6 +124,8 @@ class SharedConversions:
 
 @contextlib.contextmanager
 def _conversions_shared() -> Iterator[None]:
+    """Within the block (one analyzer call), ``SharedConversions`` converts each ``Struct``
+    once."""
     token = _CONVERSIONS.set({})
     try:
         yield
