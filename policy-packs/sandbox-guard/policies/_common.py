@@ -173,7 +173,7 @@ def cannot_verify(rule: Rule, unknown: UnknownInputError) -> str:
 def handlers_of(policy_id: str) -> tuple[Handler | StackHandler, ...]:
     """The ``Handler`` and ``StackHandler`` records the registered targets declare for
     ``policy_id`` (each in its folder's ``guard.py``), in registry order."""
-    return _declared(tuple(targets.TARGET_MODULES.items())).by_policy.get(policy_id, ())
+    return _declared_now().by_policy.get(policy_id, ())
 
 
 @dataclass
@@ -184,7 +184,7 @@ class _Declared:
     by_policy: dict[str, tuple[Handler | StackHandler, ...]]
     by_type: dict[tuple[str, str], tuple[Handler, ...]] = field(default_factory=dict)
 
-    def reading(self, policy_id: str, resource_type: str) -> tuple[Handler, ...]:
+    def handlers_reading(self, policy_id: str, resource_type: str) -> tuple[Handler, ...]:
         """The ``Handler`` records of ``policy_id`` that read ``resource_type``."""
         key = (policy_id, resource_type)
         if key not in self.by_type:
@@ -194,6 +194,11 @@ class _Declared:
                 if isinstance(h, Handler) and h.applies_to(resource_type)
             )
         return self.by_type[key]
+
+
+def _declared_now() -> _Declared:
+    """The handlers of the targets registered now (``targets.TARGET_MODULES``)."""
+    return _declared(tuple(targets.TARGET_MODULES.items()))
 
 
 @functools.lru_cache(maxsize=8)
@@ -216,8 +221,7 @@ class ResourceRule:
 
     def handlers_for(self, resource_type: str) -> tuple[Handler, ...]:
         """The target handlers this policy runs on a resource of ``resource_type``."""
-        registry = tuple(targets.TARGET_MODULES.items())
-        return _declared(registry).reading(self.rule.id, resource_type)
+        return _declared_now().handlers_reading(self.rule.id, resource_type)
 
     def validate(self, args: ResourceValidationArgs, report: ReportViolation) -> None:
         """Run the policy's checks for the resource's type; report each sentence.
