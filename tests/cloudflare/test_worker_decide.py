@@ -211,6 +211,24 @@ def test_code_that_throws_is_reported_with_what_workerd_printed(
     assert "Error: the harness broke" in str(caught.value)
 
 
+def test_the_error_is_kept_however_long_the_workerd_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Found in a worktree under a longer path: workerd's native stack line names its binary
+    # once per frame, and the last 2,000 characters of its output were that line alone.
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(harness_folder(tmp_path, THROWING_HARNESS)))
+    deep = tmp_path / ("d" * 200) / ("e" * 200)
+    deep.mkdir(parents=True)
+    (deep / "workerd").symlink_to(decide.workerd_binary(decide.WORKER_DIR))
+    with (
+        WorkerDecider(workerd=deep / "workerd") as throwing,
+        pytest.raises(WorkerDecideError) as caught,
+    ):
+        throwing.contract()
+    assert "Error: the harness broke" in str(caught.value)
+    assert "workerd@" not in str(caught.value)
+
+
 def test_the_decision_code_cannot_fetch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(decide.WORKER_DIR_ENV, str(harness_folder(tmp_path, FETCHING_HARNESS)))
     workerd = decide.workerd_binary(decide.WORKER_DIR)

@@ -350,7 +350,12 @@ class WorkerDecider:
         return answer
 
     def _stderr_tail(self) -> str:
+        """The last 2,000 characters workerd printed, without its native stack traces: each
+        error is followed by a ``stack:`` line of ``<binary path>@<address>`` entries, the
+        binary's path a dozen times or more, which pushed the error itself out of the tail
+        once the project's path was longer than a few dozen characters."""
         if self._stderr is None:
             return "(no output)"
         self._stderr.seek(0)
-        return self._stderr.read()[-2000:].strip() or "(no output)"
+        lines = [line for line in self._stderr.read().splitlines() if not line.startswith("stack:")]
+        return "\n".join(lines)[-2000:].strip() or "(no output)"
