@@ -51,8 +51,9 @@ def probe() -> float:
     return best
 
 
-def suite(checkout: Path) -> tuple[Run, str]:
-    """One whole pytest run in ``checkout``: its figures and pytest's last line (the counts)."""
+def suite(checkout: Path) -> tuple[Run, str, list[str]]:
+    """One whole pytest run in ``checkout``: its figures, pytest's last line (the counts) and
+    its ``FAILED`` lines."""
     shared = os.environ.get("SANDBOXKIT_SHARED_DIR") or str(PROJECT_DIR.parent / "shared")
     env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "SANDBOXKIT_SHARED_DIR": shared}
     python = PROJECT_DIR / ".venv" / "bin" / "python"
@@ -69,7 +70,7 @@ def suite(checkout: Path) -> tuple[Run, str]:
         wall, user, system, peak_kib = report.read().split()[-4:]
     run = Run(float(wall), float(user) + float(system), int(peak_kib) / 1024)
     lines = finished.stdout.strip().splitlines() or [f"exit {finished.returncode}"]
-    return run, lines[-1].strip("= ")
+    return run, lines[-1].strip("= "), [line for line in lines if line.startswith("FAILED ")]
 
 
 def worktree(ref: str, folder: Path) -> Path:
@@ -108,8 +109,10 @@ def main() -> None:
             for _ in range(options.runs):
                 for label, checkout in checkouts:
                     before = probe()
-                    run, counts = suite(checkout)
+                    run, counts, failed = suite(checkout)
                     report(label, run, counts, before, probe())
+                    for line in failed:
+                        print(f"  {line}")
         finally:
             if options.base:
                 subprocess.run(
