@@ -366,7 +366,29 @@ def _problems(
     return problems
 
 
+def _profile_secrets(source: ConfigSource) -> list[Problem]:
+    """The profile holds no credentials: each of its values stored as a secret is refused,
+    never shown (under ``pulumi up`` it is the decrypted text) and never validated (a
+    validator's sentence would quote it)."""
+    paths = sorted(
+        p for p in source.secret_paths if p == "profile" or p.startswith(("profile.", "profile["))
+    )
+    return [
+        Problem(
+            f"{NAMESPACE}:{path}",
+            REDACTED,
+            "plain text: the profile holds no credentials (egress entries, limits, pool sizes "
+            f"and audit settings are not secrets); run pulumi config set --path "
+            f"'{NAMESPACE}:{path}' <value> without --secret",
+        )
+        for path in paths
+    ]
+
+
 def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list[Problem]]:
+    secrets = _profile_secrets(source)
+    if secrets:
+        return None, secrets
     raw = source.values.get("profile", {})
     if not isinstance(raw, dict):
         return None, [Problem(PROFILE_KEY, raw, "a mapping with egress, limits, pool, audit")]

@@ -310,6 +310,31 @@ def test_secure_setting_offline_is_an_unknown_secret_and_never_fails() -> None:
     assert "sandboxkit-offline" not in repr(token)
 
 
+@pytest.mark.parametrize(
+    ("allow", "secret_path"),
+    [
+        # Found in review: an invalid entry's decrypted text was quoted twice in the error.
+        (["s3cr3t-token-value"], "profile.egress.allow[0]"),
+        (["s3cr3t-token-value"], "profile"),
+        # A valid one was taken as plain text, its secrecy dropped without a word.
+        (["pypi.org:443"], "profile.egress.allow[0]"),
+    ],
+)
+def test_a_profile_value_stored_as_secret_is_refused_without_echoing_it(
+    allow: list[str], secret_path: str
+) -> None:
+    profile = {"egress": {"mode": "allowlist", "allow": allow}}
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(frozenset({secret_path}), profile=profile), "test")
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value) == (f"sandboxkit:{secret_path}", REDACTED)
+    assert problem.expected.startswith("plain text: the profile holds no credentials")
+    assert f"pulumi config set --path 'sandboxkit:{secret_path}' <value> without --secret" in (
+        problem.expected
+    )
+    assert allow[0] not in str(caught.value)
+
+
 @pytest.mark.usefixtures("fake_target")
 def test_non_secret_setting_stored_as_secret_is_refused() -> None:
     found = problems_of(source(frozenset({"fake.region"}), targets=["fake"], fake={"region": "r"}))
