@@ -419,13 +419,12 @@ def _wrap_secrets(
                     )
                 )
         elif source.is_secret(path) and key in _known_keys(model):
-            problems.append(
-                Problem(
-                    _key(name, key),
-                    REDACTED,
-                    f"plain text; only {', '.join(sorted(secret_keys)) or 'no key'} may be secrets",
-                )
+            allowed = (
+                f"only {', '.join(sorted(secret_keys))} may be secrets"
+                if secret_keys
+                else f"no setting of {name} is a secret"
             )
+            problems.append(Problem(_key(name, key), REDACTED, f"plain text; {allowed}"))
     return wrapped, problems
 
 

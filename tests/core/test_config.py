@@ -341,6 +341,15 @@ def test_non_secret_setting_stored_as_secret_is_refused() -> None:
     assert found == [("sandboxkit:fake.region", REDACTED)]
 
 
+def test_a_setting_of_a_target_without_secrets_stored_as_secret_names_no_secret_key() -> None:
+    # It read "plain text; only no key may be secrets".
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(frozenset({"kubernetes.image"})), "test")
+    [problem] = caught.value.problems
+    assert (problem.key, problem.value) == ("sandboxkit:kubernetes.image", REDACTED)
+    assert problem.expected == "plain text; no setting of kubernetes is a secret"
+
+
 @pytest.mark.usefixtures("fake_target")
 @pytest.mark.parametrize(
     ("limits", "key", "value", "bound"),
