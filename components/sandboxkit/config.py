@@ -64,6 +64,18 @@ class ConfigSource:
         parts = path.split(".")
         return any(".".join(parts[:n]) in self.secret_paths for n in range(1, len(parts) + 1))
 
+    def shown(self, path: str, value: object) -> object:
+        """``value`` as a problem may show it: ``REDACTED`` when ``path`` is a secret."""
+        return REDACTED if self.is_secret(path) else value
+
+    def secrets_at(self, path: str) -> list[str]:
+        """The secret paths that hold ``path``'s value or part of it, sorted: ``path`` itself
+        when it or a parent is a secret, else the secret paths below it (``path.key``,
+        ``path[0]``)."""
+        if self.is_secret(path):
+            return [path]
+        return sorted(p for p in self.secret_paths if _below(p, path))
+
     @classmethod
     def from_runtime(cls, stack_file: Path | None) -> ConfigSource:
         """Read the config the Pulumi engine hands the program.
@@ -92,6 +104,11 @@ class ConfigSource:
             paths = {p for p in paths if not any(e.startswith((f"{p}.", f"{p}[")) for e in exact)}
             paths |= exact
         return cls(values=values, secret_paths=frozenset(paths))
+
+
+def _below(path: str, parent: str) -> bool:
+    """Whether dotted ``path`` (``a.b[0].c``) lies inside ``parent``."""
+    return path.startswith((f"{parent}.", f"{parent}["))
 
 
 def _strip_secure(value: Any, path: str, secret_paths: set[str]) -> Any:
@@ -319,9 +336,7 @@ def _problems(
     for error in exc.errors():
         loc = tuple(error["loc"])
         key = _key(*base, *loc)
-        value = error.get("input")
-        if source.is_secret(".".join(str(p) for p in (*base, *loc))):
-            value = REDACTED
+        value = source.shown(".".join(str(p) for p in (*base, *loc)), error.get("input"))
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, FieldError):
             problems.extend(
@@ -366,27 +381,25 @@ def _problems(
     return problems
 
 
-def _profile_secrets(source: ConfigSource) -> list[Problem]:
-    """The profile holds no credentials: each of its values stored as a secret is refused,
-    never shown (under ``pulumi up`` it is the decrypted text) and never validated (a
-    validator's sentence would quote it)."""
-    paths = sorted(
-        p for p in source.secret_paths if p == "profile" or p.startswith(("profile.", "profile["))
-    )
+def _misplaced_secrets(source: ConfigSource, path: str, expected: str) -> list[Problem]:
+    """One problem per secret path holding ``path``'s value or part of it (``secrets_at``), for
+    a setting that is no credential: its value is never shown (under ``pulumi up`` it is the
+    decrypted text) and must not reach a validator whose sentence would quote it.
+    ``expected`` may name the secret's full key as ``{key}``."""
     return [
-        Problem(
-            f"{NAMESPACE}:{path}",
-            REDACTED,
-            "plain text: the profile holds no credentials (egress entries, limits, pool sizes "
-            f"and audit settings are not secrets); run pulumi config set --path "
-            f"'{NAMESPACE}:{path}' <value> without --secret",
-        )
-        for path in paths
+        Problem(key, REDACTED, expected.format(key=key))
+        for key in (f"{NAMESPACE}:{secret}" for secret in source.secrets_at(path))
     ]
 
 
 def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list[Problem]]:
-    secrets = _profile_secrets(source)
+    secrets = _misplaced_secrets(
+        source,
+        "profile",
+        "plain text: the profile holds no credentials (egress entries, limits, pool sizes and "
+        "audit settings are not secrets); run pulumi config set --path '{key}' <value> without "
+        "--secret",
+    )
     if secrets:
         return None, secrets
     raw = source.values.get("profile", {})
@@ -403,6 +416,11 @@ def _wrap_secrets(
 ) -> tuple[dict[str, Any], list[Problem]]:
     problems: list[Problem] = []
     secret_keys = model.secret_keys()
+    allowed = (
+        f"only {', '.join(sorted(secret_keys))} may be secrets"
+        if secret_keys
+        else f"no setting of {name} is a secret"
+    )
     wrapped = dict(raw)
     for key, value in raw.items():
         path = f"{name}.{key}"
@@ -418,13 +436,8 @@ def _wrap_secrets(
                         f"pulumi config set --secret --path '{NAMESPACE}:{name}.{key}' <value>",
                     )
                 )
-        elif source.is_secret(path) and key in _known_keys(model):
-            allowed = (
-                f"only {', '.join(sorted(secret_keys))} may be secrets"
-                if secret_keys
-                else f"no setting of {name} is a secret"
-            )
-            problems.append(Problem(_key(name, key), REDACTED, f"plain text; {allowed}"))
+        elif key in _known_keys(model):
+            problems += _misplaced_secrets(source, path, f"plain text; {allowed}")
     return wrapped, problems
 
 
@@ -433,16 +446,21 @@ def _validate_settings(
 ) -> tuple[TargetSettings | None, list[Problem]]:
     raw = source.values.get(name, {})
     if not isinstance(raw, dict):
-        return None, [Problem(_key(name), raw, "a mapping of target settings")]
+        return None, [Problem(_key(name), source.shown(name, raw), "a mapping of target settings")]
     model = spec.settings_model
     wrapped, problems = _wrap_secrets(name, model, raw, source)
     try:
         settings = model.model_validate(wrapped)
     except ValidationError as exc:
-        # Every problem in one run: the other keys' too, not twice a secret's.
+        # Every problem in one run: the other keys' too, never one about a refused secret's
+        # setting, a part of it or what holds it (its value would be quoted).
         reported = {p.key for p in problems}
         found = _problems(exc, model, (name,), source)
-        return None, problems + [p for p in found if p.key not in reported]
+        return None, problems + [
+            p
+            for p in found
+            if not any(p.key == r or _below(p.key, r) or _below(r, p.key) for r in reported)
+        ]
     return (None, problems) if problems else (settings, [])
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import Field
 
 from sandboxkit import config as config_module
@@ -333,6 +335,57 @@ def test_a_profile_value_stored_as_secret_is_refused_without_echoing_it(
         problem.expected
     )
     assert allow[0] not in str(caught.value)
+
+
+# A stack whose profile and kubernetes settings have nested values (mappings and lists).
+NESTED: dict[str, Any] = {
+    **BASE,
+    "profile": {
+        "egress": {"mode": "allowlist", "allow": ["140.82.112.3:443"]},
+        "limits": {"vcpu": 1, "maxLifetimeSeconds": 600},
+    },
+    "kubernetes": {**BASE["kubernetes"], "runtimeClass": {"name": "gvisor", "create": True}},
+}
+
+
+def _paths(value: Any, path: str) -> list[str]:
+    """``path`` and every path inside ``value`` (``a.b``, ``a.b[0]``)."""
+    if isinstance(value, dict):
+        return [path, *(p for k, v in value.items() for p in _paths(v, f"{path}.{k}"))]
+    if isinstance(value, list):
+        return [path, *(p for i, v in enumerate(value) for p in _paths(v, f"{path}[{i}]"))]
+    return [path]
+
+
+def _replaced(values: Any, path: str, text: str) -> Any:
+    """A copy of ``values`` with the value at dotted ``path`` replaced by ``text``."""
+    found = copy.deepcopy(values)
+    *parents, last = path.replace("[", ".[").split(".")
+    holder = found
+    for part in parents:
+        holder = holder[int(part[1:-1])] if part.startswith("[") else holder[part]
+    if last.startswith("["):
+        holder[int(last[1:-1])] = text
+    else:
+        holder[last] = text
+    return found
+
+
+SETTING_PATHS = [p for key in ("profile", "kubernetes") for p in _paths(NESTED[key], key)]
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(path=st.sampled_from(SETTING_PATHS), text=st.text(min_size=1, max_size=20))
+def test_a_setting_stored_as_secret_is_refused_at_any_depth_and_never_shown(
+    path: str, text: str
+) -> None:
+    # Found in review: a secret nested inside a setting (kubernetes.runtimeClass.name) was
+    # taken as plain text when valid, and only the top-level setting was ever checked.
+    secret = f"zz-secret-{text}"
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(_replaced(NESTED, path, secret), frozenset({path})), "test")
+    assert (f"sandboxkit:{path}", REDACTED) in [(p.key, p.value) for p in caught.value.problems]
+    assert secret not in str(caught.value)
 
 
 @pytest.mark.usefixtures("fake_target")
