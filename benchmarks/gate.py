@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,22 +61,30 @@ class Run:
     peak_mib: float
 
 
-def whole_process(command: Sequence[str], cwd: Path) -> Run:
+def timed_process(
+    command: Sequence[str], cwd: Path, env: Mapping[str, str]
+) -> tuple[Run, subprocess.CompletedProcess[str]]:
     """Run ``command`` to its end under ``/usr/bin/time`` (Debian's ``time``: a small parent,
-    so the peak is the tree's own, not inherited from this process's memory at fork); its
-    exit code is not judged (the gate exits 1 on findings)."""
-    env = {**os.environ, "PYTHONPATH": str(cwd / "components")}
+    so the peak is the tree's own, not inherited from this process's memory at fork): its
+    figures, and the finished process with its output (text) and exit code, not judged."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
-        subprocess.run(
+        finished = subprocess.run(
             [TIME, "-o", report.name, "-f", "%e %U %S %M", *command],
             cwd=cwd,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            capture_output=True,
+            text=True,
             check=False,
         )
         wall, user, system, peak_kib = report.read().split()[-4:]
-    return Run(float(wall), float(user) + float(system), int(peak_kib) / 1024)
+    return Run(float(wall), float(user) + float(system), int(peak_kib) / 1024), finished
+
+
+def whole_process(command: Sequence[str], cwd: Path) -> Run:
+    """``timed_process`` with the kit on ``PYTHONPATH``; only the figures (the gate exits 1
+    on findings)."""
+    env = {**os.environ, "PYTHONPATH": str(cwd / "components")}
+    return timed_process(command, cwd, env)[0]
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gate import TIME, Run
+from gate import Run, timed_process
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 WORKER_MODULES = Path("components/sandboxkit/cloudflare/worker/node_modules")
@@ -58,17 +58,7 @@ def suite(checkout: Path) -> tuple[Run, str, list[str]]:
     env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "SANDBOXKIT_SHARED_DIR": shared}
     python = PROJECT_DIR / ".venv" / "bin" / "python"
     command = [str(python), "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider"]
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
-        finished = subprocess.run(
-            [TIME, "-o", report.name, "-f", "%e %U %S %M", *command],
-            cwd=checkout,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall, user, system, peak_kib = report.read().split()[-4:]
-    run = Run(float(wall), float(user) + float(system), int(peak_kib) / 1024)
+    run, finished = timed_process(command, checkout, env)
     lines = finished.stdout.strip().splitlines() or [f"exit {finished.returncode}"]
     return run, lines[-1].strip("= "), [line for line in lines if line.startswith("FAILED ")]
 
