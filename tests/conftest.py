@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.render import Recorder, collector_paused, recording_engine
-from support import freeze_new_imports, registration_stack_traces
+from support import freeze_new_imports
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # The reference data (agent-sandbox CRDs, SARIF schema) sits beside the clone as ../shared; a
@@ -59,14 +59,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     target's cloud SDK at its first render: ``support.freeze_new_imports``)."""
     yield
     freeze_new_imports()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _no_registration_stack_traces() -> Iterator[None]:
-    """Renders in this process send Pulumi's mocks an empty stack trace per registration,
-    which they never read (``support.registration_stack_traces``)."""
-    with registration_stack_traces(captured=False):
-        yield
 
 
 @pytest.fixture

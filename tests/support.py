@@ -16,14 +16,12 @@ import http.server
 import json
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from pulumi.runtime import resource as pulumi_resource
-from pulumi.runtime.proto import source_pb2
 from typer.testing import CliRunner
 
 from sandboxkit.cli import app
@@ -57,32 +55,6 @@ def freeze_new_imports() -> None:
         gc.collect()
         gc.freeze()
         _frozen_with_modules = len(sys.modules)
-
-
-# The SDK's own capture, kept before the session replaces it (tests/conftest.py).
-_SDK_STACK_TRACE = pulumi_resource._get_stack_trace
-
-
-@contextlib.contextmanager
-def registration_stack_traces(captured: bool) -> Iterator[None]:
-    """Whether Pulumi's SDK captures the Python stack for each resource registration (its
-    own behaviour) or sends an empty one, inside the block; restored after.
-
-    The SDK walks the whole stack for every registration (``traceback.extract_stack`` and one
-    protobuf frame per level, ``pulumi.runtime.resource._get_stack_trace``) and sends it in
-    ``RegisterResourceRequest.stackTrace`` / ``sourcePosition``, where a real engine shows
-    where a resource was declared. The mock monitor never reads either field, and
-    ``RecordingMonitor`` records the type, name, parent and inputs only: in a test process,
-    under pytest's and hypothesis's deep stacks, the walk cost 10-30% of a render for
-    nothing. ``tests/conftest.py`` turns it off for the session; ``tests/core/test_stacks.py``
-    checks that a render is the same either way.
-    """
-    saved = pulumi_resource._get_stack_trace
-    pulumi_resource._get_stack_trace = _SDK_STACK_TRACE if captured else source_pb2.StackTrace
-    try:
-        yield
-    finally:
-        pulumi_resource._get_stack_trace = saved
 
 
 # Environment variables that make rich draw progress on a pipe: unset for a real process whose

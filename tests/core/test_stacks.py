@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pulumi.runtime import resource as pulumi_resource
-from pulumi.runtime.proto import source_pb2
 
+from sandboxkit import program
+from sandboxkit.config import stack_source
 from sandboxkit.project import list_stacks
-from sandboxkit.render import render_stack
-from support import registration_stack_traces, shipped_render
+from sandboxkit.render import recording_engine
+from support import shipped_render
 
 STACKS = list_stacks(Path(__file__).resolve().parents[2])
 
@@ -59,15 +60,32 @@ def test_open_egress_is_rendered_with_a_visible_warning(project_dir: Path) -> No
     assert shipped_render(project_dir, "prod").warnings == ()
 
 
+def recorded_prod(project_dir: Path, stack_traces: bool) -> tuple[Any, list[int]]:
+    """Prod run under ``recording_engine(stack_traces=...)``: what it recorded (resources by
+    URN, outputs, warnings) and the stack trace's frame count of each registration request."""
+    frames: list[int] = []
+    source = stack_source(project_dir, "prod")
+    with recording_engine("prod", source, stack_traces=stack_traces) as recorder:
+        register = recorder.monitor.RegisterResource
+
+        def counting(request: Any) -> Any:
+            frames.append(len(request.stackTrace.frames))
+            return register(request)
+
+        recorder.monitor.RegisterResource = counting  # type: ignore[method-assign]
+        recorder.run(lambda: program.main(project_dir))
+    resources = sorted(recorder.resources, key=lambda r: r.urn)
+    return (resources, recorder.outputs, recorder.warnings), frames
+
+
 def test_a_render_is_the_same_without_the_sdks_registration_stack_traces(
     project_dir: Path,
 ) -> None:
-    # tests/conftest.py sends the mocks empty stack traces for the whole session; every
-    # resource, input, output and warning must be what the SDK's own capture gives.
-    assert pulumi_resource._get_stack_trace is source_pb2.StackTrace
-    without = render_stack(project_dir, "prod")
-    with registration_stack_traces(captured=True):
-        assert pulumi_resource._get_stack_trace is not source_pb2.StackTrace
-        captured = render_stack(project_dir, "prod")
-    assert len(captured.resources) > 100
+    # The offline engine sends the mocks empty stack traces unless asked: every resource,
+    # input, output and warning must be what the SDK's own capture gives.
+    without, frames_without = recorded_prod(project_dir, stack_traces=False)
+    captured, frames_captured = recorded_prod(project_dir, stack_traces=True)
+    assert len(frames_captured) > 100
+    assert set(frames_without) == {0}
+    assert min(frames_captured) > 0
     assert without == captured
