@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime import proto
+from pulumi_policy import proxy as proxy_module
 
 import support as testing
 from sandboxkit import gate
@@ -146,15 +149,57 @@ def test_in_process_each_properties_message_is_converted_once_per_call(
     def content(raw: bytes) -> bytes:
         return struct_pb2.Struct.FromString(raw).SerializeToString(deterministic=True)
 
-    distinct = {
-        _props(dict(r.inputs)).SerializeToString(deterministic=True) for r in rendered.resources
-    }
+    distinct = distinct_properties(rendered)
     # Analyze: each resource once; AnalyzeStack: each distinct properties message once.
     assert len(converted) == len(rendered.resources) + len(distinct)
     assert {content(raw) for raw, _ in converted} == distinct
     # Every policy read the shared conversions; none changed them.
     for raw, shared in converted:
         assert shared == real(struct_pb2.Struct.FromString(raw))
+
+
+def distinct_properties(rendered: RenderedStack) -> set[bytes]:
+    """The distinct properties messages of ``rendered``'s resources (key-sorted bytes)."""
+    return {
+        _props(dict(r.inputs)).SerializeToString(deterministic=True) for r in rendered.resources
+    }
+
+
+def plain(value: Any) -> Any:
+    """Properties as plain dicts and lists (unknowns included), read through pulumi-policy's
+    input proxies where there are some; an asset or archive as its kind and fields."""
+    if isinstance(value, pulumi.Asset | pulumi.Archive):
+        return (type(value).__name__, plain(vars(value)))
+    proxy: Any = value
+    if isinstance(value, Mapping):
+        items = value if isinstance(value, dict) else proxy["__target"]
+        return {key: plain(item) for key, item in items.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [plain(item) for item in (value if isinstance(value, list) else proxy["__target"])]
+    return value
+
+
+def test_in_process_each_properties_message_gets_one_copy_and_proxy_per_call(
+    analyzer: gate.InProcessAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pulumi-policy builds a copy of the properties and an input proxy over it per policy; in
+    # process, once per message and call (gate.analyzer.once_per_call), read by every policy.
+    rendered = testing.shipped_render(PROJECT, "prod")
+    real = proxy_module._proxy_helper
+    built: list[tuple[Any, Any]] = []
+
+    def recording(value: Any, path: list[str]) -> Any:
+        result = real(value, path)
+        if not path:  # a whole resource's properties (unknown_checking_proxy), not a part
+            built.append((copy.deepcopy(value), result))
+        return result
+
+    monkeypatch.setattr(proxy_module, "_proxy_helper", recording)
+    gate.crossguard.analyze(analyzer, rendered)
+    assert len(built) == len(rendered.resources) + len(distinct_properties(rendered))
+    # No policy changed a proxy it shared with the policies after it.
+    for properties, proxy in built:
+        assert plain(proxy) == plain(properties)
 
 
 def test_messages_differing_only_in_key_order_keep_their_own_order() -> None:
