@@ -29,7 +29,7 @@ from sandboxkit import program
 from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, stack_source
 from sandboxkit.errors import REDACTED
 from sandboxkit.mockcloud import CloudMocks
-from sandboxkit.sdk_parts import PARTIAL_PACKAGES, import_parts_only
+from sandboxkit.sdk_parts import import_partial_packages
 
 UNKNOWN_TEXT = "[unknown]"
 
@@ -320,8 +320,7 @@ def recording_engine(
 @contextlib.contextmanager
 def _recording_engine(stack: str, source: ConfigSource | None, project: str) -> Iterator[Recorder]:
     """The mocks and the config of ``recording_engine``."""
-    for package in PARTIAL_PACKAGES:
-        import_parts_only(package)
+    import_partial_packages()
     saved_settings = dict(vars(settings.SETTINGS))
     saved_root = settings.ROOT.get()
     saved_config = dict(runtime_config.CONFIG.get())

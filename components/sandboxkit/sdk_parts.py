@@ -70,3 +70,10 @@ def import_parts_only(package: str) -> None:
 
     module.__dict__["__getattr__"] = whole_package_on_demand
     sys.modules[package] = module
+
+
+def import_partial_packages() -> None:
+    """``import_parts_only`` for each of ``PARTIAL_PACKAGES`` (the offline render's, and the
+    test session's before it collects)."""
+    for package in PARTIAL_PACKAGES:
+        import_parts_only(package)
