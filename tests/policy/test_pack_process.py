@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pulumi_policy.policy
 import pytest
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime import proto
@@ -200,6 +201,28 @@ def test_in_process_each_properties_message_gets_one_copy_and_proxy_per_call(
     # No policy changed a proxy it shared with the policies after it.
     for properties, proxy in built:
         assert plain(proxy) == plain(properties)
+
+
+def test_in_process_a_policy_cannot_assign_to_the_inputs_it_shares(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # Found in review: over gRPC each policy gets its own proxy, in process one is shared by
+    # every policy of a call, so an assignment changed what the next policy read. It raises.
+    servicer_module: Any = pulumi_policy.policy
+    properties = {"spec": {"labels": {"app": "sandbox"}, "ports": [{"port": 443.0}]}}
+    with gate.analyzer._conversions_shared():
+        copied = servicer_module.deserialize_properties(properties)
+        props = servicer_module.unknown_checking_proxy(copied)
+        assert servicer_module.unknown_checking_proxy(copied) is props
+        assert props["spec"]["ports"][0]["port"] == 443.0
+        spec = props["spec"]
+        for mapping in (props, spec, spec["labels"], spec["ports"][0]):
+            with pytest.raises(gate.analyzer.SharedInputError, match=r"assign to a copy"):
+                mapping["app"] = "other"
+        assert spec["labels"]["app"] == "sandbox"
+    outside = servicer_module.unknown_checking_proxy(properties)
+    outside["spec"] = {}
+    assert outside["spec"] == {}
 
 
 def test_messages_differing_only_in_key_order_keep_their_own_order() -> None:

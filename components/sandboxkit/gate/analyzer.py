@@ -118,7 +118,8 @@ class SharedConversions:
     key order (a deterministic serialization sorts keys, so two messages differing only in
     key order would share one conversion, and a check reading keys in order would name
     another input); pulumi-policy's ``deserialize_properties`` copies what it reads and never
-    changes it, so the policies see what they saw before (``tests/policy/test_pack_process.py``
+    changes it, and that copy reaches the policies only through a read-only proxy
+    (``once_per_call``), so they see what they saw before (``tests/policy/test_pack_process.py``
     holds both). Outside such a call, and for any other message or option, it is
     ``json_format`` itself.
 
@@ -140,17 +141,19 @@ class SharedConversions:
         return memo.structs[key]
 
 
-def once_per_call(function: Callable[[Any], Any]) -> Callable[..., Any]:
+def once_per_call(
+    function: Callable[[Any], Any], prepare: Callable[[Any], Any] | None = None
+) -> Callable[..., Any]:
     """``function`` (of one argument) computed once per argument object inside one
-    ``InProcessAnalyzer`` call, the first result handed to every later caller; outside a call,
-    or with any further argument, ``function`` itself.
+    ``InProcessAnalyzer`` call, the first result (through ``prepare``) handed to every later
+    caller; outside a call, or with any further argument, ``function`` itself.
 
     pulumi-policy 1.x builds each resource's ``deserialize_properties`` copy and its
     ``unknown_checking_proxy`` (a proxy object per dict and list, each with its property path)
     once per policy: 30% of CrossGuard's CPU on prod. Given the same dict (``SharedConversions``
-    hands out one per message), every policy of the call now reads one copy and one proxy.
-    The pack's policies read their inputs and never assign through the proxy
-    (``tests/policy/test_pack_process.py`` checks every shared proxy after a call).
+    hands out one per message), every policy of the call now reads one copy and one proxy,
+    made read-only (``read_only_inputs``): a policy assigning to its inputs would otherwise
+    change what the policies after it read, which over gRPC it never does.
     """
 
     @functools.wraps(function)
@@ -161,23 +164,67 @@ def once_per_call(function: Callable[[Any], Any]) -> Callable[..., Any]:
         results = memo.results[function]
         found = results.get(id(value))
         if found is None:
-            found = results[id(value)] = (value, function(value))
+            result = function(value)
+            found = results[id(value)] = (value, prepare(result) if prepare else result)
         return found[1]
 
     return shared
 
 
+class SharedInputError(TypeError):
+    """A policy assigned to its inputs (``args.props[key] = ...``) inside an
+    ``InProcessAnalyzer`` call, where every policy of the call reads the same input proxy."""
+
+
+@functools.cache
+def _shared_mapping_class() -> type:
+    """pulumi-policy's mapping proxy, with assignment refused (``SharedInputError``)."""
+    from pulumi_policy.proxy import _DictProxy
+
+    class SharedInputs(_DictProxy):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            raise SharedInputError(
+                f"a policy assigned {key!r} in its input properties: in process "
+                "(sandboxkit.gate.InProcessAnalyzer) every policy of a call reads the same "
+                "inputs, so the assignment would change what the policies after it read; "
+                "assign to a copy (dict(args.props)) instead"
+            )
+
+    return SharedInputs
+
+
+def read_only_inputs(proxy: Any) -> Any:
+    """``proxy`` (an ``unknown_checking_proxy`` result) with every mapping in it made
+    read-only in place: assigning raises ``SharedInputError``; reading is unchanged."""
+    from pulumi_policy.proxy import _DictProxy, _ListProxy
+
+    shared = _shared_mapping_class()
+    pending = [proxy]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _DictProxy):
+            node.__class__ = shared
+            pending.extend(node["__target"].values())
+        elif isinstance(node, _ListProxy):
+            pending.extend(node["__target"])
+    return proxy
+
+
 def _share_within_calls() -> None:
     """Install ``SharedConversions`` and ``once_per_call`` versions of pulumi-policy's
-    ``deserialize_properties`` and ``unknown_checking_proxy`` in its servicer module, once per
-    process (outside an ``InProcessAnalyzer`` call they behave as the originals)."""
+    ``deserialize_properties`` and ``unknown_checking_proxy`` (read-only) in its servicer
+    module, once per process (outside an ``InProcessAnalyzer`` call they behave as the
+    originals)."""
     from pulumi_policy import policy as servicer_module
 
     if isinstance(servicer_module.json_format, SharedConversions):
         return
     servicer_module.json_format = SharedConversions()
-    for name in ("deserialize_properties", "unknown_checking_proxy"):
-        setattr(servicer_module, name, once_per_call(getattr(servicer_module, name)))
+    for name, prepare in (
+        ("deserialize_properties", None),
+        ("unknown_checking_proxy", read_only_inputs),
+    ):
+        setattr(servicer_module, name, once_per_call(getattr(servicer_module, name), prepare))
 
 
 @contextlib.contextmanager
@@ -197,8 +244,12 @@ class InProcessAnalyzer:
     Requests and responses are the analyzer protocol's messages (``pulumi.runtime.proto``), as a
     gRPC stub takes and returns them. Each ``Analyze`` and ``AnalyzeStack`` converts each
     resource's properties once, not once per policy (``SharedConversions``, installed as the
-    servicer module's ``json_format``), and builds each one's copy and input proxy once
-    (``once_per_call``).
+    servicer module's ``json_format``), and builds one copy and one input proxy per distinct
+    properties message, which every policy of the call reads (``once_per_call``). One
+    difference from the pack process, where each policy gets its own proxy: assigning through
+    it (``args.props[key] = ...``) raises ``SharedInputError`` instead of changing what the
+    policies after it read; resources whose properties are the same message share one proxy
+    object in ``AnalyzeStack``.
 
     Raises:
         FileNotFoundError: (on construction) when the pack has no ``policies/__init__.py``.
