@@ -1,6 +1,6 @@
 """Shared fixtures: the one place that installs Pulumi mocks (and restores settings after);
-the hypothesis profiles; the collector's settings and the SDK's registration stack traces for
-the session."""
+the hypothesis profiles; the collector's settings and the partial SDK packages for the
+session."""
 
 from __future__ import annotations
 

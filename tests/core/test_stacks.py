@@ -10,7 +10,7 @@ import pytest
 from sandboxkit import program
 from sandboxkit.config import stack_source
 from sandboxkit.project import list_stacks
-from sandboxkit.render import recording_engine
+from sandboxkit.render import RecordingMonitor, recording_engine, render_stack
 from support import shipped_render
 
 STACKS = list_stacks(Path(__file__).resolve().parents[2])
@@ -60,32 +60,29 @@ def test_open_egress_is_rendered_with_a_visible_warning(project_dir: Path) -> No
     assert shipped_render(project_dir, "prod").warnings == ()
 
 
-def recorded_prod(project_dir: Path, stack_traces: bool) -> tuple[Any, list[int]]:
-    """Prod run under ``recording_engine(stack_traces=...)``: what it recorded (resources by
-    URN, outputs, warnings) and the stack trace's frame count of each registration request."""
-    frames: list[int] = []
-    source = stack_source(project_dir, "prod")
-    with recording_engine("prod", source, stack_traces=stack_traces) as recorder:
-        register = recorder.monitor.RegisterResource
-
-        def counting(request: Any) -> Any:
-            frames.append(len(request.stackTrace.frames))
-            return register(request)
-
-        recorder.monitor.RegisterResource = counting  # type: ignore[method-assign]
-        recorder.run(lambda: program.main(project_dir))
-    resources = sorted(recorder.resources, key=lambda r: r.urn)
-    return (resources, recorder.outputs, recorder.warnings), frames
-
-
 def test_a_render_is_the_same_without_the_sdks_registration_stack_traces(
-    project_dir: Path,
+    project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The offline engine sends the mocks empty stack traces unless asked: every resource,
-    # input, output and warning must be what the SDK's own capture gives.
-    without, frames_without = recorded_prod(project_dir, stack_traces=False)
-    captured, frames_captured = recorded_prod(project_dir, stack_traces=True)
-    assert len(frames_captured) > 100
-    assert set(frames_without) == {0}
-    assert min(frames_captured) > 0
-    assert without == captured
+    # The offline render (render_stack, as preview and check run it) sends the mocks empty
+    # stack traces: every resource, input, output and warning must be what the SDK's own
+    # capture gives.
+    frames: list[int] = []
+    register = RecordingMonitor.RegisterResource
+
+    def counting(monitor: RecordingMonitor, request: Any) -> Any:
+        frames.append(len(request.stackTrace.frames))
+        return register(monitor, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", counting)
+    rendered = render_stack(project_dir, "prod")
+    assert len(frames) > 100
+    assert set(frames) == {0}
+    frames.clear()
+    source = stack_source(project_dir, "prod")
+    with recording_engine("prod", source, stack_traces=True) as recorder:
+        recorder.run(lambda: program.main(project_dir))
+    assert len(frames) == len(rendered.resources) + 1  # and the stack itself
+    assert min(frames) > 0
+    assert list(rendered.resources) == sorted(recorder.resources, key=lambda r: r.urn)
+    assert dict(rendered.outputs) == recorder.outputs
+    assert list(rendered.warnings) == recorder.warnings
