@@ -130,35 +130,6 @@ def test_the_subprocess_and_in_process_verdicts_on_a_stack_match(
     }
 
 
-def test_in_process_each_properties_message_is_converted_once_per_call(
-    analyzer: gate.InProcessAnalyzer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # pulumi-policy converts the properties once per policy; in process, once per call
-    # (gate.analyzer.SharedConversions). The verdicts equal the subprocess's (test above).
-    rendered = testing.shipped_render(PROJECT, "prod")
-    real = json_format.MessageToDict
-    converted: list[tuple[bytes, Any]] = []
-
-    def counting(message: Any, *args: Any, **kwargs: Any) -> Any:
-        result = real(message, *args, **kwargs)
-        converted.append((message.SerializeToString(), result))
-        return result
-
-    monkeypatch.setattr(json_format, "MessageToDict", counting)
-    gate.crossguard.analyze(analyzer, rendered)
-
-    def content(raw: bytes) -> bytes:
-        return struct_pb2.Struct.FromString(raw).SerializeToString(deterministic=True)
-
-    distinct = distinct_properties(rendered)
-    # Analyze: each resource once; AnalyzeStack: each distinct properties message once.
-    assert len(converted) == len(rendered.resources) + len(distinct)
-    assert {content(raw) for raw, _ in converted} == distinct
-    # Every policy read the shared conversions; none changed them.
-    for raw, shared in converted:
-        assert shared == real(struct_pb2.Struct.FromString(raw))
-
-
 def distinct_properties(rendered: RenderedStack) -> set[bytes]:
     """The distinct properties messages of ``rendered``'s resources (key-sorted bytes)."""
     return {
@@ -180,25 +151,44 @@ def plain(value: Any) -> Any:
     return value
 
 
-def test_in_process_each_properties_message_gets_one_copy_and_proxy_per_call(
+def test_in_process_each_properties_message_is_converted_and_proxied_once_per_call(
     analyzer: gate.InProcessAnalyzer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # pulumi-policy builds a copy of the properties and an input proxy over it per policy; in
-    # process, once per message and call (gate.analyzer.once_per_call), read by every policy.
+    # pulumi-policy converts the properties, copies them and builds an input proxy over the
+    # copy once per policy; in process, once per message and call (gate.analyzer's
+    # SharedConversions and once_per_call), read by every policy. The verdicts equal the
+    # subprocess's (test above).
     rendered = testing.shipped_render(PROJECT, "prod")
-    real = proxy_module._proxy_helper
+    real_conversion = json_format.MessageToDict
+    real_proxy = proxy_module._proxy_helper
+    converted: list[tuple[bytes, Any]] = []
     built: list[tuple[Any, Any]] = []
 
-    def recording(value: Any, path: list[str]) -> Any:
-        result = real(value, path)
+    def converting(message: Any, *args: Any, **kwargs: Any) -> Any:
+        result = real_conversion(message, *args, **kwargs)
+        converted.append((message.SerializeToString(), result))
+        return result
+
+    def proxying(value: Any, path: list[str]) -> Any:
+        result = real_proxy(value, path)
         if not path:  # a whole resource's properties (unknown_checking_proxy), not a part
             built.append((copy.deepcopy(value), result))
         return result
 
-    monkeypatch.setattr(proxy_module, "_proxy_helper", recording)
+    monkeypatch.setattr(json_format, "MessageToDict", converting)
+    monkeypatch.setattr(proxy_module, "_proxy_helper", proxying)
     gate.crossguard.analyze(analyzer, rendered)
-    assert len(built) == len(rendered.resources) + len(distinct_properties(rendered))
-    # No policy changed a proxy it shared with the policies after it.
+
+    def content(raw: bytes) -> bytes:
+        return struct_pb2.Struct.FromString(raw).SerializeToString(deterministic=True)
+
+    distinct = distinct_properties(rendered)
+    # Analyze: each resource once; AnalyzeStack: each distinct properties message once.
+    assert len(converted) == len(built) == len(rendered.resources) + len(distinct)
+    assert {content(raw) for raw, _ in converted} == distinct
+    # Every policy read the shared conversions and proxies; none changed them.
+    for raw, shared in converted:
+        assert shared == real_conversion(struct_pb2.Struct.FromString(raw))
     for properties, proxy in built:
         assert plain(proxy) == plain(properties)
 
