@@ -37,9 +37,22 @@ def test_requirements_build_an_isolated_env_that_serves_the_pack(
         check=True,
     )
     assert isolated.stdout.strip() == "True"
-    # As the CLI does, in the pack folder, so '../..' is this repository.
+    # As the CLI does, in the pack folder, so '../..' is this repository, built from this
+    # checkout as pip builds it: uv keys its cached build of a local project by the project's
+    # pyproject.toml, so without --refresh-package a changed module came from an earlier build.
     install = subprocess.run(
-        [find_uv_bin(), "pip", "install", "--quiet", "--python", python, "-r", "requirements.txt"],
+        [
+            find_uv_bin(),
+            "pip",
+            "install",
+            "--quiet",
+            "--refresh-package",
+            "sandboxkit",
+            "--python",
+            python,
+            "-r",
+            "requirements.txt",
+        ],
         cwd=pack,
         capture_output=True,
         text=True,
