@@ -306,8 +306,7 @@ def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list
 
     Resources whose inputs carry an asset or archive (function code) are left out: they are
     not JSON-like, and no egress reader reads them. Secrets the offline render cannot read stay
-    opaque text (no reader judges a secret's value; one that parses it anyway fails, and the
-    pack reports ``unreadable_secrets`` as "cannot verify").
+    opaque text (no reader judges a secret's value).
 
     Raises:
         UnknownInputError: when a resource holds an input unknown during preview: the readers
@@ -323,37 +322,6 @@ def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list
         except TypeError:
             continue
     return views
-
-
-def unreadable_secrets(resource: StackResource) -> UnknownInputError | None:
-    """The inputs of ``resource`` that are secrets the offline render cannot read (its
-    stand-in, ``UNKNOWN_SECRET``), as one ``UnknownInputError`` naming each path in reading
-    order; ``None`` when it has none.
-
-    ``resource_views`` keeps them as opaque text, since no egress reader judges a secret's
-    value; a reader that parses one anyway (an address range set from a secret) fails with the
-    stand-in in its error, and the pack reports each resource's unreadable secrets as "cannot
-    verify" instead of a crash.
-    """
-    paths = list(_secret_paths(resource.props))
-    if not paths:
-        return None
-    owner = Owner(resource.resource_type, resource.name, resource.urn)
-    return UnknownInputError(owner, paths, secret=True)
-
-
-def _secret_paths(value: Any) -> Iterator[str]:
-    if isinstance(value, str) or not isinstance(value, Mapping | Sequence):
-        return
-    keys: Iterable[Any] = list(value) if isinstance(value, Mapping) else range(len(value))
-    for key in keys:
-        try:
-            item = value[key]
-        except UnknownInputError as unknown:
-            if unknown.secret:
-                yield from unknown.paths
-            continue
-        yield from _secret_paths(item)
 
 
 def _with_opaque_secrets(value: Any) -> Any:

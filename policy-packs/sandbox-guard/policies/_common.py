@@ -36,9 +36,7 @@ from sandboxkit.guard import (
     UnknownInputError,
     inputs,
     target_of,
-    unreadable_secrets,
 )
-from sandboxkit.secrets import UNKNOWN_SECRET
 
 
 @dataclass(frozen=True)
@@ -276,23 +274,12 @@ class StackRule:
         resources = stack_inputs(args.resources)
         checks = [self.every_stack] if self.every_stack else []
         checks += [h.check for h in self.handlers()]
-        unverified: dict[tuple[str, str], None] = {}  # each "cannot verify" once, in order
         for check in checks:
             try:
                 for message, urn in check(resources, context):
                     report(message, urn)
             except UnknownInputError as unknown:
-                unverified[cannot_verify(self.rule, unknown), unknown.owner.urn] = None
-            except (ValueError, TypeError) as error:
-                # A reader parsed the offline render's stand-in for a secret (resource_views
-                # keeps it as text): which secret input the verdict needed is not known, so
-                # none of the stack's can be verified.
-                if UNKNOWN_SECRET not in str(error):
-                    raise
-                for secret in filter(None, map(unreadable_secrets, resources)):
-                    unverified[cannot_verify(self.rule, secret), secret.owner.urn] = None
-        for message, urn in unverified:
-            report(message, urn)
+                report(cannot_verify(self.rule, unknown), unknown.owner.urn)
 
     def policy(self) -> StackValidationPolicy:
         """The CrossGuard policy."""
