@@ -200,7 +200,7 @@ def test_in_process_a_policy_cannot_assign_to_the_inputs_it_shares(
     # every policy of a call, so an assignment changed what the next policy read. It raises.
     servicer_module: Any = pulumi_policy.policy
     properties = {"spec": {"labels": {"app": "sandbox"}, "ports": [{"port": 443.0}]}}
-    with gate.analyzer._conversions_shared():
+    with gate.analyzer._within_one_call():
         copied = servicer_module.deserialize_properties(properties)
         props = servicer_module.unknown_checking_proxy(copied)
         assert servicer_module.unknown_checking_proxy(copied) is props
@@ -220,7 +220,7 @@ def test_messages_differing_only_in_key_order_keep_their_own_order() -> None:
     # message got the first one's key order, and a check that stops at the first unknown
     # input in order named another path in its "cannot verify" sentence.
     shared = gate.analyzer.SharedConversions()
-    with gate.analyzer._conversions_shared():
+    with gate.analyzer._within_one_call():
         first = shared.MessageToDict(_props({"annotations": {"a0": "x", "a3": "y"}}))
         second = shared.MessageToDict(_props({"annotations": {"a3": "y", "a0": "x"}}))
         again = shared.MessageToDict(_props({"annotations": {"a0": "x", "a3": "y"}}))

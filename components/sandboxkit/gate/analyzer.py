@@ -88,7 +88,8 @@ def load_policies(pack: Path) -> ModuleType:
 
 @dataclass
 class _CallMemo:
-    """What one ``InProcessAnalyzer`` call converted (``SharedConversions``).
+    """What one ``InProcessAnalyzer`` call has converted (``SharedConversions``) and computed
+    (``once_per_call``).
 
     Attributes:
         structs: a ``Struct``'s serialization -> its dict.
@@ -228,7 +229,7 @@ def _share_within_calls() -> None:
 
 
 @contextlib.contextmanager
-def _conversions_shared() -> Iterator[None]:
+def _within_one_call() -> Iterator[None]:
     """Within the block (one analyzer call), ``SharedConversions`` converts each ``Struct``
     once and each ``once_per_call`` function runs once per argument."""
     token = _CALL_MEMO.set(_CallMemo())
@@ -278,12 +279,12 @@ class InProcessAnalyzer:
 
     def Analyze(self, request: Any) -> Any:  # noqa: N802
         """Forward to the servicer, each properties message converted once."""
-        with _conversions_shared():
+        with _within_one_call():
             return self._servicer.Analyze(request, None)
 
     def AnalyzeStack(self, request: Any) -> Any:  # noqa: N802
         """Forward to the servicer, each properties message converted once."""
-        with _conversions_shared():
+        with _within_one_call():
             return self._servicer.AnalyzeStack(request, None)
 
 
