@@ -15,8 +15,9 @@ figure is only comparable to another taken with a similar probe, or paired with 
 
 ``--base`` checks REF out in a temporary git worktree, links this checkout's untracked
 installs into it (``.venv``, ``.venv-checkov``, the Worker's ``node_modules``: the tests run
-the entry points and checkov from the checkout), runs both suites one after the other (REF
-first) ``--runs`` times, then removes the worktree. Not a test: it prints figures.
+the entry points and checkov from the checkout), compiles its modules as ``.ci/run`` does,
+runs both suites one after the other (REF first) ``--runs`` times, then removes the worktree.
+Not a test: it prints figures.
 """
 
 from __future__ import annotations
@@ -73,6 +74,18 @@ def worktree(ref: str, folder: Path) -> Path:
     for install in UNTRACKED_INSTALLS:
         if (PROJECT_DIR / install).exists() and not (folder / install).exists():
             (folder / install).symlink_to(PROJECT_DIR / install)
+    # As .ci/run does for a checkout: with PYTHONDONTWRITEBYTECODE set, an uncompiled worktree
+    # would compile the kit again in every process its suite starts.
+    subprocess.run(
+        [
+            str(PROJECT_DIR / ".venv" / "bin" / "python"),
+            *("-m", "compileall", "-q", "-j", "0"),
+            *("-x", r"/node_modules/|/(test_[^/]*|conftest)\.py$"),
+            *("components", "policy-packs", "tests"),
+        ],
+        cwd=folder,
+        check=True,
+    )
     return folder
 
 
