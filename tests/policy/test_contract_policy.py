@@ -21,7 +21,8 @@ from sandboxkit.cli import app
 from sandboxkit.explain import contracts_config
 from sandboxkit.gate.crossguard import analyze, configure
 from sandboxkit.gate.pack_config import CONTRACT_POLICY, policy_config
-from sandboxkit.render import RenderedStack
+from sandboxkit.render import RenderedStack, secret_wrap
+from sandboxkit.secrets import UNKNOWN_SECRET
 
 PROJECT = Path(__file__).resolve().parents[2]
 NAME_RULES = "aws-microvm-fw-domains"
@@ -194,3 +195,68 @@ def test_pack_config_refuses_a_pack_config_naming_an_unknown_policy(tmp_path: Pa
     )
     assert "Traceback" not in result.output
     assert not out.exists()
+
+
+def _unreadable(policy: str, target: str, refusal: str) -> str:
+    return (
+        f"Cannot verify {policy} on {target}: its egress reader cannot read what the resources "
+        f"grant ({refusal}), so what sandbox code may reach is unknown; deploy the target's "
+        "component unchanged (SBX-NET-001 and SBX-NET-002 name inputs that widen egress)."
+    )
+
+
+def test_a_target_its_reader_refuses_is_reported_not_skipped(
+    analyzer: gate.InProcessAnalyzer, dev: RenderedStack
+) -> None:
+    # A domain list holding "*" (SBX-NET-002's, disabled here) is no name the reader can match:
+    # the target was skipped, so the contract check passed it.
+    everything = testing.with_input(
+        dev,
+        NAME_RULES,
+        ("ruleGroup", "rulesSource"),
+        {
+            "rulesSourceList": {
+                "generatedRulesType": "ALLOWLIST",
+                "targetTypes": ["TLS_SNI"],
+                "targets": ["*"],
+            }
+        },
+    )
+    off = {"sbx-net-001": "disabled", "sbx-net-002": "disabled"}
+    refusal = "name grant *: host '*' goes with scope any, only"
+    expected = [(_unreadable("SBX-NET-008", "aws-microvm", refusal), "aws-microvm")]
+    assert contract_reports(analyzer, everything, contracts=True, document=off) == expected
+    assert contract_reports(analyzer, everything, contracts=False, document=off) == expected
+
+
+def test_a_widened_target_with_an_unparsable_input_is_reported_when_net_005_is_off(
+    analyzer: gate.InProcessAnalyzer, tmp_path: Path
+) -> None:
+    # The failing input: staging's Cloud NGFW allow rule widened to exfil.example.net, and the
+    # deny-all rule's priority a secret (the offline render keeps its stand-in text, which the
+    # reader cannot parse as a number). SBX-NET-005, which crashes on the same input, is off in
+    # the pack config; the widened stack passed SBX-NET-006 and SBX-NET-008 silently.
+    staging = testing.shipped_render(PROJECT, "staging")
+    allow = "gcp-cloudrun-allow-fqdn-443"
+    names = list(testing.named(staging.resources, allow).inputs["match"]["destFqdns"])
+    widened = testing.with_input(
+        staging, allow, ("match", "destFqdns"), [*names, "exfil.example.net"]
+    )
+    widened = testing.with_input(
+        widened, "gcp-cloudrun-deny-all-ipv4", ("priority",), secret_wrap(UNKNOWN_SECRET)
+    )
+    config = tmp_path / "pack.json"
+    config.write_text(json.dumps({"all": "mandatory", "sbx-net-005": "disabled"}))
+    before = gate.check_rendered(analyzer, staging, PROJECT, config)
+    after = gate.check_rendered(analyzer, widened, PROJECT, config)
+    known = {(v.policy, v.urn) for v in before.violations}
+    refusal = f"invalid literal for int() with base 10: '{UNKNOWN_SECRET}'"
+    assert [
+        (v.policy, v.urn.rsplit("::", 1)[-1], v.message.rsplit("\n", 1)[-1])
+        for v in after.violations
+        if (v.policy, v.urn) not in known
+    ] == [
+        (policy, "gcp-cloudrun", _unreadable(policy, "gcp-cloudrun", refusal))
+        for policy in ("SBX-NET-006", "SBX-NET-008")
+    ]
+    assert after.failed

@@ -818,9 +818,15 @@ ROWS = [
         ),
     ),
     Row(
+        # aws-microvm's reader cannot read a domain list holding "*" (no name it could match):
+        # SBX-NET-006 and SBX-NET-008 report that they cannot verify the target.
         "domain-list-everything",
         "prod",
-        _caught(("SBX-NET-002", NAME_RULES)),
+        _caught(
+            ("SBX-NET-002", NAME_RULES),
+            ("SBX-NET-006", "aws-microvm"),
+            ("SBX-NET-008", "aws-microvm"),
+        ),
         inputs=_set(
             NAME_RULES,
             RULES_SOURCE,

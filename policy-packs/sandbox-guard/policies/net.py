@@ -7,6 +7,7 @@ and SBX-NET-008, which read the whole stack through every registered target's eg
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import Severity
@@ -110,21 +111,43 @@ EGRESS_ATTACHED = StackRule(
 )
 
 
-def _read_targets(
-    resources: Sequence[StackResource],
-) -> Iterator[tuple[str, EffectiveEgress, Mapping[str, str]]]:
-    """``(target, effective egress, resource name -> URN)`` for every registered target with a
-    reader, each reading only the resources its component created (as explain-egress does)."""
+@dataclass(frozen=True)
+class _TargetRead:
+    """One registered target's egress as its reader found it in the stack: ``effective`` is
+    ``None`` when the reader refused the target's resources (``refusal`` says why)."""
+
+    target: str
+    effective: EffectiveEgress | None
+    refusal: str
+    urns: Mapping[str, str]
+
+    def unreadable(self, rule: Rule) -> tuple[str, str | None]:
+        """``rule``'s finding for a target whose reader refused its resources: a check that
+        cannot read a target's egress cannot pass it (the report is on the target's component).
+        """
+        return (
+            f"Cannot verify {rule.id} on {self.target}: its egress reader cannot read what the "
+            f"resources grant ({self.refusal}), so what sandbox code may reach is unknown; "
+            "deploy the target's component unchanged (SBX-NET-001 and SBX-NET-002 name inputs "
+            "that widen egress).",
+            self.urns.get(self.target),
+        )
+
+
+def _read_targets(resources: Sequence[StackResource]) -> Iterator[_TargetRead]:
+    """Every registered target with a reader that found its resources in the stack, each reader
+    reading only the resources its component created (as explain-egress does). A reader that
+    refuses them (``ValueError``: a domain list holding "*", an input it cannot parse) gives a
+    read without ``effective``, which each check reports: never a target skipped."""
     urns = {r.name: r.urn for r in resources}
     for target in TARGET_MODULES:
         try:
             effective = get_target(target).read_egress(target_views(resources, target))
-        except ValueError:
-            # A reader refuses inputs no grant can express (a domain list holding "*"):
-            # SBX-NET-001/002 judge those inputs themselves.
+        except ValueError as refusal:
+            yield _TargetRead(target, None, str(refusal), urns)
             continue
         if effective is not None:
-            yield target, effective, urns
+            yield _TargetRead(target, effective, "", urns)
 
 
 def _urn_of(grant: Grant, urns: Mapping[str, str]) -> str | None:
@@ -136,7 +159,11 @@ def _names_by_address(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     # A grant a reader marks 'resolved address only' admits any site on that name's addresses.
-    for target, effective, urns in _read_targets(resources):
+    for read in _read_targets(resources):
+        target, effective, urns = read.target, read.effective, read.urns
+        if effective is None:
+            yield read.unreadable(NAMES_BY_NAME.rule)
+            continue
         for finding in inexpressible(effective):
             if finding.kind != "resolved-address-only":
                 continue
@@ -157,7 +184,8 @@ NAMES_BY_NAME = StackRule(
         severity=Severity.HIGH,
         description="Prohibits egress that admits a name only by the addresses the name "
         "resolves to (Cloud NGFW FQDN objects, and any target whose egress reader says "
-        "'resolved address only'): every site sharing those addresses passes.",
+        "'resolved address only'): every site sharing those addresses passes. A target whose "
+        "reader refuses its resources is reported as not verifiable.",
         remediation="Use a target that checks the allowed name itself at L7, or accept "
         "matching by resolved address in the pack config (sbx-net-006 advisory).",
     ),
@@ -191,7 +219,11 @@ def _contract_differences(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     contracts = ctx.setting("contracts")
-    for target, effective, urns in _read_targets(resources):
+    for read in _read_targets(resources):
+        target, effective, urns = read.target, read.effective, read.urns
+        if effective is None:
+            yield read.unreadable(MATCHES_CONTRACT.rule)
+            continue
         declared = contracts.get(target)
         # Open admits every public address on every port: a grant no contract expresses widens
         # nothing there, and the probes below still find a non-public address it admits.
@@ -232,7 +264,8 @@ MATCHES_CONTRACT = StackRule(
         "the client claims it) and, for the contracts in the policy's config (sandboxkit "
         "check fills them from the stack's profile), that every probe derived from the "
         "entries (the name, one and two labels below, the apex, another port, the metadata "
-        "address and its NAT64 form) is admitted exactly when the contract admits it.",
+        "address and its NAT64 form) is admitted exactly when the contract admits it. A target "
+        "whose reader refuses its resources is reported as not verifiable, never skipped.",
         remediation="Deploy each target's component unchanged for the stack's profile; "
         "sandboxkit preview --explain-egress shows each target's answer per probe.",
         properties={
