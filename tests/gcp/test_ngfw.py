@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+import pytest
+
 from sandboxkit.gcp.cloudrun.ngfw import (
     Allowed,
     Decision,
@@ -196,6 +198,44 @@ def test_names_leaving_by_ipv6_too_need_both_families_denied() -> None:
     )
     assert [a.fqdn for a in allowed(rules, V4) if a.fqdn] == []
     assert [a.fqdn for a in allowed(rules, frozenset({4, 6})) if a.fqdn] == ["a.example"]
+
+
+def test_an_allow_rule_the_model_cannot_read_is_refused_not_skipped() -> None:
+    # A source filter on an allow rule: skipped, the rule's exfil.example.net vanished from
+    # what the readers saw (failing input of a review).
+    source = rule("allow-src", 999, "allow", destFqdns=["exfil.example.net"], l4=[tcp(443)])
+    source[1]["match"]["srcIpRanges"] = ["0.0.0.0/0"]
+    targeted = rule("allow-sa", 998, "allow", destFqdns=["exfil.example.net"], l4=[tcp(443)])
+    targeted[1]["targetServiceAccounts"] = ["sandbox@example.iam.gserviceaccount.com"]
+    inspected = rule("inspect", 997, "apply_security_profile_group", destIpRanges=["0.0.0.0/0"])
+    deny_all = rule("deny-all", 65000, "deny", destIpRanges=["0.0.0.0/0", "::/0"])
+    with pytest.raises(ValueError) as refused:
+        allowed(read_rules([source, deny_all]), V4)
+    assert str(refused.value) == (
+        "firewall policy rule allow-src: allows with match.srcIpRanges, which the model does "
+        "not read, so what it admits is unknown"
+    )
+    with pytest.raises(ValueError) as refused:
+        allowed(read_rules([targeted, deny_all]), V4)
+    assert str(refused.value) == (
+        "firewall policy rule allow-sa: allows with targetServiceAccounts, which the model does "
+        "not read, so what it admits is unknown"
+    )
+    with pytest.raises(ValueError) as refused:
+        allowed(read_rules([inspected, deny_all]), V4)
+    assert str(refused.value) == (
+        "firewall policy rule inspect: action 'apply_security_profile_group' is none of allow, "
+        "deny and goto_next, so what it admits is unknown"
+    )
+
+
+def test_a_deny_the_model_cannot_read_is_skipped_so_the_result_is_wider() -> None:
+    narrowed = rule("deny-sa", 10, "deny", destIpRanges=["0.0.0.0/0", "::/0"])
+    narrowed[1]["targetServiceAccounts"] = ["other@example.iam.gserviceaccount.com"]
+    assert allowed(read_rules([narrowed]), V4) == [
+        Allowed(None, "any", block=NET("0.0.0.0/0")),
+        Allowed(None, "any", block=NET("::/0")),
+    ]
 
 
 def test_udp_only_rules_open_no_tcp() -> None:

@@ -21,7 +21,8 @@ kit renders (``CloudRunSandbox`` decides that; the two meet only in tests):
   resolves to and are not counted.
 - Match fields the model does not know (address groups, region codes, threat intelligence
   lists, network contexts, source filters) and rules aimed at some targets only make the
-  rule's reach unknown: ``FirewallRule.unmodelled`` names them and ``decide`` reports them.
+  rule's reach unknown: ``FirewallRule.unmodelled`` names them, ``decide`` reports them, and
+  ``allowed`` refuses such an allow rule (``ValueError``) rather than guess what it admits.
 """
 
 from __future__ import annotations
@@ -243,15 +244,31 @@ def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> lis
     names resolve to and leave through). It takes out of a range the ports it covers when one
     of its ranges holds the whole range; a block inside the range is excluded when the deny
     covers every port of the allow. A deny on some ports of an allow on every port takes
-    nothing out, so the result is never narrower than the policy. Rules the model cannot read
-    (``FirewallRule.unmodelled``, actions other than allow, deny and goto_next) are skipped:
-    ``decide`` reports them.
+    nothing out, so the result is never narrower than the policy. A deny the model cannot
+    read (``FirewallRule.unmodelled``) is skipped, which leaves the result wider, never
+    narrower; so is ``goto_next``, which passes on.
+
+    Raises:
+        ValueError: for a rule that may admit what the model cannot tell: an allow rule with
+            fields it does not model (a source filter, address groups, target service
+            accounts), or an action other than allow, deny and goto_next.
     """
     denies: list[tuple[FirewallRule, TcpPorts]] = []
     found: list[Allowed] = []
     for rule in sorted(rules, key=lambda r: r.priority):
+        if rule.action not in ("allow", "deny", "goto_next"):
+            raise ValueError(
+                f"firewall policy rule {rule.resource}: action {rule.action!r} is none of "
+                "allow, deny and goto_next, so what it admits is unknown"
+            )
+        if rule.action == "allow" and rule.unmodelled:
+            raise ValueError(
+                f"firewall policy rule {rule.resource}: allows with "
+                f"{', '.join(rule.unmodelled)}, which the model does not read, so what it "
+                "admits is unknown"
+            )
         ports = tcp_ports(rule)
-        if rule.unmodelled or ports is None or rule.action not in ("allow", "deny"):
+        if rule.unmodelled or ports is None or rule.action == "goto_next":
             continue
         if rule.action == "deny":
             denies.append((rule, ports))
