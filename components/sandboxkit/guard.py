@@ -134,6 +134,45 @@ class UnknownInputError(Exception):
         return UnknownInputError(self.owner, paths, self.secret and other.secret)
 
 
+# What an egress reader raises on resources it cannot read: ``ValueError`` when it refuses
+# them (a domain list holding "*", a firewall rule it does not model, a text that is no
+# address), the others on an input of the wrong shape (a missing priority, a text where a list
+# belongs). A check that meets one reports it (``unreadable_egress``), never passes the target.
+EGRESS_READ_FAILURES: tuple[type[Exception], ...] = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+)
+
+
+def unreadable_egress(policy_id: str, subject: str, failure: Exception) -> str:
+    """The finding of policy ``policy_id`` when ``subject``'s (a target's) egress reader raised
+    ``failure`` (one of ``EGRESS_READ_FAILURES``): what sandbox code may reach is unknown, so
+    the check cannot pass it. The text names the reader's refusal and the fix: plain config when
+    the reader met the offline render's stand-in for a secret, else the component unchanged."""
+    refusal = (
+        str(failure)
+        if isinstance(failure, ValueError)
+        else (f"{type(failure).__name__}: {failure}")
+    )
+    if UNKNOWN_SECRET in refusal:
+        fix = (
+            "the reader met a Pulumi secret the offline render cannot read: give that input "
+            "as plain config (it is not a credential)"
+        )
+    else:
+        fix = (
+            "deploy the target's component unchanged (SBX-NET-001 and SBX-NET-002 name inputs "
+            "that widen egress)"
+        )
+    return (
+        f"Cannot verify {policy_id} on {subject}: its egress reader cannot read what the "
+        f"resources grant ({refusal}), so what sandbox code may reach is unknown; {fix}."
+    )
+
+
 def refuse_unknown(ctx: CheckContext, path: str, value: Any) -> None:
     """Raise ``UnknownInputError`` for ``ctx``'s resource when ``value``, read from inside an
     input (a JSON policy document's ``Resource``), is unknown to the gate (``is_unknown``).
@@ -304,9 +343,10 @@ def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list
     """The stack's resources whose type starts with ``prefix``, as the egress readers read them
     (``sandboxkit.reach.ResourceView``), in stack order.
 
-    Resources whose inputs carry an asset or archive (function code) are left out: they are
-    not JSON-like, and no egress reader reads them. Secrets the offline render cannot read stay
-    opaque text (no reader judges a secret's value).
+    An asset or archive (function code) stays as opaque text naming its kind
+    (``[FileArchive]``), so its resource is still read: no reader judges the code, and a
+    resource left out would hide what its other inputs grant. Secrets the offline render cannot
+    read stay opaque text too (no reader judges a secret's value).
 
     Raises:
         UnknownInputError: when a resource holds an input unknown during preview: the readers
@@ -316,19 +356,19 @@ def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list
     for resource in resources:
         if not resource.resource_type.startswith(prefix):
             continue
-        try:
-            props = _with_opaque_secrets(resource.props)
-            views.append(ResourceView.of(resource.resource_type, resource.name, props))
-        except TypeError:
-            continue
+        props = _with_opaque_secrets(resource.props)
+        views.append(ResourceView.of(resource.resource_type, resource.name, props))
     return views
 
 
 def _with_opaque_secrets(value: Any) -> Any:
     """``value`` as plain dicts and lists, secrets the gate cannot read kept as their stand-in
-    text; an input unknown during preview still raises ``UnknownInputError``."""
-    if isinstance(value, str) or not isinstance(value, Mapping | Sequence):
+    text and assets or archives as ``[<kind>]``; an input unknown during preview still raises
+    ``UnknownInputError``."""
+    if value is None or isinstance(value, str | bool | int | float):
         return value
+    if not isinstance(value, Mapping | Sequence):
+        return f"[{type(value).__name__}]"
     keys: Iterable[Any] = list(value) if isinstance(value, Mapping) else range(len(value))
     plain: dict[Any, Any] = {}
     for key in keys:

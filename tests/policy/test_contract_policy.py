@@ -7,12 +7,14 @@ contract expresses.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from google.protobuf import empty_pb2
+from pulumi.runtime import rpc
 from typer.testing import CliRunner
 
 import support as testing
@@ -197,11 +199,20 @@ def test_pack_config_refuses_a_pack_config_naming_an_unknown_policy(tmp_path: Pa
     assert not out.exists()
 
 
-def _unreadable(policy: str, target: str, refusal: str) -> str:
+UNCHANGED = (
+    "deploy the target's component unchanged (SBX-NET-001 and SBX-NET-002 name inputs that "
+    "widen egress)"
+)
+PLAIN_CONFIG = (
+    "the reader met a Pulumi secret the offline render cannot read: give that input as plain "
+    "config (it is not a credential)"
+)
+
+
+def _unreadable(policy: str, subject: str, refusal: str, fix: str = UNCHANGED) -> str:
     return (
-        f"Cannot verify {policy} on {target}: its egress reader cannot read what the resources "
-        f"grant ({refusal}), so what sandbox code may reach is unknown; deploy the target's "
-        "component unchanged (SBX-NET-001 and SBX-NET-002 name inputs that widen egress)."
+        f"Cannot verify {policy} on {subject}: its egress reader cannot read what the resources "
+        f"grant ({refusal}), so what sandbox code may reach is unknown; {fix}."
     )
 
 
@@ -256,7 +267,72 @@ def test_a_widened_target_with_an_unparsable_input_is_reported_when_net_005_is_o
         for v in after.violations
         if (v.policy, v.urn) not in known
     ] == [
-        (policy, "gcp-cloudrun", _unreadable(policy, "gcp-cloudrun", refusal))
+        (policy, "gcp-cloudrun", _unreadable(policy, "gcp-cloudrun", refusal, PLAIN_CONFIG))
         for policy in ("SBX-NET-006", "SBX-NET-008")
     ]
     assert after.failed
+
+
+ALLOW_FQDN = "gcp-cloudrun-allow-fqdn-443"
+
+
+def _exfil_rule(rendered: RenderedStack, **extra: Any) -> RenderedStack:
+    """A copy of the Cloud NGFW allow rule, beside it under the component, allowing
+    exfil.example.net with ``extra`` inputs."""
+    rule = testing.named(rendered.resources, ALLOW_FQDN)
+    inputs = json.loads(json.dumps(dict(rule.inputs)))
+    inputs.update(ruleName="allow-exfil", priority=999.0, **extra)
+    inputs["match"]["destFqdns"] = ["exfil.example.net"]
+    name = "gcp-cloudrun-allow-exfil"
+    copy = dataclasses.replace(rule, name=name, urn=f"{rule.urn.rpartition('::')[0]}::{name}")
+    copy = dataclasses.replace(copy, inputs=inputs)
+    return dataclasses.replace(rendered, resources=(*rendered.resources, copy))
+
+
+def _new_findings(
+    analyzer: gate.InProcessAnalyzer, before: RenderedStack, after: RenderedStack
+) -> list[tuple[str, str, str]]:
+    """(policy, resource name, message) of each finding of ``after`` that ``before`` lacks,
+    under the stack's shipped pack config."""
+    known = {(v.policy, v.urn) for v in gate.check_rendered(analyzer, before, PROJECT).violations}
+    return [
+        (v.policy, v.urn.rsplit("::", 1)[-1], v.message.rsplit("\n", 1)[-1])
+        for v in gate.check_rendered(analyzer, after, PROJECT).violations
+        if (v.policy, v.urn) not in known
+    ]
+
+
+def test_an_allow_rule_its_reader_does_not_model_is_reported_by_every_reading_check(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # Failing input of a review: a source filter made the reader skip the allow rule, so
+    # exfil.example.net passed SBX-NET-005, 006 and 008.
+    staging = testing.shipped_render(PROJECT, "staging")
+    widened = _exfil_rule(staging)
+    widened = testing.with_input(
+        widened, "gcp-cloudrun-allow-exfil", ("match", "srcIpRanges"), ["0.0.0.0/0"]
+    )
+    refusal = (
+        "firewall policy rule gcp-cloudrun-allow-exfil: allows with match.srcIpRanges, which "
+        "the model does not read, so what it admits is unknown"
+    )
+    assert _new_findings(analyzer, staging, widened) == [
+        (
+            "SBX-NET-005",
+            "gcp-cloudrun-service",
+            _unreadable("SBX-NET-005", "Cloud Run service gcp-cloudrun-service", refusal),
+        ),
+        ("SBX-NET-006", "gcp-cloudrun", _unreadable("SBX-NET-006", "gcp-cloudrun", refusal)),
+        ("SBX-NET-008", "gcp-cloudrun", _unreadable("SBX-NET-008", "gcp-cloudrun", refusal)),
+    ]
+
+
+def test_a_resource_with_an_asset_input_is_still_read(analyzer: gate.InProcessAnalyzer) -> None:
+    # Failing input of a review: an asset anywhere in a resource's inputs left the whole
+    # resource out of what the readers read, so its exfil.example.net passed SBX-NET-008.
+    staging = testing.shipped_render(PROJECT, "staging")
+    asset = {rpc._special_sig_key: rpc._special_asset_sig, "text": "x"}
+    widened = _exfil_rule(staging, description=asset)
+    assert ("SBX-NET-008", "gcp-cloudrun-allow-exfil") in {
+        (policy, resource) for policy, resource, _ in _new_findings(analyzer, staging, widened)
+    }

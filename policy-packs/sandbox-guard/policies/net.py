@@ -13,7 +13,13 @@ from typing import Any
 from pulumi_policy import Severity
 
 from sandboxkit.egress import EgressContract, parse_rule
-from sandboxkit.guard import CheckContext, StackResource, target_views
+from sandboxkit.guard import (
+    EGRESS_READ_FAILURES,
+    CheckContext,
+    StackResource,
+    target_views,
+    unreadable_egress,
+)
 from sandboxkit.reach import (
     EffectiveEgress,
     Grant,
@@ -114,40 +120,34 @@ EGRESS_ATTACHED = StackRule(
 @dataclass(frozen=True)
 class _TargetRead:
     """One registered target's egress as its reader found it in the stack: ``effective`` is
-    ``None`` when the reader refused the target's resources (``refusal`` says why)."""
+    ``None`` when the reader raised ``failure`` (one of ``guard.EGRESS_READ_FAILURES``)."""
 
     target: str
     effective: EffectiveEgress | None
-    refusal: str
+    failure: Exception | None
     urns: Mapping[str, str]
 
     def unreadable(self, rule: Rule) -> tuple[str, str | None]:
-        """``rule``'s finding for a target whose reader refused its resources: a check that
-        cannot read a target's egress cannot pass it (the report is on the target's component).
-        """
-        return (
-            f"Cannot verify {rule.id} on {self.target}: its egress reader cannot read what the "
-            f"resources grant ({self.refusal}), so what sandbox code may reach is unknown; "
-            "deploy the target's component unchanged (SBX-NET-001 and SBX-NET-002 name inputs "
-            "that widen egress).",
-            self.urns.get(self.target),
-        )
+        """``rule``'s finding for a target whose reader failed, on the target's component."""
+        assert self.failure is not None
+        return unreadable_egress(rule.id, self.target, self.failure), self.urns.get(self.target)
 
 
 def _read_targets(resources: Sequence[StackResource]) -> Iterator[_TargetRead]:
     """Every registered target with a reader that found its resources in the stack, each reader
     reading only the resources its component created (as explain-egress does). A reader that
-    refuses them (``ValueError``: a domain list holding "*", an input it cannot parse) gives a
-    read without ``effective``, which each check reports: never a target skipped."""
+    refuses them or fails on an input of the wrong shape (``guard.EGRESS_READ_FAILURES``)
+    gives a read without ``effective``, which each check reports: never a target skipped, nor
+    the stack's check crashed by one target."""
     urns = {r.name: r.urn for r in resources}
     for target in TARGET_MODULES:
         try:
             effective = get_target(target).read_egress(target_views(resources, target))
-        except ValueError as refusal:
-            yield _TargetRead(target, None, str(refusal), urns)
+        except EGRESS_READ_FAILURES as failure:
+            yield _TargetRead(target, None, failure, urns)
             continue
         if effective is not None:
-            yield _TargetRead(target, effective, "", urns)
+            yield _TargetRead(target, effective, None, urns)
 
 
 def _urn_of(grant: Grant, urns: Mapping[str, str]) -> str | None:

@@ -12,6 +12,7 @@ from sandboxkit.gcp import guard as gcp_guard
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE
 from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
 from sandboxkit.guard import (
+    EGRESS_READ_FAILURES,
     CheckContext,
     Handler,
     StackHandler,
@@ -20,6 +21,7 @@ from sandboxkit.guard import (
     items,
     of_kind,
     resource_views,
+    unreadable_egress,
 )
 from sandboxkit.guard_checks import (
     PortSpan,
@@ -219,7 +221,14 @@ def _dns_doors(
     # tunnel), and allowed names its rules would admit at a non-public address (rebinding).
     services = {s.name: s.urn for s in of_kind(resources, "cloudrunv2/service:Service")}
     views = resource_views(resources, "gcp:")
-    for name in dns_tunnels(views):
+    try:
+        tunnels, holes = dns_tunnels(views), rebinding_holes(views)
+    except EGRESS_READ_FAILURES as failure:
+        # What the reader cannot read it cannot clear: each service's sandboxes stay unverified.
+        for name, urn in services.items():
+            yield unreadable_egress("SBX-NET-005", f"Cloud Run service {name}", failure), urn
+        return
+    for name in tunnels:
         yield (
             f"Cloud Run service {name} lets its sandboxes resolve every name while their "
             "egress is closed (no Cloud DNS response policy answering '*.' on its network), so "
@@ -227,7 +236,7 @@ def _dns_doors(
             services.get(name),
         )
     reported: set[tuple[str, str]] = set()
-    for hole in rebinding_holes(views):
+    for hole in holes:
         if (hole.service, hole.name) in reported:
             continue
         reported.add((hole.service, hole.name))
