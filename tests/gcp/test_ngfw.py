@@ -89,7 +89,8 @@ def test_no_matching_rule_falls_to_the_implied_allow() -> None:
 def test_port_ranges_protocols_and_goto_next() -> None:
     rules = read_rules(
         [
-            rule("next", 10, "goto_next", destIpRanges=["0.0.0.0/0"]),
+            # The console's predefined rule for private ranges: they leave the policy.
+            rule("next", 10, "goto_next", destIpRanges=["10.0.0.0/8"]),
             rule("web", 20, "allow", destIpRanges=["0.0.0.0/0"], l4=[tcp("8000-8080")]),
             rule("udp", 30, "allow", destIpRanges=["0.0.0.0/0"], l4=[{"ipProtocol": "udp"}]),
             rule("deny", 40, "deny", destIpRanges=["0.0.0.0/0", "::/0"]),
@@ -101,6 +102,62 @@ def test_port_ranges_protocols_and_goto_next() -> None:
     assert decide(rules, dns).rule == "udp"
     # A name is taken to resolve to public addresses: a /0 covers it.
     assert decide(rules, to("example.com", port=8000)).rule == "web"
+    # goto_next ends the policy's evaluation: the later deny never applies, the implied allow
+    # admits (https://cloud.google.com/firewall/docs/pre-defined-rules).
+    assert decide(rules, to(address="10.1.2.3", port=22)) == Decision(True, "next", False, ())
+
+
+def test_goto_next_admits_what_it_matches_in_allowed() -> None:
+    # A review's input: goto_next for every address ahead of the deny-all passed as nothing.
+    rules = read_rules(
+        [
+            rule("leave", 1500, "goto_next", destIpRanges=["0.0.0.0/0"]),
+            rule("deny-all", 65000, "deny", destIpRanges=["0.0.0.0/0", "::/0"]),
+        ]
+    )
+    assert allowed(rules, V4) == [Allowed("leave", "any", block=NET("0.0.0.0/0"))]
+
+
+def test_protocol_numbers_are_their_protocols() -> None:
+    # A review's input: ipProtocol "6" (TCP by number, which the API takes) opened nothing.
+    (by_number,) = read_rules(
+        [
+            rule(
+                "exfil",
+                999,
+                "allow",
+                destFqdns=["exfil.example.net"],
+                l4=[{"ipProtocol": "6", "ports": ["443"]}],
+            )
+        ]
+    )
+    assert tcp_ports(by_number) == frozenset({443})
+    assert decide([by_number], to("exfil.example.net")).rule == "exfil"
+    (udp_number,) = read_rules(
+        [
+            rule(
+                "dns",
+                9,
+                "allow",
+                destIpRanges=["8.8.8.8/32"],
+                l4=[{"ipProtocol": "17", "ports": ["53"]}],
+            )
+        ]
+    )
+    assert tcp_ports(udp_number) is None
+
+
+def test_an_unreadable_disabled_or_direction_keeps_an_allow_and_drops_a_deny() -> None:
+    for field, value in (
+        ("disabled", "sandboxkit-offline-unknown-secret"),
+        ("disabled", "true"),
+        ("direction", "sandboxkit-offline-unknown-secret"),
+    ):
+        name, allow = rule("allow", 10, "allow", destFqdns=["a.example"])
+        _, deny = rule("deny", 5, "deny", destIpRanges=["0.0.0.0/0"])
+        allow[field] = deny[field] = value
+        read = read_rules([(name, allow), ("deny", deny)])
+        assert [r.name for r in read] == ["allow"], (field, value)
 
 
 def test_ingress_and_disabled_rules_never_decide_egress() -> None:

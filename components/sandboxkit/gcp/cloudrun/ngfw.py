@@ -4,11 +4,21 @@ The readers' model of Cloud NGFW, written from Google's documentation and not fr
 kit renders (``CloudRunSandbox`` decides that; the two meet only in tests):
 
 - Rules are evaluated from priority 0 (first) upwards; the first rule whose direction, layer 4
-  and destination match decides with its action, ``allow`` or ``deny``; ``goto_next`` passes
-  on; a ``disabled`` rule behaves "as if it did not exist" (pulumi-gcp 10.2
-  ``compute.NetworkFirewallPolicyRule`` ``priority`` / ``action`` / ``disabled``, from the
-  Compute API's FirewallPolicyRule). Egress rules apply to new connections whose source is the
-  target (https://cloud.google.com/vpc/docs/firewall-policies-rule-details).
+  and destination match decides with its action, ``allow`` or ``deny``; a ``disabled`` rule
+  behaves "as if it did not exist" (pulumi-gcp 10.2 ``compute.NetworkFirewallPolicyRule``
+  ``priority`` / ``action`` / ``disabled``, from the Compute API's FirewallPolicyRule). Egress
+  rules apply to new connections whose source is the target
+  (https://cloud.google.com/vpc/docs/firewall-policies-rule-details).
+- A matching ``goto_next`` rule ends this policy's evaluation and hands the connection to the
+  next step of the evaluation order: no later rule of the policy applies (every policy ends
+  in predefined lowest-priority ``goto_next`` rules for ``0.0.0.0/0`` and ``::/0``,
+  https://cloud.google.com/firewall/docs/pre-defined-rules; the steps:
+  https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). The kit's network
+  has no later policy, so the implied allow admits it: the model reads ``goto_next`` as an
+  allow.
+- ``layer4Configs[].ipProtocol`` is a protocol name or an IP protocol number (6 is TCP, 17
+  UDP). A ``disabled`` or ``direction`` the model cannot read (a secret, a text) is read the
+  way that admits more: an allow stays, a deny is dropped.
 - A connection no rule decides falls to the VPC's implied rules, which allow all egress
   (https://cloud.google.com/firewall/docs/firewalls "Implied rules").
 - An FQDN object is programmed as the addresses the name resolves to
@@ -59,6 +69,15 @@ class Layer4:
         return any(span is None or span[0] <= port <= span[1] for span in self.ports)
 
 
+# IP protocol numbers the model names (IANA assigned numbers): ``ipProtocol`` takes either.
+_PROTOCOL_NUMBERS = {"6": "tcp", "17": "udp", "1": "icmp", "132": "sctp"}
+
+
+def _protocol(value: Any) -> str:
+    text = str(value if value is not None else "").strip().lower()
+    return _PROTOCOL_NUMBERS.get(text, text)
+
+
 def _port_range(text: Any) -> PortRange:
     first, _, last = str(text).partition("-")
     return int(first), int(last or first)
@@ -93,7 +112,12 @@ class FirewallRule:
         """Read a ``gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule``'s
         wire-form inputs; ``None`` for an ingress or disabled rule, which never decides egress.
         """
-        if inputs.get("direction") != "EGRESS" or inputs.get("disabled") is True:
+        action = str(inputs.get("action", ""))
+        disabled, direction = inputs.get("disabled"), inputs.get("direction")
+        if direction == "INGRESS" or disabled is True:
+            return None
+        # Unreadable (a secret, a text): an allow may be enabled and egress, a deny may not.
+        if action == "deny" and (disabled not in (None, False) or direction != "EGRESS"):
             return None
         match = inputs.get("match") or {}
         unmodelled = [f"match.{key}" for key in sorted(match) if key not in _KNOWN_MATCH]
@@ -102,14 +126,14 @@ class FirewallRule:
             name=str(inputs.get("ruleName") or name),
             resource=name,
             priority=int(inputs["priority"]),
-            action=str(inputs.get("action", "")),
+            action=action,
             ranges=tuple(
                 ipaddress.ip_network(r, strict=False) for r in match.get("destIpRanges") or ()
             ),
             fqdns=tuple(str(f).lower().removesuffix(".") for f in match.get("destFqdns") or ()),
             layer4=tuple(
                 Layer4(
-                    str(c.get("ipProtocol", "")).lower(),
+                    _protocol(c.get("ipProtocol")),
                     tuple(_port_range(p) for p in c.get("ports") or ()),
                 )
                 for c in match.get("layer4Configs") or ()
@@ -172,12 +196,13 @@ def decide(rules: Sequence[FirewallRule], probe: Probe) -> Decision:
         if not any(l4.admits(probe.protocol, probe.port) for l4 in rule.layer4):
             continue
         matched, by_name = _destination_match(rule, probe)
-        if not matched or rule.action == "goto_next":
+        if not matched:
             continue
-        if rule.action not in ("allow", "deny"):
+        if rule.action not in ("allow", "deny", "goto_next"):
             unknown.append(rule.name)
             continue
-        return Decision(rule.action == "allow", rule.name, by_name, tuple(unknown))
+        # goto_next leaves the policy for the implied allow (the module docstring).
+        return Decision(rule.action != "deny", rule.name, by_name, tuple(unknown))
     return Decision(True, None, False, tuple(unknown))
 
 
@@ -244,9 +269,9 @@ def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> lis
     names resolve to and leave through). It takes out of a range the ports it covers when one
     of its ranges holds the whole range; a block inside the range is excluded when the deny
     covers every port of the allow. A deny on some ports of an allow on every port takes
-    nothing out, so the result is never narrower than the policy. A deny the model cannot
-    read (``FirewallRule.unmodelled``) is skipped, which leaves the result wider, never
-    narrower; so is ``goto_next``, which passes on.
+    nothing out, so the result is never narrower than the policy. ``goto_next`` counts as an
+    allow (it leaves the policy for the implied allow). A deny the model cannot read
+    (``FirewallRule.unmodelled``) is skipped, which leaves the result wider, never narrower.
 
     Raises:
         ValueError: for a rule that may admit what the model cannot tell: an allow rule with
@@ -261,14 +286,14 @@ def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> lis
                 f"firewall policy rule {rule.resource}: action {rule.action!r} is none of "
                 "allow, deny and goto_next, so what it admits is unknown"
             )
-        if rule.action == "allow" and rule.unmodelled:
+        if rule.action != "deny" and rule.unmodelled:
             raise ValueError(
                 f"firewall policy rule {rule.resource}: allows with "
                 f"{', '.join(rule.unmodelled)}, which the model does not read, so what it "
                 "admits is unknown"
             )
         ports = tcp_ports(rule)
-        if rule.unmodelled or ports is None or rule.action == "goto_next":
+        if rule.unmodelled or ports is None:
             continue
         if rule.action == "deny":
             denies.append((rule, ports))
