@@ -336,3 +336,20 @@ def test_a_resource_with_an_asset_input_is_still_read(analyzer: gate.InProcessAn
     assert ("SBX-NET-008", "gcp-cloudrun-allow-exfil") in {
         (policy, resource) for policy, resource, _ in _new_findings(analyzer, staging, widened)
     }
+
+
+def test_an_allow_rule_whose_policy_is_an_unreadable_secret_counts(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # Failing input of a review: the rule was linked to no policy, so no reader saw it.
+    staging = testing.shipped_render(PROJECT, "staging")
+    widened = testing.with_input(
+        _exfil_rule(staging),
+        "gcp-cloudrun-allow-exfil",
+        ("firewallPolicy",),
+        secret_wrap(UNKNOWN_SECRET),
+    )
+    found = {
+        (policy, resource) for policy, resource, _ in _new_findings(analyzer, staging, widened)
+    }
+    assert ("SBX-NET-008", "gcp-cloudrun-allow-exfil") in found

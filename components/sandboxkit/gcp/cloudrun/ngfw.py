@@ -14,8 +14,8 @@ kit renders (``CloudRunSandbox`` decides that; the two meet only in tests):
   in predefined lowest-priority ``goto_next`` rules for ``0.0.0.0/0`` and ``::/0``,
   https://cloud.google.com/firewall/docs/pre-defined-rules; the steps:
   https://cloud.google.com/firewall/docs/firewall-policies-rule-eval-order). The kit's network
-  has no later policy, so the implied allow admits it: the model reads ``goto_next`` as an
-  allow.
+  has no later network firewall policy and the readers count no VPC firewall rule as narrowing,
+  so the model reads ``goto_next`` as an allow (the implied allow admits what reaches it).
 - ``layer4Configs[].ipProtocol`` is a protocol name or an IP protocol number (6 is TCP, 17
   UDP). A ``disabled`` or ``direction`` the model cannot read (a secret, a text) is read the
   way that admits more: an allow stays, a deny is dropped.

@@ -27,9 +27,11 @@ Cloud enforces it, nothing of the kit runs at that point.
 Resources are linked by the values a render passes between them: the service's
 ``networkInterfaces[].network`` / ``subnetwork`` equal the association's ``attachmentTarget``,
 the response policy's ``networks[].networkUrl``, the subnets' and the router's ``network`` and
-the NAT's ``subnetworks[].name``. Not read, so never counted as narrowing: the network's own
-settings (deleted default routes: a render does not link the network resource to its id) and
-VPC firewall rules (the kit sets ``BEFORE_CLASSIC_FIREWALL``, so the policy decides first).
+the NAT's ``subnetworks[].name``; a rule whose ``firewallPolicy`` is a secret the render cannot
+read counts on every path unless it denies. Not read, so never counted as narrowing: the
+network's own settings (deleted default routes: a render does not link the network resource to
+its id) and VPC firewall rules (the kit sets ``BEFORE_CLASSIC_FIREWALL``, so the policy decides
+first).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from sandboxkit.gcp.cloudrun.ngfw import (
     read_rules,
 )
 from sandboxkit.reach import EffectiveEgress, Grant, ResourceView, Scope
+from sandboxkit.secrets import UNKNOWN_SECRET
 
 TARGET = "gcp-cloudrun"
 SERVICE = "gcp:cloudrunv2/service:Service"
@@ -126,6 +129,13 @@ def _is_launcher(service: ResourceView) -> bool:
     return any(c.get("sandboxLauncher") is True for c in _listed(service.at("template.containers")))
 
 
+def _in(rule: ResourceView, policies: set[object]) -> bool:
+    """Whether a firewall policy rule is one of ``policies``'; a rule whose policy is a secret
+    the render cannot read may be, so it counts unless it denies (wider, never narrower)."""
+    policy = rule.props.get("firewallPolicy")
+    return policy in policies or (policy == UNKNOWN_SECRET and rule.props.get("action") != "deny")
+
+
 def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPath:
     vpc = service.at("template.vpcAccess")
     interfaces = _listed(service.at("template.vpcAccess.networkInterfaces"))
@@ -136,9 +146,7 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
         for a in _of(resources, ASSOCIATION)
         if a.props.get("attachmentTarget") in networks
     }
-    rules = read_rules(
-        (r.name, r.props) for r in _of(resources, RULE) if r.props.get("firewallPolicy") in policies
-    )
+    rules = read_rules((r.name, r.props) for r in _of(resources, RULE) if _in(r, policies))
     bound = {
         p.props.get("responsePolicyName")
         for p in _of(resources, RESPONSE_POLICY)
