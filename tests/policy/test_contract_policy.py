@@ -353,3 +353,30 @@ def test_an_allow_rule_whose_policy_is_an_unreadable_secret_counts(
         (policy, resource) for policy, resource, _ in _new_findings(analyzer, staging, widened)
     }
     assert ("SBX-NET-008", "gcp-cloudrun-allow-exfil") in found
+
+
+def test_a_priority_that_is_no_number_is_reported_not_compared(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # A review's input: with allow rules present (staging), SBX-NET-005 compared the deny-all's
+    # text priority with the allows' numbers and crashed AnalyzeStack.
+    staging = testing.shipped_render(PROJECT, "staging")
+    text = testing.with_input(staging, "gcp-cloudrun-deny-all-ipv4", ("priority",), "last")
+    refusal = "invalid literal for int() with base 10: 'last'"
+    service = "gcp-cloudrun-service"
+    assert _new_findings(analyzer, staging, text) == [
+        (
+            "SBX-NET-005",
+            service,
+            f"Cannot tell whether the deny-all egress rule for Cloud Run service {service} "
+            "comes after every allow rule: the priority of gcp-cloudrun-deny-all-ipv4 is not a "
+            "number; give each rule a numeric priority.",
+        ),
+        (
+            "SBX-NET-005",
+            service,
+            _unreadable("SBX-NET-005", f"Cloud Run service {service}", refusal),
+        ),
+        ("SBX-NET-006", "gcp-cloudrun", _unreadable("SBX-NET-006", "gcp-cloudrun", refusal)),
+        ("SBX-NET-008", "gcp-cloudrun", _unreadable("SBX-NET-008", "gcp-cloudrun", refusal)),
+    ]

@@ -125,6 +125,12 @@ def _firewall_rule_entries(props: Mapping[str, Any], ctx: CheckContext) -> Itera
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
+def _priority(rule: StackResource) -> float | None:
+    """A firewall policy rule's priority (0 when unset), ``None`` when it is no number."""
+    value = rule.props.get("priority", 0)
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else value
+
+
 def _services_without_deny_all(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
@@ -136,15 +142,25 @@ def _services_without_deny_all(
         if r.props.get("action") == "deny"
         and set(items(dig(r.props, "match.destIpRanges"))) & set(EVERYWHERE)
     ]
-    allows = [r.props.get("priority", 0) for r in egress_rules if r.props.get("action") == "allow"]
+    allows = [r for r in egress_rules if r.props.get("action") == "allow"]
+    unordered = [r.name for r in [*deny_all, *allows] if _priority(r) is None]
+    deny_order = [p for r in deny_all if (p := _priority(r)) is not None]
+    allow_order = [p for r in allows if (p := _priority(r)) is not None]
     for service in of_kind(resources, "cloudrunv2/service:Service"):
-        if not deny_all:
+        if unordered:
+            yield (
+                f"Cannot tell whether the deny-all egress rule for Cloud Run service "
+                f"{service.name} comes after every allow rule: the priority of "
+                f"{', '.join(unordered)} is not a number; give each rule a numeric priority.",
+                service.urn,
+            )
+        elif not deny_all:
             yield (
                 f"Cloud Run service {service.name} has no deny-all egress rule in a network "
                 "firewall policy; add one (0.0.0.0/0, action deny) after the allow rules.",
                 service.urn,
             )
-        elif allows and min(r.props.get("priority", 0) for r in deny_all) <= max(allows):
+        elif allow_order and min(deny_order) <= max(allow_order):
             yield (
                 f"The deny-all egress rule for Cloud Run service {service.name} is evaluated "
                 "before an allow rule; give it a larger priority number than every allow rule.",

@@ -37,7 +37,7 @@ first).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -129,7 +129,7 @@ def _is_launcher(service: ResourceView) -> bool:
     return any(c.get("sandboxLauncher") is True for c in _listed(service.at("template.containers")))
 
 
-def _in(rule: ResourceView, policies: set[object]) -> bool:
+def _in(rule: ResourceView, policies: Container[object]) -> bool:
     """Whether a firewall policy rule is one of ``policies``'; a rule whose policy is a secret
     the render cannot read may be, so it counts unless it denies (wider, never narrower)."""
     policy = rule.props.get("firewallPolicy")
