@@ -417,6 +417,35 @@ def open_admits(address: IPAddress) -> bool:
     )
 
 
+def public_address_in(network: IPNetwork, excluded: Iterable[IPNetwork] = ()) -> IPAddress | None:
+    """The lowest address of ``network`` that ``open`` mode admits (``open_admits``) outside
+    every ``excluded`` block; ``None`` when the block holds none (all of it non-public or
+    excluded). What an address grant of a whole block admits that no entry names: SBX-NET-008
+    probes it (``reach.derive_probes``)."""
+    holes = [
+        *(h for h in excluded if h.version == network.version),
+        *exclusion_blocks(network.version),
+    ]
+    left = [network]
+    for hole in holes:
+        parts: list[IPNetwork] = []
+        for part in left:
+            if part.subnet_of(hole):  # type: ignore[arg-type]
+                continue
+            if hole.subnet_of(part):  # type: ignore[arg-type]
+                parts.extend(part.address_exclude(hole))  # type: ignore[arg-type]
+            else:
+                parts.append(part)
+        left = parts
+    for part in sorted(left, key=lambda n: int(n.network_address)):
+        # An ISATAP identifier can still carry a non-public IPv4 address (``open_admits``).
+        for offset in range(min(4, part.num_addresses)):
+            address = part.network_address + offset
+            if open_admits(address):
+                return address
+    return None
+
+
 @dataclass(frozen=True)
 class NonPublicReach:
     """Part of a CIDR block that is not public.

@@ -33,7 +33,7 @@ from functools import lru_cache
 from ipaddress import ip_network
 from typing import Final, Literal, TypeAlias
 
-from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks
+from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks, public_address_in
 from sandboxkit.egress import EgressContract, EgressRule, destination_of
 from sandboxkit.names import is_at_or_below, is_below, registrable_domain
 
@@ -420,10 +420,15 @@ def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
     ports = sorted(grant.ports) if grant.ports != "any" else [_SPARE_PORTS[0]]
     network = grant.network
     if network is not None:
-        if network.num_addresses == 1:
-            yield from (
-                Probe(str(network.network_address), p, "grant", grant.resource) for p in ports
-            )
+        # A block: its lowest address open mode admits outside its exclusions (a grant of
+        # 0.0.0.0/1 and 128.0.0.0/1 less the non-public blocks admits the public internet).
+        address = (
+            network.network_address
+            if network.num_addresses == 1
+            else public_address_in(network, [ip_network(block) for block in grant.excluded])
+        )
+        if address is not None:
+            yield from (Probe(str(address), p, "grant", grant.resource) for p in ports)
         return
     below = grant.scope in ("below", "one-label")
     host = f"{PROBE_LABELS[0]}.{grant.host}" if below else grant.host
@@ -443,10 +448,11 @@ def derive_probes(
     when they use one port) the name, or for ``*.x`` the name one label below. Per IP entry:
     the address on its port and on the other ports. Always: 169.254.169.254 and its NAT64 form
     64:ff9b::a9fe:a9fe on port 80. Per connection grant a target's reader found (``grants``,
-    so a grant no entry explains is asked too): its name (one label below for a wildcard) or its
-    single address, on each of its ports (8443 for every port); grants of every name or of a
-    block are left to the entries' probes and to SBX-NET-001. Each ``(host, port)`` once, first
-    derivation kept, in derivation order.
+    so a grant no entry explains is asked too): its name (one label below for a wildcard), its
+    single address, or for a block its lowest address ``open`` mode admits outside the grant's
+    exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port);
+    grants of every name are left to the entries' probes and to SBX-NET-001. Each
+    ``(host, port)`` once, first derivation kept, in derivation order.
     """
     listed = [*rules, *control_plane]
     found: dict[tuple[str, int], Probe] = {}

@@ -16,6 +16,7 @@ from sandboxkit.addresses import (
     judge_address,
     non_public_reach,
     open_admits,
+    public_address_in,
     registry_rows,
 )
 
@@ -189,6 +190,22 @@ def test_non_public_reach_splits_at_rows_and_honours_exclusions() -> None:
     ]
     six = non_public_reach(ip_network("64:ff9b::a9fe:a9fe/128"))
     assert [p.row.name for p in six] == ["NAT64 well-known prefix"]
+
+
+def test_public_address_in_is_the_lowest_admitted_address_outside_the_exclusions() -> None:
+    assert public_address_in(ip_network("0.0.0.0/1")) == IPv4Address("1.0.0.0")
+    # The exclusions are taken out first: 1.0.0.0/8 excluded leaves 2.0.0.0.
+    assert public_address_in(ip_network("0.0.0.0/1"), [ip_network("1.0.0.0/8")]) == IPv4Address(
+        "2.0.0.0"
+    )
+    half = [ip_network("93.184.216.0/25")]
+    assert public_address_in(ip_network("93.184.216.0/24"), half) == IPv4Address("93.184.216.128")
+    assert public_address_in(ip_network("93.184.216.0/24"), [ip_network("0.0.0.0/0")]) is None
+    # Only non-public addresses: nothing a probe could use.
+    assert public_address_in(ip_network("10.0.0.0/8")) is None
+    assert public_address_in(ip_network("169.254.0.0/16")) is None
+    assert public_address_in(ip_network("::/0")) == IPv6Address("2000::")
+    assert public_address_in(ip_network("2001:db8::/32")) is None
 
 
 # --- Properties ------------------------------------------------------------------------------

@@ -82,7 +82,10 @@ def test_preview_explains_its_egress_against_the_contract(tmp_path: Path) -> Non
     metadata = next(p for p in flyio["probes"] if p["probe"] == "169.254.169.254:80")
     assert metadata["connect"]["target"] is True and metadata["connect"]["contract"] is False
     assert metadata["connect"]["basis"] == ["platform-doc"]
+    # The machine's grants of whole address families are probed at their lowest public address.
     assert [d.split(" is admitted")[0] for d in flyio["differences"]] == [
         "wider: 169.254.169.254:80",
         "wider: [64:ff9b::a9fe:a9fe]:80",
+        "wider: 1.0.0.0:8443 (grant of flyio-machine)",
+        "wider: [2000::]:8443 (grant of flyio-machine)",
     ]

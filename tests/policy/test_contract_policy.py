@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 import support as testing
 from sandboxkit import gate
 from sandboxkit.cli import app
+from sandboxkit.contract import NON_PUBLIC_IPV4
 from sandboxkit.explain import contracts_config
 from sandboxkit.gate.crossguard import analyze, configure
 from sandboxkit.gate.pack_config import CONTRACT_POLICY, policy_config
@@ -379,4 +381,42 @@ def test_a_priority_that_is_no_number_is_reported_not_compared(
         ),
         ("SBX-NET-006", "gcp-cloudrun", _unreadable("SBX-NET-006", "gcp-cloudrun", refusal)),
         ("SBX-NET-008", "gcp-cloudrun", _unreadable("SBX-NET-008", "gcp-cloudrun", refusal)),
+    ]
+
+
+def test_a_block_grant_is_probed_at_a_public_address_it_admits(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # A review's input: prod's NetworkPolicy opened to the two halves of the IPv4 space less
+    # every non-public block (and 1.1.1.1): essentially the public internet, with no finding,
+    # since block grants were left to SBX-NET-001, which flags 0.0.0.0/0 alone.
+    prod = testing.shipped_render(PROJECT, "prod")
+
+    def public_part(half: str, *more: str) -> dict[str, Any]:
+        inside = [b for b in NON_PUBLIC_IPV4 if IPv4Network(b).subnet_of(IPv4Network(half))]
+        return {"ipBlock": {"cidr": half, "except": [*inside, *more]}}
+
+    halves = [public_part("0.0.0.0/1", "1.1.1.1/32"), public_part("128.0.0.0/1")]
+    widened = testing.with_input(
+        prod,
+        "kubernetes-network-policy",
+        ("spec", "egress"),
+        [{"to": halves, "ports": [{"protocol": "TCP", "port": 443}]}],
+    )
+    reports = contract_reports(analyzer, widened, contracts=True)
+    assert sorted(
+        (message.split(" is admitted")[0], resource)
+        for message, resource in reports
+        if message.startswith("kubernetes differs")
+    ) == [
+        (
+            "kubernetes differs from the stack's egress contract: wider: 1.0.0.0:443 "
+            "(grant of NetworkPolicy kubernetes-network-policy)",
+            "kubernetes-network-policy",
+        ),
+        (
+            "kubernetes differs from the stack's egress contract: wider: 128.0.0.0:443 "
+            "(grant of NetworkPolicy kubernetes-network-policy)",
+            "kubernetes-network-policy",
+        ),
     ]

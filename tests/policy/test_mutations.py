@@ -1147,9 +1147,10 @@ ROWS = [
     ),
     # cloudflare.
     Row(
+        # Open grants every public address: SBX-NET-008 probes the lowest one (1.0.0.0).
         "worker-egress-open",
         "prod",
-        _caught(("SBX-NET-001", WORKER)),
+        _caught(("SBX-NET-001", WORKER), ("SBX-NET-008", WORKER)),
         inputs=_edit(WORKER, _binding("EGRESS_POLICY", "text", '{"mode":"open","allow":[]}')),
     ),
     Row(
