@@ -11,7 +11,7 @@ import pytest
 import support as testing
 from sandboxkit.explain import explain_target, resource_views
 from sandboxkit.gcp.gke.reach import read_egress as read_gke
-from sandboxkit.kubernetes.reach import dnsmasq_names, pattern_scope, read_egress
+from sandboxkit.kubernetes.reach import dnsmasq_names, pattern_scope, read_egress, selects
 from sandboxkit.reach import EffectiveEgress, JSONValue, ResourceView, inexpressible
 from sandboxkit.render import RenderedStack
 
@@ -99,6 +99,60 @@ def test_network_policy_docs_example() -> None:
     assert not egress.admits("93.184.217.1", 5978)
     # No DNS egress at all: even the cluster's resolver is out of reach.
     assert not egress.resolves("example.com")
+
+
+def test_pods_no_policy_isolates_reach_everything() -> None:
+    """kubernetes.io network-policies: a pod is isolated for egress only by a policy that
+    selects it with Egress in policyTypes (by default when it has egress rules); else all of
+    its egress is allowed. The reader read such pods as reaching nothing."""
+    ingress_only = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "policyTypes": ["Ingress"]})
+    no_rules = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "egress": []})
+    for policies in ([], [ingress_only], [no_rules]):
+        egress = read_egress([template(), *policies])
+        assert [(g.host, g.ports, g.resource) for g in egress.connect] == [
+            ("0.0.0.0/0", "any", "SandboxTemplate t"),
+            ("::/0", "any", "SandboxTemplate t"),
+        ]
+        assert egress.resolves("exfil.example.net")
+    # Cilium: an egress rule isolates, unless enableDefaultDeny.egress is false.
+    world = {"toCIDR": ["93.184.216.34/32"]}
+    cilium = {"endpointSelector": {"matchLabels": SANDBOX}, "egress": [world]}
+    assert not read_egress([template(), view(CNP, cilium)]).admits("1.0.0.0", 443)
+    permissive = {**cilium, "enableDefaultDeny": {"egress": False}}
+    assert read_egress([template(), view(CNP, permissive)]).admits("1.0.0.0", 443)
+
+
+def test_label_selectors_read_match_expressions() -> None:
+    labels = {"sandboxkit-sandbox": "s", "tier": "a"}
+    assert selects(None, labels) and selects({}, labels)
+    assert selects({"matchLabels": {"k8s:sandboxkit-sandbox": "s"}}, labels)
+    assert not selects({"matchLabels": {"sandboxkit-sandbox": "t"}}, labels)
+
+    def one(key: str, operator: str, *values: str) -> dict[str, Any]:
+        return {"matchExpressions": [{"key": key, "operator": operator, "values": list(values)}]}
+
+    assert selects(one("tier", "In", "a", "b"), labels)
+    assert not selects(one("tier", "In", "b"), labels)
+    assert selects(one("tier", "NotIn", "b"), labels)
+    assert selects(one("zone", "NotIn", "b"), labels)
+    assert not selects(one("tier", "NotIn", "a"), labels)
+    assert selects(one("tier", "Exists"), labels)
+    assert not selects(one("sandboxkit-sandbox", "DoesNotExist"), labels)
+    both = {**one("tier", "Exists"), "matchLabels": {"sandboxkit-sandbox": "t"}}
+    assert not selects(both, labels)
+    with pytest.raises(ValueError) as refused:
+        selects(one("tier", "Gt", "1"), labels)
+    assert str(refused.value) == ("label selector operator 'Gt': In, NotIn, Exists or DoesNotExist")
+
+
+def test_a_cilium_policy_naming_the_pods_namespace_selects_them() -> None:
+    """Cilium labels each endpoint with its namespace (k8s:io.kubernetes.pod.namespace); the
+    reader compared the selector with the pod template's labels alone and dropped the policy."""
+    pod = template()
+    placed = ResourceView(pod.type, pod.name, {**pod.props, "metadata": {"namespace": "sbx"}})
+    selector = {"matchLabels": {**SANDBOX, "k8s:io.kubernetes.pod.namespace": "sbx"}}
+    wide = {"endpointSelector": selector, "egress": [{"toEntities": ["world"]}]}
+    assert read_egress([placed, view(CNP, wide)]).admits("1.0.0.0", 443)
 
 
 def test_every_sandbox_template_is_read() -> None:

@@ -381,10 +381,27 @@ ROWS = [
         inputs=_set(TEMPLATE, ("spec", "networkPolicyManagement"), "Managed"),
     ),
     Row(
+        # No policy isolates the pods' egress: the reader grants every address (SBX-NET-008).
         "network-policy-ingress-only",
         "prod",
-        _caught(("SBX-NET-001", "kubernetes-network-policy"), ("SBX-NET-005", TEMPLATE)),
+        _caught(
+            ("SBX-NET-001", "kubernetes-network-policy"),
+            ("SBX-NET-005", TEMPLATE),
+            ("SBX-NET-008", TEMPLATE),
+        ),
         inputs=_set("kubernetes-network-policy", ("spec", "policyTypes"), ["Ingress"]),
+    ),
+    Row(
+        # A review's input: a matchExpressions requirement the sandbox pods fail left them
+        # unisolated, while the reader and SBX-NET-005 read matchLabels alone.
+        "network-policy-selects-no-sandbox-pod",
+        "prod",
+        _caught(("SBX-NET-005", TEMPLATE), ("SBX-NET-008", TEMPLATE)),
+        inputs=_set(
+            "kubernetes-network-policy",
+            ("spec", "podSelector", "matchExpressions"),
+            [{"key": "sandboxkit-sandbox", "operator": "DoesNotExist"}],
+        ),
     ),
     Row(
         "network-policy-admits-all",
@@ -399,7 +416,7 @@ ROWS = [
     Row(
         "network-policy-removed",
         "prod",
-        _caught(("SBX-NET-005", TEMPLATE)),
+        _caught(("SBX-NET-005", TEMPLATE), ("SBX-NET-008", TEMPLATE)),
         inputs=_drop("kubernetes-network-policy"),
     ),
     Row(

@@ -52,6 +52,7 @@ from sandboxkit.kubernetes.reach import (
     dnsmasq_names,
     peer_kind,
     resolver_config,
+    selects,
 )
 from sandboxkit.reach import ResourceView
 
@@ -233,6 +234,15 @@ def _gke_fqdn_entries(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[s
 # --- SBX-NET-005 -------------------------------------------------------------------------------
 
 
+def _covers(selector: Any, pod_labels: Mapping[str, str]) -> bool:
+    """Whether a NetworkPolicy's pod selector takes in pods with ``pod_labels``; a selector
+    the model cannot read (an unknown operator) covers nothing, so SBX-NET-005 reports it."""
+    try:
+        return selects(selector, pod_labels)
+    except ValueError:
+        return False
+
+
 def _templates_without_policy(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
@@ -247,10 +257,7 @@ def _templates_without_policy(
             if dig(p.props, "metadata.namespace") == namespace
             and target_of(p.props) == target_of(template.props)
             and "Egress" in items(dig(p.props, "spec.policyTypes"))
-            and all(
-                pod_labels.get(k) == v
-                for k, v in (dig(p.props, "spec.podSelector.matchLabels", {}) or {}).items()
-            )
+            and _covers(dig(p.props, "spec.podSelector"), pod_labels)
         ]
         if not covering:
             yield (

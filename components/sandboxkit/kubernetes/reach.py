@@ -3,10 +3,13 @@
 Read from the resources alone (never the profile), following each primitive's documented
 semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cilium``):
 
-- ``NetworkPolicy`` selecting the sandbox pods (its ``podSelector`` a subset of the pod
-  template's labels): egress rules add up; an ``ipBlock`` admits its block less ``except`` on
-  the rule's TCP ports (no ``ports``: every port; a rule without ``to``: every address).
-  Pod and namespace peers are in-cluster, not internet reach. Enforced by address
+- Sandbox pods no policy isolates for egress (``_isolates``) reach every address and their DNS
+  every resolver, as Kubernetes admits all egress of a pod no policy isolates.
+- ``NetworkPolicy`` selecting the sandbox pods (its ``podSelector``, ``matchLabels`` and
+  ``matchExpressions``, holds for the pod template's labels): egress rules add up; an
+  ``ipBlock`` admits its block less ``except`` on the rule's TCP ports (no ``ports``: every
+  port; a rule without ``to``: every address). Pod and namespace peers are in-cluster, not
+  internet reach. Enforced by address
   (https://kubernetes.io/docs/concepts/services-networking/network-policies/).
 - ``CiliumNetworkPolicy`` selecting them: ``toCIDR``/``toCIDRSet``/``toEntities: world|all`` as
   addresses; ``toFQDNs`` selectors as names on the rule's TCP ports, with the release's pattern
@@ -37,7 +40,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sandboxkit.contract import RESOLVER_POD_LABEL, SANDBOX_POD_LABEL
+from sandboxkit.contract import RESOLVER_POD_LABEL
 from sandboxkit.kubernetes.cilium import (
     MULTI_LABEL_PATTERNS,
     SNI_EXACT,
@@ -219,6 +222,8 @@ class _Pods:
     labels: Mapping[str, str]
     dns_policy: str
     nameservers: tuple[str, ...]
+    namespace: str
+    template: str
 
 
 def _sandbox_pods(resources: Sequence[ResourceView]) -> Iterator[_Pods]:
@@ -231,17 +236,58 @@ def _sandbox_pods(resources: Sequence[ResourceView]) -> Iterator[_Pods]:
                 {str(k): str(v) for k, v in labels.items()},
                 str(spec.get("dnsPolicy") or "ClusterFirst"),
                 tuple(str(n) for n in _list(_dict(spec.get("dnsConfig")).get("nameservers"))),
+                str(view.at("metadata.namespace") or ""),
+                view.name,
             )
 
 
-def _selects(selector: Any, labels: Mapping[str, str]) -> bool:
-    wanted = _dict(_dict(selector).get("matchLabels"))
-    return all(labels.get(str(k).removeprefix("k8s:")) == str(v) for k, v in wanted.items())
+# Cilium gives every endpoint its namespace as a label; Kubernetes pods carry no such label.
+CILIUM_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+
+
+def selects(selector: Any, labels: Mapping[str, str]) -> bool:
+    """Whether a label selector selects a pod with ``labels``: every ``matchLabels`` pair and
+    every ``matchExpressions`` requirement (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``)
+    hold; an empty or missing selector selects every pod. Keys lose Cilium's ``k8s:`` prefix.
+    Kubernetes LabelSelector, https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/
+    ("Resources that support set-based requirements").
+
+    Raises:
+        ValueError: for another operator (the selection, and so the egress, is unknown).
+    """
+    chosen: Mapping[str, Any] = selector if isinstance(selector, Mapping) else {}
+    wanted = chosen.get("matchLabels")
+    for key, value in (wanted if isinstance(wanted, Mapping) else {}).items():
+        if labels.get(str(key).removeprefix("k8s:")) != str(value):
+            return False
+    expressions = chosen.get("matchExpressions")
+    for requirement in expressions if isinstance(expressions, Sequence) else ():
+        key = str(requirement.get("key", "")).removeprefix("k8s:")
+        values = {str(v) for v in requirement.get("values") or ()}
+        operator = requirement.get("operator")
+        if operator == "In":
+            held = labels.get(key) in values
+        elif operator == "NotIn":
+            held = labels.get(key) not in values
+        elif operator == "Exists":
+            held = key in labels
+        elif operator == "DoesNotExist":
+            held = key not in labels
+        else:
+            raise ValueError(
+                f"label selector operator {operator!r}: In, NotIn, Exists or DoesNotExist"
+            )
+        if not held:
+            return False
+    return True
 
 
 def _policies(resources: Sequence[ResourceView], kind: str, pods: _Pods) -> list[ResourceView]:
     selector = "spec.endpointSelector" if kind == CILIUM_POLICY else "spec.podSelector"
-    return [v for v in resources if v.type == kind and _selects(v.at(selector), pods.labels)]
+    labels = dict(pods.labels)
+    if kind == CILIUM_POLICY and pods.namespace:
+        labels[CILIUM_NAMESPACE_LABEL] = pods.namespace
+    return [v for v in resources if v.type == kind and selects(v.at(selector), labels)]
 
 
 def _address_grant(cidr: str, ports: Ports, excluded: Iterable[str], where: str, doc: str) -> Grant:
@@ -462,13 +508,33 @@ def _is_loopback(text: str) -> bool:
         return False
 
 
+def _isolates(view: ResourceView) -> bool:
+    """Whether a policy selecting the sandbox pods isolates their egress (what no rule admits is
+    refused). NetworkPolicy: ``Egress`` in ``policyTypes``, which defaults to it when the policy
+    has egress rules (https://kubernetes.io/docs/concepts/services-networking/network-policies/,
+    "policyTypes"). CiliumNetworkPolicy: an ``egress`` or ``egressDeny`` rule, unless
+    ``enableDefaultDeny.egress`` is false (Cilium docs, Policy Enforcement Modes). GKE
+    FQDNNetworkPolicy: an egress rule. An empty rule list isolates nothing (wider)."""
+    if view.type == NETWORK_POLICY:
+        types = view.at("spec.policyTypes")
+        if isinstance(types, list):
+            return "Egress" in types
+        return bool(_list(view.at("spec.egress")))
+    if view.type == CILIUM_POLICY:
+        rules = _list(view.at("spec.egress")) + _list(view.at("spec.egressDeny"))
+        return bool(rules) and _dict(view.at("spec.enableDefaultDeny")).get("egress") is not False
+    return bool(_list(view.at("spec.egress")))
+
+
 def _resolve(
     resources: Sequence[ResourceView],
     pods: _Pods,
     nps: Sequence[ResourceView],
     cnps: Sequence[ResourceView],
+    isolated: bool,
 ) -> list[Grant]:
-    paths = _dns_paths(nps, cnps)
+    # Egress not isolated: DNS reaches the kit's resolver and kube-dns alike.
+    paths = _dns_paths(nps, cnps) if isolated else _DnsPaths(True, True, None)
     own = pods.dns_policy == "None"
     if own and all(_is_loopback(n) for n in pods.nameservers):
         return []
@@ -505,13 +571,16 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for pods in _sandbox_pods(resources):
-        if SANDBOX_POD_LABEL not in pods.labels:
-            continue
         nps = _policies(resources, NETWORK_POLICY, pods)
         cnps = _policies(resources, CILIUM_POLICY, pods)
         gke = _policies(resources, GKE_FQDN_POLICY, pods)
+        isolated = any(_isolates(v) for v in (*nps, *cnps, *gke))
+        if not isolated:
+            # Kubernetes admits all egress of a pod no policy isolates.
+            where = f"SandboxTemplate {pods.template}"
+            connect += [_address_grant(c, "any", (), where, NP_DOC) for c in _EVERYWHERE]
         connect += [g for v in nps for g in _np_connect(v)]
         connect += [g for v in cnps for g in _cilium_connect(v)]
         connect += [g for v in gke for g in _gke_connect(v)]
-        resolve += _resolve(resources, pods, nps, cnps)
+        resolve += _resolve(resources, pods, nps, cnps, isolated)
     return EffectiveEgress(target, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))
