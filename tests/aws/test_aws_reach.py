@@ -296,3 +296,65 @@ def test_golden_policy_document_with_alert_only_validation_is_claimed_name() -> 
     )
     (grant,) = read_egress([SG_ALL_TCP, document, rule_group({"rulesString": text})]).connect
     assert grant.enforced == "claimed-name"
+
+
+def _group(rules_source: dict[str, Any], kind: str = "STATEFUL") -> ResourceView:
+    return ResourceView(
+        "aws:networkfirewall/ruleGroup:RuleGroup",
+        "extra",
+        {"type": kind, "capacity": 100, "ruleGroup": {"rulesSource": rules_source}},
+    )
+
+
+PASS_ALL = {
+    "protocol": "IP",
+    "source": "ANY",
+    "sourcePort": "ANY",
+    "destination": "ANY",
+    "destinationPort": "ANY",
+    "direction": "FORWARD",
+}
+
+
+def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedStack) -> None:
+    """A review's inputs: a structured stateful PASS rule and a stateless aws:pass rule (which
+    skips the stateful engine) let traffic out, and the reader read neither."""
+    views = resource_views(allowlist, T)
+    structured = _group({"statefulRules": [{"action": "PASS", "header": PASS_ALL}]})
+    with pytest.raises(ValueError) as refused:
+        read_egress([*views, structured])
+    assert str(refused.value) == (
+        "rule group extra: a structured stateful rule with action 'PASS', which the reader does "
+        "not model (only Suricata rule strings and domain lists)"
+    )
+    definition = {"actions": ["aws:pass"], "matchAttributes": {"protocols": [6]}}
+    stateless = _group(
+        {
+            "statelessRulesAndCustomActions": {
+                "statelessRules": [{"priority": 1, "ruleDefinition": definition}]
+            }
+        },
+        "STATELESS",
+    )
+    with pytest.raises(ValueError) as refused:
+        read_egress([*views, stateless])
+    assert str(refused.value) == (
+        "rule group extra: a stateless rule with actions ['aws:pass'], which the reader does "
+        "not model (aws:pass lets traffic past the stateful rules)"
+    )
+    # Rules that only drop, or hand traffic to the stateful engine, narrow: read as nothing.
+    drop = _group({"statefulRules": [{"action": "DROP", "header": PASS_ALL}]})
+    forward = _group(
+        {
+            "statelessRulesAndCustomActions": {
+                "statelessRules": [
+                    {
+                        "priority": 1,
+                        "ruleDefinition": {**definition, "actions": ["aws:forward_to_sfe"]},
+                    }
+                ]
+            }
+        },
+        "STATELESS",
+    )
+    assert read_egress([*views, drop, forward]) == read_egress(views)

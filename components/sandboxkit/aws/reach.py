@@ -10,7 +10,9 @@ semantics:
   Suricata ``pass`` rules as ``sandboxkit.aws.suricata.read_rules`` reads them; a domain list
   (``rulesSourceList``) as its generated rules, which match any port and a ``.x`` target's
   apex (API reference RulesSourceList; developer guide "Examples of stateful rules", domain
-  list rules). ``drop`` rules only narrow and are not read (the reader errs wide).
+  list rules). ``drop`` rules only narrow and are not read (the reader errs wide). Structured
+  stateful rules (``statefulRules``) that pass and stateless rules with an action other than
+  ``aws:drop`` / ``aws:forward_to_sfe`` are refused (``ValueError``): not modelled.
 - The firewall policy (``FirewallPolicyDocument``, or a pulumi-aws ``FirewallPolicy``): without
   a drop default (``aws:drop_established`` / ``aws:drop_strict``) or with a stateless
   ``aws:pass`` default, whatever the security group allows passes. With
@@ -104,6 +106,10 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _sg_ports(openings: Iterable[_Opening], block: ipaddress.IPv4Network) -> Ports | None:
     """The TCP ports the security group opens to every address of ``block``."""
     ports: set[int] = set()
@@ -164,7 +170,35 @@ def _drops(document: Mapping[str, Any], stateful: str, stateless: str) -> bool:
     return any(a in _DROP_DEFAULTS for a in defaults) and not passes
 
 
+# Actions of stateless rules that leave a packet to the stateful engine or drop it (API
+# reference StatelessRule RuleDefinition Actions); aws:pass lets it out past the stateful rules.
+_STATELESS_NARROWING = ("aws:drop", "aws:forward_to_sfe")
+
+
 def _pass_rules(view: ResourceView) -> list[PassRule]:
+    """The pass rules a rule group holds.
+
+    Raises:
+        ValueError: for rules that may pass what the reader does not model: a stateless rule
+            with an action other than ``aws:drop`` and ``aws:forward_to_sfe`` (``aws:pass``
+            skips the stateful engine), or a structured stateful rule (``statefulRules``) with
+            action ``PASS``.
+    """
+    where = f"rule group {view.name}"
+    stateless = view.at("ruleGroup.rulesSource.statelessRulesAndCustomActions.statelessRules")
+    for rule in _list(stateless):
+        actions = _list(_dict(_dict(rule).get("ruleDefinition")).get("actions"))
+        if any(str(a) not in _STATELESS_NARROWING for a in actions):
+            raise ValueError(
+                f"{where}: a stateless rule with actions {[str(a) for a in actions]}, which "
+                "the reader does not model (aws:pass lets traffic past the stateful rules)"
+            )
+    for rule in _list(view.at("ruleGroup.rulesSource.statefulRules")):
+        if str(_dict(rule).get("action", "")).upper() not in ("DROP", "REJECT", "ALERT"):
+            raise ValueError(
+                f"{where}: a structured stateful rule with action {_dict(rule).get('action')!r}, "
+                "which the reader does not model (only Suricata rule strings and domain lists)"
+            )
     text = view.at("ruleGroup.rulesSource.rulesString")
     if isinstance(text, str):
         return read_rules(text)
