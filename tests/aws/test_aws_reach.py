@@ -83,6 +83,24 @@ def test_prod_without_resolved_ip_validation_matches_the_claimed_name_only(
     assert not explain_target(weakened, T).matches_contract
 
 
+@pytest.mark.parametrize(
+    ("sources", "validated"),
+    [
+        # A review's input: validation for another source only was read as validation.
+        ([{"AddressDefinition": "192.0.2.1/32"}], False),
+        ([{"AddressDefinition": "not-a-range"}], False),
+        ([{"AddressDefinition": "10.0.0.0/8"}], True),
+        ([{"AddressDefinition": "0.0.0.0/0"}], True),
+    ],
+)
+def test_resolved_ip_validation_counts_only_when_its_sources_hold_the_vpc(
+    prod: RenderedStack, sources: list[dict[str, str]], validated: bool
+) -> None:
+    path = ("firewallPolicy", "Route53ResolvedIPValidation", "SourceIPRanges")
+    (grant,) = effective(testing.with_input(prod, f"{T}-fw-policy", path, sources)).connect
+    assert grant.enforced == ("name-l7" if validated else "claimed-name")
+
+
 def test_prod_resolves_only_the_control_plane(prod: RenderedStack) -> None:
     egress = effective(prod)
     assert egress.resolves("agents.example.com")

@@ -145,7 +145,7 @@ def _policy(resources: Sequence[ResourceView]) -> _Policy | None:
             validated = (
                 isinstance(validation, dict)
                 and validation.get("Action") in _BLOCKING
-                and validation.get("SourceIPRanges", ["absent"]) != []
+                and _validates_vpc(validation.get("SourceIPRanges"), _vpc_block(resources))
             )
             bypass = (
                 tuple(
@@ -162,6 +162,22 @@ def _policy(resources: Sequence[ResourceView]) -> _Policy | None:
             document = document if isinstance(document, dict) else {}
             return _Policy(False, _drops(document, "stateful", "stateless"), ())
     return None
+
+
+def _validates_vpc(sources: Any, vpc: ipaddress.IPv4Network) -> bool:
+    """Whether resolved-IP validation applies to the sandboxes' VPC: ``SourceIPRanges`` absent
+    (every source) or one of its ranges holding the whole VPC block (API reference
+    Route53ResolvedIPValidation SourceIPRanges: the sources validation applies to)."""
+    if sources is None:
+        return True
+    for entry in _list(sources):
+        try:
+            held = ipaddress.ip_network(str(_dict(entry).get("AddressDefinition")), strict=False)
+        except ValueError:
+            continue
+        if isinstance(held, ipaddress.IPv4Network) and vpc.subnet_of(held):
+            return True
+    return False
 
 
 def _drops(document: Mapping[str, Any], stateful: str, stateless: str) -> bool:
