@@ -155,6 +155,36 @@ def test_a_cilium_policy_naming_the_pods_namespace_selects_them() -> None:
     assert read_egress([placed, view(CNP, wide)]).admits("1.0.0.0", 443)
 
 
+def test_cilium_rule_lists_clusterwide_policies_and_entities_are_read() -> None:
+    """Review inputs the reader missed: a rule in ``specs`` rather than ``spec``, a
+    CiliumClusterwideNetworkPolicy, and the world-ipv4 / world-ipv6 entities (Cilium docs,
+    Policy Language)."""
+    selector = {"matchLabels": SANDBOX}
+    fenced = {"endpointSelector": selector, "egress": [{"toCIDR": ["93.184.216.34/32"]}]}
+    to_world_v4 = {"endpointSelector": selector, "egress": [{"toEntities": ["world-ipv4"]}]}
+    in_specs = ResourceView(CNP, "p", {"specs": [fenced, to_world_v4]})
+    egress = read_egress([template(), in_specs])
+    assert egress.admits("1.0.0.0", 443) and not egress.admits("2000::", 443)
+    clusterwide = ResourceView(
+        "kubernetes:cilium.io/v2:CiliumClusterwideNetworkPolicy",
+        "c",
+        {"spec": {**fenced, "egress": [{"toEntities": ["world-ipv6"]}]}},
+    )
+    egress = read_egress([template(), view(CNP, fenced), clusterwide])
+    assert egress.admits("2000::", 443) and not egress.admits("1.0.0.0", 443)
+
+
+def test_cilium_peers_the_reader_cannot_place_are_refused() -> None:
+    services = {"toServices": [{"k8sService": {"serviceName": "egress", "namespace": "x"}}]}
+    rule = {"endpointSelector": {"matchLabels": SANDBOX}, "egress": [services]}
+    with pytest.raises(ValueError) as refused:
+        read_egress([template(), view(CNP, rule)])
+    assert str(refused.value) == (
+        "CiliumNetworkPolicy p: egress to toServices, which the reader does not model (their "
+        "endpoints may be outside the cluster)"
+    )
+
+
 def test_every_sandbox_template_is_read() -> None:
     """A stack with kubernetes and gcp-gke holds two SandboxTemplates (the pack reads every
     resource at once): each template's pods get their own policies, the reach is the union."""

@@ -11,9 +11,11 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
   port; a rule without ``to``: every address). Pod and namespace peers are in-cluster, not
   internet reach. Enforced by address
   (https://kubernetes.io/docs/concepts/services-networking/network-policies/).
-- ``CiliumNetworkPolicy`` selecting them: ``toCIDR``/``toCIDRSet``/``toEntities: world|all`` as
-  addresses; ``toFQDNs`` selectors as names on the rule's TCP ports, with the release's pattern
-  semantics (the ``VERSION_ANNOTATION`` the kit writes; an unannotated policy is read as before
+- ``CiliumNetworkPolicy`` and ``CiliumClusterwideNetworkPolicy`` rules (``spec`` and each of
+  ``specs``) selecting them: ``toCIDR``/``toCIDRSet``/``toEntities`` (``world``, ``all``,
+  ``world-ipv4``, ``world-ipv6``) as addresses; ``toServices`` and ``toGroups`` refused;
+  ``toFQDNs`` selectors as names on the rule's TCP ports, with the release's pattern semantics
+  (the ``VERSION_ANNOTATION`` the kit writes; an unannotated policy is read as before
   1.19, where ``**.`` is one label). A name is matched by the addresses it resolved to, and at
   L7 as well when the ``toPorts`` entry carries ``serverNames`` (TLS SNI) or HTTP ``host``
   rules that admit it; the names admitted are those both admit. A ``rules.dns`` rule filters
@@ -88,7 +90,18 @@ CLUSTER_DNS_DOC = "the cluster resolver (kube-dns recurses for any name)"
 # The release semantics of a CiliumNetworkPolicy without the kit's annotation: before '**.'.
 UNANNOTATED_CILIUM: Final[CiliumVersion] = (1, 18)
 _EVERYWHERE = ("0.0.0.0/0", "::/0")
-_WORLD = frozenset({"world", "all"})
+# Cilium entities outside the cluster and the blocks they stand for (Cilium docs, Policy
+# Language, Entities Based: world, world-ipv4, world-ipv6; all includes world).
+_WORLD: Final = {
+    "world": _EVERYWHERE,
+    "all": _EVERYWHERE,
+    "world-ipv4": ("0.0.0.0/0",),
+    "world-ipv6": ("::/0",),
+}
+# Egress peers whose endpoints the reader cannot place: Services (which may front external
+# endpoints) and cloud provider groups.
+_UNREAD_PEERS: Final = frozenset({"toServices", "toGroups"})
+CLUSTERWIDE_POLICY = "kubernetes:cilium.io/v2:CiliumClusterwideNetworkPolicy"
 _KIT_HOST = re.compile(
     r"^\^(?P<below>\(\[-a-z0-9_\]\+\\\.\)\+)?(?P<name>(?:[-a-z0-9_]|\\\.)+)\(:\d+\)\?\$$"
 )
@@ -359,10 +372,16 @@ def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
             for to_port in to_ports:
                 yield from _name_grants(selectors, to_port, version, where)
             continue
+        unread = sorted(_UNREAD_PEERS & set(rule))
+        if unread:
+            raise ValueError(
+                f"{where}: egress to {', '.join(unread)}, which the reader does not model "
+                "(their endpoints may be outside the cluster)"
+            )
         blocks = [str(c) for c in _list(rule.get("toCIDR"))]
         blocks += [str(_dict(c).get("cidr")) for c in _list(rule.get("toCIDRSet"))]
-        if _WORLD & {str(e) for e in _list(rule.get("toEntities"))}:
-            blocks += list(_EVERYWHERE)
+        for entity in dict.fromkeys(str(e) for e in _list(rule.get("toEntities"))):
+            blocks += [b for b in _WORLD.get(entity, ()) if b not in blocks]
         for to_port in to_ports:
             ports = _tcp_ports(_list(to_port.get("ports")))
             if ports is not None:
@@ -508,6 +527,24 @@ def _is_loopback(text: str) -> bool:
         return False
 
 
+def _cilium_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
+    """``resources`` with each CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy as one
+    CiliumNetworkPolicy view per rule: its ``spec`` and each of its ``specs`` (Cilium docs,
+    Policy Language: a policy holds a rule in ``spec`` or a list in ``specs``)."""
+    found: list[ResourceView] = []
+    for view in resources:
+        if view.type not in (CILIUM_POLICY, CLUSTERWIDE_POLICY):
+            found.append(view)
+            continue
+        rules = [view.at("spec"), *_list(view.at("specs"))]
+        found += [
+            ResourceView(CILIUM_POLICY, view.name, {**view.props, "spec": rule})
+            for rule in rules
+            if isinstance(rule, dict)
+        ]
+    return found
+
+
 def _isolates(view: ResourceView) -> bool:
     """Whether a policy selecting the sandbox pods isolates their egress (what no rule admits is
     refused). NetworkPolicy: ``Egress`` in ``policyTypes``, which defaults to it when the policy
@@ -570,6 +607,7 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
     """
     connect: list[Grant] = []
     resolve: list[Grant] = []
+    resources = _cilium_rules(resources)
     for pods in _sandbox_pods(resources):
         nps = _policies(resources, NETWORK_POLICY, pods)
         cnps = _policies(resources, CILIUM_POLICY, pods)
