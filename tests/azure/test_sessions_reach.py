@@ -52,6 +52,20 @@ def test_anything_but_egress_disabled_opens_everything(props: dict[str, Any]) ->
     assert effective.resolves("x.attacker.example").admitted is True
 
 
+def test_a_pool_of_a_versioned_type_token_is_read() -> None:
+    # A review's input: pulumi-azure-native declares each API version's token as an alias of
+    # the pool; a pool created under one was not read, so its EgressEnabled passed.
+    versioned = "azure-native:app/v20240202preview:ContainerAppsSessionPool"
+    enabled = {"sessionNetworkConfiguration": {"status": "EgressEnabled"}}
+    effective = read_egress([ResourceView.of(versioned, "pool", enabled)])
+    assert [(g.host, g.resource) for g in effective.connect] == [
+        ("0.0.0.0/0", f"{versioned} pool"),
+        ("::/0", f"{versioned} pool"),
+    ]
+    other = ResourceView.of("azure-native:app:ContainerApp", "app", enabled)
+    assert read_egress([other]).connect == ()
+
+
 def views(engine: Recorder, mode: str) -> list[ResourceView]:
     resources = build_target(engine, "azure-sessions", SETTINGS, {"egress": {"mode": mode}})
     return [ResourceView.of(r.type, r.name, r.inputs) for r in resources if r.custom]

@@ -15,6 +15,7 @@ docs/targets/azure-sessions.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Final
 
@@ -23,6 +24,9 @@ from sandboxkit.reach import EffectiveEgress, Grant, ResourceView
 
 TARGET = "azure-sessions"
 POOL = "azure-native:app:ContainerAppsSessionPool"
+# pulumi-azure-native also declares each API version's token (azure-native:app/v20240202preview:
+# ContainerAppsSessionPool), an alias of the same resource: a pool of any of them is read.
+_POOL_TOKEN = re.compile(r"^azure-native:app(/v[0-9a-z]+)?:ContainerAppsSessionPool$")
 DISABLED = "EgressDisabled"
 NETWORK_DOC: Final = (
     f"{SESSIONS_DOC}: sessionNetworkConfiguration.status EgressEnabled lets code running in "
@@ -42,10 +46,10 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     opens every address and resolves every name."""
     connect: list[Grant] = []
     resolve: list[Grant] = []
-    for pool in (r for r in resources if r.type == POOL):
+    for pool in (r for r in resources if _POOL_TOKEN.match(r.type)):
         if pool_status(pool) == DISABLED:
             continue
-        resource = f"{POOL} {pool.name}"
+        resource = f"{pool.type} {pool.name}"
         connect += [
             Grant(block, "exact", "any", "address", "platform-doc", NETWORK_DOC, resource)
             for block in ("0.0.0.0/0", "::/0")
