@@ -159,9 +159,15 @@ def test_cilium_rule_lists_clusterwide_policies_and_entities_are_read() -> None:
     """Review inputs the reader missed: a rule in ``specs`` rather than ``spec``, a
     CiliumClusterwideNetworkPolicy, and the world-ipv4 / world-ipv6 entities (Cilium docs,
     Policy Language)."""
-    selector = {"matchLabels": SANDBOX}
-    fenced = {"endpointSelector": selector, "egress": [{"toCIDR": ["93.184.216.34/32"]}]}
-    to_world_v4 = {"endpointSelector": selector, "egress": [{"toEntities": ["world-ipv4"]}]}
+    selector: dict[str, JSONValue] = {"matchLabels": SANDBOX}
+    fenced: dict[str, JSONValue] = {
+        "endpointSelector": selector,
+        "egress": [{"toCIDR": ["93.184.216.34/32"]}],
+    }
+    to_world_v4: dict[str, JSONValue] = {
+        "endpointSelector": selector,
+        "egress": [{"toEntities": ["world-ipv4"]}],
+    }
     in_specs = ResourceView(CNP, "p", {"specs": [fenced, to_world_v4]})
     egress = read_egress([template(), in_specs])
     assert egress.admits("1.0.0.0", 443) and not egress.admits("2000::", 443)
