@@ -108,6 +108,14 @@ def test_prod_resolves_only_the_control_plane(prod: RenderedStack) -> None:
         assert not egress.resolves(name), name
 
 
+def test_a_block_of_one_query_type_leaves_every_name_resolving(prod: RenderedStack) -> None:
+    # A review's input: qType A on the block rule; TXT and AAAA queries of every name still
+    # resolve (a DNS tunnel), while the reader read the block as whole.
+    blocked = testing.with_input(prod, f"{T}-dns-block", ("qType",), "A")
+    assert effective(blocked).resolves("x.attacker.example")
+    assert not explain_target(blocked, T).matches_contract
+
+
 def test_doh_resolver_is_neither_reached_nor_resolved_on_an_allowlist(
     allowlist: RenderedStack,
 ) -> None:

@@ -22,8 +22,8 @@ semantics:
   destination; without it, only the claimed name is matched (developer guide: domain
   filtering uses the SNI or Host the client sends).
 - DNS Firewall rules (``aws:route53/resolverFirewallRule``) by priority: the allowed domain
-  list's names resolve; a ``BLOCK`` of ``*`` stops every other; without one every name
-  resolves. ``*.x`` in a DNS Firewall list is read as the names below ``x`` (botocore
+  list's names resolve; a ``BLOCK`` of ``*`` without ``qType`` stops every other; without one
+  every name resolves. ``*.x`` in a DNS Firewall list is read as the names below ``x`` (botocore
   ``route53resolver`` UpdateFirewallDomains: a domain "can optionally start with *"; whether
   the apex is included is not stated: assumed not, to confirm on a first deploy).
 
@@ -321,7 +321,9 @@ def _resolve_grants(resources: Sequence[ResourceView]) -> list[Grant]:
     grants: list[Grant] = []
     for rule in rules:
         domains = _domains(lists, str(rule.props.get("firewallDomainListId", "")))
-        if rule.props.get("action") == "BLOCK" and "*" in domains:
+        # A rule with a qType evaluates that query type only (pulumi-aws ResolverFirewallRule
+        # q_type): other types (TXT, AAAA) of every name still resolve.
+        if rule.props.get("action") == "BLOCK" and "*" in domains and not rule.props.get("qType"):
             return grants
         if rule.props.get("action") in ("ALLOW", "ALERT"):
             where = f"{rule.type} {rule.name}"
