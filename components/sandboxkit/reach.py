@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from ipaddress import ip_network
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks, public_address_in
 from sandboxkit.egress import EgressContract, EgressRule, destination_of
@@ -60,6 +60,22 @@ def plain(value: object) -> JSONValue:
     if isinstance(value, Sequence):
         return [plain(item) for item in value]
     raise TypeError(f"{type(value).__name__} is not JSON-like")
+
+
+def as_list(value: object) -> list[Any]:
+    """``value`` when it is a list (a ``plain`` value), else an empty list: a reader reads a
+    missing or misshapen field as absent."""
+    return value if isinstance(value, list) else []
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` when it is a dict (a ``plain`` value), else an empty dict (as ``as_list``)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_dicts(value: object) -> list[dict[str, Any]]:
+    """The dicts of ``value`` when it is a list, else an empty list (as ``as_list``)."""
+    return [item for item in as_list(value) if isinstance(item, dict)]
 
 
 @dataclass(frozen=True)

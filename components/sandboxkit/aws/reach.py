@@ -41,7 +41,7 @@ from typing import Any
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as POLICY_DOCUMENT
 from sandboxkit.aws.suricata import NameScope, PassRule, read_rules
-from sandboxkit.reach import EffectiveEgress, Grant, Ports, ResourceView
+from sandboxkit.reach import EffectiveEgress, Grant, Ports, ResourceView, as_dict, as_list
 
 TARGET = "aws-microvm"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
@@ -78,7 +78,7 @@ def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
     rules: list[Mapping[str, Any]] = []
     for view in resources:
         if view.type == SECURITY_GROUP:
-            rules += [r for r in _list(view.at("egress")) if isinstance(r, dict)]
+            rules += [r for r in as_list(view.at("egress")) if isinstance(r, dict)]
         elif view.type == EGRESS_RULE:
             props = dict(view.props)
             rules.append(
@@ -97,17 +97,9 @@ def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
         low, high = rule.get("fromPort"), rule.get("toPort")
         every = protocol in ("-1", "all") or (low in (0, None) and high in (65535, None))
         ports = None if every else frozenset(range(int(low or 0), int(high or 0) + 1))
-        for cidr in _list(rule.get("cidrBlocks")):
+        for cidr in as_list(rule.get("cidrBlocks")):
             found.append(_Opening(ipaddress.IPv4Network(str(cidr)), ports))
     return found
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _sg_ports(openings: Iterable[_Opening], block: ipaddress.IPv4Network) -> Ports | None:
@@ -150,7 +142,7 @@ def _policy(resources: Sequence[ResourceView]) -> _Policy | None:
             bypass = (
                 tuple(
                     str(a.get("AddressDefinition"))
-                    for a in _list(validation.get("BypassDestinationValidationIPRanges"))
+                    for a in as_list(validation.get("BypassDestinationValidationIPRanges"))
                     if isinstance(a, dict)
                 )
                 if isinstance(validation, dict)
@@ -170,9 +162,9 @@ def _validates_vpc(sources: Any, vpc: ipaddress.IPv4Network) -> bool:
     Route53ResolvedIPValidation SourceIPRanges: the sources validation applies to)."""
     if sources is None:
         return True
-    for entry in _list(sources):
+    for entry in as_list(sources):
         try:
-            held = ipaddress.ip_network(str(_dict(entry).get("AddressDefinition")), strict=False)
+            held = ipaddress.ip_network(str(as_dict(entry).get("AddressDefinition")), strict=False)
         except ValueError:
             continue
         if isinstance(held, ipaddress.IPv4Network) and vpc.subnet_of(held):
@@ -181,8 +173,8 @@ def _validates_vpc(sources: Any, vpc: ipaddress.IPv4Network) -> bool:
 
 
 def _drops(document: Mapping[str, Any], stateful: str, stateless: str) -> bool:
-    defaults = [str(a) for a in _list(document.get(f"{stateful}DefaultActions"))]
-    passes = "aws:pass" in [str(a) for a in _list(document.get(f"{stateless}DefaultActions"))]
+    defaults = [str(a) for a in as_list(document.get(f"{stateful}DefaultActions"))]
+    passes = "aws:pass" in [str(a) for a in as_list(document.get(f"{stateless}DefaultActions"))]
     return any(a in _DROP_DEFAULTS for a in defaults) and not passes
 
 
@@ -202,17 +194,17 @@ def _pass_rules(view: ResourceView) -> list[PassRule]:
     """
     where = f"rule group {view.name}"
     stateless = view.at("ruleGroup.rulesSource.statelessRulesAndCustomActions.statelessRules")
-    for rule in _list(stateless):
-        actions = _list(_dict(_dict(rule).get("ruleDefinition")).get("actions"))
+    for rule in as_list(stateless):
+        actions = as_list(as_dict(as_dict(rule).get("ruleDefinition")).get("actions"))
         if any(str(a) not in _STATELESS_NARROWING for a in actions):
             raise ValueError(
                 f"{where}: a stateless rule with actions {[str(a) for a in actions]}, which "
                 "the reader does not model (aws:pass lets traffic past the stateful rules)"
             )
-    for rule in _list(view.at("ruleGroup.rulesSource.statefulRules")):
-        if str(_dict(rule).get("action", "")).upper() not in ("DROP", "REJECT", "ALERT"):
+    for rule in as_list(view.at("ruleGroup.rulesSource.statefulRules")):
+        if str(as_dict(rule).get("action", "")).upper() not in ("DROP", "REJECT", "ALERT"):
             raise ValueError(
-                f"{where}: a structured stateful rule with action {_dict(rule).get('action')!r}, "
+                f"{where}: a structured stateful rule with action {as_dict(rule).get('action')!r}, "
                 "which the reader does not model (only Suricata rule strings and domain lists)"
             )
     text = view.at("ruleGroup.rulesSource.rulesString")
@@ -222,7 +214,7 @@ def _pass_rules(view: ResourceView) -> list[PassRule]:
     if not isinstance(source, dict) or source.get("generatedRulesType") != "ALLOWLIST":
         return []
     found = []
-    for target in _list(source.get("targets")):
+    for target in as_list(source.get("targets")):
         name = str(target)
         scope: NameScope = "exact-and-below" if name.startswith(".") else "exact"
         for buffer in ("tls.sni", "http.host"):
@@ -336,7 +328,7 @@ def _domains(lists: Mapping[str, ResourceView], list_id: str) -> list[str]:
     # The rendered id is the list's name plus the engine's suffix (a real id is rslvr-fdl-...).
     for name, view in sorted(lists.items(), key=lambda item: -len(item[0])):
         if list_id.startswith(f"{name}-") or list_id == name:
-            return [str(d) for d in _list(view.at("domains"))]
+            return [str(d) for d in as_list(view.at("domains"))]
     return ["*"]
 
 

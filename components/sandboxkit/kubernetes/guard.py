@@ -54,7 +54,7 @@ from sandboxkit.kubernetes.reach import (
     resolver_config,
     selects,
 )
-from sandboxkit.reach import ResourceView
+from sandboxkit.reach import ResourceView, as_dicts
 
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
@@ -275,10 +275,6 @@ _L3_PEERS = ("toEndpoints", "toFQDNs", "toCIDR", "toCIDRSet", "toEntities", "toS
 _POD_PEERS = frozenset({"resolver", "cluster", "every-pod"})
 
 
-def _listed(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def _all_names(pattern: str) -> bool:
     return bool(pattern) and set(pattern.rstrip(".")) <= {"*"}
 
@@ -289,9 +285,9 @@ def _filtering(cnps: Sequence[ResourceView]) -> list[str]:
         c.name
         for c in cnps
         if any(
-            _listed(dig(to_port, "rules.dns"))
-            for rule in _listed(c.at("spec.egress"))
-            for to_port in _listed(rule.get("toPorts"))
+            as_dicts(dig(to_port, "rules.dns"))
+            for rule in as_dicts(c.at("spec.egress"))
+            for to_port in as_dicts(rule.get("toPorts"))
         )
     ]
 
@@ -299,13 +295,13 @@ def _filtering(cnps: Sequence[ResourceView]) -> list[str]:
 def _cilium_dns_doors(cnps: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
     filtering = _filtering(cnps)
     for policy in cnps:
-        for rule in _listed(policy.at("spec.egress")):
+        for rule in as_dicts(policy.at("spec.egress")):
             # A rule naming no L3 peer admits every destination, pods included.
-            peers = _listed(rule.get("toEndpoints"))
+            peers = as_dicts(rule.get("toEndpoints"))
             bare = not any(rule.get(key) for key in _L3_PEERS)
             kinds = {peer_kind(p) for p in peers} | ({"every-pod"} if bare else set())
-            for to_port in _listed(rule.get("toPorts")):
-                dns = _listed(dig(to_port, "rules.dns"))
+            for to_port in as_dicts(rule.get("toPorts")):
+                dns = as_dicts(dig(to_port, "rules.dns"))
                 for pattern in (str(d.get("matchPattern") or "") for d in dns):
                     if _all_names(pattern):
                         yield (
@@ -315,7 +311,7 @@ def _cilium_dns_doors(cnps: Sequence[ResourceView]) -> Iterator[tuple[str, str]]
                             "query such as <data>.attacker.example carries data out; list the "
                             "allowlisted names only.",
                         )
-                ports = _listed(to_port.get("ports"))
+                ports = as_dicts(to_port.get("ports"))
                 if filtering and not dns and kinds & _POD_PEERS and admits_dns(ports):
                     yield (
                         policy.name,
@@ -329,10 +325,10 @@ def _network_policy_dns_doors(
     nps: Sequence[ResourceView], filtering: Sequence[str]
 ) -> Iterator[tuple[str, str]]:
     for policy in nps:
-        for index, rule in enumerate(_listed(policy.at("spec.egress"))):
-            if not admits_dns(_listed(rule.get("ports"))):
+        for index, rule in enumerate(as_dicts(policy.at("spec.egress"))):
+            if not admits_dns(as_dicts(rule.get("ports"))):
                 continue
-            peers = _listed(rule.get("to"))
+            peers = as_dicts(rule.get("to"))
             kinds = {peer_kind(p) for p in peers} if peers else {"every-pod"}
             for kind, peer in (("cluster", "kube-dns"), ("every-pod", "every pod")):
                 if kind in kinds:
@@ -368,11 +364,11 @@ def _resolver_doors(views: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
 def _reaches_internet(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> bool:
     """Whether the sandbox pods connect to the whole internet (egress mode open, or a rule
     with no destination), where any name may resolve."""
-    np_rules = [r for v in nps for r in _listed(v.at("spec.egress"))]
-    cilium_rules = [r for v in cnps for r in _listed(v.at("spec.egress"))]
+    np_rules = [r for v in nps for r in as_dicts(v.at("spec.egress"))]
+    cilium_rules = [r for v in cnps for r in as_dicts(v.at("spec.egress"))]
     return any(_cilium_world(r) for r in cilium_rules) or any(
-        not _listed(r.get("to"))
-        or any(dig(peer, "ipBlock.cidr") in EVERYWHERE for peer in _listed(r.get("to")))
+        not as_dicts(r.get("to"))
+        or any(dig(peer, "ipBlock.cidr") in EVERYWHERE for peer in as_dicts(r.get("to")))
         for r in np_rules
     )
 

@@ -53,7 +53,16 @@ from sandboxkit.kubernetes.cilium import (
 )
 from sandboxkit.kubernetes.resolver import CONFIG_PATH, DNS_PORT
 from sandboxkit.names import is_below
-from sandboxkit.reach import EffectiveEgress, Grant, Ports, ResourceView, Scope
+from sandboxkit.reach import (
+    EffectiveEgress,
+    Grant,
+    Ports,
+    ResourceView,
+    Scope,
+    as_dict,
+    as_dicts,
+    as_list,
+)
 
 TARGET = "kubernetes"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -181,18 +190,6 @@ def _host_scope(regex: str) -> Named | None:
     return (name, "below" if match.group("below") else "exact")
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in _list(value) if isinstance(item, dict)]
-
-
 def _port_numbers(port: Mapping[str, Any]) -> tuple[str, set[int] | None]:
     protocol = str(port.get("protocol") or "TCP").upper()
     value, end = port.get("port"), port.get("endPort")
@@ -242,20 +239,21 @@ class _Pods:
 def _sandbox_pods(resources: Sequence[ResourceView]) -> Iterator[_Pods]:
     for view in resources:
         if view.at("kind") == SANDBOX_TEMPLATE_KIND:
-            pod = _dict(view.at("spec.podTemplate"))
-            spec = _dict(pod.get("spec"))
-            labels = _dict(_dict(pod.get("metadata")).get("labels"))
+            pod = as_dict(view.at("spec.podTemplate"))
+            spec = as_dict(pod.get("spec"))
+            labels = as_dict(as_dict(pod.get("metadata")).get("labels"))
             yield _Pods(
                 {str(k): str(v) for k, v in labels.items()},
                 str(spec.get("dnsPolicy") or "ClusterFirst"),
-                tuple(str(n) for n in _list(_dict(spec.get("dnsConfig")).get("nameservers"))),
+                tuple(str(n) for n in as_list(as_dict(spec.get("dnsConfig")).get("nameservers"))),
                 str(view.at("metadata.namespace") or ""),
                 view.name,
             )
 
 
-# Cilium gives every endpoint its namespace as a label; Kubernetes pods carry no such label.
-CILIUM_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
+# Cilium's endpoint label naming a pod's namespace (every endpoint carries it; Kubernetes pods
+# do not): in a peer it narrows namespaces, not pods.
+_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
 
 
 def selects(selector: Any, labels: Mapping[str, str]) -> bool:
@@ -299,7 +297,7 @@ def _policies(resources: Sequence[ResourceView], kind: str, pods: _Pods) -> list
     selector = "spec.endpointSelector" if kind == CILIUM_POLICY else "spec.podSelector"
     labels = dict(pods.labels)
     if kind == CILIUM_POLICY and pods.namespace:
-        labels[CILIUM_NAMESPACE_LABEL] = pods.namespace
+        labels[_NAMESPACE_LABEL] = pods.namespace
     return [v for v in resources if v.type == kind and selects(v.at(selector), labels)]
 
 
@@ -309,22 +307,22 @@ def _address_grant(cidr: str, ports: Ports, excluded: Iterable[str], where: str,
 
 def _np_connect(view: ResourceView) -> Iterator[Grant]:
     where = f"NetworkPolicy {view.name}"
-    for rule in _list(view.at("spec.egress")):
-        ports = _tcp_ports(_list(_dict(rule).get("ports")))
+    for rule in as_list(view.at("spec.egress")):
+        ports = _tcp_ports(as_list(as_dict(rule).get("ports")))
         if ports is None:
             continue
-        peers = _list(_dict(rule).get("to"))
+        peers = as_list(as_dict(rule).get("to"))
         if not peers:
             yield from (_address_grant(c, ports, (), where, NP_DOC) for c in _EVERYWHERE)
         for peer in peers:
-            block = _dict(_dict(peer).get("ipBlock"))
+            block = as_dict(as_dict(peer).get("ipBlock"))
             if "cidr" in block:
-                excepted = [str(e) for e in _list(block.get("except"))]
+                excepted = [str(e) for e in as_list(block.get("except"))]
                 yield _address_grant(str(block["cidr"]), ports, excepted, where, NP_DOC)
 
 
 def _version(view: ResourceView) -> CiliumVersion:
-    text = _dict(view.at("metadata.annotations")).get(VERSION_ANNOTATION)
+    text = as_dict(view.at("metadata.annotations")).get(VERSION_ANNOTATION)
     return parse_version(str(text)) if text else UNANNOTATED_CILIUM
 
 
@@ -339,11 +337,13 @@ def _selector_scope(selector: Mapping[str, Any], version: CiliumVersion) -> Name
 def _name_grants(
     selectors: list[Named], to_port: Mapping[str, Any], version: CiliumVersion, where: str
 ) -> Iterator[Grant]:
-    ports = _tcp_ports(_list(to_port.get("ports")))
+    ports = _tcp_ports(as_list(to_port.get("ports")))
     if ports is None:
         return
-    servers = [str(s) for s in _list(to_port.get("serverNames"))]
-    hosts = [str(_dict(r).get("host", "")) for r in _list(_dict(to_port.get("rules")).get("http"))]
+    servers = [str(s) for s in as_list(to_port.get("serverNames"))]
+    hosts = [
+        str(as_dict(r).get("host", "")) for r in as_list(as_dict(to_port.get("rules")).get("http"))
+    ]
     if servers and version >= SNI_EXACT:
         admitted = [n for s in servers if (n := _server_name_scope(s, version)) is not None]
         for host, scope in intersect(selectors, admitted):
@@ -363,10 +363,10 @@ def _name_grants(
 def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
     where = f"CiliumNetworkPolicy {view.name}"
     version = _version(view)
-    for rule in _dicts(view.at("spec.egress")):
-        to_ports = [_dict(p) for p in _list(rule.get("toPorts"))] or [{}]
+    for rule in as_dicts(view.at("spec.egress")):
+        to_ports = [as_dict(p) for p in as_list(rule.get("toPorts"))] or [{}]
         selectors = [
-            n for s in _list(rule.get("toFQDNs")) if (n := _selector_scope(_dict(s), version))
+            n for s in as_list(rule.get("toFQDNs")) if (n := _selector_scope(as_dict(s), version))
         ]
         if selectors:
             for to_port in to_ports:
@@ -378,23 +378,23 @@ def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
                 f"{where}: egress to {', '.join(unread)}, which the reader does not model "
                 "(their endpoints may be outside the cluster)"
             )
-        blocks = [str(c) for c in _list(rule.get("toCIDR"))]
-        blocks += [str(_dict(c).get("cidr")) for c in _list(rule.get("toCIDRSet"))]
-        for entity in dict.fromkeys(str(e) for e in _list(rule.get("toEntities"))):
+        blocks = [str(c) for c in as_list(rule.get("toCIDR"))]
+        blocks += [str(as_dict(c).get("cidr")) for c in as_list(rule.get("toCIDRSet"))]
+        for entity in dict.fromkeys(str(e) for e in as_list(rule.get("toEntities"))):
             blocks += [b for b in _WORLD.get(entity, ()) if b not in blocks]
         for to_port in to_ports:
-            ports = _tcp_ports(_list(to_port.get("ports")))
+            ports = _tcp_ports(as_list(to_port.get("ports")))
             if ports is not None:
                 yield from (_address_grant(b, ports, (), where, CIDR_DOC) for b in blocks)
 
 
 def _gke_connect(view: ResourceView) -> Iterator[Grant]:
     where = f"FQDNNetworkPolicy {view.name}"
-    for rule in _list(view.at("spec.egress")):
-        ports = _tcp_ports(_list(_dict(rule).get("ports")))
+    for rule in as_list(view.at("spec.egress")):
+        ports = _tcp_ports(as_list(as_dict(rule).get("ports")))
         if ports is None:
             continue
-        for match in _dicts(_dict(rule).get("matches")):
+        for match in as_dicts(as_dict(rule).get("matches")):
             named: Named = (
                 (str(match["name"]).lower(), "exact")
                 if "name" in match
@@ -438,7 +438,7 @@ def dnsmasq_names(config: str) -> list[Named] | None:
 
 def resolver_config(view: ResourceView) -> str | None:
     """The dnsmasq configuration a ConfigMap holds for the kit's resolver, else ``None``."""
-    config = _dict(view.at("data")).get(CONFIG_PATH.rsplit("/", 1)[-1])
+    config = as_dict(view.at("data")).get(CONFIG_PATH.rsplit("/", 1)[-1])
     return config if view.type == CONFIG_MAP and isinstance(config, str) else None
 
 
@@ -461,10 +461,6 @@ class _DnsPaths:
     names: list[Named] | None
 
 
-# Cilium's endpoint label naming a pod's namespace: it narrows namespaces, not pods.
-_NAMESPACE_LABEL = "io.kubernetes.pod.namespace"
-
-
 def peer_kind(peer: Mapping[str, Any]) -> str:
     """Which pods a policy peer selects, as DNS paths go: ``resolver`` (the kit's resolver
     pods), ``cluster`` (kube-dns), ``every-pod`` (no pod labels: every pod of the selected
@@ -477,7 +473,8 @@ def peer_kind(peer: Mapping[str, Any]) -> str:
         return "address"
     selector = peer.get("podSelector") if "podSelector" in peer else peer
     labels = {
-        str(k).removeprefix("k8s:"): v for k, v in _dict(_dict(selector).get("matchLabels")).items()
+        str(k).removeprefix("k8s:"): v
+        for k, v in as_dict(as_dict(selector).get("matchLabels")).items()
     }
     if RESOLVER_POD_LABEL in labels:
         return "resolver"
@@ -490,29 +487,29 @@ def _dns_paths(nps: Sequence[ResourceView], cnps: Sequence[ResourceView]) -> _Dn
     reached: set[str] = set()
 
     def admit(peers: list[Any]) -> None:
-        kinds = {peer_kind(_dict(p)) for p in peers} if peers else {"every-pod"}
+        kinds = {peer_kind(as_dict(p)) for p in peers} if peers else {"every-pod"}
         reached.update({"resolver", "cluster"} if "every-pod" in kinds else kinds)
 
     for view in nps:
-        for rule in _list(view.at("spec.egress")):
-            if admits_dns(_list(_dict(rule).get("ports"))):
-                admit(_list(_dict(rule).get("to")))
+        for rule in as_list(view.at("spec.egress")):
+            if admits_dns(as_list(as_dict(rule).get("ports"))):
+                admit(as_list(as_dict(rule).get("to")))
     names: list[Named] = []
     filtered = False
     for view in cnps:
         version = _version(view)
-        for rule in _dicts(view.at("spec.egress")):
+        for rule in as_dicts(view.at("spec.egress")):
             if rule.get("toFQDNs"):
                 continue
-            for to_port in _dicts(rule.get("toPorts")) or [{}]:
-                if not admits_dns(_list(to_port.get("ports"))):
+            for to_port in as_dicts(rule.get("toPorts")) or [{}]:
+                if not admits_dns(as_list(to_port.get("ports"))):
                     continue
-                dns = _list(_dict(to_port.get("rules")).get("dns"))
+                dns = as_list(as_dict(to_port.get("rules")).get("dns"))
                 if dns:
                     filtered = True
-                    names += [n for d in dns if (n := _selector_scope(_dict(d), version))]
+                    names += [n for d in dns if (n := _selector_scope(as_dict(d), version))]
                 else:
-                    admit(_list(rule.get("toEndpoints")))
+                    admit(as_list(rule.get("toEndpoints")))
     # An L4-only rule on port 53 to the same pods voids Cilium's L7 DNS rule (Layer 7 docs).
     void = bool(reached & {"resolver", "cluster"})
     resolver = "resolver" in reached or (filtered and not void)
@@ -536,7 +533,7 @@ def _cilium_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
         if view.type not in (CILIUM_POLICY, CLUSTERWIDE_POLICY):
             found.append(view)
             continue
-        rules = [view.at("spec"), *_list(view.at("specs"))]
+        rules = [view.at("spec"), *as_list(view.at("specs"))]
         found += [
             ResourceView(CILIUM_POLICY, view.name, {**view.props, "spec": rule})
             for rule in rules
@@ -556,11 +553,11 @@ def _isolates(view: ResourceView) -> bool:
         types = view.at("spec.policyTypes")
         if isinstance(types, list):
             return "Egress" in types
-        return bool(_list(view.at("spec.egress")))
+        return bool(as_list(view.at("spec.egress")))
     if view.type == CILIUM_POLICY:
-        rules = _list(view.at("spec.egress")) + _list(view.at("spec.egressDeny"))
-        return bool(rules) and _dict(view.at("spec.enableDefaultDeny")).get("egress") is not False
-    return bool(_list(view.at("spec.egress")))
+        rules = as_list(view.at("spec.egress")) + as_list(view.at("spec.egressDeny"))
+        return bool(rules) and as_dict(view.at("spec.enableDefaultDeny")).get("egress") is not False
+    return bool(as_list(view.at("spec.egress")))
 
 
 def _resolve(

@@ -69,6 +69,8 @@ class Layer4:
         return any(span is None or span[0] <= port <= span[1] for span in self.ports)
 
 
+# The rule actions the model reads (``apply_security_profile_group`` and any other: unknown).
+_ACTIONS = ("allow", "deny", "goto_next")
 # IP protocol numbers the model names (IANA assigned numbers): ``ipProtocol`` takes either.
 _PROTOCOL_NUMBERS = {"6": "tcp", "17": "udp", "1": "icmp", "132": "sctp"}
 
@@ -198,7 +200,7 @@ def decide(rules: Sequence[FirewallRule], probe: Probe) -> Decision:
         matched, by_name = _destination_match(rule, probe)
         if not matched:
             continue
-        if rule.action not in ("allow", "deny", "goto_next"):
+        if rule.action not in _ACTIONS:
             unknown.append(rule.name)
             continue
         # goto_next leaves the policy for the implied allow (the module docstring).
@@ -281,7 +283,7 @@ def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> lis
     denies: list[tuple[FirewallRule, TcpPorts]] = []
     found: list[Allowed] = []
     for rule in sorted(rules, key=lambda r: r.priority):
-        if rule.action not in ("allow", "deny", "goto_next"):
+        if rule.action not in _ACTIONS:
             raise ValueError(
                 f"firewall policy rule {rule.resource}: action {rule.action!r} is none of "
                 "allow, deny and goto_next, so what it admits is unknown"

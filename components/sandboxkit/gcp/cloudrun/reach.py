@@ -52,7 +52,7 @@ from sandboxkit.gcp.cloudrun.ngfw import (
     decide,
     read_rules,
 )
-from sandboxkit.reach import EffectiveEgress, Grant, ResourceView, Scope
+from sandboxkit.reach import EffectiveEgress, Grant, ResourceView, Scope, as_dicts
 from sandboxkit.secrets import UNKNOWN_SECRET
 
 TARGET = "gcp-cloudrun"
@@ -121,12 +121,10 @@ def _of(resources: Iterable[ResourceView], type_token: str) -> list[ResourceView
     return [r for r in resources if r.type == type_token]
 
 
-def _listed(value: object) -> list[dict[str, object]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def _is_launcher(service: ResourceView) -> bool:
-    return any(c.get("sandboxLauncher") is True for c in _listed(service.at("template.containers")))
+    return any(
+        c.get("sandboxLauncher") is True for c in as_dicts(service.at("template.containers"))
+    )
 
 
 def _in(rule: ResourceView, policies: Container[object]) -> bool:
@@ -138,7 +136,7 @@ def _in(rule: ResourceView, policies: Container[object]) -> bool:
 
 def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPath:
     vpc = service.at("template.vpcAccess")
-    interfaces = _listed(service.at("template.vpcAccess.networkInterfaces"))
+    interfaces = as_dicts(service.at("template.vpcAccess.networkInterfaces"))
     networks = {i.get("network") for i in interfaces} - {None}
     subnets = {i.get("subnetwork") for i in interfaces} - {None}
     policies = {
@@ -150,7 +148,7 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
     bound = {
         p.props.get("responsePolicyName")
         for p in _of(resources, RESPONSE_POLICY)
-        if any(n.get("networkUrl") in networks for n in _listed(p.props.get("networks")))
+        if any(n.get("networkUrl") in networks for n in as_dicts(p.props.get("networks")))
     }
     dns = tuple(
         PolicyRule.from_inputs(r.props)
@@ -162,7 +160,7 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
     }
     nat = any(
         n.props.get("sourceSubnetworkIpRangesToNat") == "ALL_SUBNETWORKS_ALL_IP_RANGES"
-        or any(s.get("name") in subnets for s in _listed(n.props.get("subnetworks")))
+        or any(s.get("name") in subnets for s in as_dicts(n.props.get("subnetworks")))
         for n in _of(resources, NAT)
         if n.props.get("router") in routers
     )
