@@ -26,8 +26,8 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from sandboxkit.contract import RESOLVER_DROP_RANGES
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.boundary import RESOLVER_DROP_RANGES
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.kubernetes.resolver import (
     EgressMode,
     forwarded_domains,

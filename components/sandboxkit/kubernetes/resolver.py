@@ -18,7 +18,7 @@ name):
 - ``open``: every name is forwarded.
 
 In every mode an answer carrying a non-public address is turned into NXDOMAIN
-(``bogus-nxdomain`` for each range of ``contract.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
+(``bogus-nxdomain`` for each range of ``boundary.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
 also behind a CNAME), dnsmasq's own ``stop-dns-rebind`` list applies on top, and SVCB
 and HTTPS records, whose ``ipv4hint``/``ipv6hint`` carry addresses the range check does not read,
 are removed (``filter-rr``). A name list cannot stop DNS rebinding; this is where the kit's
@@ -41,8 +41,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
-from sandboxkit.contract import RESOLVER_DROP_RANGES
-from sandboxkit.egress import EgressRule
+from sandboxkit.boundary import RESOLVER_DROP_RANGES
+from sandboxkit.egress_contract import EgressRule
 
 # Standard DNS port: the port sandbox pods send to and the upstream resolvers listen on.
 DNS_PORT: Final = 53
@@ -119,7 +119,7 @@ def resolver_config(
             DNSCache); at least one unless ``mode`` is ``deny``.
         upstream_port: the upstream's DNS port (53 on every cluster resolver).
         blocked_ranges: CIDR blocks whose addresses must never be returned (default:
-            ``contract.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block).
+            ``boundary.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block).
 
     Returns:
         The configuration, one option per line, in a fixed order (the same inputs give the same

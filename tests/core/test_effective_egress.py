@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.contract import NON_PUBLIC_IPV4
-from sandboxkit.egress import EgressContract, parse_rule
-from sandboxkit.reach import (
+from sandboxkit.boundary import NON_PUBLIC_IPV4
+from sandboxkit.effective_egress import (
     Basis,
     EffectiveEgress,
     Grant,
@@ -23,6 +22,7 @@ from sandboxkit.reach import (
     port_runs,
     port_text,
 )
+from sandboxkit.egress_contract import EgressContract, parse_rule
 
 DOC: Basis = "platform-doc"
 NFW = "Network Firewall RulesSourceList: a target '.x' matches x and every name below it"

@@ -10,7 +10,7 @@ when the copies differ (``tests/core/test_contract.py``): the Worker's JavaScrip
 The egress refusal kinds live in modules of their own, read by the allowlist parser and the
 policy pack alike: ``sandboxkit.addresses`` (which addresses are public: IANA's registries and
 the IPv6 forms of IPv4 addresses; the source of ``NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) and
-``sandboxkit.names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
+``sandboxkit.dns_names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
 """
 
 from __future__ import annotations
