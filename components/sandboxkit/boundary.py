@@ -3,7 +3,7 @@ launcher, the worker and the Cloudflare Worker.
 
 Each name is defined here once. The components write them, the policy pack reads them (it
 imports this module), and code that cannot import Python keeps a copy under a test that fails
-when the copies differ (``tests/core/test_contract.py``): the Worker's JavaScript
+when the copies differ (``tests/core/test_boundary.py``): the Worker's JavaScript
 (``cloudflare/worker/src/index.js``) and the launcher's standalone Lambda code
 (``aws/launcher/handler.py``).
 
