@@ -1,4 +1,6 @@
-"""Each target's settings table in ``docs/targets/<target>.md``, generated from its model.
+"""The generated parts of the docs and the pack: each target's settings table in
+``docs/targets/<target>.md`` (from its settings model), the rule table of
+``docs/policy-gate.md`` and the pack's ``config/<env>.json`` (from the rule catalogue).
 
 A target doc is prose written by hand around one generated section::
 
@@ -15,14 +17,21 @@ default as YAML writes it. The meaning is the field's ``Field(description=...)``
 in the ``Attributes:`` section (Google style, keyed by alias or attribute name) of the nearest
 class docstring that has one. A field with neither is an error: no setting goes undocumented.
 
-Run ``python -m sandboxkit.docgen --write`` after changing a settings model; ``--check`` (and
-``tests/core/test_docs.py``) fails while a doc differs from what the models give.
+The rule table sits between ``<!-- BEGIN RULES -->`` and ``<!-- END RULES -->`` of
+``docs/policy-gate.md``: one row per rule of ``sandboxkit.policy_rules.CATALOGUE`` with what
+its handlers cover (``sandboxkit.kit_guard.coverage``), its thresholds and its levels. The
+pack's ``config/<env>.json`` sets ``all`` to the level most rules have in that environment and
+names each rule at another level.
+
+Run ``python -m sandboxkit.docgen --write`` after changing a settings model or the catalogue;
+``--check`` (and ``tests/core/test_docs.py``) fails while a file differs from what they give.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import re
 import sys
 import types
@@ -35,7 +44,9 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from sandboxkit.project import find_project_dir
+from sandboxkit.kit_guard import coverage_text
+from sandboxkit.policy_rules import CATALOGUE
+from sandboxkit.project import ENVIRONMENTS, find_project_dir
 from sandboxkit.targets import TARGET_MODULES, TargetSettings, get_target
 
 BEGIN = "<!-- BEGIN SETTINGS -->"
@@ -177,19 +188,70 @@ def settings_table(rows: list[SettingRow]) -> str:
     return "\n".join([HEADER, *body])
 
 
-def with_table(document: str, table: str, path: Path) -> str:
-    """``document`` with the text between its markers replaced by ``table``.
+def with_table(document: str, table: str, path: Path, begin: str = BEGIN, end: str = END) -> str:
+    """``document`` with the text between its ``begin`` and ``end`` markers replaced by
+    ``table``.
 
     Raises:
         ValueError: when the markers are missing, repeated or out of order (naming ``path``).
     """
-    if document.count(BEGIN) != 1 or document.count(END) != 1:
-        raise ValueError(f"{path}: needs one {BEGIN} and one {END} line")
-    head, _, rest = document.partition(BEGIN)
-    _, found, tail = rest.partition(END)
+    if document.count(begin) != 1 or document.count(end) != 1:
+        raise ValueError(f"{path}: needs one {begin} and one {end} line")
+    head, _, rest = document.partition(begin)
+    _, found, tail = rest.partition(end)
     if not found:
-        raise ValueError(f"{path}: {END} comes before {BEGIN}")
-    return f"{head}{BEGIN}\n{table}\n{END}{tail}"
+        raise ValueError(f"{path}: {end} comes before {begin}")
+    return f"{head}{begin}\n{table}\n{end}{tail}"
+
+
+# --- The rule table and the pack's per-environment config -----------------------------------------
+
+RULES_DOC = Path("docs") / "policy-gate.md"
+RULES_BEGIN = "<!-- BEGIN RULES -->"
+RULES_END = "<!-- END RULES -->"
+RULES_HEADER = (
+    "| id (CrossGuard name in lower case) | severity | scope | rule | checked on | "
+    "thresholds (default) | dev / staging / prod |\n|---|---|---|---|---|---|---|"
+)
+PACK_CONFIG = Path("policy-packs") / "sandbox-guard" / "config"
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell: ``|`` escaped, double backquotes as Markdown code."""
+    return re.sub(r"``([^`]+)``", r"`\1`", text).replace("|", chr(92) + "|")
+
+
+def rules_table() -> str:
+    """The Markdown table of the catalogue's rules (``sandboxkit.policy_rules.CATALOGUE``), in
+    catalogue order: what each rule's handlers cover (``kit_guard.coverage_text``), its config
+    properties with their defaults, and its default level per environment."""
+    body = []
+    for rule in CATALOGUE:
+        thresholds = ", ".join(
+            f"`{key}` (`{json.dumps(spec['default'])}`)" for key, spec in rule.config_schema.items()
+        )
+        levels = " / ".join(rule.levels[environment] for environment in ENVIRONMENTS)
+        body.append(
+            f"| `{rule.id}` | {rule.severity} | {rule.scope} | "
+            f"**{_cell(rule.name)}**: {_cell(rule.description)} | "
+            f"{_cell(coverage_text(rule, '<br>'))} | {thresholds} | {levels} |"
+        )
+    return "\n".join([RULES_HEADER, *body])
+
+
+def pack_config(environment: str) -> str:
+    """The pack config file of ``environment`` (``config/<env>.json``) as the catalogue's
+    default levels give it: ``all`` at the level most rules have there, then each rule at
+    another level by its CrossGuard name."""
+    levels = [rule.levels[environment] for rule in CATALOGUE]
+    common = max(dict.fromkeys(levels), key=levels.count)
+    config = {"all": str(common)}
+    config |= {
+        rule.policy_name: str(rule.levels[environment])
+        for rule in CATALOGUE
+        if rule.levels[environment] != common
+    }
+    return json.dumps(config, indent=2) + "\n"
 
 
 def stub(target: str) -> str:
@@ -202,8 +264,9 @@ class Report:
     """What ``generate`` found.
 
     Attributes:
-        documents: target doc path -> its text as the models give it.
-        stale: doc paths whose text on disk differs (or that do not exist yet).
+        documents: generated file path (a target doc, ``docs/policy-gate.md``, a pack config)
+            -> its text as the models and the catalogue give it.
+        stale: paths whose text on disk differs (or that do not exist yet).
         problems: sentences naming what a person must fix (an undocumented setting, a
             docstring entry naming no field, a doc for no registered target, bad markers).
     """
@@ -214,7 +277,8 @@ class Report:
 
 
 def generate(root: Path) -> Report:
-    """Every registered target's doc under ``root / TARGET_DOCS``, regenerated in memory."""
+    """Every generated file under ``root``, regenerated in memory: each registered target's
+    doc under ``TARGET_DOCS``, ``RULES_DOC`` and the pack's config per environment."""
     documents: dict[Path, str] = {}
     problems: list[str] = []
     for target in TARGET_MODULES:
@@ -235,6 +299,18 @@ def generate(root: Path) -> Report:
             documents[path] = with_table(current, settings_table(rows), path)
         except ValueError as exc:
             problems.append(str(exc))
+    # A root without the rule doc or the pack (a test's project) gets neither generated.
+    rules_doc = root / RULES_DOC
+    if rules_doc.is_file():
+        try:
+            documents[rules_doc] = with_table(
+                rules_doc.read_text(), rules_table(), rules_doc, RULES_BEGIN, RULES_END
+            )
+        except ValueError as exc:
+            problems.append(str(exc))
+    if (root / PACK_CONFIG).is_dir():
+        for environment in ENVIRONMENTS:
+            documents[root / PACK_CONFIG / f"{environment}.json"] = pack_config(environment)
     folder = root / TARGET_DOCS
     registered = {root / TARGET_DOCS / f"{target}.md" for target in TARGET_MODULES}
     problems += [

@@ -1,10 +1,11 @@
 """What a target's policy handlers are made of, and the input walkers their checks use.
 
-The sandbox-guard pack (``policy-packs/sandbox-guard``) owns each policy's id, severity,
-description and config schema; the targets own the checks. A target declares them beside its
-spec, in ``<folder>/guard.py``, as a module-level ``HANDLERS`` tuple of ``Handler`` and
-``StackHandler`` records; the pack's rule for a policy id runs every registered target's handlers
-for that id (``sandboxkit.targets.target_parts("guard", "HANDLERS")``).
+The rule catalogue (``sandboxkit.policy_rules``) owns each policy's id, name, severity,
+description, config schema and levels; the targets own the checks. A target declares them beside
+its spec, in ``<folder>/guard.py``, as a module-level ``HANDLERS`` tuple of ``Handler`` and
+``StackHandler`` records, each naming the catalogue rule it checks and what it covers; the
+pack's policy for a rule runs every handler declared for it
+(``sandboxkit.kit_guard.declared_handlers``).
 
 This module imports neither pulumi-policy nor a cloud SDK: the kit and its tests read handlers
 without the pack. Inputs reach a check as pulumi-policy proxies (``Mapping``/``Sequence``, never
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 
 from sandboxkit.boundary import LAUNCHER_MARKERS, TARGET_LABEL
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.policy_rules import PolicyRule, Scope
 from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.targets import TARGET_MODULES, plain_number
 
@@ -273,22 +275,54 @@ Check = Callable[[Mapping[str, Any], CheckContext], Iterable[str]]
 StackCheck = Callable[[Sequence[StackResource], CheckContext], Iterable[tuple[str, str | None]]]
 
 
+# The type pattern of a check that reads every resource (SBX-SEC-002's credential scan).
+EVERY_TYPE = "*"
+
+
+def _refuse_scope(rule: PolicyRule, scope: Scope, record: str) -> None:
+    if not isinstance(rule, PolicyRule):
+        raise TypeError(
+            f"{record} names {rule!r}: name the catalogue's rule object "
+            "(sandboxkit.policy_rules), not its id"
+        )
+    if rule.scope is not scope:
+        raise ValueError(
+            f"{record} for {rule.id}, a {rule.scope} policy: its check would never run; "
+            f"declare a {'Handler' if rule.scope is Scope.RESOURCE else 'StackHandler'}"
+        )
+
+
 @dataclass(frozen=True)
 class Handler:
     """One check a target contributes to one resource policy of the pack.
 
     Attributes:
-        policy: the pack policy's id, ``SBX-<AREA>-NNN`` (e.g. ``SBX-NET-001``); the check runs
-            with that policy's severity, enforcement level and config.
-        types: the resource type tokens the check reads (``aws:lambda/function:Function``), or
-            ``kubernetes:*:<Kind>`` for a kind in any API group and version.
+        rule: the catalogue's rule (``sandboxkit.policy_rules``, a resource policy); the check
+            runs with its severity, enforcement level and config.
+        types: the resource type tokens the check reads (``aws:lambda/function:Function``),
+            ``kubernetes:*:<Kind>`` for a kind in any API group and version, or ``EVERY_TYPE``.
         check: ``(props, ctx) -> sentences``: one full sentence per violation, saying what is
             wrong and the fix; nothing for a resource that complies.
+        covers: what the check reads, for people (``"session pools: container CPU and
+            memory"``); the pack's description and ``docs/policy-gate.md`` list it.
+
+    Raises:
+        TypeError: when ``rule`` is not a catalogue rule (an id as text).
+        ValueError: when ``rule`` is a stack policy.
     """
 
-    policy: str
+    rule: PolicyRule
     types: tuple[str, ...]
     check: Check
+    covers: str
+
+    def __post_init__(self) -> None:
+        _refuse_scope(self.rule, Scope.RESOURCE, "Handler")
+
+    @property
+    def policy(self) -> str:
+        """The rule's id (``SBX-NET-001``)."""
+        return self.rule.id
 
     def applies_to(self, resource_type: str) -> bool:
         """Whether the check reads resources of ``resource_type``."""
@@ -300,17 +334,35 @@ class StackHandler:
     """One check a target contributes to one stack policy of the pack.
 
     Attributes:
-        policy: the pack policy's id, ``SBX-<AREA>-NNN`` (e.g. ``SBX-NET-005``).
+        rule: the catalogue's rule (a stack policy).
         check: ``(resources, ctx) -> (sentence, urn or None)`` for each violation, over every
             resource of the stack (whichever target created it).
+        covers: what the check reads, for people (``"each SandboxTemplate: a NetworkPolicy
+            over its pods"``).
+
+    Raises:
+        TypeError: when ``rule`` is not a catalogue rule (an id as text).
+        ValueError: when ``rule`` is a resource policy.
     """
 
-    policy: str
+    rule: PolicyRule
     check: StackCheck
+    covers: str
+
+    def __post_init__(self) -> None:
+        _refuse_scope(self.rule, Scope.STACK, "StackHandler")
+
+    @property
+    def policy(self) -> str:
+        """The rule's id (``SBX-NET-005``)."""
+        return self.rule.id
 
 
 def type_matches(resource_type: str, pattern: str) -> bool:
-    """Exact match, or ``kubernetes:*:<Kind>`` for any API group/version of a kind."""
+    """Exact match, ``EVERY_TYPE``, or ``kubernetes:*:<Kind>`` for any API group/version of a
+    kind."""
+    if pattern == EVERY_TYPE:
+        return True
     if pattern.startswith("kubernetes:*:"):
         return (
             resource_type.startswith("kubernetes:")

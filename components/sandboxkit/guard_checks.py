@@ -19,6 +19,7 @@ from sandboxkit.boundary import EVERYWHERE
 from sandboxkit.dns_names import channel_refusal
 from sandboxkit.egress_contract import parse_rule
 from sandboxkit.guard import CheckContext, dig, items, number, numbers
+from sandboxkit.policy_rules import ACCEPTED_REFERENCES
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -134,9 +135,6 @@ def identity_allowed(ctx: CheckContext) -> bool:
 
 
 # --- SBX-K8S-009: what the stack uses but does not create ---------------------------------------
-
-# SBX-K8S-009's config key: references the organisation has checked outside the gate.
-ACCEPTED_REFERENCES = "acceptedExternalReferences"
 
 
 def outside_the_stack(ctx: CheckContext, reference: str, what: str, unseen: str, fix: str) -> str:

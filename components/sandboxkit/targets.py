@@ -319,12 +319,23 @@ def target_parts(part: str, attribute: str) -> list[Any]:
     """
     found: list[Any] = []
     seen: set[int] = set()
-    for module_name in TARGET_MODULES.values():
-        folder = module_name.rpartition(".")[0]
-        if importlib.util.find_spec(f"{folder}.{part}") is None:
-            continue
-        for item in getattr(importlib.import_module(f"{folder}.{part}"), attribute, ()):
+    for items in parts_by_target(part, attribute).values():
+        for item in items:
             if id(item) not in seen:
                 seen.add(id(item))
                 found.append(item)
     return found
+
+
+def parts_by_target(part: str, attribute: str) -> dict[str, tuple[Any, ...]]:
+    """What each registered target declares in ``<folder>/<part>.py`` as ``attribute``, by
+    target name in registry order: ``()`` for a folder without that module or attribute. An
+    item several targets re-export is listed under each (``target_parts`` lists it once)."""
+    declared: dict[str, tuple[Any, ...]] = {}
+    for name, module_name in TARGET_MODULES.items():
+        folder = module_name.rpartition(".")[0]
+        if importlib.util.find_spec(f"{folder}.{part}") is None:
+            declared[name] = ()
+            continue
+        declared[name] = tuple(getattr(importlib.import_module(f"{folder}.{part}"), attribute, ()))
+    return declared

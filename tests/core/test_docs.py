@@ -31,14 +31,18 @@ def test_every_setting_of_every_target_is_described() -> None:
     assert docgen.generate(ROOT).problems == []
 
 
-def test_target_docs_match_the_settings_models() -> None:
+def test_generated_docs_match_the_settings_models_and_the_rule_catalogue() -> None:
     report = docgen.generate(ROOT)
     assert [path.relative_to(ROOT) for path in report.stale] == [], (
         "run: python -m sandboxkit.docgen --write"
     )
-    assert sorted(report.documents) == [
-        ROOT / "docs" / "targets" / f"{target}.md" for target in sorted(TARGET_MODULES)
-    ]
+    assert sorted(report.documents) == sorted(
+        [
+            *(ROOT / "docs" / "targets" / f"{target}.md" for target in TARGET_MODULES),
+            ROOT / docgen.RULES_DOC,
+            *(ROOT / docgen.PACK_CONFIG / f"{env}.json" for env in ("dev", "staging", "prod")),
+        ]
+    )
 
 
 def test_readme_links_every_target_reference() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource, dig, of_kind
 from sandboxkit.guard_checks import size_problems
+from sandboxkit.policy_rules import EGRESS_ATTACHED, SIZE_LIMITS
 
 MACHINE = "flyio:index/machine:Machine"
 
@@ -30,6 +31,10 @@ def _machines_without_egress_control(
 
 
 HANDLERS = (
-    Handler("SBX-RES-001", (MACHINE,), _guest_size),
-    StackHandler("SBX-NET-005", _machines_without_egress_control),
+    Handler(SIZE_LIMITS, (MACHINE,), _guest_size, "Fly machines: guest CPUs and memory"),
+    StackHandler(
+        EGRESS_ATTACHED,
+        _machines_without_egress_control,
+        "each Fly machine: refused, Fly Machines have no egress filter",
+    ),
 )

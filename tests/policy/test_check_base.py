@@ -119,7 +119,8 @@ GATE_EDITS = {
     '"prod": "advisory", "project": "advisory"}\n',
     "policy-packs/checkov/baseline.yaml": None,
     "sandboxkit.yaml": "environments:\n  prod: dev\n",
-    "policy-packs/sandbox-guard/policies/net.py": None,
+    "policy-packs/sandbox-guard/policies/_common.py": None,
+    "components/sandboxkit/policy_rules.py": None,
     "components/sandboxkit/egress_contract.py": None,
     "Pulumi.yaml": None,
     ".github/workflows/pr.yml": None,
@@ -136,7 +137,7 @@ def test_each_edited_gate_file_is_named(repo: Path, path: str) -> None:
 
 
 def test_new_and_deleted_gate_files_are_named_and_stack_files_are_not(repo: Path) -> None:
-    (repo / "policy-packs/sandbox-guard/policies/net.py").unlink()
+    (repo / "policy-packs/sandbox-guard/policies/_common.py").unlink()
     (repo / "policy-packs/sandbox-guard/policies/allow_all.py").write_text("ALLOW = True\n")
     (repo / "components/sandboxkit/data/extra.txt").write_text("x\n")
     git(repo, "add", "components/sandboxkit/data/extra.txt")
@@ -149,8 +150,8 @@ def test_new_and_deleted_gate_files_are_named_and_stack_files_are_not(repo: Path
     (repo / "components/sandboxkit/__pycache__/x.pyc").write_bytes(b"\0")
     assert gate_changes(repo, Path(), git(repo, "rev-parse", "main")) == (
         GateChange("components/sandboxkit/data/extra.txt", "added"),
+        GateChange("policy-packs/sandbox-guard/policies/_common.py", "deleted"),
         GateChange("policy-packs/sandbox-guard/policies/allow_all.py", "added"),
-        GateChange("policy-packs/sandbox-guard/policies/net.py", "deleted"),
     )
 
 

@@ -1,8 +1,9 @@
 """The targets' policy handlers reach the pack.
 
-Each target folder declares its checks in ``guard.py`` (``HANDLERS``); the pack's rule for a
-policy id runs the handlers of every registered target that name it. A handler under an id the
-pack does not have, or under a policy of the other kind, would never run: these tests find it.
+Each target folder declares its checks in ``guard.py`` (``HANDLERS``), each naming a rule of the
+catalogue (``sandboxkit.policy_rules``); the pack's policy for a rule runs the handlers of the
+kit and of every registered target that name it. A handler the pack never calls, or a rule no
+handler checks, would be a policy that checks nothing: these tests find it.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pulumi_policy import (
 )
 
 from fake_target import guard as fake_guard
-from sandboxkit import targets
+from sandboxkit import kit_guard, targets
 from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource
+from sandboxkit.policy_rules import CATALOGUE, EGRESS_ATTACHED, SIZE_LIMITS
 
 COMMON = importlib.import_module(f"{PACK.__name__}._common")
 
@@ -76,13 +78,14 @@ def unreached(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         if id(handler) not in spies:
             spies[id(handler)] = (
-                Handler(handler.policy, handler.types, check)
+                dataclasses.replace(handler, check=check)
                 if isinstance(handler, Handler)
-                else StackHandler(handler.policy, stack_check)
+                else dataclasses.replace(handler, check=stack_check)
             )
         return spies[id(handler)]
 
-    handlers = targets.target_parts("guard", "HANDLERS")
+    handlers = kit_guard.declared_handlers()
+    monkeypatch.setattr(kit_guard, "HANDLERS", tuple(spy(h) for h in kit_guard.HANDLERS))
     for module in targets.TARGET_MODULES.values():
         guard = importlib.import_module(f"{module.rpartition('.')[0]}.guard")
         monkeypatch.setattr(guard, "HANDLERS", tuple(spy(h) for h in guard.HANDLERS))
@@ -103,28 +106,43 @@ def unreached(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return [_describe(h) for h, kind in expected if (id(h), kind) not in reached]
 
 
-def test_every_target_handler_runs_under_its_policy(
+def test_every_handler_runs_under_its_policy_and_every_rule_has_one(
     monkeypatch: pytest.MonkeyPatch, recollect: None
 ) -> None:
-    declared = targets.target_parts("guard", "HANDLERS")
-    # The pack's own checks: SBX-SEC-002 scans every input of every type, SBX-NET-006 and
-    # SBX-NET-008 read the stack through every target's egress reader.
-    pack_only = {"SBX-SEC-002", "SBX-NET-006", "SBX-NET-008"}
-    assert {h.policy for h in declared} == {p.upper() for p in POLICIES} - pack_only
+    declared = kit_guard.declared_handlers()
+    # The kit's own: SBX-SEC-002 scans every input of every type, SBX-NET-006 and SBX-NET-008
+    # read the stack through every target's egress reader.
+    assert [h.policy for h in kit_guard.HANDLERS] == ["SBX-SEC-002", "SBX-NET-006", "SBX-NET-008"]
+    assert {h.rule for h in declared} == set(CATALOGUE)
+    assert [p.upper() for p in POLICIES] == [rule.id for rule in CATALOGUE]
     assert unreached(monkeypatch) == []
 
 
-def test_a_handler_under_a_wrong_policy_id_is_found(
+def test_a_handler_the_pack_does_not_call_is_found(
     monkeypatch: pytest.MonkeyPatch, recollect: None
 ) -> None:
     monkeypatch.setitem(targets.TARGET_MODULES, "flyio", "fake_target.spec")
-    misspelt = dataclasses.replace(fake_guard.HANDLERS[0], policy="SBX-RES-01")
-    stack_id = dataclasses.replace(fake_guard.HANDLERS[0], policy="SBX-NET-005")
-    monkeypatch.setattr(fake_guard, "HANDLERS", (*fake_guard.HANDLERS, misspelt, stack_id))
+    # A rule object the catalogue does not hold (a copy): no policy of the pack runs it.
+    stray = dataclasses.replace(SIZE_LIMITS, id="SBX-RES-901")
+    unlisted = dataclasses.replace(fake_guard.HANDLERS[0], rule=stray)
+    monkeypatch.setattr(fake_guard, "HANDLERS", (*fake_guard.HANDLERS, unlisted))
     assert unreached(monkeypatch) == [
-        "SBX-RES-01 flyio:index/machine:Machine (fake_target.guard._guest_size)",
-        "SBX-NET-005 flyio:index/machine:Machine (fake_target.guard._guest_size)",
+        "SBX-RES-901 flyio:index/machine:Machine (fake_target.guard._guest_size)"
     ]
+
+
+def test_a_handler_for_a_policy_of_the_other_kind_is_refused() -> None:
+    with pytest.raises(ValueError) as resource:
+        Handler(EGRESS_ATTACHED, (fake_guard.MACHINE,), fake_guard.HANDLERS[0].check, "machines")
+    assert str(resource.value) == (
+        "Handler for SBX-NET-005, a stack policy: its check would never run; declare a StackHandler"
+    )
+    with pytest.raises(ValueError) as stack:
+        StackHandler(SIZE_LIMITS, fake_guard.HANDLERS[1].check, "each machine")
+    assert str(stack.value) == (
+        "StackHandler for SBX-RES-001, a resource policy: its check would never run; declare "
+        "a Handler"
+    )
 
 
 def test_a_registered_target_folder_is_checked_by_the_packs_rules(
@@ -165,6 +183,6 @@ def test_gcp_targets_share_their_common_handlers_once() -> None:
     shared = set(map(id, gcp_guard.HANDLERS))
     assert shared <= set(map(id, cloudrun_guard.HANDLERS))
     assert shared | set(map(id, kubernetes_guard.HANDLERS)) <= set(map(id, gke_guard.HANDLERS))
-    declared = [id(h) for h in targets.target_parts("guard", "HANDLERS")]
+    declared = [id(h) for h in kit_guard.declared_handlers()]
     assert len(declared) == len(set(declared))
     assert shared <= set(declared)

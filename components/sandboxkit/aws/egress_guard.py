@@ -22,6 +22,13 @@ from sandboxkit.guard import (
     target_of,
 )
 from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
+from sandboxkit.policy_rules import (
+    ALLOWLIST_SPECIFIC,
+    DEFAULT_DENY,
+    DNS_FAIL_CLOSED,
+    EGRESS_ATTACHED,
+    EGRESS_CLOSED,
+)
 
 MICROVM_IMAGE = "aws:lambdamicrovms/image:Image"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
@@ -258,15 +265,68 @@ def _images_without_egress_controls(
 
 
 HANDLERS = (
-    Handler("SBX-NET-001", (MICROVM_IMAGE,), _microvm_connectors),
-    Handler("SBX-NET-001", (SECURITY_GROUP,), _security_group_open),
-    Handler("SBX-NET-001", (SECURITY_GROUP_EGRESS_RULE,), _egress_rule_open),
-    Handler("SBX-NET-001", (RULE_GROUP,), _suricata_ports),
-    Handler("SBX-NET-002", (RULE_GROUP,), _rule_group_entries),
-    Handler("SBX-NET-002", (RULE_GROUP,), _suricata_names),
-    Handler("SBX-NET-003", (FIREWALL_POLICY,), _firewall_policy),
-    Handler("SBX-NET-003", (FIREWALL_POLICY_DOCUMENT,), _firewall_policy_document),
-    Handler("SBX-NET-003", (RULE_GROUP,), _rule_group_kind),
-    Handler("SBX-NET-004", (DNS_FIREWALL_CONFIG,), _dns_fail_open),
-    StackHandler("SBX-NET-005", _images_without_egress_controls),
+    Handler(
+        EGRESS_CLOSED,
+        (MICROVM_IMAGE,),
+        _microvm_connectors,
+        "MicroVM images: their network connectors, never INTERNET_EGRESS",
+    ),
+    Handler(
+        EGRESS_CLOSED,
+        (SECURITY_GROUP,),
+        _security_group_open,
+        "connector security groups: egress destinations and ports",
+    ),
+    Handler(
+        EGRESS_CLOSED,
+        (SECURITY_GROUP_EGRESS_RULE,),
+        _egress_rule_open,
+        "security group egress rules: destination and ports",
+    ),
+    Handler(
+        EGRESS_CLOSED,
+        (RULE_GROUP,),
+        _suricata_ports,
+        "Network Firewall Suricata pass rules: their ports",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (RULE_GROUP,),
+        _rule_group_entries,
+        "Network Firewall domain lists: each entry a specific public host",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (RULE_GROUP,),
+        _suricata_names,
+        "Network Firewall Suricata pass rules: none matching any name, a wildcard's apex "
+        "(dotprefix) or every address",
+    ),
+    Handler(
+        DEFAULT_DENY,
+        (FIREWALL_POLICY,),
+        _firewall_policy,
+        "pulumi-aws FirewallPolicy: reported, it cannot hold resolved-IP validation",
+    ),
+    Handler(
+        DEFAULT_DENY,
+        (FIREWALL_POLICY_DOCUMENT,),
+        _firewall_policy_document,
+        "the kit's FirewallPolicyDocument: STRICT_ORDER with aws:drop_established, "
+        "aws:forward_to_sfe, resolved-IP validation (DROP or REJECT, no empty SourceIPRanges)",
+    ),
+    Handler(
+        DEFAULT_DENY, (RULE_GROUP,), _rule_group_kind, "Network Firewall domain lists: ALLOWLIST"
+    ),
+    Handler(
+        DNS_FAIL_CLOSED,
+        (DNS_FIREWALL_CONFIG,),
+        _dns_fail_open,
+        "Route 53 Resolver DNS Firewall config: firewallFailOpen DISABLED",
+    ),
+    StackHandler(
+        EGRESS_ATTACHED,
+        _images_without_egress_controls,
+        "each MicroVM image: its connector, Network Firewall and DNS Firewall",
+    ),
 )

@@ -35,6 +35,17 @@ from sandboxkit.guard_checks import (
     retention_problems,
     time_problems,
 )
+from sandboxkit.policy_rules import (
+    AUDIT_LOGS,
+    BOUNDED_POOLS,
+    LEAST_PRIVILEGE,
+    NO_GUEST_IDENTITY,
+    PLAINTEXT_ENV,
+    RETENTION,
+    SIGNED_WEBHOOKS,
+    SOURCE_PINNED,
+    TIME_LIMITS,
+)
 
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -327,17 +338,71 @@ def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 HANDLERS = (
     *egress_guard.HANDLERS,
-    Handler("SBX-IAM-001", (ROLE_POLICY, POLICY), _policy_document),
-    Handler("SBX-IAM-001", (POLICY_ATTACHMENT,), _attachment),
-    Handler("SBX-IAM-001", (ROLE,), _role),
-    Handler("SBX-IAM-002", (ROLE_POLICY,), _pass_role),
-    Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
-    Handler("SBX-IAM-005", (ROLE,), _confused_deputy),
-    Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
-    Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
-    Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
-    Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
-    StackHandler("SBX-LOG-002", _firewalls_without_logs),
-    Handler("SBX-SEC-001", (FUNCTION,), _function_env),
-    Handler("SBX-SEC-001", (egress_guard.MICROVM_IMAGE,), _image_env),
+    Handler(
+        LEAST_PRIVILEGE,
+        (ROLE_POLICY, POLICY),
+        _policy_document,
+        "IAM policies and role policies: no wildcard action, no privilege escalation",
+    ),
+    Handler(
+        LEAST_PRIVILEGE,
+        (POLICY_ATTACHMENT,),
+        _attachment,
+        "IAM policy attachments: no admin managed policy",
+    ),
+    Handler(
+        LEAST_PRIVILEGE,
+        (ROLE,),
+        _role,
+        "IAM roles: no admin managed policy; inline policies without wildcard actions or "
+        "privilege escalation",
+    ),
+    Handler(
+        NO_GUEST_IDENTITY,
+        (ROLE_POLICY,),
+        _pass_role,
+        "IAM role policies: iam:PassRole of an execution role",
+    ),
+    Handler(
+        NO_GUEST_IDENTITY,
+        (FUNCTION,),
+        _execution_role,
+        "the launcher function: MicroVMs started without an execution role (EXECUTION_ROLE_ARN) "
+        "unless allowedGuestIdentities names it",
+    ),
+    Handler(
+        SOURCE_PINNED,
+        (ROLE,),
+        _confused_deputy,
+        "IAM role trust policies: aws:SourceAccount or aws:SourceArn on service principals",
+    ),
+    Handler(
+        SIGNED_WEBHOOKS,
+        (FUNCTION,),
+        _webhook_secret,
+        "the launcher function: its webhook signing secret",
+    ),
+    Handler(
+        TIME_LIMITS,
+        (FUNCTION,),
+        _launcher_limits,
+        "the launcher function: timeout and MicroVM lifetime",
+    ),
+    Handler(
+        BOUNDED_POOLS,
+        (FUNCTION,),
+        _launcher_concurrency,
+        "the launcher function: reserved concurrency",
+    ),
+    Handler(RETENTION, (LOG_GROUP,), _log_group, "CloudWatch log groups: retention"),
+    StackHandler(AUDIT_LOGS, _firewalls_without_logs, "each Network Firewall: FLOW and ALERT logs"),
+    Handler(
+        PLAINTEXT_ENV, (FUNCTION,), _function_env, "Lambda functions: plain environment variables"
+    ),
+    Handler(
+        PLAINTEXT_ENV,
+        (egress_guard.MICROVM_IMAGE,),
+        _image_env,
+        "MicroVM images: plain environment variables",
+    ),
 )

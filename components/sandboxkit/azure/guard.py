@@ -25,6 +25,19 @@ from sandboxkit.guard_checks import (
     time_problems,
     unpinned_images,
 )
+from sandboxkit.policy_rules import (
+    AUDIT_LOGS,
+    BOUNDED_POOLS,
+    DIGEST_PINNED,
+    EGRESS_CLOSED,
+    EXECUTOR_NAMED,
+    LEAST_PRIVILEGE,
+    NO_GUEST_IDENTITY,
+    PLAINTEXT_ENV,
+    RETENTION,
+    SIZE_LIMITS,
+    TIME_LIMITS,
+)
 
 SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
@@ -179,15 +192,52 @@ def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 HANDLERS = (
-    Handler("SBX-NET-001", (SESSION_POOL,), _pool_egress),
-    Handler("SBX-IAM-001", (ROLE_ASSIGNMENT,), _admin_role),
-    Handler("SBX-IAM-002", (SESSION_POOL,), _pool_identity),
-    Handler("SBX-IAM-004", (ROLE_ASSIGNMENT,), _executor_scope),
-    Handler("SBX-RES-001", (SESSION_POOL,), _pool_limits),
-    Handler("SBX-RES-002", (SESSION_POOL,), _pool_lifecycle),
-    Handler("SBX-RES-003", (SESSION_POOL,), _pool_scale),
-    Handler("SBX-LOG-001", (WORKSPACE,), _workspace),
-    StackHandler("SBX-LOG-002", _pools_without_workspace),
-    Handler("SBX-SEC-001", (SESSION_POOL,), _pool_env),
-    Handler("SBX-SEC-003", (SESSION_POOL,), _pool_images),
+    Handler(
+        EGRESS_CLOSED,
+        (SESSION_POOL,),
+        _pool_egress,
+        "session pools: sessionNetworkConfiguration EgressDisabled",
+    ),
+    Handler(
+        LEAST_PRIVILEGE,
+        (ROLE_ASSIGNMENT,),
+        _admin_role,
+        "role assignments: no Owner, Contributor or other admin role",
+    ),
+    Handler(
+        NO_GUEST_IDENTITY,
+        (SESSION_POOL,),
+        _pool_identity,
+        "session pools: managed identities not available to session code (lifecycle Main or All)",
+    ),
+    Handler(
+        EXECUTOR_NAMED,
+        (ROLE_ASSIGNMENT,),
+        _executor_scope,
+        "Session Executor role assignments: a named principal, one pool",
+    ),
+    Handler(SIZE_LIMITS, (SESSION_POOL,), _pool_limits, "session pools: container CPU and memory"),
+    Handler(
+        TIME_LIMITS,
+        (SESSION_POOL,),
+        _pool_lifecycle,
+        "session pools: cooldown and maximum session lifetime",
+    ),
+    Handler(
+        BOUNDED_POOLS,
+        (SESSION_POOL,),
+        _pool_scale,
+        "session pools: maxConcurrentSessions and readySessionInstances",
+    ),
+    Handler(RETENTION, (WORKSPACE,), _workspace, "Log Analytics workspaces: retentionInDays"),
+    StackHandler(
+        AUDIT_LOGS, _pools_without_workspace, "each session pool: a Log Analytics workspace"
+    ),
+    Handler(
+        PLAINTEXT_ENV,
+        (SESSION_POOL,),
+        _pool_env,
+        "session pools: plain container environment variables",
+    ),
+    Handler(DIGEST_PINNED, (SESSION_POOL,), _pool_images, "session pools: custom container images"),
 )

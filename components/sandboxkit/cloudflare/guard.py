@@ -34,6 +34,16 @@ from sandboxkit.guard_checks import (
     matching,
     time_problems,
 )
+from sandboxkit.policy_rules import (
+    ALLOWLIST_SPECIFIC,
+    AUDIT_LOGS,
+    AUTHENTICATED_WORKER,
+    DEFAULT_DENY,
+    EGRESS_CLOSED,
+    PLAINTEXT_ENV,
+    SERVER_CHOSEN_IDS,
+    TIME_LIMITS,
+)
 
 WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 
@@ -174,13 +184,48 @@ def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 
 
 HANDLERS = (
-    Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
-    Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
-    Handler("SBX-NET-003", (WORKERS_SCRIPT,), _worker_code),
-    Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
-    Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
-    Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),
-    Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
-    StackHandler("SBX-LOG-002", _workers_without_observability),
-    Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),
+    Handler(
+        EGRESS_CLOSED,
+        (WORKERS_SCRIPT,),
+        _worker_egress,
+        "the Worker's EGRESS_POLICY binding: mode and ports",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (WORKERS_SCRIPT,),
+        _worker_entries,
+        "the Worker's EGRESS_POLICY allowlist entries",
+    ),
+    Handler(
+        DEFAULT_DENY,
+        (WORKERS_SCRIPT,),
+        _worker_code,
+        "the Worker's code and compatibility flags: the kit's module, global_fetch_strictly_public",
+    ),
+    Handler(
+        SERVER_CHOSEN_IDS,
+        (WORKERS_SCRIPT,),
+        _id_key,
+        "the Worker: a secret sandbox id key and token verification key",
+    ),
+    Handler(
+        AUTHENTICATED_WORKER,
+        (WORKERS_SCRIPT,),
+        _auth_key,
+        "the Worker: client tokens verified with a secret key",
+    ),
+    Handler(
+        AUTHENTICATED_WORKER,
+        (WORKERS_SUBDOMAIN,),
+        _workers_dev,
+        "Workers subdomains: no workers.dev exposure",
+    ),
+    Handler(
+        TIME_LIMITS,
+        (WORKERS_SCRIPT,),
+        _worker_limits,
+        "the Worker's idle, exec and lifetime limits",
+    ),
+    StackHandler(AUDIT_LOGS, _workers_without_observability, "each Worker: observability enabled"),
+    Handler(PLAINTEXT_ENV, (WORKERS_SCRIPT,), _plain_secrets, "the Worker's plain_text bindings"),
 )

@@ -8,6 +8,7 @@ from typing import Any
 
 from sandboxkit.guard import CheckContext, Handler
 from sandboxkit.guard_checks import retention_problems
+from sandboxkit.policy_rules import LEAST_PRIVILEGE, RETENTION
 
 GCP_BASIC_ROLES = ("roles/owner", "roles/editor")
 IAM_GRANTS = (
@@ -37,6 +38,8 @@ def _log_bucket(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 HANDLERS = (
-    Handler("SBX-IAM-001", IAM_GRANTS, broad_role),
-    Handler("SBX-LOG-001", (LOG_BUCKET,), _log_bucket),
+    Handler(
+        LEAST_PRIVILEGE, IAM_GRANTS, broad_role, "IAM members and bindings: no basic or admin role"
+    ),
+    Handler(RETENTION, (LOG_BUCKET,), _log_bucket, "Cloud Logging buckets: retentionDays"),
 )

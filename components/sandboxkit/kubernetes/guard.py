@@ -55,6 +55,20 @@ from sandboxkit.kubernetes.egress_reader import (
     resolver_config,
     selects,
 )
+from sandboxkit.policy_rules import (
+    ALLOWLIST_SPECIFIC,
+    BOUNDED_POOLS,
+    DIGEST_PINNED,
+    EGRESS_ATTACHED,
+    EGRESS_CLOSED,
+    LEAST_PRIVILEGE,
+    NO_GUEST_IDENTITY,
+    PLAINTEXT_ENV,
+    QUOTA_ATTACHED,
+    SANDBOX_DNS_FILTERED,
+    SIZE_LIMITS,
+    TIME_LIMITS,
+)
 
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
@@ -502,24 +516,88 @@ def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 HANDLERS = (
     *pod_guard.HANDLERS,
-    Handler("SBX-NET-001", (NETWORK_POLICY,), _network_policy_open),
-    Handler("SBX-NET-001", (SANDBOX_TEMPLATE,), _template_managed_policy),
-    Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_open),
-    Handler("SBX-NET-001", (CILIUM_POLICY,), _cilium_ports),
-    Handler("SBX-NET-001", (GKE_FQDN_POLICY,), _gke_fqdn_ports),
-    Handler("SBX-NET-002", (NETWORK_POLICY,), _np_entries),
-    Handler("SBX-NET-002", (CILIUM_POLICY,), _cilium_entries),
-    Handler("SBX-NET-002", (GKE_FQDN_POLICY,), _gke_fqdn_entries),
-    StackHandler("SBX-NET-005", _templates_without_policy),
-    StackHandler("SBX-NET-007", _sandbox_dns),
-    Handler("SBX-IAM-001", ROLE_BINDINGS, _admin_binding),
-    Handler("SBX-IAM-001", ROLES, _wildcard_role),
-    Handler("SBX-IAM-002", SANDBOX_POD_KINDS, _token_mounted),
-    Handler("SBX-RES-001", SANDBOX_POD_KINDS, _pod_limits),
-    Handler("SBX-RES-002", SANDBOX_POD_KINDS, _pod_deadline),
-    Handler("SBX-RES-003", (RESOURCE_QUOTA,), _quota_pods),
-    Handler("SBX-RES-003", (WARM_POOL,), _warm_pool),
-    StackHandler("SBX-RES-004", _quota_per_namespace),
-    Handler("SBX-SEC-001", SANDBOX_POD_KINDS, _pod_env),
-    Handler("SBX-SEC-003", SANDBOX_POD_KINDS, _pod_images),
+    Handler(
+        EGRESS_CLOSED,
+        (NETWORK_POLICY,),
+        _network_policy_open,
+        "NetworkPolicies selecting sandbox pods: no rule to everywhere, only allowed ports",
+    ),
+    Handler(
+        EGRESS_CLOSED,
+        (SANDBOX_TEMPLATE,),
+        _template_managed_policy,
+        "SandboxTemplates: networkPolicyManagement not Unmanaged",
+    ),
+    Handler(
+        EGRESS_CLOSED,
+        (CILIUM_POLICY,),
+        _cilium_open,
+        "CiliumNetworkPolicies: no world entity or open CIDR",
+    ),
+    Handler(EGRESS_CLOSED, (CILIUM_POLICY,), _cilium_ports, "CiliumNetworkPolicies: toPorts"),
+    Handler(EGRESS_CLOSED, (GKE_FQDN_POLICY,), _gke_fqdn_ports, "GKE FQDNNetworkPolicies: ports"),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (NETWORK_POLICY,),
+        _np_entries,
+        "NetworkPolicy ipBlocks: specific public addresses",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (CILIUM_POLICY,),
+        _cilium_entries,
+        "CiliumNetworkPolicy toFQDNs and CIDRs: specific public hosts",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (GKE_FQDN_POLICY,),
+        _gke_fqdn_entries,
+        "GKE FQDNNetworkPolicy names: specific public hosts",
+    ),
+    StackHandler(
+        EGRESS_ATTACHED,
+        _templates_without_policy,
+        "each SandboxTemplate: a NetworkPolicy over its pods",
+    ),
+    StackHandler(
+        SANDBOX_DNS_FILTERED,
+        _sandbox_dns,
+        "sandbox DNS: Cilium DNS rules, the kit's resolver, kube-dns paths",
+    ),
+    Handler(
+        LEAST_PRIVILEGE,
+        ROLE_BINDINGS,
+        _admin_binding,
+        "RoleBindings and ClusterRoleBindings: no cluster-admin, admin or edit",
+    ),
+    Handler(
+        LEAST_PRIVILEGE,
+        ROLES,
+        _wildcard_role,
+        "Roles and ClusterRoles: no wildcard verb or resource",
+    ),
+    Handler(
+        NO_GUEST_IDENTITY,
+        SANDBOX_POD_KINDS,
+        _token_mounted,
+        "sandbox pods: no mounted service-account token",
+    ),
+    Handler(
+        SIZE_LIMITS, SANDBOX_POD_KINDS, _pod_limits, "sandbox pods: container CPU and memory limits"
+    ),
+    Handler(
+        TIME_LIMITS,
+        SANDBOX_POD_KINDS,
+        _pod_deadline,
+        "sandbox pods: lifetime (shutdown time and active deadline)",
+    ),
+    Handler(BOUNDED_POOLS, (RESOURCE_QUOTA,), _quota_pods, "ResourceQuotas: pods"),
+    Handler(BOUNDED_POOLS, (WARM_POOL,), _warm_pool, "SandboxWarmPools: replicas"),
+    StackHandler(
+        QUOTA_ATTACHED, _quota_per_namespace, "each sandbox namespace: a ResourceQuota on pods"
+    ),
+    Handler(
+        PLAINTEXT_ENV, SANDBOX_POD_KINDS, _pod_env, "sandbox pods: plain environment variables"
+    ),
+    Handler(DIGEST_PINNED, SANDBOX_POD_KINDS, _pod_images, "sandbox pods: image digests"),
 )

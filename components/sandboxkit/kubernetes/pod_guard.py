@@ -23,6 +23,17 @@ from sandboxkit.guard import (
 )
 from sandboxkit.guard_checks import outside_the_stack
 from sandboxkit.kubernetes.egress_reader import TARGET
+from sandboxkit.policy_rules import (
+    CLAIMS_LOCKED,
+    HOST_ISOLATION,
+    NO_CAPABILITIES,
+    NON_ROOT,
+    OUTSIDE_THE_STACK,
+    READ_ONLY_ROOT,
+    RESTRICTED_NAMESPACE,
+    SANDBOXED_RUNTIME,
+    SECCOMP,
+)
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
@@ -164,13 +175,41 @@ def _external_runtime_classes(
 
 
 HANDLERS = (
-    Handler("SBX-K8S-001", SANDBOX_POD_KINDS, _read_only),
-    Handler("SBX-K8S-002", SANDBOX_POD_KINDS, _capabilities),
-    Handler("SBX-K8S-003", SANDBOX_POD_KINDS, _non_root),
-    Handler("SBX-K8S-004", SANDBOX_POD_KINDS, _runtime_class),
-    Handler("SBX-K8S-005", SANDBOX_POD_KINDS, _host),
-    Handler("SBX-K8S-006", SANDBOX_POD_KINDS, _seccomp),
-    Handler("SBX-K8S-007", (NAMESPACE,), _pod_security),
-    Handler("SBX-K8S-008", (SANDBOX_TEMPLATE,), _claims),
-    StackHandler("SBX-K8S-009", _external_runtime_classes),
+    Handler(READ_ONLY_ROOT, SANDBOX_POD_KINDS, _read_only, "sandbox pods: readOnlyRootFilesystem"),
+    Handler(
+        NO_CAPABILITIES, SANDBOX_POD_KINDS, _capabilities, "sandbox pods: capabilities drop ALL"
+    ),
+    Handler(
+        NON_ROOT,
+        SANDBOX_POD_KINDS,
+        _non_root,
+        "sandbox pods: runAsNonRoot, no privilege escalation, unprivileged",
+    ),
+    Handler(
+        SANDBOXED_RUNTIME,
+        SANDBOX_POD_KINDS,
+        _runtime_class,
+        "sandbox pods: a gVisor or Kata runtime class",
+    ),
+    Handler(
+        HOST_ISOLATION, SANDBOX_POD_KINDS, _host, "sandbox pods: no host namespaces or hostPath"
+    ),
+    Handler(SECCOMP, SANDBOX_POD_KINDS, _seccomp, "sandbox pods: seccomp RuntimeDefault"),
+    Handler(
+        RESTRICTED_NAMESPACE,
+        (NAMESPACE,),
+        _pod_security,
+        "sandbox namespaces: Pod Security restricted",
+    ),
+    Handler(
+        CLAIMS_LOCKED,
+        (SANDBOX_TEMPLATE,),
+        _claims,
+        "SandboxTemplates: claims cannot inject env or volumes",
+    ),
+    StackHandler(
+        OUTSIDE_THE_STACK,
+        _external_runtime_classes,
+        "a RuntimeClass the stack uses but does not create",
+    ),
 )

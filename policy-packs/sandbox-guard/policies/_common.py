@@ -1,5 +1,6 @@
-"""The pack's building blocks: rule metadata, the context a check reads, and the rules that run
-the checks every registered target declares for them (``sandboxkit.guard``).
+"""The pack's building blocks: a CrossGuard policy per catalogue rule (``sandboxkit.policy_rules``),
+the context a check reads, and the runs of the handlers the kit and every registered target
+declare for the rule (``sandboxkit.kit_guard.declared_handlers``).
 
 Checks read inputs through ``sandboxkit.guard.inputs``, never pulumi-policy's proxy: an unknown
 input (``pulumi preview``) that a check reads becomes a "cannot verify" violation at the
@@ -28,64 +29,43 @@ from pulumi_policy.proxy import UnknownValueError
 
 from sandboxkit import targets
 from sandboxkit.guard import (
-    Check,
     Handler,
     Owner,
-    StackCheck,
     StackHandler,
     UnknownInputError,
     inputs,
     target_of,
 )
+from sandboxkit.kit_guard import declared_handlers, pack_description
+from sandboxkit.policy_rules import PolicyRule
+from sandboxkit.policy_rules import Severity as CatalogueSeverity
+
+# pulumi-policy's enums for the catalogue's.
+SEVERITIES = {
+    CatalogueSeverity.LOW: Severity.LOW,
+    CatalogueSeverity.MEDIUM: Severity.MEDIUM,
+    CatalogueSeverity.HIGH: Severity.HIGH,
+    CatalogueSeverity.CRITICAL: Severity.CRITICAL,
+}
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A policy's metadata.
-
-    Attributes:
-        id: ``SBX-<AREA>-NNN``; the CrossGuard name is the same in lower case.
-        title: a short name for people (SARIF ``shortDescription``).
-        severity: pulumi-policy ``Severity``.
-        description: "Checks that..." / "Prohibits..." (the full description).
-        remediation: one sentence that says the fix.
-        properties: JSON-schema properties of the policy's config; each has a ``default``.
-    """
-
-    id: str
-    title: str
-    severity: Severity
-    description: str
-    remediation: str
-    properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        """The CrossGuard policy name (``sbx-net-001``)."""
-        return self.id.lower()
-
-    @property
-    def area(self) -> str:
-        """``net``, ``iam``, ... taken from the id."""
-        return self.id.split("-")[1].lower()
-
-    def schema(self) -> PolicyConfigSchema | None:
-        """The config schema the CLI validates ``--policy-pack-config`` against."""
-        if not self.properties:
-            return None
-        return PolicyConfigSchema(properties={k: dict(v) for k, v in self.properties.items()})
-
-    def common(self) -> dict[str, Any]:
-        """Keyword arguments shared by resource and stack policies."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "display_name": f"{self.id}: {self.title}",
-            "severity": self.severity,
-            "config_schema": self.schema(),
-            "tags": ["sandboxkit", self.area],
-            "remediation_steps": self.remediation,
-        }
+def policy_arguments(rule: PolicyRule) -> dict[str, Any]:
+    """Keyword arguments of ``rule``'s CrossGuard policy, resource or stack, all from the
+    catalogue: the description is the rule's, followed by what its handlers cover."""
+    schema = (
+        PolicyConfigSchema(properties={k: dict(v) for k, v in rule.config_schema.items()})
+        if rule.config_schema
+        else None
+    )
+    return {
+        "name": rule.policy_name,
+        "description": pack_description(rule),
+        "display_name": f"{rule.id}: {rule.name}",
+        "severity": SEVERITIES[rule.severity],
+        "config_schema": schema,
+        "tags": ["sandboxkit", rule.area],
+        "remediation_steps": rule.remediation,
+    }
 
 
 class Context:
@@ -95,7 +75,7 @@ class Context:
 
     def __init__(
         self,
-        rule: Rule,
+        rule: PolicyRule,
         config: Mapping[str, Any],
         *,
         name: str = "",
@@ -119,7 +99,7 @@ class Context:
         """A threshold from the pack config, else its schema default (what the CLI fills in)."""
         if key in self.config:
             return self.config[key]
-        return self.rule.properties[key]["default"]
+        return self.rule.default(key)
 
 
 def raw_inputs(value: Any) -> Any:
@@ -144,7 +124,7 @@ def raw_inputs(value: Any) -> Any:
     return value
 
 
-def cannot_verify(rule: Rule, unknown: UnknownInputError) -> str:
+def cannot_verify(rule: PolicyRule, unknown: UnknownInputError) -> str:
     """The "cannot verify" sentence for ``unknown``, which decided ``rule``'s verdict."""
     owner = unknown.owner
     plural = len(unknown.paths) > 1
@@ -171,15 +151,15 @@ def cannot_verify(rule: Rule, unknown: UnknownInputError) -> str:
 
 
 def handlers_of(policy_id: str) -> tuple[Handler | StackHandler, ...]:
-    """The ``Handler`` and ``StackHandler`` records the registered targets declare for
-    ``policy_id`` (each in its folder's ``guard.py``), in registry order."""
+    """The ``Handler`` and ``StackHandler`` records of ``policy_id``: the kit's, then those the
+    registered targets declare (each in its folder's ``guard.py``), in registry order."""
     return _declared_now().by_policy.get(policy_id, ())
 
 
 @dataclass
 class _Declared:
-    """The registered targets' handlers: by policy id, and by policy id and resource type
-    (filled as types are asked for: every resource asks per policy)."""
+    """The handlers of the kit and the registered targets: by policy id, and by policy id and
+    resource type (filled as types are asked for: every resource asks per policy)."""
 
     by_policy: dict[str, tuple[Handler | StackHandler, ...]]
     by_type: dict[tuple[str, str], tuple[Handler, ...]] = field(default_factory=dict)
@@ -197,27 +177,25 @@ class _Declared:
 
 
 def _declared_now() -> _Declared:
-    """The handlers of the targets registered now (``targets.TARGET_MODULES``)."""
+    """The handlers of the kit and the targets registered now (``targets.TARGET_MODULES``)."""
     return _declared(tuple(targets.TARGET_MODULES.items()))
 
 
 @functools.lru_cache(maxsize=8)
 def _declared(registry: tuple[tuple[str, str], ...]) -> _Declared:
-    """Every target's handlers, collected once per registry (``registry``, the registry's
-    contents, is only the cache key)."""
+    """Every handler, collected once per registry (``registry``, the registry's contents, is
+    only the cache key)."""
     by_policy: dict[str, list[Handler | StackHandler]] = {}
-    for handler in targets.target_parts("guard", "HANDLERS"):
+    for handler in declared_handlers():
         by_policy.setdefault(handler.policy, []).append(handler)
     return _Declared({policy: tuple(found) for policy, found in by_policy.items()})
 
 
 class ResourceRule:
-    """A resource policy: the handlers the registered targets declare for its id, after the
-    pack's own check of every resource type if it has one (credential shapes)."""
+    """A resource policy: the handlers declared for its rule (``handlers_of``)."""
 
-    def __init__(self, rule: Rule, every_type: Check | None = None) -> None:
+    def __init__(self, rule: PolicyRule) -> None:
         self.rule = rule
-        self.every_type = every_type
 
     def handlers_for(self, resource_type: str) -> tuple[Handler, ...]:
         """The target handlers this policy runs on a resource of ``resource_type``."""
@@ -229,8 +207,7 @@ class ResourceRule:
         A resource no check reads is left unread (most policies apply to a few types, and
         reading the inputs walks pulumi-policy's proxy of all of them).
         """
-        checks = [self.every_type] if self.every_type else []
-        checks += [h.check for h in self.handlers_for(args.resource_type)]
+        checks = [h.check for h in self.handlers_for(args.resource_type)]
         if not checks:
             return
         owner = Owner(args.resource_type, args.name, args.urn)
@@ -252,17 +229,15 @@ class ResourceRule:
 
     def policy(self) -> ResourceValidationPolicy:
         """The CrossGuard policy."""
-        return ResourceValidationPolicy(validate=self.validate, **self.rule.common())
+        return ResourceValidationPolicy(validate=self.validate, **policy_arguments(self.rule))
 
 
 class StackRule:
-    """A stack policy: the stack handlers the registered targets declare for its id, after the
-    pack's own check over every target if it has one (SBX-NET-006 reads every target's egress
-    reader), each yielding ``(message, urn or None)`` over all the stack's resources."""
+    """A stack policy: the stack handlers declared for its rule (``handlers_of``), each
+    yielding ``(message, urn or None)`` over all the stack's resources."""
 
-    def __init__(self, rule: Rule, every_stack: StackCheck | None = None) -> None:
+    def __init__(self, rule: PolicyRule) -> None:
         self.rule = rule
-        self.every_stack = every_stack
 
     def handlers(self) -> list[StackHandler]:
         """The target stack handlers this policy runs, in registry order."""
@@ -272,8 +247,7 @@ class StackRule:
         """Run the handlers over the stack's resources; report each finding."""
         context = Context(self.rule, args.get_config())
         resources = stack_inputs(args.resources)
-        checks = [self.every_stack] if self.every_stack else []
-        checks += [h.check for h in self.handlers()]
+        checks = [h.check for h in self.handlers()]
         for check in checks:
             try:
                 for message, urn in check(resources, context):
@@ -283,7 +257,7 @@ class StackRule:
 
     def policy(self) -> StackValidationPolicy:
         """The CrossGuard policy."""
-        return StackValidationPolicy(validate=self.validate, **self.rule.common())
+        return StackValidationPolicy(validate=self.validate, **policy_arguments(self.rule))
 
 
 @dataclass

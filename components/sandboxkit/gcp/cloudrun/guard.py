@@ -35,6 +35,19 @@ from sandboxkit.guard_checks import (
     time_problems,
     unpinned_images,
 )
+from sandboxkit.policy_rules import (
+    ALLOWLIST_SPECIFIC,
+    BOUNDED_POOLS,
+    DIGEST_PINNED,
+    EGRESS_ATTACHED,
+    EGRESS_CLOSED,
+    LAUNCHER_APART,
+    LEAST_PRIVILEGE,
+    NO_PUBLIC_INVOKER,
+    PLAINTEXT_ENV,
+    SIZE_LIMITS,
+    TIME_LIMITS,
+)
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -242,7 +255,7 @@ def _dns_doors(
     except EGRESS_READ_FAILURES as failure:
         # What the reader cannot read it cannot clear: each service's sandboxes stay unverified.
         for name, urn in services.items():
-            yield unreadable_egress("SBX-NET-005", f"Cloud Run service {name}", failure), urn
+            yield unreadable_egress(EGRESS_ATTACHED.id, f"Cloud Run service {name}", failure), urn
         return
     for name in tunnels:
         yield (
@@ -370,19 +383,72 @@ def _launcher_log_writers(
 
 HANDLERS = (
     *gcp_guard.HANDLERS,
-    Handler("SBX-NET-001", (SERVICE,), _egress),
-    Handler("SBX-NET-001", (FIREWALL_RULE,), _firewall_rule_open),
-    Handler("SBX-NET-002", (FIREWALL_RULE,), _firewall_rule_entries),
-    StackHandler("SBX-NET-005", _services_without_deny_all),
-    StackHandler("SBX-NET-005", _dns_doors),
-    Handler("SBX-IAM-001", INVOKER_GRANTS, gcp_guard.broad_role),
-    Handler("SBX-IAM-003", (SERVICE,), _invoker_check_off),
-    Handler("SBX-IAM-003", INVOKER_GRANTS, _public_member),
-    Handler("SBX-RES-001", (SERVICE,), _limits),
-    Handler("SBX-RES-002", (SERVICE,), _timeout),
-    Handler("SBX-RES-003", (SERVICE,), _scale),
-    Handler("SBX-SEC-001", (SERVICE,), _env),
-    Handler("SBX-SEC-003", (SERVICE,), _images),
-    StackHandler("SBX-SES-004", _sandboxes_apart),
-    StackHandler("SBX-SES-004", _launcher_log_writers),
+    Handler(
+        EGRESS_CLOSED,
+        (SERVICE,),
+        _egress,
+        "Cloud Run services: vpcAccess.egress ALL_TRAFFIC through the firewall",
+    ),
+    Handler(
+        EGRESS_CLOSED,
+        (FIREWALL_RULE,),
+        _firewall_rule_open,
+        "firewall policy rules: no allow to 0.0.0.0/0, only allowed ports",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (FIREWALL_RULE,),
+        _firewall_rule_entries,
+        "firewall policy rules: Cloud NGFW FQDNs and ranges are specific public hosts",
+    ),
+    StackHandler(
+        EGRESS_ATTACHED,
+        _services_without_deny_all,
+        "each Cloud Run sandbox: a deny-all egress rule after every allow rule, non-public ranges "
+        "denied ahead of every allowed name",
+    ),
+    StackHandler(
+        EGRESS_ATTACHED,
+        _dns_doors,
+        "each Cloud Run sandbox network: a Cloud DNS response policy answering every unlisted name",
+    ),
+    Handler(
+        LEAST_PRIVILEGE,
+        INVOKER_GRANTS,
+        gcp_guard.broad_role,
+        "Cloud Run invoker grants: no basic or admin role",
+    ),
+    Handler(
+        NO_PUBLIC_INVOKER,
+        (SERVICE,),
+        _invoker_check_off,
+        "Cloud Run services: invokerIamDisabled off",
+    ),
+    Handler(
+        NO_PUBLIC_INVOKER,
+        INVOKER_GRANTS,
+        _public_member,
+        "Cloud Run invoker grants: no allUsers or allAuthenticatedUsers",
+    ),
+    Handler(SIZE_LIMITS, (SERVICE,), _limits, "Cloud Run containers: CPU and memory limits"),
+    Handler(TIME_LIMITS, (SERVICE,), _timeout, "Cloud Run services: request timeout"),
+    Handler(BOUNDED_POOLS, (SERVICE,), _scale, "Cloud Run services: maximum instances"),
+    Handler(PLAINTEXT_ENV, (SERVICE,), _env, "Cloud Run containers: plain environment variables"),
+    Handler(
+        DIGEST_PINNED,
+        (SERVICE,),
+        _images,
+        "Cloud Run containers and sandbox templates: image digests",
+    ),
+    StackHandler(
+        LAUNCHER_APART,
+        _sandboxes_apart,
+        "each Cloud Run sandbox launcher: sandbox templates, none of its own image",
+    ),
+    StackHandler(
+        LAUNCHER_APART,
+        _launcher_log_writers,
+        "the launcher's service account: no Cloud Logging role on a project, folder or "
+        "organization",
+    ),
 )

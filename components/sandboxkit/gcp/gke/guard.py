@@ -20,6 +20,12 @@ from sandboxkit.guard import (
 )
 from sandboxkit.guard_checks import identity_allowed, outside_the_stack
 from sandboxkit.kubernetes import guard as kubernetes_guard
+from sandboxkit.policy_rules import (
+    DEFAULT_DENY,
+    NO_GUEST_IDENTITY,
+    OUTSIDE_THE_STACK,
+    SANDBOXED_RUNTIME,
+)
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -113,8 +119,17 @@ def _external_clusters(
 HANDLERS = (
     *gcp_guard.HANDLERS,
     *kubernetes_guard.HANDLERS,
-    Handler("SBX-NET-003", (CLUSTER,), _datapath),
-    Handler("SBX-IAM-002", (NODE_POOL,), _node_metadata),
-    Handler("SBX-K8S-004", (NODE_POOL,), _gvisor_pool),
-    StackHandler("SBX-K8S-009", _external_clusters),
+    Handler(DEFAULT_DENY, (CLUSTER,), _datapath, "GKE clusters: ADVANCED_DATAPATH (Dataplane V2)"),
+    Handler(
+        NO_GUEST_IDENTITY,
+        (NODE_POOL,),
+        _node_metadata,
+        "GKE node pools: workload metadata GKE_METADATA",
+    ),
+    Handler(SANDBOXED_RUNTIME, (NODE_POOL,), _gvisor_pool, "GKE node pools: GKE Sandbox (gVisor)"),
+    StackHandler(
+        OUTSIDE_THE_STACK,
+        _external_clusters,
+        "an existingCluster the stack uses but does not create",
+    ),
 )
