@@ -30,7 +30,7 @@ def pattern_problems(shape: Shape | None, value: Any, where: str) -> list[str]:
         return []
     kind = shape.type_name
     if kind == "structure" and isinstance(value, Mapping):
-        members = shape.members  # type: ignore[attr-defined]
+        members = shape.members
         return [
             problem
             for name, member in value.items()
@@ -38,14 +38,14 @@ def pattern_problems(shape: Shape | None, value: Any, where: str) -> list[str]:
             for problem in pattern_problems(members[name], member, f"{where}.{name}")
         ]
     if kind == "list" and isinstance(value, list | tuple):
-        member = shape.member  # type: ignore[attr-defined]
+        member = shape.member
         return _bounds(shape, len(value), where, "items") + [
             problem
             for index, item in enumerate(value)
             for problem in pattern_problems(member, item, f"{where}[{index}]")
         ]
     if kind == "map" and isinstance(value, Mapping):
-        key, item = shape.key, shape.value  # type: ignore[attr-defined]
+        key, item = shape.key, shape.value
         return [
             problem
             for name, member in value.items()

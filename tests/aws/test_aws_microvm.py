@@ -260,7 +260,9 @@ def test_every_user_of_a_role_waits_for_its_policy(engine: Recorder) -> None:
     depends: dict[str, set[str]] = {}
 
     def record(args: pulumi.ResourceTransformationArgs) -> None:
-        depends[args.name] = {d._name for d in args.opts.depends_on or []}  # type: ignore[union-attr]
+        listed = args.opts.depends_on
+        resources = listed if isinstance(listed, list) else []
+        depends[args.name] = {str(d._name) for d in resources if isinstance(d, pulumi.Resource)}
 
     plan = load_stack(source(executionRolePolicy=EXECUTION_POLICY), "test").plans[T]
 
@@ -361,6 +363,23 @@ def test_dns_firewall_allows_listed_names_then_blocks_all_fail_closed(engine: Re
     assert vpc_id.startswith(f"{T}-vpc-")
     config = named(resources, f"{T}-dns-config").inputs
     assert config == {"resourceId": vpc_id, "firewallFailOpen": "DISABLED"}
+
+
+@pytest.mark.parametrize(
+    ("setting", "state"), [(None, "ENABLED"), (True, "ENABLED"), (False, "DISABLED")]
+)
+def test_dns_firewall_mutation_protection_is_a_setting_on_by_default(
+    engine: Recorder, setting: bool | None, state: str
+) -> None:
+    # Was: ENABLED with no way out, so pulumi destroy and any replacement of the association
+    # failed (RSLVR-02307, terraform-provider-aws #21278). Now: on unless the stack turns it
+    # off, which the two-step destroy in docs/running-for-real.md does.
+    settings: dict[str, Any] = {}
+    if setting is not None:
+        settings["dnsFirewallMutationProtection"] = setting
+    resources = build(engine, **settings)
+    association = named(resources, f"{T}-dns-association").inputs
+    assert association["mutationProtection"] == state
 
 
 def test_security_group_opens_https_and_resolver_dns_only(engine: Recorder) -> None:
