@@ -11,8 +11,8 @@ from typing import Any
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.microvm_image import RESOURCE_TYPE as KIT_MICROVM_IMAGE
 from sandboxkit.aws.suricata import read_rules
-from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
-from sandboxkit.contract import LAUNCHER_CONNECTOR_ARN
+from sandboxkit.boundary import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
+from sandboxkit.boundary import LAUNCHER_CONNECTOR_ARN
 from sandboxkit.guard import (
     CheckContext,
     Handler,

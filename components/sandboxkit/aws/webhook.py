@@ -16,7 +16,7 @@ from sandboxkit.aws.image import LAMBDA_PRINCIPAL
 from sandboxkit.aws.launcher_package import launcher_package
 from sandboxkit.aws.microvm_image import MicrovmImage
 from sandboxkit.aws.plan import MicrovmSandboxArgs
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     LAUNCHER_CONNECTOR_ARN,
     LAUNCHER_CONTROL_PLANE_URL,
     LAUNCHER_CREDENTIAL_KEY_SECRET_ARN,

@@ -12,21 +12,21 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from sandboxkit.egress import EgressContract, parse_rule
-from sandboxkit.guard import (
-    EGRESS_READ_FAILURES,
-    CheckContext,
-    StackResource,
-    target_views,
-    unreadable_egress,
-)
-from sandboxkit.reach import (
+from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
     compare,
     contract_probes,
     inexpressible,
     port_runs,
+)
+from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.guard import (
+    EGRESS_READ_FAILURES,
+    CheckContext,
+    StackResource,
+    target_views,
+    unreadable_egress,
 )
 from sandboxkit.targets import TARGET_MODULES, get_target
 
