@@ -21,7 +21,7 @@ from sandboxkit.aws.suricata import (
     read_rules,
     syn_data_rule,
 )
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.egress_contract import EgressRule, parse_rule
 
 PYPI = "151.101.0.223"  # any public address: the rules alone do not check where a name goes
 DOH = "1.1.1.1"  # a DNS-over-HTTPS resolver address
