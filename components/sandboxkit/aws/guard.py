@@ -51,7 +51,7 @@ ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-FUNCTION = "aws:lambda/function:Function"
+FUNCTION = egress_guard.FUNCTION
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 # AWS managed policies that amount to administrator rights.
@@ -332,7 +332,10 @@ def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = mapped_variables(props.get("environmentVariables"))
+    # pulumi-aws's Image at the top level, the kit's MicrovmImage under "image".
+    variables = mapped_variables(
+        props.get("environmentVariables", dig(props, "image.environmentVariables"))
+    )
     yield from inline_secrets("MicroVM image", ctx.name, variables, ctx)
 
 
@@ -401,7 +404,7 @@ HANDLERS = (
     ),
     Handler(
         PLAINTEXT_ENV,
-        (egress_guard.MICROVM_IMAGE,),
+        egress_guard.MICROVM_IMAGES,
         _image_env,
         "MicroVM images: plain environment variables",
     ),
