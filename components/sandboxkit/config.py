@@ -392,6 +392,43 @@ def _misplaced_secrets(source: ConfigSource, path: str, expected: str) -> list[P
     ]
 
 
+# Text whose spaces and line breaks are part of its meaning: a sandbox's command and arguments,
+# and a policy document (a YAML block scalar ends in a line break).
+_PADDING_KEPT = frozenset({"command", "args", "executionRolePolicy"})
+
+
+def _padded_text(value: Any, parts: tuple[str | int, ...], source: ConfigSource) -> list[Problem]:
+    """One problem per text value below ``parts`` that starts or ends with white space (a
+    trailing line break, a leading space): every setting would otherwise keep it and render it
+    (an image reference, a URL handed to a launcher), or a parser strip it unseen. Secrets are
+    left to their own checks: their text is never shown."""
+    path = ".".join(str(p) for p in parts).replace(".[", "[")
+    if isinstance(value, dict):
+        return [
+            problem
+            for key, item in value.items()
+            if key not in _PADDING_KEPT
+            for problem in _padded_text(item, (*parts, str(key)), source)
+        ]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _padded_text(item, (*parts, i), source)]
+    if isinstance(value, str) and value != value.strip() and not source.is_secret(path):
+        return [
+            Problem(
+                _key(*parts),
+                value,
+                f"text without leading or trailing spaces or line breaks: write {value.strip()!r}",
+            )
+        ]
+    return []
+
+
+def _without_padded(problems: list[Problem], padded: list[Problem]) -> list[Problem]:
+    """``padded`` and the other ``problems``: a padded value is named once, for its padding."""
+    keys = {p.key for p in padded}
+    return padded + [p for p in problems if p.key not in keys]
+
+
 def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list[Problem]]:
     secrets = _misplaced_secrets(
         source,
@@ -405,10 +442,12 @@ def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list
     raw = source.values.get("profile", {})
     if not isinstance(raw, dict):
         return None, [Problem(PROFILE_KEY, raw, "a mapping with egress, limits, pool, audit")]
+    padded = _padded_text(raw, ("profile",), source)
     try:
-        return SandboxProfile.model_validate(raw), []
+        profile = SandboxProfile.model_validate(raw)
     except ValidationError as exc:
-        return None, _problems(exc, SandboxProfile, ("profile",), source)
+        return None, _without_padded(_problems(exc, SandboxProfile, ("profile",), source), padded)
+    return (None, padded) if padded else (profile, [])
 
 
 def _wrap_secrets(
@@ -449,6 +488,7 @@ def _validate_settings(
         return None, [Problem(_key(name), source.shown(name, raw), "a mapping of target settings")]
     model = spec.settings_model
     wrapped, problems = _wrap_secrets(name, model, raw, source)
+    padded = _padded_text(raw, (name,), source)
     try:
         settings = model.model_validate(wrapped)
     except ValidationError as exc:
@@ -456,11 +496,15 @@ def _validate_settings(
         # setting, a part of it or what holds it (its value would be quoted).
         reported = {p.key for p in problems}
         found = _problems(exc, model, (name,), source)
-        return None, problems + [
-            p
-            for p in found
-            if not any(p.key == r or _below(p.key, r) or _below(r, p.key) for r in reported)
-        ]
+        return None, problems + _without_padded(
+            [
+                p
+                for p in found
+                if not any(p.key == r or _below(p.key, r) or _below(r, p.key) for r in reported)
+            ],
+            padded,
+        )
+    problems += padded
     return (None, problems) if problems else (settings, [])
 
 

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sandboxkit.errors import Problem
 from sandboxkit.formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
-from settings_paths import refusal, setting_paths, validated_by, with_value
+from settings_paths import of_type, refusal, setting_paths, validated_by, with_value
 
 FUZZ = settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
 
@@ -80,3 +81,114 @@ def test_an_image_reference_beyond_the_grammars_longest_is_refused_unparsed(path
         f"{MAX_IMAGE_REFERENCE_LENGTH} characters (a name of at most 255, a tag of at most 128, "
         "a digest of at most sha512:<128 hex>); this one has 100,000",
     )
+
+
+# --- text with leading or trailing white space (item 5) -------------------------------------
+
+# Text whose spaces are its meaning (config._PADDING_KEPT): a command, its arguments, a policy.
+PADDING_KEPT = {
+    "gcp-cloudrun.templates[0].command[0]",
+    "gcp-cloudrun.templates[0].args[0]",
+    "aws-microvm.executionRolePolicy",
+}
+TEXT_SETTINGS = [
+    "profile.egress.allow[0]",
+    *(p for p in setting_paths(of_type(str)) if p not in PADDING_KEPT),
+]
+
+
+def padded_problem(path: str, value: str) -> Problem:
+    return Problem(
+        f"sandboxkit:{path}",
+        value,
+        f"text without leading or trailing spaces or line breaks: write {value.strip()!r}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("kubernetes.image", "ghcr.io/x/y:1\n"),
+        ("aws-microvm.controlPlaneUrl", " https://agents.example.com"),
+    ],
+)
+def test_the_reported_padded_values_are_refused_naming_the_setting(path: str, value: str) -> None:
+    refused = refusal(with_value(path, value))
+    assert refused is not None and list(refused.problems) == [padded_problem(path, value)]
+
+
+@FUZZ
+@given(
+    path=st.sampled_from(TEXT_SETTINGS),
+    text=st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20),
+    before=st.text(" \t\n\r\u00a0\u3000", max_size=3),
+    after=st.text(" \t\n\r\u00a0\u3000", max_size=3),
+)
+def test_text_padded_with_white_space_is_refused_in_every_text_setting(
+    path: str, text: str, before: str, after: str
+) -> None:
+    value = f"{before}{text}{after}"
+    refused = refusal(with_value(path, value))
+    if value != value.strip():
+        assert refused is not None and padded_problem(path, value) in refused.problems
+    # Named once, for its padding: no second problem about the same value.
+    assert refused is None or [p.key for p in refused.problems].count(f"sandboxkit:{path}") <= 1
+
+
+# --- ports, digits and brackets (items 6-8) -------------------------------------------------
+
+PORT_EXPECTED = (
+    "is not a whole number from 1 to 65535 in ASCII digits without a leading zero (e.g. 443)"
+)
+
+
+@pytest.mark.parametrize("port", ["٤٤٣", "\uff14\uff14\uff13", "0443", "²", "0", "", "65536"])
+@pytest.mark.parametrize("where", ["allow", "controlPlaneHosts", "controlPlaneUrl"])
+def test_a_port_is_ascii_digits_without_a_leading_zero_everywhere(port: str, where: str) -> None:
+    said = f"port {port!r} {PORT_EXPECTED}"
+    if where == "allow":
+        path, value = "profile.egress.allow[0]", f"pypi.org:{port}"
+        values = with_value(path, value)
+        values["profile"]["egress"]["mode"] = "allowlist"
+        expected = f"a specific public host[:port] entry: {said}"
+    elif where == "controlPlaneHosts":
+        path, value = "aws-microvm.controlPlaneHosts[0]", f"telemetry.example.com:{port}"
+        values, expected = with_value(path, value), said
+    else:
+        path, value = "aws-microvm.controlPlaneUrl", f"https://agents.example.com:{port}/api"
+        values = with_value(path, value)
+        expected = f"a URL whose host and port are allowed: {said}"
+    refused = refusal(values)
+    assert refused is not None and list(refused.problems) == [
+        Problem(f"sandboxkit:{path}", value, expected)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "written"),
+    [
+        ("[pypi.org]:443", "pypi.org:443"),
+        ("[*.pythonhosted.org]:443", "*.pythonhosted.org:443"),
+        ("[1.2.3.4]", "1.2.3.4"),
+    ],
+)
+@pytest.mark.parametrize("path", ["profile.egress.allow[0]", "aws-microvm.controlPlaneHosts[0]"])
+def test_brackets_hold_ipv6_literals_only(entry: str, written: str, path: str) -> None:
+    values = with_value(path, entry)
+    if "allow" in path:
+        values["profile"]["egress"]["mode"] = "allowlist"
+    refused = refusal(values)
+    said = f"brackets are for IPv6 literals only; write {written}"
+    expected = f"a specific public host[:port] entry: {said}" if "allow" in path else said
+    assert refused is not None and list(refused.problems) == [
+        Problem(f"sandboxkit:{path}", entry, expected)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "version"),
+    [("kubernetes.ciliumVersion", "1.١٩"), ("gcp-gke.minMasterVersion", "1.٣٦")],
+)
+def test_versions_are_ascii_digits(path: str, version: str) -> None:
+    refused = refusal(with_value(path, version))
+    assert refused is not None and list(refused.keys) == [f"sandboxkit:{path}"]

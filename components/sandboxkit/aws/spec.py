@@ -454,10 +454,15 @@ def control_plane_rule(url: str) -> EgressRule:
     if parts.username or parts.password or parts.query or parts.fragment:
         raise ValueError("an https:// URL without user info, query or fragment")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    # The port as written, for parse_rule to judge: urlsplit reads ":0" as port 0, which
+    # "or HTTPS_PORT" turned into 443 while the launcher was told :0, and it reads other
+    # scripts' digits or fails with its own words.
+    after_host = parts.netloc.rpartition("]")[2] if parts.netloc.startswith("[") else parts.netloc
+    _, has_port, port = after_host.partition(":")
     try:
-        return exact_control_plane_host(parse_rule(f"{host}:{parts.port or HTTPS_PORT}"))
+        return exact_control_plane_host(parse_rule(f"{host}:{port if has_port else HTTPS_PORT}"))
     except ValueError as exc:
-        raise ValueError(f"a URL whose host is allowed: {exc}") from None
+        raise ValueError(f"a URL whose host and port are allowed: {exc}") from None
 
 
 def control_plane_rules(settings: MicrovmSettings) -> tuple[EgressRule, ...]:
