@@ -41,6 +41,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
     get_target,
+    plain_number,
 )
 
 _TOP_LEVEL = ("environment", "targets", "profile")
@@ -591,11 +592,18 @@ def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) 
         value = profile.value_of(cap.field)
         assert isinstance(value, int | float)
         if not cap.admits(value):
+            # A size in GiB written where MiB are counted (memoryMiB: 4) names the MiB to write.
+            unit = (
+                f"; {cap.field.rsplit('.', 1)[-1]} counts MiB: {plain_number(value)} GiB is "
+                f"{plain_number(value * 1024)}"
+                if cap.field.endswith("MiB") and cap.admits(value * 1024)
+                else ""
+            )
             problems.append(
                 Problem(
                     _key("profile", *cap.field.split(".")),
                     value,
-                    f"{cap.describe()} for target {name} (source: {cap.source})",
+                    f"{cap.describe()} for target {name} (source: {cap.source}){unit}",
                 )
             )
     return problems

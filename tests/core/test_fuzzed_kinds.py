@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sandboxkit.aws.spec import aws_regions
 from sandboxkit.errors import Problem
 from sandboxkit.formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
 from settings_paths import of_type, refusal, setting_paths, validated_by, with_value
@@ -192,3 +193,65 @@ def test_brackets_hold_ipv6_literals_only(entry: str, written: str, path: str) -
 def test_versions_are_ascii_digits(path: str, version: str) -> None:
     refused = refusal(with_value(path, version))
     assert refused is not None and list(refused.keys) == [f"sandboxkit:{path}"]
+
+
+# --- tiny memory and region typos (item 10) -------------------------------------------------
+
+
+def test_memory_below_every_targets_minimum_names_each_floor_and_the_unit() -> None:
+    refused = refusal(with_value("profile.limits.memoryMiB", 4))
+    assert refused is not None
+    unit = "; memoryMiB counts MiB: 4 GiB is 4096"
+    runtime = (
+        "container runtimes refuse a memory limit below 6 MiB: the pod fails with "
+        "CreateContainerError (kubernetes/kubernetes#124841; sig-node: a runtime requirement)"
+    )
+    key = "sandboxkit:profile.limits.memoryMiB"
+    assert [p for p in refused.problems if p.expected.endswith(unit)] == [
+        Problem(key, 4, f"at least 6 for target kubernetes (source: {runtime}){unit}"),
+        Problem(
+            key,
+            4,
+            "at least 512 for target gcp-cloudrun (source: Cloud Run's minimum memory in the "
+            "second generation execution environment, which the service runs in "
+            "(https://cloud.google.com/run/docs/configuring/services/memory-limits, Minimum "
+            f"memory)){unit}",
+        ),
+        Problem(key, 4, f"at least 6 for target gcp-gke (source: {runtime}){unit}"),
+        Problem(
+            key,
+            4,
+            "from 256 to 12288 for target cloudflare (source: developers.cloudflare.com/"
+            f"containers/platform/limits/ (Instance Types)){unit}",
+        ),
+    ]
+    # azure-sessions sizes custom containers exactly (2 GiB per vCPU) and names its own size.
+    assert "2048 (2 GiB per vCPU, for 1 vCPU) for target azure-sessions" in str(refused)
+
+
+@pytest.mark.parametrize("zones", [["eu-west-1a"], ["eu-centrall-1a"]])
+def test_an_aws_region_typo_is_named_with_the_region_meant_not_blamed_on_the_zones(
+    zones: list[str],
+) -> None:
+    values = with_value("aws-microvm.region", "eu-centrall-1")
+    values["aws-microvm"]["availabilityZones"] = zones
+    refused = refusal(values)
+    assert refused is not None and list(refused.problems) == [
+        Problem(
+            "sandboxkit:aws-microvm.region",
+            "eu-centrall-1",
+            f"an AWS region (did you mean 'eu-central-1'?): one of the {len(aws_regions())} "
+            "regions of botocore's endpoints data, e.g. eu-west-1 (aws ec2 describe-regions "
+            "lists your account's)",
+        )
+    ]
+
+
+def test_every_region_of_every_partition_is_known() -> None:
+    regions = aws_regions()
+    assert {"eu-central-1", "cn-north-1", "us-gov-west-1", "us-isob-east-1"} <= set(regions)
+    for region in ("eu-central-1", "cn-north-1", "us-gov-west-1"):
+        values = with_value("aws-microvm.region", region)
+        values["aws-microvm"]["availabilityZones"] = [f"{region}a"]
+        refused = refusal(values)
+        assert refused is None or "sandboxkit:aws-microvm.region" not in refused.keys

@@ -7,6 +7,7 @@ and a NAT gateway, with a Route 53 Resolver DNS Firewall in front of name resolu
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -26,7 +27,7 @@ from sandboxkit.aws.plan import (
 )
 from sandboxkit.aws.worker.build import HOOKS_PORT
 from sandboxkit.egress import EgressRule, parse_rule
-from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem, did_you_mean
 from sandboxkit.formats import SharedSecret
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
@@ -169,6 +170,18 @@ class AssumeRole(BaseModel):
     external_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")] | None = Field(
         None, alias="externalId"
     )
+
+
+@functools.cache
+def aws_regions() -> tuple[str, ...]:
+    """Every region of every AWS partition (``aws``, ``aws-cn``, ``aws-us-gov``, the ISO
+    partitions), sorted, from the endpoints data of the installed botocore
+    (``botocore/data/endpoints.json``, ``partitions[].regions``): what the SDKs, and so the
+    Pulumi AWS provider's region check, know. Read once per process."""
+    from botocore.loaders import create_loader
+
+    data = create_loader().load_data("endpoints")
+    return tuple(sorted(region for p in data["partitions"] for region in p["regions"]))
 
 
 class MicrovmSettings(TargetSettings):
@@ -366,6 +379,18 @@ class MicrovmSettings(TargetSettings):
             why = f": {reason}" if reason else ""
             raise ValueError(
                 f"a private-use (RFC 1918) IPv4 block from /16 to /24, e.g. 10.20.0.0/16{why}"
+            )
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, value: str) -> str:
+        regions = aws_regions()
+        if value not in regions:
+            raise ValueError(
+                f"an AWS region{did_you_mean(value, regions)}: one of the {len(regions)} regions "
+                "of botocore's endpoints data, e.g. eu-west-1 (aws ec2 describe-regions lists "
+                "your account's)"
             )
         return value
 
