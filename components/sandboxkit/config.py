@@ -323,6 +323,52 @@ _MESSAGE_REWRITES: tuple[tuple[str, str], ...] = (
 )
 
 
+# A number written with a unit (4GiB, 2h, 500m): each numeric setting counts one unit, named by
+# its key's ending; a suffix this table knows is converted, so the message says what to write.
+_WITH_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$", re.ASCII)
+# Binary suffixes only for sizes: G, GB (Kubernetes, SI) are 10^9 bytes, not a whole MiB count.
+_UNITS: tuple[tuple[str, str, Mapping[str, float]], ...] = (
+    (
+        "MiB",
+        "counts MiB",
+        {"Ki": 1 / 1024, "KiB": 1 / 1024, "Mi": 1, "MiB": 1, "Gi": 1024, "GiB": 1024},
+    ),
+    (
+        "Seconds",
+        "counts seconds",
+        {
+            **{s: 1 for s in ("s", "sec", "secs", "second", "seconds")},
+            **{s: 60 for s in ("m", "min", "mins", "minute", "minutes")},
+            **{s: 3600 for s in ("h", "hr", "hrs", "hour", "hours")},
+            **{s: 86400 for s in ("d", "day", "days")},
+        },
+    ),
+    ("Days", "counts days", {"d": 1, "day": 1, "days": 1, "w": 7, "week": 7, "weeks": 7}),
+    ("vcpu", "counts vCPU", {"m": 1 / 1000, "vcpu": 1, "vCPU": 1, "cpu": 1, "core": 1}),
+    ("Port", "is a port number", {}),
+)
+
+
+def _unit_hint(key: str, value: object) -> str:
+    """For text that is a number with a unit given to a numeric setting, what to write
+    instead: the setting's unit (from its key's ending) and, when the suffix converts to a
+    whole amount of it (a vCPU count may be a fraction), the number; ``""`` otherwise."""
+    match = _WITH_UNIT.match(value) if isinstance(value, str) else None
+    if match is None:
+        return ""
+    name = key.rsplit(".", 1)[-1]
+    number, suffix = match.groups()
+    for ending, says, factors in _UNITS:
+        if name.endswith(ending):
+            hint = f"; {name} {says}, written without a unit"
+            if suffix in factors:
+                amount = float(number) * factors[suffix]
+                if ending == "vcpu" or amount.is_integer():
+                    hint += f": {value.strip()} is {plain_number(amount)}"
+            return hint
+    return f"; {name} is a plain number, written without a unit"
+
+
 def _expected_text(message: str) -> str:
     text = message.removeprefix("Value error, ")
     for pattern, replacement in _MESSAGE_REWRITES:
@@ -378,7 +424,12 @@ def _problems(
                 )
             problems.append(Problem(key, MISSING, f"a value (this key is required){written}"))
         else:
-            problems.append(Problem(key, value, _expected_text(error["msg"])))
+            hint = (
+                _unit_hint(key, error.get("input"))
+                if error["type"] in ("int_type", "float_type", "int_parsing", "float_parsing")
+                else ""
+            )
+            problems.append(Problem(key, value, _expected_text(error["msg"]) + hint))
     return problems
 
 
@@ -414,11 +465,12 @@ def _padded_text(value: Any, parts: tuple[str | int, ...], source: ConfigSource)
     if isinstance(value, list):
         return [p for i, item in enumerate(value) for p in _padded_text(item, (*parts, i), source)]
     if isinstance(value, str) and value != value.strip() and not source.is_secret(path):
+        fix = f"write {value.strip()!r}" if value.strip() else "this is white space only"
         return [
             Problem(
                 _key(*parts),
                 value,
-                f"text without leading or trailing spaces or line breaks: write {value.strip()!r}",
+                f"text without leading or trailing spaces or line breaks: {fix}",
             )
         ]
     return []

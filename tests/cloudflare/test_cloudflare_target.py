@@ -528,7 +528,7 @@ def test_a_profile_beyond_the_largest_instance_is_refused_with_its_source() -> N
         "sandboxkit:profile.limits.memoryMiB",
     )
     assert "at most 4 for target cloudflare" in str(caught.value)
-    assert "at most 12288 for target cloudflare" in str(caught.value)
+    assert "from 256 to 12288 for target cloudflare" in str(caught.value)
     assert "developers.cloudflare.com/containers/platform/limits/" in str(caught.value)
 
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from sandboxkit import cli, gate
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import lowered_levels, policy_config, read_pack_config
+from support import make_project
 
 REPO = Path(__file__).resolve().parents[2]
 FINITE = (
@@ -346,9 +347,8 @@ def test_lowering_every_level_is_named_in_the_output(info: Any, tmp_path: Path) 
 def test_a_project_without_policy_packs_exits_2_naming_the_pack(
     command: str, tmp_path: Path
 ) -> None:
-    for name in ("Pulumi.yaml", "sandboxkit.yaml", "stacks/Pulumi.dev.yaml"):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    make_project(tmp_path, {"dev": (REPO / "stacks/Pulumi.dev.yaml").read_bytes()})
+    (tmp_path / "sandboxkit.yaml").write_bytes((REPO / "sandboxkit.yaml").read_bytes())
     extra = ["--no-checkov"] if command == "check" else ["--out", str(tmp_path / "pc.json")]
     pack_config = REPO / "policy-packs/sandbox-guard/config/dev.json"
     result = invoke(

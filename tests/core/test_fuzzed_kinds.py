@@ -99,10 +99,11 @@ TEXT_SETTINGS = [
 
 
 def padded_problem(path: str, value: str) -> Problem:
+    fix = f"write {value.strip()!r}" if value.strip() else "this is white space only"
     return Problem(
         f"sandboxkit:{path}",
         value,
-        f"text without leading or trailing spaces or line breaks: write {value.strip()!r}",
+        f"text without leading or trailing spaces or line breaks: {fix}",
     )
 
 
@@ -255,3 +256,51 @@ def test_every_region_of_every_partition_is_known() -> None:
         values["aws-microvm"]["availabilityZones"] = [f"{region}a"]
         refused = refusal(values)
         assert refused is None or "sandboxkit:aws-microvm.region" not in refused.keys
+
+
+# --- a unit suffix on a numeric setting (item 13) -------------------------------------------
+
+NUMERIC_SETTINGS = setting_paths(of_type(int, float))
+
+
+UNITLESS = "written without a unit"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "hint"),
+    [
+        ("profile.limits.memoryMiB", "4GiB", f"memoryMiB counts MiB, {UNITLESS}: 4GiB is 4096"),
+        ("profile.limits.memoryMiB", "4G", f"memoryMiB counts MiB, {UNITLESS}"),
+        ("profile.limits.maxLifetimeSeconds", "2h", f"maxLifetimeSeconds counts seconds, {UNITLESS}: 2h is 7200"),  # noqa: E501
+        ("profile.limits.vcpu", "500m", f"vcpu counts vCPU, {UNITLESS}: 500m is 0.5"),
+        ("profile.audit.logRetentionDays", "1w", f"logRetentionDays counts days, {UNITLESS}: 1w is 7"),  # noqa: E501
+        ("kubernetes.entryPort", "8080tcp", f"entryPort is a port number, {UNITLESS}"),
+        ("profile.pool.ready", "3x", f"ready is a plain number, {UNITLESS}"),
+    ],
+)  # fmt: skip
+def test_the_reported_unit_suffixes_name_the_unit_and_the_number(
+    path: str, value: str, hint: str
+) -> None:
+    refused = refusal(with_value(path, value))
+    assert refused is not None
+    [problem] = [p for p in refused.problems if p.key == f"sandboxkit:{path}"]
+    assert problem.expected.endswith(f"; {hint}")
+
+
+@FUZZ
+@given(
+    path=st.sampled_from(NUMERIC_SETTINGS),
+    number=st.integers(0, 10**6).map(str) | st.decimals(0, 1000, places=2).map(str),
+    space=st.sampled_from(["", " "]),
+    suffix=st.sampled_from(["Mi", "MiB", "GiB", "G", "GB", "s", "m", "h", "d", "w", "x", "vCPU"]),
+)
+def test_a_unit_suffix_on_any_numeric_setting_names_the_setting_and_its_unit(
+    path: str, number: str, space: str, suffix: str
+) -> None:
+    value = f"{number}{space}{suffix}"
+    refused = refusal(with_value(path, value))
+    assert refused is not None
+    [problem] = [p for p in refused.problems if p.key == f"sandboxkit:{path}"]
+    name = path.rsplit(".", 1)[-1]
+    assert f"; {name} " in problem.expected
+    assert UNITLESS in problem.expected
