@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sandboxkit.aws.spec import aws_regions
 from sandboxkit.errors import Problem
-from sandboxkit.formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
+from sandboxkit.value_formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
 from settings_paths import of_type, refusal, setting_paths, validated_by, with_value
 
 FUZZ = settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
