@@ -353,8 +353,7 @@ def _unit_hint(key: str, value: object) -> str:
     """For text that is a number with a unit given to a numeric setting, what to write
     instead: the setting's unit (from its key's ending) and, when the suffix converts to a
     whole amount of it (a vCPU count may be a fraction), the number; ``""`` otherwise."""
-    match = _WITH_UNIT.match(value) if isinstance(value, str) else None
-    if match is None:
+    if not isinstance(value, str) or (match := _WITH_UNIT.match(value)) is None:
         return ""
     name = key.rsplit(".", 1)[-1]
     number, suffix = match.groups()
