@@ -60,7 +60,7 @@ from typing import Any
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as POLICY_DOCUMENT
 from sandboxkit.aws.suricata import NameScope, PassRule, read_rules
-from sandboxkit.reach import (
+from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
     Ports,
