@@ -26,8 +26,8 @@ from sandboxkit.reach import (
     contract_probes,
     inexpressible,
 )
-from sandboxkit.render import RenderedStack, to_display
-from sandboxkit.targets import get_target
+from sandboxkit.render import RenderedStack, to_display, top_level
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,15 @@ class TargetEgress:
 
 
 def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
-    """The rendered resources ``target``'s component owns, as readers take them (plain values;
-    secrets stay ``[secret]``)."""
+    """The rendered resources ``target``'s reader reads, as readers take them (plain values;
+    secrets stay ``[secret]``): those ``target``'s component owns and those the project's
+    program registered outside every target's component (a route, a rule, a policy it adds
+    around the components), which may change any target's path (``guard.target_views``)."""
+    by_urn = {r.urn: r for r in rendered.resources}
     return [
         ResourceView.of(r.type, r.name, to_display(r.inputs))
         for r in rendered.resources
-        if rendered.target_of(r) == target
+        if (owner := top_level(r, by_urn).name) == target or owner not in TARGET_MODULES
     ]
 
 
