@@ -2,10 +2,11 @@
 
 For every target a stack lists, the target's reader (``TargetSpec.read_egress``) computes what
 its rendered resources let a sandbox reach, from those resources alone; the stack's profile and
-the target's control-plane hosts give the egress contract (``egress.EgressContract``). Probes
-derived from the entries (``reach.contract_probes``) are asked of both; every answer says how the
-target enforces it and whether that is the kit's own tested code or documented platform
-behaviour, and every difference from the contract is marked wider or narrower.
+the target's control-plane hosts give the egress contract (``egress_contract.EgressContract``).
+Probes derived from the entries (``effective_egress.contract_probes``) are asked of both; every
+answer says how the target enforces it and whether that is the kit's own tested code or
+documented platform behaviour, and every difference from the contract is marked wider or
+narrower.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandboxkit.egress import EgressContract, EgressRule, destination_of
-from sandboxkit.reach import (
+from sandboxkit.effective_egress import (
     Difference,
     EffectiveEgress,
     Inexpressible,
@@ -26,6 +26,7 @@ from sandboxkit.reach import (
     contract_probes,
     inexpressible,
 )
+from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
 from sandboxkit.render import RenderedStack, to_display, top_level
 from sandboxkit.targets import TARGET_MODULES, get_target
 

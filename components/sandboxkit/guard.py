@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sandboxkit.contract import LAUNCHER_MARKERS, TARGET_LABEL
-from sandboxkit.reach import ResourceView
+from sandboxkit.boundary import LAUNCHER_MARKERS, TARGET_LABEL
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.targets import TARGET_MODULES, plain_number
 
@@ -345,7 +345,7 @@ def target_views(resources: Sequence[StackResource], target: str) -> list[Resour
 
 def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list[ResourceView]:
     """The stack's resources whose type starts with ``prefix``, as the egress readers read them
-    (``sandboxkit.reach.ResourceView``), in stack order.
+    (``sandboxkit.effective_egress.ResourceView``), in stack order.
 
     An asset or archive (function code) stays as opaque text naming its kind
     (``[FileArchive]``), so its resource is still read: no reader judges the code, and a

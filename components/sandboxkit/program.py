@@ -19,7 +19,7 @@ from pathlib import Path
 import pulumi
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack
-from sandboxkit.egress import normalisation_notices
+from sandboxkit.egress_contract import normalisation_notices
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import PROFILE_KEY
 from sandboxkit.project import PROJECT_FILE, find_project_dir, stack_environment, stack_file

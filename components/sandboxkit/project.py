@@ -10,8 +10,8 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
+from sandboxkit.cloud_names import STACK_NAME_RULE, is_stack_name
 from sandboxkit.errors import ConfigError, Problem
-from sandboxkit.naming import STACK_NAME_RULE, is_stack_name
 from sandboxkit.stackfile import NAMESPACE, read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
@@ -154,7 +154,7 @@ def project_name_of(stack_file_path: Path) -> str:
 
 
 def check_stack_name(stack: str) -> None:
-    """Refuse a stack name the Pulumi CLI refuses (``naming.STACK_NAME_RULE``).
+    """Refuse a stack name the Pulumi CLI refuses (``cloud_names.STACK_NAME_RULE``).
 
     Raises:
         ConfigError: naming ``--stack``.

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
+from sandboxkit.value_formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
 from settings_paths import refusal, setting_paths, validated_by, with_value
 
 FUZZ = settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])

@@ -26,15 +26,15 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from sandboxkit.contract import RESOLVER_DROP_RANGES
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.boundary import RESOLVER_DROP_RANGES
+from sandboxkit.dns_names import channel_endpoints
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.kubernetes.resolver import (
     EgressMode,
     forwarded_domains,
     resolver_args,
     resolver_config,
 )
-from sandboxkit.names import channel_endpoints
 
 # Three 63-byte labels under an allowed wildcard: the shape of a DNS tunnel's questions.
 DATA_NAME = ".".join(letter * 63 for letter in "abc") + ".pythonhosted.org."

@@ -18,9 +18,9 @@ name):
 - ``open``: every name is forwarded.
 
 In every mode an answer carrying a non-public address is turned into NXDOMAIN
-(``bogus-nxdomain`` for each range of ``contract.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
+(``bogus-nxdomain`` for each range of ``boundary.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
 also behind a CNAME), and so is one carrying an address of the kit's list of public DNS
-resolvers and platform endpoints (``names.channel_endpoints``: ``8.8.8.8``, Azure's
+resolvers and platform endpoints (``dns_names.channel_endpoints``: ``8.8.8.8``, Azure's
 ``168.63.129.16`` ...), which the contract refuses as entries; dnsmasq's own
 ``stop-dns-rebind`` list applies on top. A name list cannot stop DNS rebinding; this is where
 the kit's boundary drops such answers.
@@ -57,9 +57,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
-from sandboxkit.contract import RESOLVER_DROP_RANGES
-from sandboxkit.egress import EgressRule
-from sandboxkit.names import channel_endpoints
+from sandboxkit.boundary import RESOLVER_DROP_RANGES
+from sandboxkit.dns_names import channel_endpoints
+from sandboxkit.egress_contract import EgressRule
 
 # Standard DNS port: the port sandbox pods send to and the upstream resolvers listen on.
 DNS_PORT: Final = 53
@@ -152,8 +152,8 @@ def resolver_config(
             DNSCache); at least one unless ``mode`` is ``deny``.
         upstream_port: the upstream's DNS port (53 on every cluster resolver).
         blocked_ranges: CIDR blocks whose addresses must never be returned (default:
-            ``contract.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block); the
-            addresses of ``names.channel_endpoints`` are dropped as well, always.
+            ``boundary.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block); the
+            addresses of ``dns_names.channel_endpoints`` are dropped as well, always.
 
     Returns:
         The configuration, one option per line, in a fixed order (the same inputs give the same

@@ -12,21 +12,21 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from sandboxkit.egress import EgressContract, parse_rule
-from sandboxkit.guard import (
-    EGRESS_READ_FAILURES,
-    CheckContext,
-    StackResource,
-    target_views,
-    unreadable_egress,
-)
-from sandboxkit.reach import (
+from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
     compare,
     contract_probes,
     inexpressible,
     port_runs,
+)
+from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.guard import (
+    EGRESS_READ_FAILURES,
+    CheckContext,
+    StackResource,
+    target_views,
+    unreadable_egress,
 )
 from sandboxkit.targets import TARGET_MODULES, get_target
 
@@ -38,7 +38,7 @@ EGRESS_CLOSED = ResourceRule(
         title="Sandbox egress is not open to the internet",
         severity=Severity.CRITICAL,
         description="Prohibits sandbox egress paths that reach the whole internet: open network "
-        "policies, MicroVM images on INTERNET_EGRESS, wide security groups, Cloud Run egress "
+        "policies, MicroVMs launched on INTERNET_EGRESS, wide security groups, Cloud Run egress "
         "outside the VPC firewall, session pools with egress enabled; and egress rules on ports "
         "beyond the allowed ones (network policies, Cilium and GKE FQDN policies, security "
         "groups, firewall policy rules).",

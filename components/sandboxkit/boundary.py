@@ -3,14 +3,14 @@ launcher, the worker and the Cloudflare Worker.
 
 Each name is defined here once. The components write them, the policy pack reads them (it
 imports this module), and code that cannot import Python keeps a copy under a test that fails
-when the copies differ (``tests/core/test_contract.py``): the Worker's JavaScript
+when the copies differ (``tests/core/test_boundary.py``): the Worker's JavaScript
 (``cloudflare/worker/src/index.js``) and the launcher's standalone Lambda code
 (``aws/launcher/handler.py``).
 
 The egress refusal kinds live in modules of their own, read by the allowlist parser and the
 policy pack alike: ``sandboxkit.addresses`` (which addresses are public: IANA's registries and
 the IPv6 forms of IPv4 addresses; the source of ``NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) and
-``sandboxkit.names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
+``sandboxkit.dns_names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ WORKER_SECONDS_BINDINGS: Final = (IDLE_TIMEOUT_BINDING, MAX_LIFETIME_BINDING, EX
 # --- aws-microvm launcher environment (aws/launcher/handler.py reads these) -------------------
 LAUNCHER_IMAGE_ARN: Final = "IMAGE_ARN"
 LAUNCHER_CONNECTOR_ARN: Final = "CONNECTOR_ARN"
+LAUNCHER_INGRESS_CONNECTOR_ARN: Final = "INGRESS_CONNECTOR_ARN"
 LAUNCHER_WEBHOOK_SECRET_ARN: Final = "WEBHOOK_SECRET_ARN"
 LAUNCHER_CREDENTIAL_KEY_SECRET_ARN: Final = "CREDENTIAL_KEY_SECRET_ARN"
 LAUNCHER_MAX_DURATION_SECONDS: Final = "MAX_DURATION_SECONDS"
@@ -81,7 +82,8 @@ LAUNCHER_EXECUTION_ROLE_ARN: Final = "EXECUTION_ROLE_ARN"
 # A Lambda function whose environment has both of these starts MicroVMs: the pack finds the
 # launcher by them.
 LAUNCHER_MARKERS: Final = (LAUNCHER_IMAGE_ARN, LAUNCHER_CONNECTOR_ARN)
-# The AWS-managed connector that gives a MicroVM the open internet; the kit never uses it.
+# The AWS-managed connector that gives a MicroVM the open internet; no kit MicroVM runs with it
+# (only the image build has it: aws/image.py BUILD_EGRESS_CONNECTOR).
 INTERNET_EGRESS_CONNECTOR: Final = "INTERNET_EGRESS"
 
 # --- Egress ------------------------------------------------------------------------------------
