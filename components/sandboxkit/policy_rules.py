@@ -256,8 +256,9 @@ MATCHES_CONTRACT = PolicyRule(
         "and, for the contracts in the policy's config (sandboxkit check fills them from the "
         "stack's profile), that every probe derived from the entries (the name, one and two labels "
         "below, the apex, another port, the metadata address and its NAT64 form) is admitted "
-        "exactly when the contract admits it. A target whose reader refuses its resources is "
-        "reported as not verifiable, never skipped."
+        "exactly when the contract admits it. A target the stack lists without a contract in "
+        "the config is reported as having none (run sandboxkit pack-config), and a target "
+        "whose reader refuses its resources as not verifiable, never skipped."
     ),
     remediation=(
         "Deploy each target's component unchanged for the stack's profile; sandboxkit preview "
@@ -292,8 +293,8 @@ MATCHES_CONTRACT = PolicyRule(
             "description": (
                 "Each target's egress contract, by target name: the profile's egress mode and "
                 "allow entries, and the target's control-plane entries (host:port). sandboxkit "
-                "check sets it from the stack; empty, only the grants no contract expresses are "
-                "reported."
+                "check sets it from the stack, and sandboxkit pack-config writes it for the "
+                "Pulumi CLI; a target without one is a finding (run pack-config), never a pass."
             ),
         },
     },
