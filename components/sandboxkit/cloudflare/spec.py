@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 from pydantic import Field, field_validator
 
+from sandboxkit.cloudflare.deployer import cloudflare_policy
 from sandboxkit.cloudflare.plan import (
     DEFAULT_COMPATIBILITY_DATE,
     MAIN_MODULE,
@@ -32,10 +34,12 @@ from sandboxkit.contract import (
     JWT_MAX_LIFETIME_BINDING,
     MAX_LIFETIME_BINDING,
 )
+from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.formats import CalendarDate, ImageReference, SharedSecret
 from sandboxkit.naming import derived_name
 from sandboxkit.profile import SandboxProfile
+from sandboxkit.reach import ResourceView
 from sandboxkit.targets import (
     Cap,
     Enforcement,
@@ -402,6 +406,15 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
             suffixes=(".jsonc", ".json"),
             apply="npx wrangler deploy --config {out} (Node >= 22)",
         )
+
+    def deployer_policy(
+        self,
+        context: KitContext,
+        settings: CloudflareSettings,
+        resources: Sequence[ResourceView],
+    ) -> DeployerPolicy:
+        """The API token's permission groups (``cloudflare.deployer``)."""
+        return cloudflare_policy(self.name, settings.account_id, resources)
 
     def component(self, plan: WorkerSandboxArgs) -> KitComponent:
         """The ``WorkerSandbox`` component in account ``accountId``."""

@@ -20,19 +20,23 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.egress import parse_rule
 from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
 from sandboxkit.formats import ImageReference
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.deployer import gcp_policy
 from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
+from sandboxkit.reach import ResourceView
 from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
 
 TARGET = "gcp-cloudrun"
@@ -524,6 +528,12 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     ) -> CloudRunSandboxArgs:
         """The ``CloudRunSandbox`` inputs (see ``cloudrun_args``)."""
         return cloudrun_args(profile, settings, context)
+
+    def deployer_policy(
+        self, context: KitContext, settings: CloudRunSettings, resources: Sequence[ResourceView]
+    ) -> DeployerPolicy:
+        """The roles and APIs of the rendered resources (``gcp.deployer``)."""
+        return gcp_policy(self.name, settings.project, resources)
 
     def enforcement(
         self, profile: SandboxProfile, settings: CloudRunSettings, plan: CloudRunSandboxArgs | None

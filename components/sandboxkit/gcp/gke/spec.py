@@ -10,11 +10,14 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import re
+from collections.abc import Sequence
 from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, model_validator
 
+from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.errors import FieldError
+from sandboxkit.gcp.deployer import apply_hint, gcp_document
 from sandboxkit.gcp.gke.plan import (
     GVISOR_NODE_LABEL,
     GVISOR_TOLERATION,
@@ -22,6 +25,7 @@ from sandboxkit.gcp.gke.plan import (
     cluster_reference,
 )
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
+from sandboxkit.kubernetes.deployer import binding_hint, deployer_cluster_role
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
     RuntimeClassSettings,
@@ -32,6 +36,7 @@ from sandboxkit.kubernetes.spec import (
     sandbox_args,
 )
 from sandboxkit.profile import SandboxProfile
+from sandboxkit.reach import ResourceView
 from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
 
 TARGET = "gcp-gke"
@@ -267,6 +272,27 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
             "log bucket retentionDays, with a sink for the sandbox namespace's container logs",
         )
         return enforcement
+
+    def deployer_policy(
+        self, context: KitContext, settings: GkeSettings, resources: Sequence[ResourceView]
+    ) -> DeployerPolicy:
+        """The roles and APIs of the rendered GCP resources (``gcp.deployer``) and, under
+        ``kubernetes``, the ClusterRole of the cluster objects (``kubernetes.deployer``): what a
+        deployer needs in the cluster when its IAM role is narrower than
+        ``roles/container.admin`` (which alone grants every Kubernetes object). With
+        ``existingCluster``, ``roles/container.clusterViewer`` lets the deployer fetch the
+        cluster's endpoint and credentials."""
+        document = gcp_document(self.name, settings.project, resources)
+        if settings.existing_cluster is not None:
+            document["roles"] = sorted({*document["roles"], "roles/container.clusterViewer"})
+        role = deployer_cluster_role(self.name, context.stack, resources)
+        document["kubernetes"] = role
+        return DeployerPolicy(
+            self.name,
+            document,
+            f"{apply_hint(document)}; in the cluster, apply the `kubernetes` ClusterRole with "
+            f"`kubectl apply -f FILE`, then {binding_hint(role['metadata']['name'])}",
+        )
 
     def unseen(self, settings: GkeSettings) -> tuple[str, ...]:
         """The existing cluster (``existingCluster``), whose settings its owner decides."""
