@@ -99,7 +99,7 @@ def test_gcp_roles_and_apis_are_the_union_over_the_rendered_types(
             roles.add("roles/container.clusterViewer")
         assert document["roles"] == sorted(roles), rendered.stack
         assert document["services"] == sorted({s for t in types for s in grants[t].services})
-        assert document["project"] == rendered.spec.settings[target].project
+        assert document["project"] == rendered.spec.settings[target].model_dump()["project"]
 
 
 @pytest.mark.parametrize("target", ["kubernetes", "gcp-gke"])
@@ -169,17 +169,15 @@ def test_prod_documents_are_these(renders: list[RenderedStack]) -> None:
 def test_an_existing_azure_group_scopes_the_roles_to_it(renders: list[RenderedStack]) -> None:
     example = next(r for r in renders if r.stack == "try-azure-sessions")
     settings = example.spec.settings["azure-sessions"]
-    group = f"/subscriptions/{settings.subscription_id}/resourceGroups/rg"
+    group = f"/subscriptions/{settings.model_dump()['subscription_id']}/resourceGroups/rg"
     views = [v for v in resource_views(example, "azure-sessions") if "ResourceGroup" not in v.type]
-    document = (
-        get_target("azure-sessions")
-        .deployer_policy(
-            KitContext("x", "dev", "azure-sessions"),
-            settings.model_copy(update={"resource_group_name": "rg"}),
-            views,
-        )
-        .document
+    policy = get_target("azure-sessions").deployer_policy(
+        KitContext("x", "dev", "azure-sessions"),
+        settings.model_copy(update={"resource_group_name": "rg"}),
+        views,
     )
+    assert policy is not None
+    document = policy.document
     assert {(a["role"], a["scope"]) for a in document["assignments"]} >= {
         ("Contributor", group),
         ("Role Based Access Control Administrator", group),
