@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sandboxkit.reach import ResourceView
+from sandboxkit.effective_egress import ResourceView
 
 # Type tokens the engine handles itself: component resources (no cloud call) and provider
 # instances (credentials, no API object).

@@ -19,8 +19,8 @@ from sandboxkit.deployer import (
     api_group,
     cloud_types,
 )
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.explain import resource_views
-from sandboxkit.reach import ResourceView
 from sandboxkit.render import RenderedStack
 from sandboxkit.targets import TARGET_MODULES, KitContext, get_target
 from support import invoke_cli, shipped_render

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sandboxkit.deployer import DeployerPolicy, granted, union
-from sandboxkit.reach import ResourceView
+from sandboxkit.effective_egress import ResourceView
 
 Scope = Literal["subscription", "resourceGroup"]
 

@@ -33,10 +33,9 @@ from sandboxkit.azure.plan import (
     check_allocation,
 )
 from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError, FieldError, Problem
-from sandboxkit.formats import ImageReference
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.reach import ResourceView
 from sandboxkit.targets import (
     Cap,
     Enforcement,
@@ -45,6 +44,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
 )
+from sandboxkit.value_formats import ImageReference
 
 MAX_SESSIONS_SOURCE = (
     f"{SESSIONS_DOC}: scaleConfiguration.maxConcurrentSessions (--max-sessions), maximum 600"

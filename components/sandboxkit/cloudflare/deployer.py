@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sandboxkit.deployer import DeployerPolicy, granted, union
-from sandboxkit.reach import ResourceView
+from sandboxkit.effective_egress import ResourceView
 
 SCRIPTS_WRITE = "Workers Scripts Write"
 CONTAINERS_WRITE = "Containers Write"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandboxkit.deployer import DeployerPolicy, granted, union
-from sandboxkit.reach import ResourceView
+from sandboxkit.effective_egress import ResourceView
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sandboxkit.deployer import DeployerPolicy, RbacGrant, cluster_role, granted
-from sandboxkit.reach import ResourceView
+from sandboxkit.effective_egress import ResourceView
 
 GRANTS: dict[str, RbacGrant] = {
     "kubernetes:core/v1:Namespace": RbacGrant("namespaces"),

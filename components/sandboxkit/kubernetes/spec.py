@@ -8,11 +8,11 @@ from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from sandboxkit.contract import LINK_LOCAL_RESOLVERS
+from sandboxkit.boundary import LINK_LOCAL_RESOLVERS
 from sandboxkit.deployer import DeployerPolicy
-from sandboxkit.egress import EgressRule
+from sandboxkit.effective_egress import ResourceView
+from sandboxkit.egress_contract import EgressRule
 from sandboxkit.errors import ConfigError, FieldError, Problem
-from sandboxkit.formats import ImageReference
 from sandboxkit.kubernetes.cilium import (
     MINIMUM_VERSION,
     MULTI_LABEL_PATTERNS,
@@ -23,7 +23,6 @@ from sandboxkit.kubernetes.deployer import kubernetes_policy
 from sandboxkit.kubernetes.plan import AgentSandboxArgs, ResolverArgs
 from sandboxkit.kubernetes.resolver import resolver_config
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.reach import ResourceView
 from sandboxkit.targets import (
     Cap,
     Enforcement,
@@ -32,6 +31,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
 )
+from sandboxkit.value_formats import ImageReference
 
 # gVisor intercepts every syscall in a user-space kernel: the sandbox wall the controller's
 # docs recommend. GKE names its runtime class "gvisor" with handler "runsc".
@@ -192,7 +192,7 @@ class SandboxObjectSettings(TargetSettings):
 
     Attributes:
         image: the sandbox container image, an OCI image reference pinned by digest or tag
-            (``name[:tag][@digest]``; see ``sandboxkit.formats``).
+            (``name[:tag][@digest]``; see ``sandboxkit.value_formats``).
         namespace: namespace of the sandbox objects; never one the cluster or a shared add-on
             uses (``default``, ``kube-*``, ``gke-*``, ``gmp-*``, ``istio-system`` and the
             other names of ``SYSTEM_NAMESPACES``), whether created or existing.

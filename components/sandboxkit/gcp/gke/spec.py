@@ -16,6 +16,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import FieldError
 from sandboxkit.gcp.deployer import apply_hint, gcp_document
 from sandboxkit.gcp.gke.plan import (
@@ -36,7 +37,6 @@ from sandboxkit.kubernetes.spec import (
     sandbox_args,
 )
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.reach import ResourceView
 from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
 
 TARGET = "gcp-gke"
@@ -102,9 +102,7 @@ def gke_version(text: str) -> tuple[int, int, int, int]:
     """
     match = _GKE_VERSION.match(text)
     if match is None:
-        raise ValueError(
-            f"a GKE minor version such as {DEFAULT_MIN_MASTER_VERSION} (1.X)"
-        )
+        raise ValueError(f"a GKE minor version such as {DEFAULT_MIN_MASTER_VERSION} (1.X)")
     major, minor, patch, gke = (int(part or 0) for part in match.groups())
     return major, minor, patch, gke
 
