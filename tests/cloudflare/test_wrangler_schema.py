@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from sandboxkit.cloudflare.decide import worker_dir
-from support import invoke_cli
+from support import invoke_cli, kit_program
 
 ROOT = Path(__file__).resolve().parents[2]
 WRANGLER = worker_dir() / "node_modules" / "wrangler"
@@ -26,6 +26,7 @@ def configs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """stack -> the wrangler.jsonc ``sandboxkit cloudflare-config`` wrote for it."""
     examples = tmp_path_factory.mktemp("examples")
     shutil.copy(ROOT / "Pulumi.yaml", examples / "Pulumi.yaml")
+    kit_program(examples)
     (examples / "stacks").mkdir()
     shutil.copy(
         ROOT / "docs" / "examples" / "cloudflare.yaml",

@@ -23,7 +23,7 @@ from sandboxkit.effective_egress import ResourceView
 from sandboxkit.explain import resource_views
 from sandboxkit.render import RenderedStack
 from sandboxkit.targets import TARGET_MODULES, KitContext, get_target
-from support import invoke_cli, shipped_render
+from support import invoke_cli, kit_program, shipped_render
 
 ROOT = Path(__file__).resolve().parents[2]
 # The folder module holding each target's per-type mapping (``GRANTS``).
@@ -48,6 +48,7 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> list[RenderedStack]:
     """The shipped stacks and every docs/examples stack, rendered once."""
     root = tmp_path_factory.mktemp("examples")
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    kit_program(root)
     (root / "stacks").mkdir()
     for example in sorted((ROOT / "docs" / "examples").glob("*.yaml")):
         shutil.copy(example, root / "stacks" / f"Pulumi.try-{example.stem}.yaml")

@@ -11,7 +11,7 @@ import ipaddress
 import itertools
 import re
 from collections.abc import Sequence
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -51,12 +51,12 @@ AGENT_SANDBOX_VERSION = "1.36.3-gke.1767000"
 DEFAULT_MIN_MASTER_VERSION = "1.36"
 # Automatic control plane and node upgrades on GKE's default channel
 # (https://cloud.google.com/kubernetes-engine/docs/concepts/release-channels).
-DEFAULT_RELEASE_CHANNEL = "REGULAR"
+DEFAULT_RELEASE_CHANNEL: Final = "REGULAR"
 # The deployer reaches the control plane through its DNS-based endpoint, authorized by IAM
 # (container.clusters.connect) from wherever it runs, so the Kubernetes objects created in the
 # same `pulumi up` reach a private control plane
 # (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation#dns-based_endpoint).
-DEFAULT_CONTROL_PLANE_ACCESS = "dns"
+DEFAULT_CONTROL_PLANE_ACCESS: Final = "dns"
 MIN_MASTER_VERSION_SOURCE = (
     "https://cloud.google.com/kubernetes-engine/docs/how-to/how-install-agent-sandbox, "
     '"Before you begin"'
