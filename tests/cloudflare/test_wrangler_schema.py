@@ -36,6 +36,7 @@ def configs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     written = {}
     for stack, root in STACKS:
         out = out_dir / stack / "wrangler.jsonc"
+        out.parent.mkdir()
         ran = invoke_cli(
             "cloudflare-config",
             "--stack",
