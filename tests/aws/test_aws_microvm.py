@@ -12,6 +12,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from sandboxkit.aws.launcher_package import launcher_package
+from sandboxkit.aws.suricata import FIRST_SID, syn_data_rule
 from sandboxkit.aws.worker import build as worker_build
 from sandboxkit.aws.worker import main as worker
 from sandboxkit.config import ConfigSource, load_stack
@@ -73,7 +74,9 @@ def firewall_names(resources: list[RenderedResource]) -> list[str]:
     assert group["statefulRuleOptions"] == {"ruleOrder": "STRICT_ORDER"}
     assert "rulesSourceList" not in group["rulesSource"]
     lines = group["rulesSource"]["rulesString"].split("\n") if group["rulesSource"] else []
-    messages = [line.split('msg:"sandboxkit allow ')[1].split('"')[0] for line in lines]
+    # The group opens with the SYN-with-data drop, ahead of every pass rule.
+    assert lines[0] == syn_data_rule(FIRST_SID - 1)
+    messages = [line.split('msg:"sandboxkit allow ')[1].split('"')[0] for line in lines[1:]]
     entries = [m.removesuffix(" tls.sni") for m in messages[0::2]]
     assert [m.removesuffix(" http.host") for m in messages[1::2]] == entries
     return entries
@@ -416,11 +419,11 @@ def test_ip_entries_get_a_pass_rule_and_their_own_port(engine: Recorder) -> None
     ]
     assert firewall_names(resources) == ["agents.example.com:443", "example.org:80"]
     names = named(resources, f"{T}-fw-domains").inputs["ruleGroup"]["rulesSource"]["rulesString"]
-    assert names.split("\n")[2] == (
+    assert names.split("\n")[3] == (
         "pass tls $HOME_NET any -> [$EXTERNAL_NET,!93.184.216.34] 80 "
         '(msg:"sandboxkit allow example.org:80 tls.sni"; flow:to_server, established; '
         'ssl_state:client_hello; tls.sni; content:"example.org"; nocase; startswith; endswith; '
-        "sid:1000004; rev:1;)"
+        'aws_route_53_resolved_domain:"example.org"; sid:1000004; rev:1;)'
     )
 
 
