@@ -15,10 +15,10 @@ from typing import Any
 
 from sandboxkit import targets
 from sandboxkit.addresses import non_public_reach
-from sandboxkit.contract import EVERYWHERE
-from sandboxkit.egress import parse_rule
+from sandboxkit.boundary import EVERYWHERE
+from sandboxkit.dns_names import channel_refusal
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.guard import CheckContext, dig, items, number, numbers
-from sandboxkit.names import channel_refusal
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -87,7 +87,7 @@ def _entry_problem(entry: str) -> str | None:
 
 def entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[str]:
     """A sentence for each allowlist entry (``host[:port]``, ``*.domain``) of ``kind`` ``name``
-    that the kit's own allowlist model (``sandboxkit.egress.parse_rule``) refuses."""
+    that the kit's own allowlist model (``sandboxkit.egress_contract.parse_rule``) refuses."""
     for entry in entries:
         problem = _entry_problem(entry)
         if problem:
@@ -100,7 +100,7 @@ def entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[s
 def cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> Iterator[str]:
     """One sentence when ``cidr`` (less the ``excepted`` ranges) reaches a non-public range, or
     is the single address of a listed DNS resolver or platform endpoint
-    (``sandboxkit.names.channel_refusal``); destinations that mean everywhere are left to
+    (``sandboxkit.dns_names.channel_refusal``); destinations that mean everywhere are left to
     SBX-NET-001."""
     if cidr in EVERYWHERE:
         return  # SBX-NET-001 judges destinations that mean everything.

@@ -10,8 +10,8 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
+from sandboxkit.cloud_names import STACK_NAME_RULE, is_stack_name
 from sandboxkit.errors import ConfigError, Problem
-from sandboxkit.naming import STACK_NAME_RULE, is_stack_name
 from sandboxkit.stackfile import NAMESPACE, read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
@@ -19,6 +19,8 @@ KIT_PROJECT_FILE = "sandboxkit.yaml"
 """Beside Pulumi.yaml: the organisation's ``environments`` map (stack name pattern -> dev,
 staging or prod), so the gate's strictness is never chosen by the stack file it judges."""
 ENVIRONMENTS = ("dev", "staging", "prod")
+UNMAPPED_ENVIRONMENT = "prod"
+"""The environment of a stack no pattern of ``sandboxkit.yaml`` matches: the strictest."""
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -117,6 +119,31 @@ def project_name(project_dir: Path) -> str:
     return str(_project_document(project_dir)["name"])
 
 
+def program_file(project_dir: Path) -> Path:
+    """The program file Pulumi runs for the project: Pulumi.yaml ``main`` (default: the project
+    folder), its ``__main__.py`` when it names a folder (Pulumi's Python language host runs a
+    folder's ``__main__.py``, or the file ``main`` names).
+
+    Raises:
+        ConfigError: naming Pulumi.yaml's ``main`` when it is not text or names no Python file.
+    """
+    path = project_dir / PROJECT_FILE
+    main = _project_document(project_dir).get("main", ".")
+    if not isinstance(main, str) or not main:
+        raise ConfigError(Problem(f"{path}: main", main, "the program's folder or file (text)"))
+    entry = project_dir / main
+    entry = entry / "__main__.py" if entry.is_dir() else entry
+    if not entry.is_file() or entry.suffix != ".py":
+        raise ConfigError(
+            Problem(
+                f"{path}: main",
+                main,
+                f"a folder with __main__.py or a .py file (no program at {entry})",
+            )
+        )
+    return entry
+
+
 def project_name_of(stack_file_path: Path) -> str:
     """``project_name`` of the nearest project above a stack file (``sandboxkit`` if none)."""
     try:
@@ -127,7 +154,7 @@ def project_name_of(stack_file_path: Path) -> str:
 
 
 def check_stack_name(stack: str) -> None:
-    """Refuse a stack name the Pulumi CLI refuses (``naming.STACK_NAME_RULE``).
+    """Refuse a stack name the Pulumi CLI refuses (``cloud_names.STACK_NAME_RULE``).
 
     Raises:
         ConfigError: naming ``--stack``.
@@ -193,10 +220,12 @@ def stack_environment(project_dir: Path, stack: str) -> str | None:
     """The environment the organisation gives ``stack`` in ``sandboxkit.yaml``.
 
     ``environments`` maps stack name patterns (``fnmatch``: ``prod``, ``prod-*``, ``*``) to
-    ``dev``, ``staging`` or ``prod``; the first pattern that matches wins.
+    ``dev``, ``staging`` or ``prod``; the first pattern that matches wins. A stack no pattern
+    matches is prod (``UNMAPPED_ENVIRONMENT``): the gate fails closed, so a new stack file
+    cannot pick a weaker level by picking a new name.
 
     Returns:
-        The environment, or ``None`` without the file or a matching pattern (the stack file's
+        The environment, or ``None`` without the file (the stack file's
         ``sandboxkit:environment`` then stands alone).
 
     Raises:
@@ -220,4 +249,4 @@ def stack_environment(project_dir: Path, stack: str) -> str | None:
     for pattern, environment in environments.items():
         if fnmatch.fnmatchcase(stack, pattern):
             return str(environment)
-    return None
+    return UNMAPPED_ENVIRONMENT

@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.contract import STACK_LABEL
+from sandboxkit.boundary import STACK_LABEL
 
 
 def policy_document(*statements: dict[str, Any]) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.contract import EVERYWHERE
+from sandboxkit.boundary import EVERYWHERE
 from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.gcp.cloudrun.egress_reader import dns_tunnels, rebinding_holes
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE
-from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     CheckContext,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
+from sandboxkit.boundary import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp import guard as gcp_guard
 from sandboxkit.gcp.gke.plan import cluster_reference
 from sandboxkit.guard import (
