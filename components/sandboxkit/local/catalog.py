@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sandboxkit.catalog import ResourceKind
 
-# The egress gateway's policy: local/reach.py reads it.
+# The egress gateway's policy: local/egress_reader.py reads it.
 EGRESS_GATEWAY_POLICY = "pulumi-python:dynamic/local:EgressGatewayPolicy"
 
 KINDS: tuple[ResourceKind, ...] = (
@@ -13,7 +13,7 @@ KINDS: tuple[ResourceKind, ...] = (
         not_exported=(
             "a file on the host the kit's egress gateway enforces, no cloud resource: checkov "
             "has no framework for it; judged by the CrossGuard pack (SBX-NET-008 through "
-            "local/reach.py)"
+            "local/egress_reader.py)"
         ),
     ),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-from sandboxkit.egress import EgressContract
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.local.isolation import Limits
 
 TARGET = "local"

@@ -15,7 +15,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, field_validator
 
-from sandboxkit.egress import EgressContract
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.local.isolation import Limits
 from sandboxkit.local.plan import TARGET, LocalPlan
 from sandboxkit.profile import SandboxProfile

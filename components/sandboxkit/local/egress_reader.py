@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from sandboxkit.addresses import exclusion_blocks
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
 from sandboxkit.local.plan import TARGET
 from sandboxkit.local.spec import GATEWAY_SOURCE
-from sandboxkit.reach import EffectiveEgress, Grant, ResourceView, Scope, as_list
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_list
 
 
 def _rule_grants(rule: EgressRule, resource: str) -> Iterator[tuple[str, Grant]]:
