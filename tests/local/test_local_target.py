@@ -19,10 +19,10 @@ from sandboxkit.errors import ConfigError
 from sandboxkit.explain import explain_stack
 from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
 from sandboxkit.local.gateway import answer_refusal, server_name
-from sandboxkit.local.reach import read_egress
+from sandboxkit.local.egress_reader import read_egress
 from sandboxkit.local.runner import AuditLog
 from sandboxkit.local.verify import verify
-from sandboxkit.reach import ResourceView
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.render import render_stack
 
 ALLOWLIST = {"mode": "allowlist", "allow": ["pypi.org:443", "*.pythonhosted.org:443"]}
