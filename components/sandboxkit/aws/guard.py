@@ -40,7 +40,7 @@ ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-FUNCTION = "aws:lambda/function:Function"
+FUNCTION = egress_guard.FUNCTION
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 # AWS managed policies that amount to administrator rights.
@@ -321,7 +321,10 @@ def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = mapped_variables(props.get("environmentVariables"))
+    # pulumi-aws's Image at the top level, the kit's MicrovmImage under "image".
+    variables = mapped_variables(
+        props.get("environmentVariables", dig(props, "image.environmentVariables"))
+    )
     yield from inline_secrets("MicroVM image", ctx.name, variables, ctx)
 
 
@@ -339,5 +342,5 @@ HANDLERS = (
     Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
     StackHandler("SBX-LOG-002", _firewalls_without_logs),
     Handler("SBX-SEC-001", (FUNCTION,), _function_env),
-    Handler("SBX-SEC-001", (egress_guard.MICROVM_IMAGE,), _image_env),
+    Handler("SBX-SEC-001", egress_guard.MICROVM_IMAGES, _image_env),
 )

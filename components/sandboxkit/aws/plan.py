@@ -132,6 +132,8 @@ class MicrovmSandboxArgs(TypedDict, total=False):
     """Reserved concurrency of the launcher Lambda."""
     launcher_layers: tuple[str, ...]
     """Lambda layer ARNs of the launcher."""
+    dns_firewall_mutation_protection: bool
+    """``MutationProtection`` ``ENABLED`` on the DNS Firewall association (blocks its delete)."""
     log_retention_days: int
     """CloudWatch retention of every log group, days (an allowed CloudWatch value)."""
     labels: dict[str, str]

@@ -89,6 +89,9 @@ DEFAULT_REPLAY_WINDOW_SECONDS = 300
 DEFAULT_WORKER_CREDENTIAL_KEY_MAX_AGE_DAYS = 30
 # The MicroVM's HTTPS endpoint stays closed unless the stack asks for token-based ingress.
 DEFAULT_INGRESS: Final = "none"
+# The DNS Firewall association cannot be disassociated while mutation protection is on: the
+# safe default, at the price of a two-step destroy (dnsFirewallMutationProtection).
+DEFAULT_DNS_FIREWALL_MUTATION_PROTECTION: Final = True
 # Port-scoped auth tokens name a port; 8080 is the endpoint's default routing port
 # (Lambda MicroVMs developer guide, "Port routing").
 DEFAULT_INGRESS_PORT = 8080
@@ -227,9 +230,16 @@ class MicrovmSettings(TargetSettings):
         launcherConcurrency: reserved concurrency of the launcher and the API stage's throttle
             (default ``pool.maxConcurrent``), at most the kit-wide pool bound (1,000,000).
         launcherLayers: Lambda layer version ARNs for the launcher
-            (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5), e.g.
-            one bundling a boto3 new enough for ``lambda-microvms`` (the managed runtime's may
-            predate it).
+            (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5). None is
+            needed for ``lambda-microvms``: the launcher package bundles its own boto3
+            (``sandboxkit.aws.launcher_package``).
+        dnsFirewallMutationProtection: ``true`` (default) sets the DNS Firewall association's
+            ``MutationProtection`` ``ENABLED``: nobody can disassociate the rule group from the
+            VPC (and so switch name filtering off) while it is on. It also refuses the kit's
+            own delete: ``pulumi destroy``, or a change that replaces the association, fails
+            with ``RSLVR-02307`` (terraform-provider-aws #21278). Set it ``false`` and run
+            ``pulumi up`` first (an in-place update), then destroy or replace; set it back
+            after a replacement (docs/running-for-real.md).
     """
 
     region: Annotated[str, Field(pattern=_REGION)]
@@ -264,6 +274,9 @@ class MicrovmSettings(TargetSettings):
         None, alias="launcherConcurrency"
     )
     launcher_layers: tuple[str, ...] = Field((), alias="launcherLayers")
+    dns_firewall_mutation_protection: bool = Field(
+        DEFAULT_DNS_FIREWALL_MUTATION_PROTECTION, alias="dnsFirewallMutationProtection"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -578,6 +591,7 @@ def microvm_args(
         ingress_port=settings.ingress_port,
         launcher_concurrency=settings.launcher_concurrency or profile.pool.max_concurrent,
         launcher_layers=settings.launcher_layers,
+        dns_firewall_mutation_protection=settings.dns_firewall_mutation_protection,
         log_retention_days=log_retention(profile.audit.log_retention_days),
         labels=context.labels(),
     )
@@ -608,7 +622,8 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
         # Without a plan (refused), the allowed ports are not known.
         ports = f" {', '.join(map(str, plan['egress'].tcp_ports))}" if plan is not None else ""
         walls = (
-            "image egressNetworkConnectors = the kit's VPC connector only; connector security "
+            "RunMicrovm egressNetworkConnectors = the kit's VPC connector only (the launcher's "
+            "role may pass no other); connector security "
             f"group (TCP{ports} and DNS to the VPC resolver); "
         )
         egress_where = {
@@ -630,8 +645,7 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
             ),
             "limits.memoryMiB": Enforcement(
                 "none",
-                "CreateMicrovmImage resources.minimumMemoryInMiB is a floor, not a limit, and "
-                "pulumi-aws 7 lambdamicrovms.Image has no argument for it",
+                "CreateMicrovmImage resources.minimumMemoryInMiB is a floor, not a limit",
             ),
             "limits.execTimeoutSeconds": Enforcement(
                 "runtime", "kit worker (EXEC_TIMEOUT_SECONDS via the launcher's run-hook payload)"

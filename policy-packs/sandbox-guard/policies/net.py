@@ -38,7 +38,7 @@ EGRESS_CLOSED = ResourceRule(
         title="Sandbox egress is not open to the internet",
         severity=Severity.CRITICAL,
         description="Prohibits sandbox egress paths that reach the whole internet: open network "
-        "policies, MicroVM images on INTERNET_EGRESS, wide security groups, Cloud Run egress "
+        "policies, MicroVMs launched on INTERNET_EGRESS, wide security groups, Cloud Run egress "
         "outside the VPC firewall, session pools with egress enabled; and egress rules on ports "
         "beyond the allowed ones (network policies, Cilium and GKE FQDN policies, security "
         "groups, firewall policy rules).",

@@ -89,17 +89,14 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def build_artifact(out_dir: str | os.PathLike[str], base_image: str = DEFAULT_BASE_IMAGE) -> Path:
-    """Write ``<out_dir>/sandboxkit-worker.zip`` (created or replaced atomically); return its path.
+def write_zip(entries: dict[str, bytes], target: Path) -> Path:
+    """Write ``entries`` (archive name -> bytes) to ``target`` as a deterministic zip, created
+    or replaced atomically: sorted names, the zip epoch, mode 0644, stored uncompressed.
 
     Raises:
-        OSError: if ``out_dir`` cannot be created or written, or a worker module is missing.
-        ValueError: if ``base_image`` is not a single image reference.
+        OSError: if ``target``'s folder cannot be written.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    entries = artifact_entries(base_image)
-    fd, tmp_name = tempfile.mkstemp(prefix=".sandboxkit-worker-", suffix=".zip", dir=out)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".zip", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
             for name in sorted(entries):
@@ -109,12 +106,23 @@ def build_artifact(out_dir: str | os.PathLike[str], base_image: str = DEFAULT_BA
                 info.external_attr = _FILE_MODE << 16
                 archive.writestr(info, entries[name])
         os.chmod(tmp_name, 0o644)
-        target = out / ARTIFACT_NAME
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return target
+
+
+def build_artifact(out_dir: str | os.PathLike[str], base_image: str = DEFAULT_BASE_IMAGE) -> Path:
+    """Write ``<out_dir>/sandboxkit-worker.zip`` (created or replaced atomically); return its path.
+
+    Raises:
+        OSError: if ``out_dir`` cannot be created or written, or a worker module is missing.
+        ValueError: if ``base_image`` is not a single image reference.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_zip(artifact_entries(base_image), out / ARTIFACT_NAME)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
