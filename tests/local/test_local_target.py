@@ -7,23 +7,22 @@ import json
 import os
 import ssl
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
+
 from local.internet import FakeInternet
 from local.test_escapes import plan_of
-from support import build_target, invoke_cli, make_project
-
 from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError
 from sandboxkit.explain import explain_stack
 from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
-from sandboxkit.local.gateway import answer_refusal, server_name
 from sandboxkit.local.egress_reader import read_egress
+from sandboxkit.local.gateway import answer_refusal, server_name
 from sandboxkit.local.runner import AuditLog
 from sandboxkit.local.verify import verify
-from sandboxkit.effective_egress import ResourceView
 from sandboxkit.render import render_stack
+from support import build_target, invoke_cli, make_project
 
 ALLOWLIST = {"mode": "allowlist", "allow": ["pypi.org:443", "*.pythonhosted.org:443"]}
 STACK = """config:
@@ -38,12 +37,12 @@ STACK = """config:
 """
 
 # A stack without the local target: sandboxkit run refuses it.
-OTHER = """config:
+OTHER = f"""config:
   sandboxkit:environment: dev
   sandboxkit:targets: [kubernetes]
   sandboxkit:kubernetes:
     context: kind-test
-    image: ghcr.io/example/agent@sha256:9b1d3c5e7f9a1b3d5f7e9c1a3b5d7f9e1c3a5b7d9f1e3c5a7b9d1f3e5c7a9b1d
+    image: ghcr.io/example/agent@sha256:{"ab" * 32}
 """
 
 
@@ -239,7 +238,8 @@ def test_verify_shows_no_difference_against_a_fake_internet():
     }
     with FakeInternet(names) as internet:
         for profile in (egress, {"mode": "deny"}):
-            plan = {**plan_of(profile), "resolver": internet.resolver}
+            plan = plan_of(profile)
+            plan["resolver"] = internet.resolver
             observations = verify(plan, sockets=internet.sockets)
             assert [o for o in observations if o.differs] == []
             kinds = {o.kind for o in observations}
@@ -253,7 +253,8 @@ def test_verify_reports_a_difference_when_the_gateway_is_wider(monkeypatch):
 
     with FakeInternet({"pypi.org": "151.101.0.223"}) as internet:
         allow = {"mode": "allowlist", "allow": ["pypi.org:443"]}
-        plan = {**plan_of(allow), "resolver": internet.resolver}
+        plan = plan_of(allow)
+        plan["resolver"] = internet.resolver
         monkeypatch.setattr(Gateway, "_admitted", lambda self, host, port: True)
         observations = verify(plan, sockets=internet.sockets)
     # Names the contract may not resolve stay unreachable (the gateway resolves only those):

@@ -3,9 +3,9 @@
 ``sandboxkit run`` needs no cloud: it runs a command from the stack's plan. The component
 records what that run will enforce as one resource, ``EgressGatewayPolicy``, so the offline
 render, ``--explain-egress`` and the policy gate read the local target like every other one
-(``local/egress_reader.py``). On ``pulumi up`` its dynamic provider writes the policy, as JSON, to the
-file the stack names (``policyFile``, under the user's state folder), which is what an operator
-audits on the host; ``pulumi destroy`` removes it.
+(``local/egress_reader.py``). On ``pulumi up`` its dynamic provider writes the policy, as
+JSON, to the file the stack names (``policyFile``, under the user's state folder), which is
+what an operator audits on the host; ``pulumi destroy`` removes it.
 """
 
 from __future__ import annotations

@@ -11,13 +11,14 @@ namespace has loopback only. Every grant is the kit's own code, tested in tests/
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from sandboxkit.addresses import exclusion_blocks
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_list
 from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
 from sandboxkit.local.plan import TARGET
 from sandboxkit.local.spec import GATEWAY_SOURCE
-from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_list
 
 
 def _rule_grants(rule: EgressRule, resource: str) -> Iterator[tuple[str, Grant]]:
@@ -38,8 +39,9 @@ def _rule_grants(rule: EgressRule, resource: str) -> Iterator[tuple[str, Grant]]
 
 def _open_grants(resource: str) -> Iterator[tuple[str, Grant]]:
     yield "connect", Grant("*", "any", "any", "name-l7", "kit-code", GATEWAY_SOURCE, resource)
-    for block, version in (("0.0.0.0/0", 4), ("::/0", 6)):
-        excluded = tuple(str(n) for n in exclusion_blocks(version))  # type: ignore[arg-type]
+    versions: tuple[tuple[str, Literal[4, 6]], ...] = (("0.0.0.0/0", 4), ("::/0", 6))
+    for block, version in versions:
+        excluded = tuple(str(n) for n in exclusion_blocks(version))
         yield (
             "connect",
             Grant(block, "exact", "any", "address", "kit-code", GATEWAY_SOURCE, resource, excluded),

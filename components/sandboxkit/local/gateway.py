@@ -43,8 +43,8 @@ import dns.rdatatype
 import h11
 
 from sandboxkit.addresses import IPAddress, open_admits
-from sandboxkit.egress_contract import EgressContract, destination_of
 from sandboxkit.dns_names import channel_refusal
+from sandboxkit.egress_contract import EgressContract, destination_of
 
 # Bytes of a request head or of a TLS ClientHello the gateway reads before it decides: a
 # ClientHello with every extension a browser sends fits in 16 KiB (one TLS record's limit).

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import IO, Any
 
 from sandboxkit.local.gateway import Decision, Gateway, SocketFactory
 from sandboxkit.local.isolation import CgroupLimits, Limits, Usage, bwrap_argv, seccomp_filter
@@ -183,7 +184,7 @@ def run_sandbox(
             env.update(HTTPS_PROXY=proxy, HTTP_PROXY=proxy, https_proxy=proxy, http_proxy=proxy)
             kwargs = {} if sockets is None else {"sockets": sockets}
             serving = _GatewayThread(
-                Gateway(plan["contract"], plan["resolver"] or system_resolver(), record, **kwargs),  # type: ignore[arg-type]
+                Gateway(plan["contract"], plan["resolver"] or system_resolver(), record, **kwargs),
                 network,
             )
         with tempfile.TemporaryFile() as rules:
@@ -260,7 +261,7 @@ def run_sandbox(
         cgroups.remove()
 
 
-def _stdin(given: bytes | None) -> int | object:
+def _stdin(given: bytes | None) -> int | IO[Any]:
     if given is not None:
         return subprocess.PIPE
     return sys.stdin if sys.stdin is not None and sys.stdin.isatty() else subprocess.DEVNULL

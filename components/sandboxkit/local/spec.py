@@ -111,7 +111,7 @@ def system_resolver() -> tuple[str, int]:
     """The host's first ``/etc/resolv.conf`` nameserver, port 53 (dnspython reads the file)."""
     import dns.resolver
 
-    return dns.resolver.Resolver().nameservers[0], 53
+    return str(dns.resolver.Resolver().nameservers[0]), 53
 
 
 def resolver_address(text: str) -> tuple[str, int]:

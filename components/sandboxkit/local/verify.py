@@ -17,12 +17,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sandboxkit.dns_names import channel_endpoints
+from sandboxkit.effective_egress import contract_probes
 from sandboxkit.egress_contract import destination_of
 from sandboxkit.local.gateway import SocketFactory
 from sandboxkit.local.plan import LocalPlan
 from sandboxkit.local.runner import AuditLog, run_sandbox
-from sandboxkit.dns_names import channel_endpoints
-from sandboxkit.effective_egress import contract_probes
 
 # DNS, DNS over TLS and DNS over HTTPS: the ports a listed resolver answers on.
 RESOLVER_PORTS = (53, 853, 443)
