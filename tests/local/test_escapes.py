@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -217,31 +218,56 @@ def test_dns_to_any_resolver_goes_nowhere(capfd):
     assert sandboxed_output(plan_of(ALLOWLIST), DNS, capfd) == "refused refused"
 
 
-def test_host_services_are_out_of_reach(capfd):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
+def _host_addresses() -> list[str]:
+    """The host's own addresses besides loopback (``ip -j addr``)."""
+    shown = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, check=True).stdout)
+    return [
+        a["local"]
+        for link in shown
+        if link["ifname"] != "lo"
+        for a in link.get("addr_info", [])
+        if a.get("scope") == "global"
+    ]
+
+
+@pytest.mark.parametrize("mode", ["deny", "allowlist"])
+def test_host_services_are_out_of_reach(capfd, mode):
+    listeners = []
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        listener = socket.socket(family)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address, 0))
+        listener.listen()
+        listeners.append(listener)
     abstract = socket.socket(socket.AF_UNIX)
     abstract.bind(b"\0sandboxkit-escape-test")
     abstract.listen()
-    port = listener.getsockname()[1]
+    port4, port6 = (listener.getsockname()[1] for listener in listeners)
+    targets = [("127.0.0.1", port4), ("::1", port6)] + [
+        (a, port6 if ":" in a else port4) for a in _host_addresses()
+    ]
     code = f"""
 import socket
 found = []
-tcp = (socket.AF_INET, ("127.0.0.1", {port}))
-abstract = (socket.AF_UNIX, b"\\0sandboxkit-escape-test")
-for family, address in (tcp, abstract):
+for host, port in {targets!r}:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        socket.socket(family).connect(address); found.append("connected")
+        socket.socket(family).connect((host, port)); found.append("connected")
     except OSError:
         found.append("refused")
+try:
+    socket.socket(socket.AF_UNIX).connect(b"\\0sandboxkit-escape-test"); found.append("connected")
+except OSError:
+    found.append("refused")
 print(" ".join(found))
 """
+    egress = {"mode": "deny"} if mode == "deny" else ALLOWLIST
     try:
-        assert sandboxed_output(plan_of({"mode": "deny"}), code, capfd) == "refused refused"
+        out = sandboxed_output(plan_of(egress), code, capfd)
     finally:
-        listener.close()
-        abstract.close()
+        for listener in (*listeners, abstract):
+            listener.close()
+    assert out == " ".join(["refused"] * (len(targets) + 1))
 
 
 def test_other_processes_and_the_gateway_are_invisible(capfd, monkeypatch):
