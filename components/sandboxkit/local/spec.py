@@ -50,10 +50,7 @@ GATEWAY_SOURCE = "tests/local/test_gateway.py (sandboxkit.local.gateway decides 
 
 
 def _resolver(value: str) -> str:
-    host, _, port = value.rpartition(":") if value.count(":") == 1 else (value, "", "")
-    if value.startswith("["):
-        host, _, rest = value[1:].partition("]")
-        port = rest.removeprefix(":")
+    host, port = _split_resolver(value)
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -61,6 +58,17 @@ def _resolver(value: str) -> str:
     if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise ValueError("a port from 1 to 65535 after the address")
     return value
+
+
+def _split_resolver(text: str) -> tuple[str, str]:
+    """Address and port text (empty when absent) of ``address[:port]`` / ``[v6]:port``."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        return host, rest.removeprefix(":")
+    if text.count(":") == 1:
+        host, _, port = text.partition(":")
+        return host, port
+    return text, ""
 
 
 class LocalSettings(TargetSettings):
@@ -115,14 +123,9 @@ def system_resolver() -> tuple[str, int]:
 
 
 def resolver_address(text: str) -> tuple[str, int]:
-    """``(address, port)`` of a ``resolver`` setting (port 53 when it names none)."""
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        return host, int(rest.removeprefix(":") or 53)
-    if text.count(":") == 1:
-        host, _, port = text.partition(":")
-        return host, int(port)
-    return text, 53
+    """``(address, port)`` of a validated ``resolver`` setting (port 53 when it names none)."""
+    host, port = _split_resolver(text)
+    return host, int(port or 53)
 
 
 def local_plan(profile: SandboxProfile, settings: LocalSettings, context: KitContext) -> LocalPlan:
