@@ -238,6 +238,17 @@ def _contract_differences(
                 _urn_of(finding.grant, urns),
             )
         if declared is None:
+            if not target_views(resources, target):
+                continue  # a reader answers for a target the stack does not list
+            # The Pulumi CLI run with the plain config/<environment>.json: nothing to compare
+            # with, which must never read as a pass (mandatory in prod).
+            yield (
+                f"{target} has no egress contract in the pack config, so its egress cannot be "
+                "compared with the stack's profile; run the pack with the config `sandboxkit "
+                "pack-config --stack <stack> --out <file>` writes (pulumi preview/up "
+                "--policy-pack-config <file>), which holds every target's contract.",
+                None,
+            )
             continue
         contract = _declared_contract(declared)
         differences = compare(effective, contract, contract_probes(contract, effective))
@@ -286,8 +297,9 @@ MATCHES_CONTRACT = StackRule(
                 },
                 "description": "Each target's egress contract, by target name: the profile's "
                 "egress mode and allow entries, and the target's control-plane entries "
-                "(host:port). sandboxkit check sets it from the stack; empty, only the grants "
-                "no contract expresses are reported.",
+                "(host:port). sandboxkit check sets it from the stack, and sandboxkit pack-config "
+                "writes it for the Pulumi CLI; a target without one is a finding (run "
+                "pack-config), never a pass.",
             }
         },
     ),
