@@ -41,6 +41,7 @@ suffixes (``sandboxkit.dns_names``).
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -133,11 +134,18 @@ class EgressRule:
         return f"{host}:{self.port}"
 
 
+_PORT = re.compile(r"[1-9][0-9]*", re.ASCII)
+
+
 def _split_port(entry: str) -> tuple[str, int]:
     if entry.startswith("["):
         host, sep, rest = entry[1:].partition("]")
         if not sep:
             raise ValueError("an IPv6 literal opened with '[' must close with ']'")
+        if ":" not in host:
+            # RFC 3986 section 3.2.2: brackets hold an IP literal (IPv6) only.
+            unwrapped = f"{host}{rest}"
+            raise ValueError(f"brackets are for IPv6 literals only; write {unwrapped}")
         if not rest:
             return host, DEFAULT_PORT
         if not rest.startswith(":"):
@@ -148,8 +156,13 @@ def _split_port(entry: str) -> tuple[str, int]:
     else:
         # Zero colons: no port. Two or more: a bare IPv6 literal, which cannot carry a port.
         return entry, DEFAULT_PORT
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ValueError(f"port {port_text!r} is not a whole number from 1 to 65535")
+    # ASCII digits without a leading zero: int() reads other scripts' digits (\u0664\u0664\u0663
+    # as 443) and isdigit() admits superscripts int() refuses; neither is rewritten silently.
+    if not _PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
+        raise ValueError(
+            f"port {port_text!r} is not a whole number from 1 to 65535 in ASCII digits without "
+            "a leading zero (e.g. 443)"
+        )
     return host, int(port_text)
 
 

@@ -812,7 +812,7 @@ EXACT_NAMES = "list each exact name the worker reaches"
             {"controlPlaneUrl": "https://*.example.com/api"},
             f"sandboxkit:{T}.controlPlaneUrl",
             "https://*.example.com/api",
-            "a URL whose host is allowed: an exact host name, not a wildcard",
+            "a URL whose host and port are allowed: an exact host name, not a wildcard",
         ),
     ],
     ids=[
