@@ -40,6 +40,7 @@ TARGET_MODULES: dict[str, str] = {
     "gcp-cloudrun": "sandboxkit.gcp.cloudrun.spec",
     "gcp-gke": "sandboxkit.gcp.gke.spec",
     "cloudflare": "sandboxkit.cloudflare.spec",
+    "local": "sandboxkit.local.spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]

@@ -57,6 +57,7 @@ ACCEPTS: dict[str, Accepts] = {
     "gcp-gke": Accepts(names=False, wildcards=False),
     "azure-sessions": Accepts(allowlist=False, open=False),
     "cloudflare": Accepts(open=False, ipv4=False, ipv6=False, ports=(80, 443)),
+    "local": Accepts(),
 }
 
 NAMES = ("pypi.org", "api.github.com", "files.example.com", "registry.npmjs.org")
