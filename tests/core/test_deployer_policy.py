@@ -207,7 +207,7 @@ def test_the_command_prints_the_document_and_how_to_apply_it() -> None:
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("azure-sessions", "sandboxkit:targets: got [kubernetes, gcp-cloudrun]; expected a list"),
+        ("azure-sessions", "; expected a list including azure-sessions (its deployer policy"),
         ("gcp", "--target: got 'gcp'; expected one of kubernetes, azure-sessions,"),
     ],
 )
