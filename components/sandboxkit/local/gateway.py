@@ -5,8 +5,8 @@ the sandbox, listens on a loopback port inside that namespace (the listening soc
 the namespace before the sandbox starts, so nothing inside can take the port) and answers HTTP
 proxy requests there: ``CONNECT host:port`` and plain ``GET http://host/...`` (``HTTPS_PROXY``
 and ``HTTP_PROXY`` point at it). Each request is decided by
-``sandboxkit.egress_contract.EgressContract`` itself, the object every target's reader is compared with, so the local target has no copy of
-the rules:
+``sandboxkit.egress_contract.EgressContract`` itself, the object every target's reader is
+compared with, so the local target has no copy of the rules:
 
 - the destination must be admitted (``EgressContract.admits``);
 - a name is resolved by the gateway through its configured resolver (the sandbox has no DNS),
