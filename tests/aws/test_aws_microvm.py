@@ -223,7 +223,7 @@ def test_image_enables_the_run_hook_the_worker_waits_on(engine: Recorder) -> Non
             "validate": "DISABLED",
         },
     }
-    assert spec.pop("buildRoleArn").startswith(f"arn:aws:iam:{ACCOUNT_REGION}:role/{T}-build-")
+    assert spec.pop("buildRoleArn").startswith(f"arn:aws:iam::123456789012:role/{T}-build-")
     assert spec == {
         "baseImageArn": "arn:aws:lambda:eu-west-1:aws:microvm-image:al2023-1",
         "codeArtifact": {"uri": "s3://example-artifacts/worker/worker.zip"},
@@ -523,7 +523,7 @@ def test_execution_role_is_passed_only_when_configured_and_warned(engine: Record
     statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
     assert statements[-1]["Sid"] == "PassExecutionRole"
     assert statements[-1]["Action"] == "iam:PassRole"
-    assert statements[-1]["Resource"].startswith(f"arn:aws:iam:{ACCOUNT_REGION}:role/{T}-exec")
+    assert statements[-1]["Resource"].startswith(f"arn:aws:iam::123456789012:role/{T}-exec")
     assert policy_of(resources, f"{T}-execution-policy") == document
     variables = named(resources, f"{T}-launcher").inputs["environment"]["variables"]
     assert variables["EXECUTION_ROLE_ARN"] == statements[-1]["Resource"]
@@ -812,7 +812,7 @@ EXACT_NAMES = "list each exact name the worker reaches"
             {"controlPlaneUrl": "https://*.example.com/api"},
             f"sandboxkit:{T}.controlPlaneUrl",
             "https://*.example.com/api",
-            "a URL whose host is allowed: an exact host name, not a wildcard",
+            "a URL whose host and port are allowed: an exact host name, not a wildcard",
         ),
     ],
     ids=[

@@ -441,3 +441,25 @@ def test_the_serialized_provider_names_the_kits_class_and_carries_no_code() -> N
     restored = dill.loads(base64.b64decode(blob))
     assert type(restored) is FirewallPolicyProvider
     assert len(blob) < 200
+
+
+def test_numbers_the_engine_sends_as_doubles_reach_the_api_as_integers(
+    api: tuple[StubbedProvider, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: the document went to the API as the engine delivered it, Priority 100.0 (a
+    # protobuf double), which botocore refuses for the integer Priority member.
+    provider, stubber = api
+    monkeypatch.setattr(firewall_policy.secrets, "token_hex", lambda n: "0a1b2c3d")
+    delivered = copy.deepcopy(DOCUMENT)
+    delivered["StatefulRuleGroupReferences"][0]["Priority"] = 100.0
+    stubber.add_response(
+        "create_firewall_policy",
+        {"UpdateToken": TOKEN, "FirewallPolicyResponse": policy_response()},
+        {
+            "FirewallPolicyName": "kit-fw-policy-0a1b2c3d",
+            "FirewallPolicy": DOCUMENT,
+            "Description": "sandboxkit egress",
+            "Tags": [{"Key": k, "Value": v} for k, v in sorted(TAGS.items())],
+        },
+    )
+    provider.create({**INPUTS, "firewallPolicy": delivered})

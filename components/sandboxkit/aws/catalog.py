@@ -38,8 +38,10 @@ def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     module = args.typ.split(":")[1].split("/")[0].rstrip("_")
     kind = args.typ.split(":")[2].lower()
     name = args.inputs.get("name", resource_id)
+    # IAM is global: its ARNs have no region (RoleArn's pattern: arn:aws:iam::<account>:role/).
+    region = "" if module == "iam" else _region(args)
     return {
-        "arn": f"arn:aws:{module}:{_region(args)}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
+        "arn": f"arn:aws:{module}:{region}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
         "name": name,
     }
 

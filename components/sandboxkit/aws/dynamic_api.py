@@ -89,6 +89,23 @@ def drop_empty(value: Any, keep: Collection[str] = ()) -> Any:
     return value
 
 
+def whole_numbers(value: Any) -> Any:
+    """``value`` with every integral ``float`` at any level made an ``int``.
+
+    A dynamic resource's inputs reach its provider through the engine's protobuf ``Struct``,
+    whose numbers are doubles: a ``Priority: 100`` arrives as ``100.0``, which botocore's
+    parameter validation refuses for an integer member (``Invalid type for parameter``).
+    Neither API the kit's providers call takes a fractional number.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: whole_numbers(member) for key, member in value.items()}
+    if isinstance(value, list | tuple):
+        return [whole_numbers(member) for member in value]
+    return value
+
+
 def update_tags(
     old: Mapping[str, str],
     new: Mapping[str, str],

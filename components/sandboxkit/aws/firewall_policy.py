@@ -32,6 +32,7 @@ from sandboxkit.aws.dynamic_api import (
     not_found,
     session,
     update_tags,
+    whole_numbers,
 )
 from sandboxkit.aws.plan import AwsAccess
 
@@ -167,7 +168,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         client = self.client(AwsAccess.of(props["access"]))
         response = client.create_firewall_policy(
             FirewallPolicyName=name,
-            FirewallPolicy=props["firewallPolicy"],
+            FirewallPolicy=whole_numbers(props["firewallPolicy"]),
             Description=props["description"],
             Tags=_tag_list(props["tags"]),
         )["FirewallPolicyResponse"]
@@ -232,7 +233,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         response = client.update_firewall_policy(
             UpdateToken=token,
             FirewallPolicyArn=id_,
-            FirewallPolicy=news["firewallPolicy"],
+            FirewallPolicy=whole_numbers(news["firewallPolicy"]),
             Description=news["description"],
         )["FirewallPolicyResponse"]
         update_tags(

@@ -39,6 +39,7 @@ from sandboxkit.aws.dynamic_api import (
     not_found,
     session,
     update_tags,
+    whole_numbers,
 )
 from sandboxkit.aws.plan import AwsAccess
 
@@ -186,7 +187,9 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
         """
         name = f"{props['namePrefix']}-{secrets.token_hex(4)}"
         client = self.client(AwsAccess.of(props["access"]))
-        created = client.create_microvm_image(name=name, tags=dict(props["tags"]), **props["image"])
+        created = client.create_microvm_image(
+            name=name, tags=dict(props["tags"]), **whole_numbers(props["image"])
+        )
         arn = created["imageArn"]
         try:
             image = self._wait(client, arn, "create")
@@ -236,7 +239,7 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
                 version stays active).
         """
         client = self.client(AwsAccess.of(news["access"]))
-        client.update_microvm_image(imageIdentifier=id_, **news["image"])
+        client.update_microvm_image(imageIdentifier=id_, **whole_numbers(news["image"]))
         image = self._wait(client, id_, "update")
         update_tags(
             olds.get("tags") or {},

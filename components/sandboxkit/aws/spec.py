@@ -7,6 +7,7 @@ and a NAT gateway, with a Route 53 Resolver DNS Firewall in front of name resolu
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -26,7 +27,7 @@ from sandboxkit.aws.plan import (
 )
 from sandboxkit.aws.worker.build import HOOKS_PORT
 from sandboxkit.egress_contract import EgressRule, parse_rule
-from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem, did_you_mean
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -172,6 +173,18 @@ class AssumeRole(BaseModel):
     external_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")] | None = Field(
         None, alias="externalId"
     )
+
+
+@functools.cache
+def aws_regions() -> tuple[str, ...]:
+    """Every region of every AWS partition (``aws``, ``aws-cn``, ``aws-us-gov``, the ISO
+    partitions), sorted, from the endpoints data of the installed botocore
+    (``botocore/data/endpoints.json``, ``partitions[].regions``): what the SDKs, and so the
+    Pulumi AWS provider's region check, know. Read once per process."""
+    from botocore.loaders import create_loader
+
+    data = create_loader().load_data("endpoints")
+    return tuple(sorted(region for p in data["partitions"] for region in p["regions"]))
 
 
 class MicrovmSettings(TargetSettings):
@@ -382,6 +395,18 @@ class MicrovmSettings(TargetSettings):
             )
         return value
 
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, value: str) -> str:
+        regions = aws_regions()
+        if value not in regions:
+            raise ValueError(
+                f"an AWS region{did_you_mean(value, regions)}: one of the {len(regions)} regions "
+                "of botocore's endpoints data, e.g. eu-west-1 (aws ec2 describe-regions lists "
+                "your account's)"
+            )
+        return value
+
     @field_validator("availability_zones")
     @classmethod
     def _zones(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -467,10 +492,15 @@ def control_plane_rule(url: str) -> EgressRule:
     if parts.username or parts.password or parts.query or parts.fragment:
         raise ValueError("an https:// URL without user info, query or fragment")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    # The port as written, for parse_rule to judge: urlsplit reads ":0" as port 0, which
+    # "or HTTPS_PORT" turned into 443 while the launcher was told :0, and it reads other
+    # scripts' digits or fails with its own words.
+    after_host = parts.netloc.rpartition("]")[2] if parts.netloc.startswith("[") else parts.netloc
+    _, has_port, port = after_host.partition(":")
     try:
-        return exact_control_plane_host(parse_rule(f"{host}:{parts.port or HTTPS_PORT}"))
+        return exact_control_plane_host(parse_rule(f"{host}:{port if has_port else HTTPS_PORT}"))
     except ValueError as exc:
-        raise ValueError(f"a URL whose host is allowed: {exc}") from None
+        raise ValueError(f"a URL whose host and port are allowed: {exc}") from None
 
 
 def control_plane_rules(settings: MicrovmSettings) -> tuple[EgressRule, ...]:
