@@ -25,13 +25,18 @@ from rich.tree import Tree
 from sandboxkit import __version__
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
-from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
+from sandboxkit.explain import (
+    TargetEgress,
+    explain_stack,
+    explanation_document,
+    resource_views,
+)
 from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.progress import Step, no_steps, rendering, terminal_steps
 from sandboxkit.project import list_stacks, project_root, stack_file
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
-from sandboxkit.targets import TARGET_MODULES, TargetSpec, get_target
+from sandboxkit.targets import TARGET_MODULES, KitContext, TargetSpec, get_target
 
 if TYPE_CHECKING:
     from sandboxkit.checkov_bridge.runner import CheckovReport
@@ -762,6 +767,43 @@ def pack_config_command(
         f"wrote {out}; use it with: pulumi preview --stack {stack} "
         f"--policy-pack {pack.relative_to(root)} --policy-pack-config {out}\n"
     )
+
+
+@app.command("deployer-policy")
+def deployer_policy(
+    stack: StackOption,
+    target: Annotated[str, typer.Option("--target", help="The target whose needs to print.")],
+    project_dir: ProjectOption = None,
+) -> None:
+    """Print what the identity running `pulumi up` / `pulumi destroy` for TARGET of STACK needs,
+    as JSON in the cloud's own shape (IAM policy, GCP roles and APIs, Azure role assignments,
+    Cloudflare token permission groups, Kubernetes ClusterRole), derived from STACK's render;
+    how to apply it goes to stderr. Exit 2 on bad stack config or a target STACK does not
+    list."""
+    try:
+        if target not in TARGET_MODULES:
+            raise ConfigError(Problem("--target", target, f"one of {', '.join(TARGET_MODULES)}"))
+        rendered = render_stack(project_root(project_dir), stack)
+        if target not in rendered.spec.targets:
+            raise ConfigError(
+                Problem(
+                    "sandboxkit:targets",
+                    list(rendered.spec.targets),
+                    f"a list including {target} (its deployer policy is derived from its render)",
+                )
+            )
+        context = KitContext(stack, rendered.spec.environment, target)
+        found = get_target(target).deployer_policy(
+            context, rendered.spec.settings[target], resource_views(rendered, target)
+        )
+        if found is None:
+            raise ConfigError(
+                Problem("--target", target, "a target that declares its deployer policy")
+            )
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    sys.stdout.write(json.dumps(found.document, indent=2) + "\n")
+    _console(stderr=True).print(found.apply, markup=False)
 
 
 class OutputError(Exception):

@@ -7,6 +7,7 @@ import json
 import os
 import ssl
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -287,3 +288,29 @@ def test_the_pack_judges_the_local_limits_and_retention():
         "Local audit log p keeps logs 7 days, fewer than 30; raise "
         "sandboxkit:profile.audit.logRetentionDays."
     ]
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_verify_shows_no_difference_for_the_shipped_stacks(stack):
+    from sandboxkit.config import load_stack_file
+
+    plan = load_stack_file(Path(__file__).resolve().parents[2], stack).plans["local"]
+    names = {"pypi.org": "151.101.0.223", "pythonhosted.org": "151.101.64.223"}
+    with FakeInternet(names) as internet:
+        plan["resolver"] = internet.resolver
+        observations = verify(plan, sockets=internet.sockets)
+    assert [o for o in observations if o.differs] == []
+    reached = {(o.host, o.port) for o in observations if o.observed}
+    assert reached == {(h, p) for h, p in REACHED[stack]}
+
+
+# What each shipped stack's sandbox reaches of the fake internet: its entries' probes only.
+REACHED = {
+    "dev": [
+        ("sbx-probe.pythonhosted.org", 443),
+        ("sbx-probe-2.sbx-probe.pythonhosted.org", 443),
+        ("pypi.org", 443),
+    ],
+    "staging": [("pypi.org", 443), ("files.pythonhosted.org", 443)],
+    "prod": [],
+}

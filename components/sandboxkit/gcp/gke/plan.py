@@ -41,6 +41,11 @@ class GkeAgentSandboxArgs(TypedDict, total=False):
     """Add the node pool to this cluster instead of creating network and cluster."""
     private_endpoint: bool
     """The control plane has no public endpoint."""
+    control_plane_access: str
+    """``dns`` (the kubeconfig names the DNS-based endpoint, open to IAM-authorized traffic)
+    or ``authorizedNetworks`` (the IP endpoint)."""
+    release_channel: str
+    """GKE release channel: ``RAPID``, ``REGULAR`` or ``STABLE``."""
     master_authorized_networks: tuple[str, ...]
     """CIDR blocks allowed to reach the control plane."""
     master_cidr: str
