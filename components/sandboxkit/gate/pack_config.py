@@ -205,9 +205,7 @@ def policy_config(
             if value == "remediate"
             else ""
         )
-        problems.append(
-            Problem(f"{origin}: {key}", value, f"advisory, mandatory or disabled{why}")
-        )
+        problems.append(Problem(f"{origin}: {key}", value, f"advisory, mandatory or disabled{why}"))
         return None
 
     if "all" in document:
