@@ -61,6 +61,10 @@ JWT_MAX_LIFETIME_BINDING: Final = "JWT_MAX_LIFETIME_SECONDS"
 SANDBOX_ID_KEY_BINDING: Final = "SANDBOX_ID_KEY"
 # JSON: {"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}.
 EGRESS_POLICY_BINDING: Final = "EGRESS_POLICY"
+# The container image the wrangler config runs (``sandboxkit cloudflare-config``): no Pulumi
+# resource holds a Containers application, so the Worker carries its image for the gate
+# (SBX-SEC-003) as plain text.
+CONTAINER_IMAGE_BINDING: Final = "CONTAINER_IMAGE"
 IDLE_TIMEOUT_BINDING: Final = "IDLE_TIMEOUT_SECONDS"
 MAX_LIFETIME_BINDING: Final = "MAX_LIFETIME_SECONDS"
 EXEC_TIMEOUT_BINDING: Final = "EXEC_TIMEOUT_SECONDS"

@@ -375,6 +375,29 @@ def test_a_cloudrun_stack_without_a_sandbox_image_is_refused_with_the_reason() -
     )
 
 
+@pytest.mark.parametrize(
+    ("launcher_image", "sandbox_image"),
+    [
+        # Issue 32: the launcher's digest under another tag passed, as did the registry host in
+        # upper case or with its default port.
+        (f"example.com/l@sha256:{'0d' * 32}", f"example.com/l:sandbox@sha256:{'0d' * 32}"),
+        (f"example.com/l@sha256:{'0d' * 32}", f"example.com/s@sha256:{'0d' * 32}"),
+        ("example.com/l:1", "EXAMPLE.com/l:1"),
+        ("example.com/l:1", "example.com:443/l:1"),
+        ("docker.io/library/python:3", "python:3"),
+    ],
+)
+def test_the_launcher_image_by_another_spelling_is_refused(
+    launcher_image: str, sandbox_image: str
+) -> None:
+    settings = {**CLOUDRUN, "image": launcher_image, "sandboxImage": sandbox_image}
+    assert problems("gcp-cloudrun", settings) == {
+        "sandboxkit:gcp-cloudrun.sandboxImage": f"an image other than the launcher's "
+        f"({launcher_image}): a sandbox running the launcher image reads everything the "
+        "launcher holds"
+    }
+
+
 def test_sandboxes_never_run_the_launcher_image() -> None:
     launcher = (
         "an image other than the launcher's (example.com/l:1): a sandbox running the launcher "

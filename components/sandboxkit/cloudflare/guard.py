@@ -10,6 +10,7 @@ from typing import Any
 from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.reach import worker_code_problems
 from sandboxkit.contract import (
+    CONTAINER_IMAGE_BINDING,
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
     IDLE_TIMEOUT_BINDING,
@@ -33,6 +34,7 @@ from sandboxkit.guard_checks import (
     listed_variables,
     matching,
     time_problems,
+    unpinned_images,
 )
 
 WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
@@ -173,6 +175,25 @@ def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
     yield from inline_secrets("Worker", ctx.name, listed_variables(plain, "text"), ctx)
 
 
+# --- SBX-SEC-003 -------------------------------------------------------------------------------
+
+
+def _container_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The Worker's Durable Objects start the wrangler config's container; the image it runs is
+    # the one the Worker carries (no Pulumi resource holds a Containers application).
+    if not _bindings(props, "durable_object_namespace"):
+        return
+    image = plain_bindings(props).get(CONTAINER_IMAGE_BINDING)
+    if image is None:
+        yield (
+            f"Worker {ctx.name} does not name the container image its sandboxes run (plain "
+            f"binding {CONTAINER_IMAGE_BINDING}), so the gate cannot tell whether it is pinned; "
+            "deploy the kit's component, which carries sandboxkit:cloudflare.image."
+        )
+        return
+    yield from unpinned_images("Worker", ctx.name, [image])
+
+
 HANDLERS = (
     Handler("SBX-NET-001", (WORKERS_SCRIPT,), _worker_egress),
     Handler("SBX-NET-002", (WORKERS_SCRIPT,), _worker_entries),
@@ -183,4 +204,5 @@ HANDLERS = (
     Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
     StackHandler("SBX-LOG-002", _workers_without_observability),
     Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),
+    Handler("SBX-SEC-003", (WORKERS_SCRIPT,), _container_image),
 )

@@ -60,6 +60,7 @@ SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
 ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 WARM_POOL = "kubernetes:*:SandboxWarmPool"
 
 KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
@@ -500,6 +501,12 @@ def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     yield from unpinned_images("SandboxTemplate", ctx.name, images)
 
 
+def _resolver_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The kit's resolver answers every sandbox's DNS: its image is judged as a sandbox's is.
+    images = [c.get("image") for c in containers_of(dig(props, "spec.template.spec", {}) or {})]
+    yield from unpinned_images("Deployment", ctx.name, images)
+
+
 HANDLERS = (
     *pod_guard.HANDLERS,
     Handler("SBX-NET-001", (NETWORK_POLICY,), _network_policy_open),
@@ -522,4 +529,5 @@ HANDLERS = (
     StackHandler("SBX-RES-004", _quota_per_namespace),
     Handler("SBX-SEC-001", SANDBOX_POD_KINDS, _pod_env),
     Handler("SBX-SEC-003", SANDBOX_POD_KINDS, _pod_images),
+    Handler("SBX-SEC-003", (DEPLOYMENT,), _resolver_images),
 )

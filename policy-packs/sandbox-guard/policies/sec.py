@@ -120,9 +120,11 @@ DIGEST_PINNED = ResourceRule(
         id="SBX-SEC-003",
         title="Sandbox images pinned by digest",
         severity=Severity.MEDIUM,
-        description="Checks that every image a sandbox runs (SandboxTemplate containers, Cloud "
-        "Run containers and sandbox templates, session-pool custom containers) is pinned by "
-        "digest (image@sha256:<64 hex>), so a moved tag cannot change what runs.",
+        description="Checks that every image the kit runs is pinned by digest "
+        "(image@sha256:<64 hex>), so a moved tag cannot change what runs: SandboxTemplate "
+        "containers, the kit's DNS resolver Deployment, Cloud Run containers (the launcher's "
+        "too) and sandbox templates, session-pool custom containers, and the container image a "
+        "sandbox Worker carries for its Durable Objects.",
         remediation="Reference each sandbox image by its digest (image@sha256:<64 hex digits>), "
         "as the registry reports it after the push.",
     )

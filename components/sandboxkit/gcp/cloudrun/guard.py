@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.contract import EVERYWHERE
+from sandboxkit.formats import same_image
 from sandboxkit.gcp import guard as gcp_guard
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE
 from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
@@ -296,12 +297,17 @@ def _template_problems(service: StackResource, launchers: list[Mapping[str, Any]
             "templates with a separate sandbox image (sandboxkit:gcp-cloudrun.sandboxImage)."
         )
         return
-    launcher_images = {c.get("image") for c in launchers}
+    launcher_images = [c.get("image") for c in launchers if isinstance(c.get("image"), str)]
     for template in templates:
-        if template.get("image") in launcher_images:
+        image = template.get("image")
+        # One image by any name: a digest names the content, a host in another case or with
+        # its default port the same registry (sandboxkit.formats.same_image).
+        launcher = next((i for i in launcher_images if same_image(str(image), i)), None)
+        if isinstance(image, str) and launcher is not None:
+            shown = image if image == launcher else f"{image} (the launcher's {launcher})"
             yield (
                 f"Sandbox template {template.get('name')} of Cloud Run service {service.name} "
-                f"runs the launcher's own image {template.get('image')}, so its sandboxes read "
+                f"runs the launcher's own image {shown}, so its sandboxes read "
                 "everything the launcher holds; give it a separate sandbox image."
             )
     names = sorted(str(t.get("name")) for t in templates)

@@ -28,7 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from sandboxkit.egress import parse_rule
 from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
-from sandboxkit.formats import ImageReference
+from sandboxkit.formats import ImageReference, same_image
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
@@ -240,7 +240,8 @@ class CloudRunSettings(GcpSettings):
             f"an image other than the launcher's ({self.image}): a sandbox running the "
             "launcher image reads everything the launcher holds"
         )
-        if self.sandbox_image == self.image:
+        # One image by any name (a digest names the content): ``same_image``.
+        if same_image(self.sandbox_image, self.image):
             errors.append(FieldError(".sandboxImage", self.sandbox_image, launcher))
         seen = {SANDBOX_TEMPLATE}
         for index, template in enumerate(self.templates):
@@ -254,7 +255,7 @@ class CloudRunSettings(GcpSettings):
                     )
                 )
             seen.add(template.name)
-            if template.image == self.image:
+            if same_image(template.image, self.image):
                 errors.append(FieldError(f".templates[{index}].image", template.image, launcher))
         if errors:
             raise FieldError.first_of(errors)
