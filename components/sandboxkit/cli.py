@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -472,6 +472,15 @@ def check(
         bool,
         typer.Option("--no-checkov", help="Skip checkov (CrossGuard only); the output says so."),
     ] = False,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="A git revision (the pull request's base) whose gate judges this tree's stack "
+            "files: its pack, pack config, checkov levels and baseline, sandboxkit.yaml and kit "
+            "code; each gate file this tree changes is named in the output.",
+        ),
+    ] = None,
     project_dir: ProjectOption = None,
 ) -> None:
     """Apply the sandbox-guard pack and checkov to STACK offline; exit 1 on a mandatory finding.
@@ -486,16 +495,31 @@ def check(
         root = project_root(project_dir)
         if all_stacks == (stack is not None):
             raise ConfigError(Problem("--stack/--all-stacks", stack, "exactly one of the two"))
-        names = list_stacks(root) if all_stacks else [stack]
-        with terminal_steps(output is CheckFormat.TEXT) as step:
-            results = gate.check_stack_files(
-                [name for name in names if name is not None],
+        if base is not None:
+            _check_from_base(
                 root,
+                base,
+                stack=stack,
+                output=output,
                 pack_config=pack_config,
-                checkov=not no_checkov,
-                project_files=all_stacks,
-                step=step,
+                no_checkov=no_checkov,
             )
+        with terminal_steps(output is CheckFormat.TEXT) as step:
+            if stack is not None:
+                bad_files: list[gate.BadFile] = []
+                results = gate.check_stack_files(
+                    [stack], root, pack_config=pack_config, checkov=not no_checkov, step=step
+                )
+            else:
+                # Every stack is judged: a bad file is named and the others still run.
+                results, bad_files = gate.check_each_stack_file(
+                    list_stacks(root),
+                    root,
+                    pack_config=pack_config,
+                    checkov=not no_checkov,
+                    project_files=True,
+                    step=step,
+                )
     except ConfigError as exc:
         raise fail_config(exc) from None
     except checkov_errors() as exc:
@@ -508,13 +532,74 @@ def check(
             # A stack's environment is dev, staging or prod: never the project scope.
             project = [d for d in documents if d["environment"] == gate.PROJECT_SCOPE]
             stacks = [d for d in documents if d["environment"] != gate.PROJECT_SCOPE]
-            document = {"stacks": stacks, **({"project": project[0]} if project else {})}
+            document = {
+                "stacks": stacks,
+                **({"project": project[0]} if project else {}),
+                "bad_files": [bad.document() for bad in bad_files],
+            }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif output is CheckFormat.SARIF:
-        sys.stdout.write(json.dumps(gate.format_sarif(results), indent=2) + "\n")
+        sys.stdout.write(json.dumps(gate.format_sarif(results, bad_files), indent=2) + "\n")
     else:
-        sys.stdout.write(gate.format_text(results))
-    raise typer.Exit(gate.exit_code(results))
+        sys.stdout.write(gate.format_text(results, bad_files))
+    for bad in bad_files:
+        _console(stderr=True).print(
+            f"[bold red]error:[/] stack {escape(bad.stack)} not judged: {escape(bad.file)} "
+            f"has {len(bad.problems)} refused key(s) (listed in the report)"
+        )
+    raise typer.Exit(gate.exit_code(results, bad_files))
+
+
+def _check_from_base(
+    root: Path,
+    ref: str,
+    *,
+    stack: str | None,
+    output: CheckFormat,
+    pack_config: Path | None,
+    no_checkov: bool,
+) -> NoReturn:
+    """``check --base REF``: REF's gate on this tree's judged files (``trusted_base``), its
+    report with every gate change named, its exit code.
+
+    Raises:
+        ConfigError: naming ``--base`` or ``--policy-pack-config`` (the base's pack config
+            decides), and what ``trusted_base.materialised`` raises.
+        typer.Exit: the base gate's exit code (2 when it gave no report to annotate).
+    """
+    from sandboxkit import trusted_base
+
+    if pack_config is not None:
+        raise ConfigError(
+            Problem(
+                "--policy-pack-config",
+                str(pack_config),
+                "no file with --base: the base's config/<environment>.json decides",
+            )
+        )
+    arguments = [
+        *(["--stack", stack] if stack is not None else ["--all-stacks"]),
+        "--format",
+        output.value,
+        *(["--no-checkov"] if no_checkov else []),
+    ]
+    with trusted_base.materialised(root, ref) as tree:
+        done = trusted_base.run_base_gate(tree, arguments, trusted_base.checkov_for(root))
+        # The base's messages name its copy of this tree's files: name this tree's instead.
+        said, report = (
+            text.replace(str(tree.project_dir), str(root)) for text in (done.stderr, done.stdout)
+        )
+    sys.stderr.write(said)
+    annotated = trusted_base.annotated(report, output.value, tree)
+    if annotated is None:
+        annotated = trusted_base.annotated(
+            trusted_base.no_report(output.value, said), output.value, tree
+        )
+        assert annotated is not None
+        sys.stdout.write(annotated)
+        raise typer.Exit(done.returncode or EXIT_CONFIG)
+    sys.stdout.write(annotated)
+    raise typer.Exit(done.returncode)
 
 
 def _write_out(out: Path, document: Any) -> None:

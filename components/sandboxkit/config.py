@@ -610,7 +610,8 @@ def load_stack(
                 _key("environment"),
                 environment,
                 f"{expected_environment}: the environment sandboxkit.yaml gives stack {stack!r} "
-                "(the gate's strictness is the organisation's choice, not the stack file's)",
+                "(the gate's strictness is the organisation's choice, not the stack file's; a "
+                "stack no pattern matches is prod)",
             )
         )
     targets, target_problems = _validate_targets(source)

@@ -39,6 +39,8 @@ def prestart_for(argv: Sequence[str]) -> None:
     reports that itself, with its exit code."""
     if not argv or argv[0] != "check" or _NO_CHECKOV_FLAGS.intersection(argv):
         return
+    if any(word == "--base" or word.startswith("--base=") for word in argv):
+        return  # the base's own gate runs checkov, in its own process
     from sandboxkit.checkov_bridge.process import prestart
     from sandboxkit.errors import ConfigError
     from sandboxkit.project import project_root

@@ -155,6 +155,37 @@ def render_stacks(
     return [render_stack(project_dir, name, _for_stack(on_target, name)) for name in names]
 
 
+def render_each(
+    project_dir: Path, names: Sequence[str], on_target: OnTarget | None = None
+) -> tuple[list[RenderedStack], dict[str, ConfigError]]:
+    """``render_stacks`` of every stack that loads, and each one's refusal apart, so one bad
+    stack file neither stops nor hides the others (``sandboxkit check --all-stacks``).
+
+    Returns:
+        ``(the rendered stacks in names' order, stack name -> its ConfigError)``.
+    """
+    refused: dict[str, ConfigError] = {}
+    loading = []
+    for name in names:
+        try:
+            load_stack(stack_source(project_dir, name), name, stack_environment(project_dir, name))
+        except ConfigError as exc:
+            refused[name] = exc
+        else:
+            loading.append(name)
+    try:
+        return render_stacks(project_dir, loading, on_target), refused
+    except ConfigError:
+        pass  # a component refused what the config allowed: one by one, each error kept
+    rendered = []
+    for name in loading:
+        try:
+            rendered.append(render_stack(project_dir, name, _for_stack(on_target, name)))
+        except ConfigError as exc:
+            refused[name] = exc
+    return rendered, {name: refused[name] for name in names if name in refused}
+
+
 def _for_stack(on_target: OnTarget | None, stack: str) -> Callable[[str], None] | None:
     if on_target is None:
         return None

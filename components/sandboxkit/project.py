@@ -19,6 +19,8 @@ KIT_PROJECT_FILE = "sandboxkit.yaml"
 """Beside Pulumi.yaml: the organisation's ``environments`` map (stack name pattern -> dev,
 staging or prod), so the gate's strictness is never chosen by the stack file it judges."""
 ENVIRONMENTS = ("dev", "staging", "prod")
+UNMAPPED_ENVIRONMENT = "prod"
+"""The environment of a stack no pattern of ``sandboxkit.yaml`` matches: the strictest."""
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -193,10 +195,12 @@ def stack_environment(project_dir: Path, stack: str) -> str | None:
     """The environment the organisation gives ``stack`` in ``sandboxkit.yaml``.
 
     ``environments`` maps stack name patterns (``fnmatch``: ``prod``, ``prod-*``, ``*``) to
-    ``dev``, ``staging`` or ``prod``; the first pattern that matches wins.
+    ``dev``, ``staging`` or ``prod``; the first pattern that matches wins. A stack no pattern
+    matches is prod (``UNMAPPED_ENVIRONMENT``): the gate fails closed, so a new stack file
+    cannot pick a weaker level by picking a new name.
 
     Returns:
-        The environment, or ``None`` without the file or a matching pattern (the stack file's
+        The environment, or ``None`` without the file (the stack file's
         ``sandboxkit:environment`` then stands alone).
 
     Raises:
@@ -220,4 +224,4 @@ def stack_environment(project_dir: Path, stack: str) -> str | None:
     for pattern, environment in environments.items():
         if fnmatch.fnmatchcase(stack, pattern):
             return str(environment)
-    return None
+    return UNMAPPED_ENVIRONMENT

@@ -168,7 +168,9 @@ def _claims(
         "sessionId": session_id,
         "sandboxId": "sbx-" + hashlib.sha256(session_id.encode()).hexdigest(),
         "iat": launched_at,
-        "exp": launched_at + 3600,  # MAX_DURATION_SECONDS
+        # IDLE_TIMEOUT_SECONDS, shorter than MAX_DURATION_SECONDS (3600): the worker's MicroVM
+        # carries no proxy traffic, so it ends at its idle limit at the latest.
+        "exp": launched_at + 900,
     }
 
 
@@ -313,39 +315,97 @@ def test_each_launch_carries_a_credential_for_its_own_job_and_no_key(aws: Aws) -
     assert CREDENTIAL_KEY not in json.dumps(dict(handler.os.environ))
 
 
-def test_the_platform_verifies_a_credential_for_its_job_only() -> None:
+def test_the_platform_verifies_a_credential_for_its_job_session_and_sandbox_only() -> None:
     key = CREDENTIAL_KEY.encode()
     credential = _credential(_claims())
     verify = handler.verify_worker_credential
     forged = (
         _credential(_claims(job_id="job_43")).rsplit(".", 1)[0] + "." + credential.rsplit(".", 1)[1]
     )
+    # Signed with the real key, but its sandboxId is not the one its session's launch used.
+    other_sandbox = _credential({**_claims(), "sandboxId": "sbx-" + "0" * 64})
 
-    assert verify(key, credential, audience=CONTROL_PLANE_URL, job_id=JOB_ID, now=NOW) == (
-        _claims()
-    )
+    assert verify(
+        key, credential, audience=CONTROL_PLANE_URL, job_id=JOB_ID, session_id=SESSION_ID, now=NOW
+    ) == (_claims())
     refusals = {
-        "other job": (key, credential, CONTROL_PLANE_URL, "job_43", NOW),
-        "expired": (key, credential, CONTROL_PLANE_URL, JOB_ID, NOW + 3600),
-        "other key": (b"another-key", credential, CONTROL_PLANE_URL, JOB_ID, NOW),
-        "other platform": (key, credential, "https://evil.example.com", JOB_ID, NOW),
+        "other job": (key, credential, CONTROL_PLANE_URL, "job_43", SESSION_ID, NOW),
+        "other session": (key, credential, CONTROL_PLANE_URL, JOB_ID, "sess_other", NOW),
+        "other sandbox": (key, other_sandbox, CONTROL_PLANE_URL, JOB_ID, SESSION_ID, NOW),
+        # The idle limit (900 s), not the maximum duration (3600 s), ends the credential.
+        "past the idle limit": (key, credential, CONTROL_PLANE_URL, JOB_ID, SESSION_ID, NOW + 900),
+        "other key": (b"another-key", credential, CONTROL_PLANE_URL, JOB_ID, SESSION_ID, NOW),
+        "other platform": (key, credential, "https://evil.example.com", JOB_ID, SESSION_ID, NOW),
         # Job 43's claims under job 42's signature.
-        "forged claims": (key, forged, CONTROL_PLANE_URL, "job_43", NOW),
-        "static key": (key, CREDENTIAL_KEY, CONTROL_PLANE_URL, JOB_ID, NOW),
+        "forged claims": (key, forged, CONTROL_PLANE_URL, "job_43", SESSION_ID, NOW),
+        "static key": (key, CREDENTIAL_KEY, CONTROL_PLANE_URL, JOB_ID, SESSION_ID, NOW),
     }
     reasons = {}
-    for name, (k, token, audience, job, now) in refusals.items():
+    for name, (k, token, audience, job, session, now) in refusals.items():
         with pytest.raises(handler.CredentialError) as raised:
-            verify(k, token, audience=audience, job_id=job, now=now)
+            verify(k, token, audience=audience, job_id=job, session_id=session, now=now)
         reasons[name] = raised.value.reason
     assert reasons == {
         "other job": "wrong_job",
-        "expired": "expired",
+        "other session": "wrong_session",
+        "other sandbox": "wrong_sandbox",
+        "past the idle limit": "expired",
         "other key": "bad_signature",
         "other platform": "wrong_audience",
         "forged claims": "bad_signature",
         "static key": "malformed",
     }
+    assert verify(
+        key,
+        credential,
+        audience=CONTROL_PLANE_URL,
+        job_id=JOB_ID,
+        session_id=SESSION_ID,
+        now=NOW + 899,
+    ) == (_claims())
+
+
+def test_a_credential_expires_at_the_maximum_duration_when_that_is_shorter() -> None:
+    config = handler.load_config({**ENV, "MAX_DURATION_SECONDS": "600"})
+
+    claims = handler.worker_credential_claims(config, SESSION_ID, JOB_ID, NOW)
+
+    assert claims["exp"] == NOW + 600
+
+
+def test_the_platform_accepts_a_credentials_results_once() -> None:
+    key = CREDENTIAL_KEY.encode()
+    ledger = handler.MemoryResultsLedger()
+    other = _credential(_claims("sess_other", "job_43"))
+
+    def accept(credential: str, session: str, job: str, now: float) -> dict[str, Any]:
+        return handler.accept_results(
+            key,
+            credential,
+            ledger,
+            audience=CONTROL_PLANE_URL,
+            job_id=job,
+            session_id=session,
+            now=now,
+        )
+
+    assert accept(_credential(_claims()), SESSION_ID, JOB_ID, NOW) == _claims()
+    with pytest.raises(handler.CredentialError) as again:
+        accept(_credential(_claims()), SESSION_ID, JOB_ID, NOW + 1)
+    # A credential that does not verify is never recorded, so it cannot spend another's receipt.
+    with pytest.raises(handler.CredentialError) as wrong:
+        accept(other, SESSION_ID, JOB_ID, NOW)
+    assert (again.value.reason, wrong.value.reason) == ("results_already_accepted", "wrong_job")
+    assert accept(other, "sess_other", "job_43", NOW) == _claims("sess_other", "job_43")
+
+
+def test_the_memory_ledger_forgets_receipts_only_after_they_expire() -> None:
+    ledger = handler.MemoryResultsLedger()
+
+    assert ledger.record_once("r1", NOW + 10, NOW) is True
+    assert ledger.record_once("r1", NOW + 10, NOW + 9) is False
+    # Past exp the credential is refused before the ledger is asked, so forgetting is safe.
+    assert ledger.record_once("r1", NOW + 20, NOW + 10) is True
 
 
 # --- rejected webhooks: exact status and nothing started ---------------------------------------

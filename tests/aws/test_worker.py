@@ -469,7 +469,8 @@ def test_payload_written_by_the_launcher_is_accepted() -> None:
         job_id=JOB_ID,
         control_plane_url="https://agents.example.com",
         credential=credential,
-        credential_expires_at=launched_at + 600,
+        # The idle limit (300 s) ends the MicroVM before its maximum duration (600 s).
+        credential_expires_at=launched_at + 300,
         exec_timeout_seconds=45,
     )
     assert "launcher-only-key" not in payload

@@ -288,7 +288,8 @@ def test_all_stacks_json_is_the_golden_document(all_stacks: tuple[int, dict[str,
 def test_all_stacks_reports_the_kits_own_files_once(all_stacks: tuple[int, dict[str, Any]]) -> None:
     returncode, document = all_stacks
     assert returncode == 0
-    assert set(document) == {"stacks", "project"}
+    assert set(document) == {"stacks", "project", "bad_files"}
+    assert document["bad_files"] == []
     assert [d["stack"] for d in document["stacks"]] == ["dev", "prod", "staging"]
     for stack in document["stacks"]:
         assert stack["checkov"]["passed"] > 0

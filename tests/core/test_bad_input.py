@@ -356,7 +356,7 @@ def test_the_stack_file_cannot_choose_the_gates_environment(tmp_path: Path) -> N
     assert str(caught.value) == (
         "sandboxkit:environment: got 'dev'; expected prod: the environment sandboxkit.yaml "
         "gives stack 'prod' (the gate's strictness is the organisation's choice, not the stack "
-        "file's)"
+        "file's; a stack no pattern matches is prod)"
     )
 
 
@@ -364,7 +364,9 @@ def test_environment_patterns_match_in_order(tmp_path: Path) -> None:
     (tmp_path / "sandboxkit.yaml").write_text("environments:\n  prod-*: prod\n  '*': staging\n")
     assert stack_environment(tmp_path, "prod-eu") == "prod"
     assert stack_environment(tmp_path, "feature-x") == "staging"
-    assert stack_environment(REPO, "feature-x") is None
+    # No pattern maps it: prod, the strictest (the gate fails closed).
+    assert stack_environment(REPO, "feature-x") == "prod"
+    assert stack_environment(tmp_path / "no-such-project", "feature-x") is None
 
 
 def test_a_malformed_environments_map_is_named(tmp_path: Path) -> None:

@@ -17,14 +17,15 @@ Baseline-accepted failures are kept apart (``CheckResult.accepted``) with their 
 
 One module per job, each importing only those above it in this list:
 
-- ``results``: ``RuleInfo``, ``Violation``, ``CheckResult``, ``exit_code``.
+- ``results``: ``RuleInfo``, ``Violation``, ``CheckResult``, ``BadFile``, ``exit_code``.
 - ``analyzer``: the transport (``InProcessAnalyzer``, ``pack_process``) and the protocol's enums.
 - ``pack_config``: reading and reconciling a pack config file.
 - ``locations``: the stack-file line where a finding is fixed.
 - ``crossguard``: the pack over one rendered stack (``check_rendered``, ``run_check``).
 - ``checkov_merge``: checkov's verdicts into results, at the levels of ``levels.json``.
 - ``check``: the whole gate (``check_stacks``; ``check_stack_files`` renders first, checkov's
-  process starting meanwhile).
+  process starting meanwhile; ``check_each_stack_file`` judges every stack that loads and names
+  each one that does not).
 - ``formats``: ``text``, ``json_document`` and ``sarif``; nothing above imports them.
 """
 
@@ -35,21 +36,30 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
     pack_process,
 )
-from sandboxkit.gate.check import check_stack_files, check_stacks
+from sandboxkit.gate.check import check_each_stack_file, check_stack_files, check_stacks
 from sandboxkit.gate.crossguard import check_rendered, run_check
 from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.sarif import format_sarif
 from sandboxkit.gate.formats.text import format_text
 from sandboxkit.gate.pack_config import environment_config_path, policy_config, stack_pack_config
-from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, RuleInfo, Violation, exit_code
+from sandboxkit.gate.results import (
+    PROJECT_SCOPE,
+    BadFile,
+    CheckResult,
+    RuleInfo,
+    Violation,
+    exit_code,
+)
 
 __all__ = [
     "PROJECT_SCOPE",
     "Analyzer",
+    "BadFile",
     "CheckResult",
     "InProcessAnalyzer",
     "RuleInfo",
     "Violation",
+    "check_each_stack_file",
     "check_rendered",
     "check_stack_files",
     "check_stacks",

@@ -25,12 +25,13 @@ from sandboxkit.checkov_bridge.process import (
     take_prestarted,
 )
 from sandboxkit.checkov_bridge.runner import scan_started
+from sandboxkit.errors import ConfigError
 from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
-from sandboxkit.gate.locations import checkov_lines
-from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult
-from sandboxkit.parallel import render_stacks
+from sandboxkit.gate.locations import checkov_lines, problem_line, stack_keys
+from sandboxkit.gate.results import PROJECT_SCOPE, BadFile, CheckResult
+from sandboxkit.parallel import render_each, render_stacks
 from sandboxkit.progress import Step, no_steps, rendering
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack
@@ -86,6 +87,50 @@ def check_stack_files(
             checkov_process=process,
             step=step,
         )
+
+
+def check_each_stack_file(
+    names: Sequence[str],
+    project_dir: Path,
+    *,
+    pack_config: Path | None = None,
+    checkov: bool = True,
+    project_files: bool = False,
+    step: Step = no_steps,
+) -> tuple[list[CheckResult], list[BadFile]]:
+    """``check_stack_files`` where a bad stack file stops only itself (``--all-stacks``): the
+    stacks that load are judged, and each refused file is returned with its problems.
+
+    Returns:
+        ``(results of the stacks that loaded, then the project's when asked; bad files in
+        names' order)``.
+
+    Raises:
+        What ``check_stacks`` raises (the pack's config, checkov).
+    """
+    with contextlib.ExitStack() as cleanup:
+        process = cleanup.enter_context(warm_checkov(project_dir)) if checkov else None
+        rendered, refused = render_each(project_dir, names, on_target=rendering(step))
+        results = check_stacks(
+            rendered,
+            project_dir,
+            pack_config=pack_config,
+            checkov=checkov,
+            project_files=project_files,
+            checkov_process=process,
+            step=step,
+        )
+    return results, [_bad_file(project_dir, name, error) for name, error in refused.items()]
+
+
+def _bad_file(project_dir: Path, stack: str, error: ConfigError) -> BadFile:
+    path = stack_file(project_dir, stack)
+    try:
+        keys = stack_keys(path.read_text(errors="replace"))
+        file = path.relative_to(project_dir).as_posix()
+    except (OSError, ValueError):
+        keys, file = [], str(path)
+    return BadFile(stack, file, tuple((problem_line(keys, p.key), str(p)) for p in error.problems))
 
 
 def check_stacks(

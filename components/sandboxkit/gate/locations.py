@@ -31,6 +31,8 @@ PROFILE = f"{NAMESPACE}:profile"
 # Values this short ("true", "1", "dev") occur in messages by chance; longer ones are quoted.
 _MIN_QUOTED = 6
 _CONFIG_KEY = re.compile(rf"{NAMESPACE}:[A-Za-z0-9-]+(?:\.[A-Za-z0-9]+)*")
+# A refusal of the stack file's reader names its line: "sandboxkit:x (<file> line 3)".
+_NAMED_LINE = re.compile(r" line (\d+)\)?$")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,20 @@ def rule_line(keys: Sequence[KeyLine], rule_id: str, target: str | None, message
     fallback += sections[:1] if target else []
     lines = {k.path: k.line for k in keys}
     return next((lines[p] for p in fallback if p in lines), 1)
+
+
+def problem_line(keys: Sequence[KeyLine], key: str) -> int:
+    """The stack-file line of a config problem's ``key`` (``errors.Problem.key``): the line
+    the reader named (``sandboxkit:environment (<file> line 3)``), else the deepest key the
+    file writes on the way to it (``sandboxkit:profile.egres`` -> ``sandboxkit:profile``'s
+    line when ``egres`` is not found), else 1."""
+    named = _NAMED_LINE.search(key)
+    if named:
+        return int(named.group(1))
+    section, _, rest = key.partition(".")
+    path = ("config", section, *re.findall(r"\[\d+\]|[^.\[\]]+", rest))
+    lines = {k.path: k.line for k in keys}
+    return next((lines[path[:n]] for n in range(len(path), 1, -1) if path[:n] in lines), 1)
 
 
 def setting_line(lines: Mapping[tuple[str, ...], int], target: str, setting: str) -> int | None:

@@ -151,6 +151,37 @@ class CheckResult:
         }
 
 
-def exit_code(results: Iterable[CheckResult]) -> int:
-    """The gate's exit status: 0 when no result has a mandatory finding, 1 when any has."""
+@dataclass(frozen=True)
+class BadFile:
+    """A stack file the gate could not judge: its config is refused (the CLI exits 2).
+
+    Attributes:
+        stack: the stack's name.
+        file: the stack file, relative to the project (SARIF artifact).
+        problems: ``(line, problem)`` per refusal: the 1-based line of the stack file where it
+            is fixed (``locations.problem_line``) and the problem's sentence.
+    """
+
+    stack: str
+    file: str
+    problems: tuple[tuple[int, str], ...]
+
+    def document(self) -> dict[str, Any]:
+        """The JSON shape: ``{stack, file, problems: [{line, problem}]}``."""
+        return {
+            "stack": self.stack,
+            "file": self.file,
+            "problems": [{"line": line, "problem": text} for line, text in self.problems],
+        }
+
+
+EXIT_BAD_FILE = 2
+"""The gate's exit status when a stack file could not be judged (bad config)."""
+
+
+def exit_code(results: Iterable[CheckResult], bad_files: Iterable[BadFile] = ()) -> int:
+    """The gate's exit status: ``EXIT_BAD_FILE`` (2) when any stack file could not be judged,
+    else 0 when no result has a mandatory finding, 1 when any has."""
+    if any(True for _ in bad_files):
+        return EXIT_BAD_FILE
     return 1 if any(r.failed for r in results) else 0

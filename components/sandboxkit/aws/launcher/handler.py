@@ -71,11 +71,21 @@ with ``b64url`` the unpadded URL-safe base64 and ``claims`` compact, sorted JSON
 ``sandboxId`` is the RunMicrovm ``clientToken`` (one per session, so one per MicroVM: the
 MicroVM id itself is only known after RunMicrovm returns, too late for the payload). ``iat``
 is the launch time in unix seconds: the signed webhook timestamp, or the launcher's clock if
-that is earlier, and ``exp`` is ``iat + MAX_DURATION_SECONDS``. The credential therefore dies no
-later than the MicroVM (``maximumDurationInSeconds`` counts from the launch); it may die up to
-``REPLAY_WINDOW_SECONDS`` earlier when the platform signed the webhook that long before. The
-same signed webhook delivered twice mints the same credential, so RunMicrovm's idempotent
-``clientToken`` sees the same parameters again.
+that is earlier, and ``exp`` is ``iat + min(MAX_DURATION_SECONDS, IDLE_TIMEOUT_SECONDS)``. The
+worker receives no traffic through the MicroVM's proxy endpoint, so the idle limit, not the
+maximum duration, is when its MicroVM ends at the latest (``IDLE_TIMEOUT_SECONDS`` above): the
+credential dies no later than the MicroVM, and may die up to ``REPLAY_WINDOW_SECONDS`` earlier
+when the platform signed the webhook that long before. The same signed webhook delivered twice
+mints the same credential, so RunMicrovm's idempotent ``clientToken`` sees the same parameters
+again.
+
+What the platform checks (:func:`verify_worker_credential`, the reference): the signature, its
+own URL as ``aud``, the ``jobId`` of the URL it serves, the ``sessionId`` that job belongs to in
+its own records, the ``sandboxId`` that session's launch used (:func:`client_token_for`), and
+expiry. Results are accepted once per credential (:func:`accept_results`): the first
+``POST .../results`` that verifies records the credential in a :class:`ResultsLedger`, and every
+later one, the worker's own retry included, is refused, so a leaked credential cannot overwrite
+what its job reported.
 
 Why HMAC with a key in Secrets Manager, not a KMS asymmetric key (``kms:Sign``, with the public
 key for the verifier): the platform already verifies one HMAC (the webhook's) with stdlib code,
@@ -83,7 +93,7 @@ and the key is read once a minute through the same cached ``GetSecretValue`` pat
 costs no extra AWS call, quota (KMS ``Sign`` request quotas) or latency. The price: the platform's
 verifier holds the same key, so a compromised verifier could mint credentials, which a KMS key
 would prevent. :func:`verify_worker_credential` is the reference check the platform runs on every
-``Authorization: Bearer`` it receives: signature, ``aud``, ``jobId`` of the URL it serves, expiry.
+``Authorization: Bearer`` it receives.
 
 Deployment note: the module imports only the standard library and boto3, but the managed Lambda
 Python runtime bundles a boto3/botocore that may predate the ``lambda-microvms`` service model.
@@ -105,7 +115,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import boto3  # type: ignore[import-untyped,unused-ignore]
@@ -438,8 +448,10 @@ def worker_credential_claims(
     """The claims of one launch's worker credential (shape in the module docstring).
 
     Args:
-        launched_at: the launch time, unix seconds; ``exp`` is ``launched_at +
-            MAX_DURATION_SECONDS``, the MicroVM's own ``maximumDurationInSeconds``.
+        launched_at: the launch time, unix seconds; ``exp`` is ``launched_at`` plus the shorter
+            of ``MAX_DURATION_SECONDS`` (RunMicrovm ``maximumDurationInSeconds``) and
+            ``IDLE_TIMEOUT_SECONDS`` (``idlePolicy.maxIdleDurationSeconds``, which ends a
+            MicroVM whose proxy endpoint carries no traffic, as the worker's never does).
     """
     return {
         "v": CREDENTIAL_CLAIMS_VERSION,
@@ -448,7 +460,7 @@ def worker_credential_claims(
         "sessionId": session_id,
         "sandboxId": client_token_for(session_id),
         "iat": launched_at,
-        "exp": launched_at + config.max_duration_seconds,
+        "exp": launched_at + min(config.max_duration_seconds, config.idle_timeout_seconds),
     }
 
 
@@ -462,7 +474,13 @@ def mint_worker_credential(key: bytes, claims: Mapping[str, Any]) -> str:
 
 
 def verify_worker_credential(
-    key: bytes, credential: str, *, audience: str, job_id: str, now: float
+    key: bytes,
+    credential: str,
+    *,
+    audience: str,
+    job_id: str,
+    session_id: str,
+    now: float,
 ) -> dict[str, Any]:
     """The platform's check of a worker's ``Authorization: Bearer <credential>``.
 
@@ -470,6 +488,9 @@ def verify_worker_credential(
         key: the credential key (the ``CREDENTIAL_KEY_SECRET_ARN`` secret's value).
         audience: the platform's own ``controlPlaneUrl``.
         job_id: the job the request addresses (``/v1/jobs/{jobId}``).
+        session_id: the session that job belongs to in the platform's records (never the one
+            the request body names); the credential's ``sandboxId`` must be that session's
+            ``clientToken`` (:func:`client_token_for`), the one MicroVM launched for it.
         now: current unix time, seconds.
 
     Returns:
@@ -477,7 +498,8 @@ def verify_worker_credential(
 
     Raises:
         CredentialError: ``malformed``, ``bad_signature`` (constant-time comparison),
-            ``wrong_audience``, ``wrong_job`` or ``expired`` (``now >= exp``).
+            ``wrong_audience``, ``wrong_job``, ``wrong_session``, ``wrong_sandbox`` or
+            ``expired`` (``now >= exp``).
     """
     parts = credential.split(".")
     if len(parts) != 3 or parts[0] != CREDENTIAL_PREFIX or not credential.isascii():
@@ -494,12 +516,79 @@ def verify_worker_credential(
     expires = claims.get("exp")
     if not isinstance(expires, int) or isinstance(expires, bool):
         raise CredentialError("malformed")
-    if claims.get("aud") != audience:
-        raise CredentialError("wrong_audience")
-    if claims.get("jobId") != job_id:
-        raise CredentialError("wrong_job")
+    for claim, expected, reason in (
+        ("aud", audience, "wrong_audience"),
+        ("jobId", job_id, "wrong_job"),
+        ("sessionId", session_id, "wrong_session"),
+        ("sandboxId", client_token_for(session_id), "wrong_sandbox"),
+    ):
+        if claims.get(claim) != expected:
+            raise CredentialError(reason)
     if now >= expires:
         raise CredentialError("expired")
+    return claims
+
+
+class ResultsLedger(Protocol):
+    """Where the platform records the credentials whose results it accepted.
+
+    ``record_once`` must be atomic across every verifier the platform runs: a conditional write
+    (DynamoDB ``PutItem`` with ``ConditionExpression: attribute_not_exists(pk)`` and a TTL
+    attribute at ``expires_at``; SQL ``INSERT`` on a primary key) or, for one process,
+    :class:`MemoryResultsLedger`. Entries may be dropped after ``expires_at``: an expired
+    credential is refused before the ledger is asked.
+    """
+
+    def record_once(self, receipt: str, expires_at: int, now: float) -> bool:
+        """Record ``receipt`` at ``now`` (unix seconds); ``True`` the first time, ``False`` if
+        it was recorded before."""
+        ...
+
+
+class MemoryResultsLedger:
+    """A :class:`ResultsLedger` for one verifier process (a lock and a dict of receipt ->
+    ``exp``, unix seconds); entries past their ``exp`` are dropped as new ones arrive."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._receipts: dict[str, int] = {}
+
+    def record_once(self, receipt: str, expires_at: int, now: float) -> bool:
+        """See :meth:`ResultsLedger.record_once`."""
+        with self._lock:
+            self._receipts = {r: exp for r, exp in self._receipts.items() if exp > now}
+            if receipt in self._receipts:
+                return False
+            self._receipts[receipt] = expires_at
+            return True
+
+
+def accept_results(
+    key: bytes,
+    credential: str,
+    ledger: ResultsLedger,
+    *,
+    audience: str,
+    job_id: str,
+    session_id: str,
+    now: float,
+) -> dict[str, Any]:
+    """The platform's check of ``POST {controlPlaneUrl}/v1/jobs/{jobId}/results``: the
+    credential verifies (:func:`verify_worker_credential`, same arguments) and its results were
+    never accepted before. The receipt is the credential's signature, one per launch.
+
+    Returns:
+        The verified claims; the results may be stored.
+
+    Raises:
+        CredentialError: every reason of :func:`verify_worker_credential`, or
+            ``results_already_accepted`` (the platform answers 409; the worker does not retry it).
+    """
+    claims = verify_worker_credential(
+        key, credential, audience=audience, job_id=job_id, session_id=session_id, now=now
+    )
+    if not ledger.record_once(credential.rsplit(".", 1)[1], claims["exp"], now):
+        raise CredentialError("results_already_accepted")
     return claims
 
 

@@ -64,7 +64,10 @@ as UTF-8 with replacement characters, after cutting each stream at ``outputLimit
 
 Transient failures (network errors, 408, 429, 5xx) are retried :data:`RETRY_ATTEMPTS` times in
 all; any other non-2xx, including a redirect, fails at once. The results POST is therefore sent
-more than once only after a failure, and the control plane should treat it as keyed by job id.
+more than once only after a failure. The platform accepts one results POST per credential
+(launcher ``accept_results``) and answers any later one 409, which is not retried: a retry after
+an answer lost on the way ends with :data:`EXIT_CONTROL_PLANE` although the platform holds the
+results, and a command that stole the credential cannot replace them.
 
 Isolation inside the guest
 --------------------------

@@ -16,6 +16,7 @@ from sandboxkit.gate.results import (
     PROJECT_SCOPE,
     SOURCE_CHECKOV,
     SOURCE_CROSSGUARD,
+    BadFile,
     CheckResult,
     RuleInfo,
 )
@@ -23,6 +24,8 @@ from sandboxkit.gate.results import (
 # GitHub code scanning ranks security alerts by this number (critical >= 9.0, high >= 7.0).
 SECURITY_SEVERITY = {"critical": 9.5, "high": 8.0, "medium": 5.5, "low": 3.0, "unspecified": 5.0}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+BAD_FILE_RULE = "SBX-CONFIG"
+"""The notification id of a stack file whose config is refused (not judged, exit 2)."""
 
 
 def _sarif_rule(rule: RuleInfo) -> dict[str, Any]:
@@ -49,11 +52,40 @@ def _disabled(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
     ]
 
 
-def format_sarif(results: Sequence[CheckResult]) -> dict[str, Any]:
+def _invocation(bad_files: Sequence[BadFile]) -> dict[str, Any]:
+    """The run's invocation: unsuccessful with one error notification per problem of a bad
+    stack file (its path and line), which the gate did not judge."""
+    notifications = [
+        {
+            "descriptor": {"id": BAD_FILE_RULE},
+            "level": "error",
+            "message": {"text": f"stack {bad.stack} not judged: {problem}"},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": bad.file, "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": line},
+                    }
+                }
+            ],
+        }
+        for bad in bad_files
+        for line, problem in bad.problems
+    ]
+    return {
+        "executionSuccessful": not notifications,
+        **({"toolExecutionNotifications": notifications} if notifications else {}),
+    }
+
+
+def format_sarif(
+    results: Sequence[CheckResult], bad_files: Sequence[BadFile] = ()
+) -> dict[str, Any]:
     """A SARIF 2.1.0 log: one run per source (the ``sandbox-guard`` pack, ``checkov`` when it
     ran), rules with metadata, locations in the stack file (or the project file to change).
     The ``sandbox-guard`` run's ``properties.disabledPolicies`` lists, per stack, the count and
-    ids of the policies the pack config disabled."""
+    ids of the policies the pack config disabled, and its invocation names each bad stack
+    file (``_invocation``; every run's invocation says whether all files were judged)."""
     runs = []
     # A source that ran gets its run even without results: code scanning closes fixed alerts.
     ran = {SOURCE_CROSSGUARD}
@@ -105,6 +137,10 @@ def format_sarif(results: Sequence[CheckResult]) -> dict[str, Any]:
                     }
                 },
                 "results": findings,
+                "invocations": [
+                    _invocation(bad_files if source == SOURCE_CROSSGUARD else ())
+                    | ({"executionSuccessful": False} if bad_files else {})
+                ],
                 **(
                     {"properties": {"disabledPolicies": _disabled(results)}}
                     if source == SOURCE_CROSSGUARD

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sandboxkit.gate.results import PROJECT_SCOPE, CheckResult, Violation
+from sandboxkit.gate.results import PROJECT_SCOPE, BadFile, CheckResult, Violation
 
 
 def _heading(result: CheckResult) -> str:
@@ -23,15 +23,19 @@ def _checkov_line(result: CheckResult) -> str:
     )
 
 
-def format_text(results: Sequence[CheckResult]) -> str:
+def format_text(results: Sequence[CheckResult], bad_files: Sequence[BadFile] = ()) -> str:
     """Findings grouped by stack and resource: id, severity, enforcement, source, message.
 
     Returns:
-        Lines ending in a newline: per result a heading with the counts, the disabled
+        Lines ending in a newline: per bad stack file its path and each problem with its
+        line (``NOT JUDGED``), then per result a heading with the counts, the disabled
         policies, each resource's findings, checkov's counts (or that it was skipped) and
         ``passed`` or ``FAILED: mandatory violations``.
     """
     out: list[str] = []
+    for bad in bad_files:
+        out.append(f"Stack {bad.stack} ({bad.file}): NOT JUDGED, its config is refused")
+        out += [f"  {bad.file}:{line}: {problem}" for line, problem in bad.problems]
     for result in results:
         counts = result.summary()
         out.append(

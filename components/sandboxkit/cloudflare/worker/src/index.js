@@ -68,6 +68,10 @@ const EXEC_GRACE_MS = 2_000;
 const INTERNAL_ORIGIN = "https://sandbox.internal";
 const HEADER_SANDBOX_ID = "x-sandboxkit-sandbox-id";
 const HEADER_TENANT_HASH = "x-sandboxkit-tenant-hash";
+// "1" when the caller's token may change the session (exec or delete): only such a token starts
+// a session's lifetime. A status-only token reads a session it never starts, so handing one to a
+// dashboard cannot run down the clock of every session in its scope.
+const HEADER_MAY_START = "x-sandboxkit-may-start";
 
 const EGRESS_MODES = new Set(["deny", "allowlist", "open"]);
 
@@ -932,6 +936,7 @@ export default {
         headers: {
           [HEADER_SANDBOX_ID]: name,
           [HEADER_TENANT_HASH]: await tenantHash(limits.idKey, scope.tenant),
+          [HEADER_MAY_START]: scope.ops.some((granted) => granted !== "status") ? "1" : "0",
           "content-type": "application/json",
         },
         body,
@@ -973,6 +978,10 @@ export class Sandbox extends DurableObject {
       const parsed = parseExecBody(await request.text());
       if (parsed.error !== undefined) return json(400, { error: "invalid_body", message: parsed.error });
       argv = parsed.command;
+    }
+    if (op === "status" && request.headers.get(HEADER_MAY_START) !== "1") {
+      const stored = await this.#load();
+      if (stored.startedAt === undefined) return json(200, this.#status({ sandboxId: name }, limits));
     }
     const state = await this.#begin(name, request.headers.get(HEADER_TENANT_HASH) ?? "", limits);
     let current = state;
@@ -1100,13 +1109,15 @@ export class Sandbox extends DurableObject {
     });
   }
 
+  /** The status body; `startedAt` and `expiresAt` are null for a session not started yet. */
   #status(state, limits) {
     const container = this.ctx.container;
+    const started = state.startedAt !== undefined;
     return {
       sandboxId: state.sandboxId,
       objectId: this.ctx.id.toString(),
-      startedAt: iso(state.startedAt),
-      expiresAt: iso(state.startedAt + limits.maxLifetimeSeconds * 1000),
+      startedAt: started ? iso(state.startedAt) : null,
+      expiresAt: started ? iso(state.startedAt + limits.maxLifetimeSeconds * 1000) : null,
       container:
         container === undefined
           ? { runtime: "unavailable", running: null }

@@ -365,6 +365,31 @@ describe("scope: the claims decide which sandbox a request may touch", () => {
     // The sandbox survived the refused DELETE.
     assert.equal((await worker.request(path, { headers: readOnly })).status, 200);
   });
+
+  test("a status-only token never starts a session's lifetime", async () => {
+    const path = "/v1/tenants/acme/sessions/watched";
+    const readOnly = await bearer({ ops: ["status"] });
+    const unstarted = {
+      sandboxId: expectedSandboxName(SANDBOX_ID_KEY, "acme", "watched"),
+      startedAt: null,
+      expiresAt: null,
+    };
+    for (let i = 0; i < 2; i++) {
+      const response = await worker.request(path, { headers: readOnly });
+      assert.equal(response.status, 200);
+      const { sandboxId, startedAt, expiresAt } = await response.json();
+      assert.deepEqual({ sandboxId, startedAt, expiresAt }, unstarted);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const firstStarting = Date.now();
+    // A token that may change the session starts it, even by reading it.
+    const started = await (await worker.request(path, { headers: await bearer({ ops: ["status", "exec"] }) })).json();
+    assert.ok(Date.parse(started.startedAt) >= firstStarting, `${started.startedAt} predates the first starting call`);
+    assert.equal(Date.parse(started.expiresAt) - Date.parse(started.startedAt), 3600 * 1000);
+    // From then on the status-only token reads the running clock.
+    const seen = await (await worker.request(path, { headers: readOnly })).json();
+    assert.deepEqual([seen.startedAt, seen.expiresAt], [started.startedAt, started.expiresAt]);
+  });
 });
 
 describe("missing or weak token settings fail closed", () => {
