@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Final
 
-from docker_image import reference
+from docker_image import digest, reference
 from pydantic import AfterValidator
 
 from sandboxkit.secrets import SecretValue
@@ -95,7 +95,7 @@ class ImageIdentity:
         """
         try:
             parsed = reference.Reference.parse(value)
-        except reference.InvalidReference as exc:
+        except (reference.InvalidReference, digest.InvalidDigest) as exc:
             raise ValueError(f"{_IMAGE_EXPECTED} ({exc})") from None
         name = parsed["name"]
         first, _, rest = name.partition("/")
@@ -107,8 +107,8 @@ class ImageIdentity:
         if host in _DOCKER_HUB_ALIASES:
             host = _DOCKER_HUB
             path = path if "/" in path else f"library/{path}"
-        digest = parsed["digest"]
-        return ImageIdentity(f"{host}/{path}", parsed["tag"], digest.lower() if digest else None)
+        found = parsed["digest"]
+        return ImageIdentity(f"{host}/{path}", parsed["tag"], found.lower() if found else None)
 
 
 def same_image(first: str, second: str) -> bool:
@@ -133,10 +133,10 @@ def same_image(first: str, second: str) -> bool:
 def pinned_by_digest(value: str) -> bool:
     """Whether image reference ``value`` carries a full ``sha256`` digest (64 hex digits)."""
     try:
-        digest = ImageIdentity.of(value).digest
+        found = ImageIdentity.of(value).digest
     except ValueError:
         return False
-    return digest is not None and re.fullmatch(r"sha256:[0-9a-f]{64}", digest) is not None
+    return found is not None and re.fullmatch(r"sha256:[0-9a-f]{64}", found) is not None
 
 
 def calendar_date(value: str) -> str:

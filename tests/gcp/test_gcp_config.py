@@ -418,3 +418,24 @@ def test_sandboxes_never_run_the_launcher_image() -> None:
         "sandboxkit:gcp-cloudrun.templates[2].name": "a name not used yet (python, sandbox; "
         "'sandbox' is the kit's template of sandboxImage)",
     }
+
+
+def test_more_than_gkes_50_authorized_networks_are_refused() -> None:
+    # GKE API v1 MasterAuthorizedNetworksConfig.cidr_blocks: "up to 50 external networks".
+    networks = [f"203.0.{n}.0/24" for n in range(51)]
+    found = problems(
+        "gcp-gke", {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": networks}
+    )
+    assert list(found) == ["sandboxkit:gcp-gke.masterAuthorizedNetworks"]
+    assert "at most 50" in found["sandboxkit:gcp-gke.masterAuthorizedNetworks"]
+    load("gcp-gke", {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": networks[:50]})
+
+
+def test_a_public_endpoint_reason_needs_a_public_endpoint() -> None:
+    reason = "the deployer runs outside the VPC until the bastion exists"
+    assert problems("gcp-gke", {**GKE, "publicEndpointReason": reason}) == {
+        "sandboxkit:gcp-gke.publicEndpointReason": "no reason while privateEndpoint is true (the "
+        "reason acknowledges a public control-plane endpoint, privateEndpoint: false)"
+    }
+    spec = load("gcp-gke", {**GKE, "privateEndpoint": False, "publicEndpointReason": reason})
+    assert spec.settings["gcp-gke"].public_endpoint_reason == reason

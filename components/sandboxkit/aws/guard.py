@@ -14,6 +14,9 @@ from sandboxkit.contract import (
     LAUNCHER_EXECUTION_ROLE_ARN,
     LAUNCHER_IDLE_TIMEOUT_SECONDS,
     LAUNCHER_MAX_DURATION_SECONDS,
+    LAUNCHER_REPLAY_WINDOW_SECONDS,
+    MAX_AGE_TAG,
+    TRUSTED_ACCOUNTS_TAG,
 )
 from sandboxkit.guard import (
     CheckContext,
@@ -26,6 +29,9 @@ from sandboxkit.guard import (
     of_kind,
     refuse_unknown,
 )
+from sandboxkit.guard import (
+    number as shown,
+)
 from sandboxkit.guard_checks import (
     count_problems,
     identity_allowed,
@@ -33,6 +39,7 @@ from sandboxkit.guard_checks import (
     mapped_variables,
     matching,
     retention_problems,
+    seconds_of,
     time_problems,
 )
 
@@ -41,6 +48,7 @@ ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 FUNCTION = "aws:lambda/function:Function"
+SECRET = "aws:secretsmanager/secret:Secret"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 # AWS managed policies that amount to administrator rights.
@@ -253,6 +261,74 @@ def _webhook_secret(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+def _replay_window(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None or variables.get(LAUNCHER_REPLAY_WINDOW_SECONDS) is None:
+        return  # the launcher's own default (300 s) applies
+    seconds = seconds_of(variables.get(LAUNCHER_REPLAY_WINDOW_SECONDS))
+    ceiling = ctx.setting("maxReplayWindowSeconds")
+    if seconds is None or seconds > ceiling:
+        yield (
+            f"Launcher function {ctx.name} accepts webhooks up to "
+            f"{variables.get(LAUNCHER_REPLAY_WINDOW_SECONDS)} s old "
+            f"({LAUNCHER_REPLAY_WINDOW_SECONDS}), beyond the ceiling of {shown(ceiling)} s, so a "
+            "captured webhook can be replayed that long; lower "
+            "sandboxkit:aws-microvm.replayWindowSeconds."
+        )
+
+
+def _credential_key_age(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    tags = props.get("tags")
+    if not isinstance(tags, Mapping) or MAX_AGE_TAG not in tags:
+        return  # not the kit's worker-credential key
+    days = seconds_of(tags.get(MAX_AGE_TAG))
+    ceiling = ctx.setting("maxCredentialKeyAgeDays")
+    if days is None or days > ceiling:
+        yield (
+            f"Secret {ctx.name} lets the worker-credential signing key live "
+            f"{tags.get(MAX_AGE_TAG)} days ({MAX_AGE_TAG}), beyond the ceiling of "
+            f"{shown(ceiling)} days; lower sandboxkit:aws-microvm.workerCredentialKeyMaxAgeDays "
+            "and replace the key within it."
+        )
+
+
+# --- SBX-SEC-004 -------------------------------------------------------------------------------
+
+# The account field of a MicroVM base image ARN AWS manages (``arn:aws:lambda:<region>:aws:...``).
+AWS_OWNED = "aws"
+
+
+def _trusted(props: Mapping[str, Any]) -> set[str]:
+    tags = props.get("tags")
+    text = tags.get(TRUSTED_ACCOUNTS_TAG) if isinstance(tags, Mapping) else None
+    return {AWS_OWNED, *(text.split("-") if isinstance(text, str) and text else ())}
+
+
+def _untrusted(what: str, arn: Any, trusted: set[str]) -> Iterator[str]:
+    parts = arn.split(":") if isinstance(arn, str) else []
+    account = parts[4] if len(parts) > 4 else ""
+    if isinstance(arn, str) and account not in trusted:
+        yield (
+            f"{what} {arn} from account {account or '(none)'}, which the stack does not "
+            "trust; use one from your own account or AWS, or list the account in "
+            f"sandboxkit:aws-microvm.trustedAccounts once you trust it."
+        )
+
+
+def _launcher_layers(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if launcher_env(props) is None:
+        return
+    trusted = _trusted(props)
+    for layer in items(props.get("layers")):
+        yield from _untrusted(f"Launcher function {ctx.name} runs layer", layer, trusted)
+
+
+def _base_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from _untrusted(
+        f"MicroVM image {ctx.name} builds on base image", props.get("baseImageArn"), _trusted(props)
+    )
+
+
 # --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------
 
 
@@ -334,10 +410,14 @@ HANDLERS = (
     Handler("SBX-IAM-002", (FUNCTION,), _execution_role),
     Handler("SBX-IAM-005", (ROLE,), _confused_deputy),
     Handler("SBX-SES-003", (FUNCTION,), _webhook_secret),
+    Handler("SBX-SES-003", (FUNCTION,), _replay_window),
+    Handler("SBX-SES-003", (SECRET,), _credential_key_age),
     Handler("SBX-RES-002", (FUNCTION,), _launcher_limits),
     Handler("SBX-RES-003", (FUNCTION,), _launcher_concurrency),
     Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
     StackHandler("SBX-LOG-002", _firewalls_without_logs),
     Handler("SBX-SEC-001", (FUNCTION,), _function_env),
     Handler("SBX-SEC-001", (egress_guard.MICROVM_IMAGE,), _image_env),
+    Handler("SBX-SEC-004", (FUNCTION,), _launcher_layers),
+    Handler("SBX-SEC-004", (egress_guard.MICROVM_IMAGE,), _base_image),
 )

@@ -8,7 +8,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, SourceContext, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document, trusted_tags
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 
 LAMBDA_PRINCIPAL = "lambda.amazonaws.com"
@@ -45,7 +45,7 @@ def image(
         # Only the kit's connector: the service default is INTERNET_EGRESS.
         egress_network_connectors=[connector.arn],
         description="sandboxkit worker; egress through the kit's VPC connector only",
-        tags=kit.tags,
+        tags=trusted_tags(kit.tags, args["trusted_accounts"]),
         opts=kit.opts,
     )
 

@@ -119,6 +119,9 @@ _LAYER_VERSION_ARN = re.compile(
     r"^arn:aws[a-zA-Z-]*:lambda:(eusc-)?[a-z]{2}((-gov)|(-iso([a-z]?)))?-[a-z]+-\d:\d{12}:"
     r"layer:[a-zA-Z0-9_-]+:[0-9]+$"
 )
+# Trusted accounts travel as one tag value of "-"-joined 12-digit ids: AWS tag values hold at
+# most 256 characters (Tagging AWS resources, "Tag naming limits and requirements"), 19 ids.
+MAX_TRUSTED_ACCOUNTS = 19
 # A function takes at most five layers (Lambda quotas, "Function layers: five layers",
 # docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
 MAX_LAYERS = 5
@@ -229,7 +232,12 @@ class MicrovmSettings(TargetSettings):
         launcherLayers: Lambda layer version ARNs for the launcher
             (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5), e.g.
             one bundling a boto3 new enough for ``lambda-microvms`` (the managed runtime's may
-            predate it).
+            predate it). Each from an account the stack trusts (SBX-SEC-004): the launcher
+            holds both HMAC keys.
+        trustedAccounts: 12-digit AWS accounts (at most 19) whose launcher layers and MicroVM
+            base images the stack trusts besides AWS's own (``aws``) and ``assumeRole``'s
+            account; list the stack's own account here when ``assumeRole`` is not set (the gate
+            cannot know where a stack deploys before it runs).
     """
 
     region: Annotated[str, Field(pattern=_REGION)]
@@ -264,6 +272,10 @@ class MicrovmSettings(TargetSettings):
         None, alias="launcherConcurrency"
     )
     launcher_layers: tuple[str, ...] = Field((), alias="launcherLayers")
+    trusted_accounts: Annotated[
+        tuple[Annotated[str, Field(pattern=r"^[0-9]{12}$")], ...],
+        Field(max_length=MAX_TRUSTED_ACCOUNTS),
+    ] = Field((), alias="trustedAccounts")
 
     @model_validator(mode="before")
     @classmethod
@@ -297,7 +309,13 @@ class MicrovmSettings(TargetSettings):
                     )
         return data
 
-    @field_validator("control_plane_hosts", "availability_zones", "launcher_layers", mode="before")
+    @field_validator(
+        "control_plane_hosts",
+        "availability_zones",
+        "launcher_layers",
+        "trusted_accounts",
+        mode="before",
+    )
     @classmethod
     def _tuple(cls, value: object) -> object:
         return tuple(value) if isinstance(value, list) else value
@@ -413,6 +431,13 @@ class MicrovmSettings(TargetSettings):
                     ".availabilityZones", list(self.availability_zones), f"zones of {self.region}"
                 )
         return self
+
+    def trusted(self) -> tuple[str, ...]:
+        """The accounts whose layers and base images the stack trusts besides AWS's own:
+        ``assumeRole``'s account (the stack's own, when the settings name it) and
+        ``trustedAccounts``, in that order, each once."""
+        own = (self.assume_role.role_arn.split(":")[4],) if self.assume_role else ()
+        return tuple(dict.fromkeys((*own, *self.trusted_accounts)))
 
     def base_image(self) -> str:
         """The base image ARN: ``baseImageArn`` or the AWS-managed al2023 image of ``region``."""
@@ -578,6 +603,7 @@ def microvm_args(
         ingress_port=settings.ingress_port,
         launcher_concurrency=settings.launcher_concurrency or profile.pool.max_concurrent,
         launcher_layers=settings.launcher_layers,
+        trusted_accounts=settings.trusted(),
         log_retention_days=log_retention(profile.audit.log_retention_days),
         labels=context.labels(),
     )

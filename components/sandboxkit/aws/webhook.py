@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, SourceContext, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document, trusted_tags
 from sandboxkit.aws.image import LAMBDA_PRINCIPAL
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 from sandboxkit.contract import (
@@ -25,6 +25,7 @@ from sandboxkit.contract import (
     LAUNCHER_MAX_DURATION_SECONDS,
     LAUNCHER_REPLAY_WINDOW_SECONDS,
     LAUNCHER_WEBHOOK_SECRET_ARN,
+    MAX_AGE_TAG,
 )
 from sandboxkit.secrets import SecretValue
 
@@ -90,7 +91,7 @@ def launcher(
         args["worker_credential_key"],
         f"sandboxkit worker-credential signing key (launcher and platform only); "
         f"replace within {max_age} days",
-        {**kit.tags, "sandboxkit-max-age-days": max_age},
+        {**kit.tags, MAX_AGE_TAG: max_age},
     )
     logs = kit.log_group("launcher-logs")
     role_arn = execution_role.arn if execution_role is not None else None
@@ -124,7 +125,7 @@ def launcher(
         layers=list(args["launcher_layers"]),
         environment={"variables": environment},
         logging_config={"log_format": "JSON", "log_group": logs.name},
-        tags=kit.tags,
+        tags=trusted_tags(kit.tags, args["trusted_accounts"]),
         opts=kit.after(logs),
     )
     # An HTTP API rather than a function URL: one POST route only, stage throttling, access

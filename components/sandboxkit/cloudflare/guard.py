@@ -14,6 +14,7 @@ from sandboxkit.contract import (
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
     IDLE_TIMEOUT_BINDING,
+    JWT_MAX_LIFETIME_BINDING,
     JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
@@ -24,6 +25,7 @@ from sandboxkit.guard import (
     StackResource,
     dig,
     items,
+    number,
     of_kind,
     plain_binding_entries,
     plain_bindings,
@@ -33,6 +35,7 @@ from sandboxkit.guard_checks import (
     inline_secrets,
     listed_variables,
     matching,
+    seconds_of,
     time_problems,
     unpinned_images,
 )
@@ -175,6 +178,23 @@ def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
     yield from inline_secrets("Worker", ctx.name, listed_variables(plain, "text"), ctx)
 
 
+def _token_lifetime(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _bindings(props, "durable_object_namespace"):
+        return
+    text = plain_bindings(props).get(JWT_MAX_LIFETIME_BINDING)
+    if text is None:
+        return  # SBX-SES-001 reports a Worker without client-token checks
+    seconds = seconds_of(text)
+    ceiling = ctx.setting("maxTokenLifetimeSeconds")
+    if seconds is None or seconds > ceiling:
+        yield (
+            f"Worker {ctx.name} accepts client tokens spanning up to {text} s "
+            f"({JWT_MAX_LIFETIME_BINDING}), beyond the ceiling of {number(ceiling)} s, so a "
+            "stolen token opens its tenant's sandboxes that long; lower "
+            "sandboxkit:cloudflare.tokenMaxLifetimeSeconds."
+        )
+
+
 # --- SBX-SEC-003 -------------------------------------------------------------------------------
 
 
@@ -201,6 +221,7 @@ HANDLERS = (
     Handler("SBX-SES-001", (WORKERS_SCRIPT,), _id_key),
     Handler("SBX-SES-002", (WORKERS_SCRIPT,), _auth_key),
     Handler("SBX-SES-002", (WORKERS_SUBDOMAIN,), _workers_dev),
+    Handler("SBX-SES-002", (WORKERS_SCRIPT,), _token_lifetime),
     Handler("SBX-RES-002", (WORKERS_SCRIPT,), _worker_limits),
     StackHandler("SBX-LOG-002", _workers_without_observability),
     Handler("SBX-SEC-001", (WORKERS_SCRIPT,), _plain_secrets),

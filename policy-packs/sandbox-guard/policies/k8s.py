@@ -117,24 +117,27 @@ OUTSIDE_THE_STACK = StackRule(
         severity=Severity.HIGH,
         description="Checks that every object the sandboxes depend on but the stack does not "
         "create (a referenced RuntimeClass, whose handler decides the sandbox; an existing GKE "
-        "cluster, whose settings decide network policy, private nodes and workload identity) "
-        "is one the organisation accepts on purpose: the gate cannot see its settings, so "
-        "it reports 'cannot verify' for it.",
-        remediation="Let the kit create the object (runtimeClass.create: true, no "
-        "existingCluster), or check it yourself and list it in acceptedExternalReferences.",
+        "cluster, whose settings decide network policy, private nodes and workload identity; "
+        "an existing namespace, whose Pod Security label and other NetworkPolicies decide "
+        "what its pods may do) is one the organisation accepts on purpose: the gate cannot "
+        "see its settings, so it reports 'cannot verify' for it.",
+        remediation="Let the kit create the object (runtimeClass.create: true, "
+        "createNamespace: true, no existingCluster), or check it yourself and list it in "
+        "acceptedExternalReferences.",
         properties={
             ACCEPTED_REFERENCES: {
                 "type": "array",
                 "items": {
                     "type": "string",
-                    "pattern": "^(RuntimeClass/[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+                    "pattern": "^((RuntimeClass|Namespace)/[a-z0-9]([-a-z0-9]*[a-z0-9])?"
                     "|projects/[^/]+/locations/[^/]+/clusters/[^/]+)$",
                 },
                 "default": [],
                 "description": "Objects outside the stack the organisation has checked and "
                 "accepts: RuntimeClass/<name> for a RuntimeClass the kubernetes target "
-                "references, projects/<project>/locations/<region>/clusters/<name> for a "
-                "gcp-gke existingCluster.",
+                "references, Namespace/<name> for an existing namespace sandboxes run in "
+                "(createNamespace: false), projects/<project>/locations/<region>/clusters/"
+                "<name> for a gcp-gke existingCluster.",
             }
         },
     )

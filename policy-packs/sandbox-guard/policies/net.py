@@ -12,11 +12,13 @@ from typing import Any
 
 from pulumi_policy import Severity
 
+from sandboxkit.contract import RESOLVER_PORTS
 from sandboxkit.egress import EgressContract, parse_rule
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     CheckContext,
     StackResource,
+    numbers,
     target_views,
     unreadable_egress,
 )
@@ -239,6 +241,9 @@ def _contract_differences(
         if declared is None:
             continue
         contract = _declared_contract(declared)
+        yield from (
+            (message, urns.get(target)) for message in _control_plane_ports(target, contract, ctx)
+        )
         differences = compare(effective, contract, contract_probes(contract, effective))
         # One report per run of consecutive ports: a grant on a port range is one finding.
         for difference, last_port in port_runs(differences):
@@ -250,6 +255,28 @@ def _contract_differences(
                 "target's component unchanged for this profile (sandboxkit preview "
                 "--explain-egress shows every probe).",
                 (_urn_of(grants[0], urns) if grants else None) or urns.get(target),
+            )
+
+
+def _control_plane_ports(target: str, contract: EgressContract, ctx: CheckContext) -> Iterator[str]:
+    """A sentence for each control-plane entry on a resolver port (in every mode: a DNS channel
+    to anywhere) and, with egress ``deny``, on a port outside ``controlPlanePorts`` (the only
+    egress a deny stack has is its control plane's own API)."""
+    allowed = {int(p) for p in ctx.setting("controlPlanePorts")}
+    for rule in contract.control_plane:
+        if rule.port in RESOLVER_PORTS:
+            yield (
+                f"{target} grants control-plane host {rule} on resolver port {rule.port}: a host "
+                "reached on a DNS port is a DNS channel to any name, whatever it is called; "
+                f"remove it from sandboxkit:{target}.controlPlaneHosts (sandboxes resolve names "
+                "only through their target's own resolver)."
+            )
+        elif contract.mode == "deny" and rule.port not in allowed:
+            yield (
+                f"{target} grants control-plane host {rule} on port {rule.port} with egress deny, "
+                f"where a control plane is reached on port {numbers(sorted(allowed))} only; "
+                f"write the host without a port in sandboxkit:{target}.controlPlaneHosts, or add "
+                "the port to sbx-net-008's controlPlanePorts in the pack config once reviewed."
             )
 
 
@@ -265,7 +292,9 @@ MATCHES_CONTRACT = StackRule(
         "check fills them from the stack's profile), that every probe derived from the "
         "entries (the name, one and two labels below, the apex, another port, the metadata "
         "address and its NAT64 form) is admitted exactly when the contract admits it. A target "
-        "whose reader refuses its resources is reported as not verifiable, never skipped.",
+        "whose reader refuses its resources is reported as not verifiable, never skipped. "
+        "Prohibits control-plane entries on a resolver port (53, 853: a DNS channel) and, with "
+        "egress deny, on a port beyond controlPlanePorts.",
         remediation="Deploy each target's component unchanged for the stack's profile; "
         "sandboxkit preview --explain-egress shows each target's answer per probe.",
         properties={
@@ -286,10 +315,51 @@ MATCHES_CONTRACT = StackRule(
                 "egress mode and allow entries, and the target's control-plane entries "
                 "(host:port). sandboxkit check sets it from the stack; empty, only the grants "
                 "no contract expresses are reported.",
-            }
+            },
+            "controlPlanePorts": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "default": [443],
+                "description": "Ports a deny stack's control-plane hosts may be reached on: "
+                "HTTPS, what an agent platform's API serves. A control-plane entry on another "
+                "port is reported; one on a resolver port (53, 853) is reported in every mode.",
+            },
         },
     ),
     every_stack=_contract_differences,
+)
+
+CONTROL_PLANE_BOUNDED = ResourceRule(
+    Rule(
+        id="SBX-NET-009",
+        title="The cluster's control plane faces a bounded set of networks",
+        severity=Severity.HIGH,
+        description="Checks that a GKE cluster's control plane has no public endpoint unless "
+        "the stack acknowledges it with a reason (sandboxkit:gcp-gke.publicEndpointReason), "
+        "that its master authorized networks number at most GKE's 50 (GKE API v1 "
+        "MasterAuthorizedNetworksConfig.cidr_blocks) and that their union, not each entry, "
+        "holds at most the configured number of public addresses: splitting a wide block "
+        "into many narrow ones passes a per-entry cap.",
+        remediation="Keep sandboxkit:gcp-gke.privateEndpoint true (or give "
+        "publicEndpointReason) and list only the few networks that administer the cluster in "
+        "masterAuthorizedNetworks.",
+        properties={
+            "maxAuthorizedIpv4Addresses": {
+                "type": "integer",
+                "default": 16777216,
+                "description": "Most public IPv4 addresses the union of a cluster's authorized "
+                "networks may hold: 2^24, one /8, the widest single entry the kit's config "
+                "takes. Private-use (RFC 1918) blocks are not counted.",
+            },
+            "minAuthorizedIpv6Prefix": {
+                "type": "integer",
+                "default": 32,
+                "description": "The union of a cluster's IPv6 authorized networks may hold at "
+                "most as many addresses as one block of this prefix length (32: a /32, the "
+                "widest single IPv6 entry the kit's config takes).",
+            },
+        },
+    )
 )
 
 RULES = [
@@ -301,4 +371,5 @@ RULES = [
     NAMES_BY_NAME,
     SANDBOX_DNS_FILTERED,
     MATCHES_CONTRACT,
+    CONTROL_PLANE_BOUNDED,
 ]

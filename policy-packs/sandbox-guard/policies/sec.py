@@ -5,8 +5,8 @@ tell a secret input from a plain one. These rules therefore judge where a value 
 environment variable or plain binding is readable through the cloud's API whatever Pulumi
 thought of it; a secret store, secret binding or ``secretKeyRef`` is not.
 
-SBX-SEC-001 and SBX-SEC-003 are checked by the targets (``HANDLERS`` in each target folder's
-``guard.py``); SBX-SEC-002 reads every input of every resource type, here.
+SBX-SEC-001, SBX-SEC-003 and SBX-SEC-004 are checked by the targets (``HANDLERS`` in each
+target folder's ``guard.py``); SBX-SEC-002 reads every input of every resource type, here.
 """
 
 from __future__ import annotations
@@ -130,4 +130,19 @@ DIGEST_PINNED = ResourceRule(
     )
 )
 
-RULES = [PLAINTEXT_ENV, NO_CREDENTIALS, DIGEST_PINNED]
+TRUSTED_SOURCES = ResourceRule(
+    Rule(
+        id="SBX-SEC-004",
+        title="Launcher code and base images come from trusted accounts",
+        severity=Severity.HIGH,
+        description="Checks that every Lambda layer of a MicroVM launcher (code that runs "
+        "beside both HMAC keys) and every MicroVM base image comes from AWS itself or from an "
+        "account the stack names as trusted (sandboxkit:aws-microvm.trustedAccounts and "
+        "assumeRole's account, tagged sandboxkit-trusted-accounts on the resource).",
+        remediation="Use layers and base images from your own account or AWS, or list the "
+        "account that publishes them in sandboxkit:aws-microvm.trustedAccounts once you trust "
+        "it.",
+    )
+)
+
+RULES = [PLAINTEXT_ENV, NO_CREDENTIALS, DIGEST_PINNED, TRUSTED_SOURCES]

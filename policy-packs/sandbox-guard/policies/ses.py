@@ -60,6 +60,14 @@ AUTHENTICATED_WORKER = ResourceRule(
                 "default": False,
                 "description": "Allow the workers.dev subdomain for sandbox Workers.",
             },
+            "maxTokenLifetimeSeconds": {
+                "type": "integer",
+                "default": 900,
+                "description": "Longest exp - iat a sandbox Worker accepts on a client token "
+                "(JWT_MAX_LIFETIME_SECONDS), seconds: 15 minutes, the access-token lifetime "
+                "OWASP's JSON Web Token Cheat Sheet gives as its example and the kit's default; "
+                "a stolen token opens a tenant's sandboxes until it expires.",
+            },
         },
     )
 )
@@ -70,16 +78,35 @@ SIGNED_WEBHOOKS = ResourceRule(
         title="Webhooks are signature-checked",
         severity=Severity.HIGH,
         description="Checks that a sandbox launcher function is given the webhook signing "
-        "secret it verifies every webhook with.",
-        remediation="Pass the launcher the webhook secret's reference (a Secrets Manager ARN) "
-        "and keep the kit's signature check.",
+        "secret it verifies every webhook with, accepts a signed webhook only within a short "
+        "replay window, and that the key it signs worker credentials with is replaced within "
+        "a bounded age.",
+        remediation="Pass the launcher the webhook secret's reference (a Secrets Manager ARN), "
+        "keep the kit's signature check and keep replayWindowSeconds and "
+        "workerCredentialKeyMaxAgeDays within the pack's ceilings.",
         properties={
             "webhookSecretVariables": {
                 "type": "array",
                 "items": {"type": "string"},
                 "default": ["WEBHOOK_SECRET"],
                 "description": "Name fragments of the launcher variable naming the secret.",
-            }
+            },
+            "maxReplayWindowSeconds": {
+                "type": "integer",
+                "default": 300,
+                "description": "Longest webhook timestamp skew a launcher accepts "
+                "(REPLAY_WINDOW_SECONDS), seconds: five minutes, the tolerance of Stripe's "
+                "(docs.stripe.com/webhooks, 'Prevent replay attacks') and Slack's "
+                "(api.slack.com/authentication/verifying-requests-from-slack) signed requests; "
+                "a captured webhook can be replayed for that long.",
+            },
+            "maxCredentialKeyAgeDays": {
+                "type": "integer",
+                "default": 90,
+                "description": "Longest life of the key that signs worker credentials (the "
+                "sandboxkit-max-age-days tag of its secret), days: 90, the rotation period of "
+                "CIS AWS Foundations Benchmark v3.0.0 control 1.14 for access keys.",
+            },
         },
     )
 )
