@@ -1,12 +1,9 @@
-"""Entry point ``pulumi up`` runs (Pulumi.yaml ``main: components/``)."""
+"""Entry point ``pulumi up`` runs (Pulumi.yaml ``main: components/``).
 
-import sys
+A project's own program replaces this file (or points ``main`` elsewhere) and keeps the gate by
+building the components through ``sandboxkit.program.run`` (docs/programs.md).
+"""
 
-from sandboxkit.errors import ConfigError
-from sandboxkit.program import main
+from sandboxkit.program import run
 
-try:
-    main()
-except ConfigError as exc:
-    print(f"sandboxkit: invalid input\n{exc}", file=sys.stderr)
-    sys.exit(2)
+run()

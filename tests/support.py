@@ -14,6 +14,7 @@ import copy
 import gc
 import http.server
 import json
+import shutil
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -370,11 +371,23 @@ config:
 """
 
 
+def kit_program(root: Path, main: str = "components") -> Path:
+    """The kit's own program (``components/__main__.py``) copied to ``root/<main>/``, where a
+    scratch project's Pulumi.yaml ``main`` names it (``"."``: the project folder)."""
+    folder = root / main
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = folder / "__main__.py"
+    shutil.copy(Path(__file__).resolve().parent.parent / "components" / "__main__.py", entry)
+    return entry
+
+
 def make_project(tmp_path: Path, stacks: dict[str, str | bytes], name: str = "sandboxkit") -> Path:
-    """A project folder: Pulumi.yaml (``stackConfigDir: stacks``) and the given stack files."""
+    """A project folder: Pulumi.yaml (``stackConfigDir: stacks``), the kit's program and the
+    given stack files."""
     (tmp_path / "Pulumi.yaml").write_text(
         f"name: {name}\nruntime: python\nmain: components/\nstackConfigDir: stacks\n"
     )
+    kit_program(tmp_path)
     (tmp_path / "stacks").mkdir()
     for stack, text in stacks.items():
         path = tmp_path / "stacks" / f"Pulumi.{stack}.yaml"

@@ -437,7 +437,7 @@ def public_address_in(network: IPNetwork, excluded: Iterable[IPNetwork] = ()) ->
     """The lowest address of ``network`` that ``open`` mode admits (``open_admits``) outside
     every ``excluded`` block; ``None`` when the block holds none (all of it non-public or
     excluded). What an address grant of a whole block admits that no entry names: SBX-NET-008
-    probes it (``reach.derive_probes``)."""
+    probes it (``effective_egress.derive_probes``)."""
     holes = [
         *(h for h in excluded if h.version == network.version),
         *exclusion_blocks(network.version),

@@ -22,8 +22,12 @@ CREDENTIAL_SHAPES: dict[str, re.Pattern[str]] = {
 # scheme://userinfo@host...: the userinfo (user:password) of a URL is a credential whatever it
 # holds (RFC 3986 section 3.2.1 deprecates a password there for this reason); without a scheme,
 # user:password@host (a user name alone before @ is an e-mail address's shape, not redacted).
+# A scheme is tried only from the start of a run of scheme characters (the lookbehind), its
+# first letter found by skipping the digits and + . - before it: the same leftmost match as
+# trying every letter, in time linear in the text (tried from every letter, a long run without
+# "://" was scanned again from each: 500,000 letters took over a minute).
 _USERINFO = re.compile(
-    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@"
+    r"(?P<head>(?<![A-Za-z0-9+.-])[0-9+.-]*[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@"
     r"|^[^/?#@\s:]+:[^/?#@\s]+@"
 )
 

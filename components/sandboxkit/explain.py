@@ -2,10 +2,11 @@
 
 For every target a stack lists, the target's reader (``TargetSpec.read_egress``) computes what
 its rendered resources let a sandbox reach, from those resources alone; the stack's profile and
-the target's control-plane hosts give the egress contract (``egress.EgressContract``). Probes
-derived from the entries (``reach.contract_probes``) are asked of both; every answer says how the
-target enforces it and whether that is the kit's own tested code or documented platform
-behaviour, and every difference from the contract is marked wider or narrower.
+the target's control-plane hosts give the egress contract (``egress_contract.EgressContract``).
+Probes derived from the entries (``effective_egress.contract_probes``) are asked of both; every
+answer says how the target enforces it and whether that is the kit's own tested code or
+documented platform behaviour, and every difference from the contract is marked wider or
+narrower.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandboxkit.egress import EgressContract, EgressRule, destination_of
-from sandboxkit.reach import (
+from sandboxkit.effective_egress import (
     Difference,
     EffectiveEgress,
     Inexpressible,
@@ -26,8 +26,9 @@ from sandboxkit.reach import (
     contract_probes,
     inexpressible,
 )
-from sandboxkit.render import RenderedStack, to_display
-from sandboxkit.targets import get_target
+from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
+from sandboxkit.render import RenderedStack, to_display, top_level
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,15 @@ class TargetEgress:
 
 
 def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
-    """The rendered resources ``target``'s component owns, as readers take them (plain values;
-    secrets stay ``[secret]``)."""
+    """The rendered resources ``target``'s reader reads, as readers take them (plain values;
+    secrets stay ``[secret]``): those ``target``'s component owns and those the project's
+    program registered outside every target's component (a route, a rule, a policy it adds
+    around the components), which may change any target's path (``guard.target_views``)."""
+    by_urn = {r.urn: r for r in rendered.resources}
     return [
         ResourceView.of(r.type, r.name, to_display(r.inputs))
         for r in rendered.resources
-        if rendered.target_of(r) == target
+        if (owner := top_level(r, by_urn).name) == target or owner not in TARGET_MODULES
     ]
 
 

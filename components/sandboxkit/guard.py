@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sandboxkit.contract import LAUNCHER_MARKERS, TARGET_LABEL
-from sandboxkit.reach import ResourceView
+from sandboxkit.boundary import LAUNCHER_MARKERS, TARGET_LABEL
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.secrets import UNKNOWN_SECRET
-from sandboxkit.targets import plain_number
+from sandboxkit.targets import TARGET_MODULES, plain_number
 
 
 class CheckContext(Protocol):
@@ -334,14 +334,18 @@ def owner_of(resource: StackResource) -> str:
 
 
 def target_views(resources: Sequence[StackResource], target: str) -> list[ResourceView]:
-    """The resources ``target``'s component created, as its egress reader reads them (the
-    ``resource_views`` of those resources): what ``preview --explain-egress`` reads."""
-    return resource_views([r for r in resources if owner_of(r) == target])
+    """The resources ``target``'s egress reader reads (the ``resource_views`` of those
+    resources), what ``preview --explain-egress`` reads: those ``target``'s component created
+    and those the project's program created outside every target's component, which may
+    change any target's path."""
+    return resource_views(
+        [r for r in resources if (owner := owner_of(r)) == target or owner not in TARGET_MODULES]
+    )
 
 
 def resource_views(resources: Sequence[StackResource], prefix: str = "") -> list[ResourceView]:
     """The stack's resources whose type starts with ``prefix``, as the egress readers read them
-    (``sandboxkit.reach.ResourceView``), in stack order.
+    (``sandboxkit.effective_egress.ResourceView``), in stack order.
 
     An asset or archive (function code) stays as opaque text naming its kind
     (``[FileArchive]``), so its resource is still read: no reader judges the code, and a

@@ -15,11 +15,11 @@ from typing import Any
 
 from sandboxkit import targets
 from sandboxkit.addresses import non_public_reach
-from sandboxkit.contract import EVERYWHERE
-from sandboxkit.egress import parse_rule
-from sandboxkit.formats import pinned_by_digest
+from sandboxkit.boundary import EVERYWHERE
+from sandboxkit.dns_names import channel_refusal
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.guard import CheckContext, dig, items, number, numbers
-from sandboxkit.names import channel_refusal
+from sandboxkit.value_formats import pinned_by_digest
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def _entry_problem(entry: str) -> str | None:
 
 def entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[str]:
     """A sentence for each allowlist entry (``host[:port]``, ``*.domain``) of ``kind`` ``name``
-    that the kit's own allowlist model (``sandboxkit.egress.parse_rule``) refuses."""
+    that the kit's own allowlist model (``sandboxkit.egress_contract.parse_rule``) refuses."""
     for entry in entries:
         problem = _entry_problem(entry)
         if problem:
@@ -101,7 +101,7 @@ def entries_problems(kind: str, name: str, entries: Sequence[str]) -> Iterator[s
 def cidr_problems(kind: str, name: str, cidr: str, excepted: Sequence[str]) -> Iterator[str]:
     """One sentence when ``cidr`` (less the ``excepted`` ranges) reaches a non-public range, or
     is the single address of a listed DNS resolver or platform endpoint
-    (``sandboxkit.names.channel_refusal``); destinations that mean everywhere are left to
+    (``sandboxkit.dns_names.channel_refusal``); destinations that mean everywhere are left to
     SBX-NET-001."""
     if cidr in EVERYWHERE:
         return  # SBX-NET-001 judges destinations that mean everything.
@@ -347,7 +347,7 @@ def mapped_variables(variables: Any) -> list[Variable]:
 
 def unpinned_images(kind: str, name: str, images: Sequence[Any]) -> Iterator[str]:
     """SBX-SEC-003: a sentence for each image reference of ``kind`` ``name`` without a
-    ``@sha256:<64 hex>`` digest (``sandboxkit.formats.pinned_by_digest``)."""
+    ``@sha256:<64 hex>`` digest (``sandboxkit.value_formats.pinned_by_digest``)."""
     # Unknown values (an image from another resource's output) are not strings: not judged.
     for image in images:
         if isinstance(image, str) and not pinned_by_digest(image):

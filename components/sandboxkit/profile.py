@@ -16,7 +16,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.errors import FieldError
 
 # Egress is shut unless the stack asks otherwise: a sandbox that needs nothing reaches nothing.

@@ -10,8 +10,8 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
+from sandboxkit.cloud_names import STACK_NAME_RULE, is_stack_name
 from sandboxkit.errors import ConfigError, Problem
-from sandboxkit.naming import STACK_NAME_RULE, is_stack_name
 from sandboxkit.stackfile import NAMESPACE, read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
@@ -119,6 +119,31 @@ def project_name(project_dir: Path) -> str:
     return str(_project_document(project_dir)["name"])
 
 
+def program_file(project_dir: Path) -> Path:
+    """The program file Pulumi runs for the project: Pulumi.yaml ``main`` (default: the project
+    folder), its ``__main__.py`` when it names a folder (Pulumi's Python language host runs a
+    folder's ``__main__.py``, or the file ``main`` names).
+
+    Raises:
+        ConfigError: naming Pulumi.yaml's ``main`` when it is not text or names no Python file.
+    """
+    path = project_dir / PROJECT_FILE
+    main = _project_document(project_dir).get("main", ".")
+    if not isinstance(main, str) or not main:
+        raise ConfigError(Problem(f"{path}: main", main, "the program's folder or file (text)"))
+    entry = project_dir / main
+    entry = entry / "__main__.py" if entry.is_dir() else entry
+    if not entry.is_file() or entry.suffix != ".py":
+        raise ConfigError(
+            Problem(
+                f"{path}: main",
+                main,
+                f"a folder with __main__.py or a .py file (no program at {entry})",
+            )
+        )
+    return entry
+
+
 def project_name_of(stack_file_path: Path) -> str:
     """``project_name`` of the nearest project above a stack file (``sandboxkit`` if none)."""
     try:
@@ -129,7 +154,7 @@ def project_name_of(stack_file_path: Path) -> str:
 
 
 def check_stack_name(stack: str) -> None:
-    """Refuse a stack name the Pulumi CLI refuses (``naming.STACK_NAME_RULE``).
+    """Refuse a stack name the Pulumi CLI refuses (``cloud_names.STACK_NAME_RULE``).
 
     Raises:
         ConfigError: naming ``--stack``.

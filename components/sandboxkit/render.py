@@ -11,6 +11,8 @@ import atexit
 import contextlib
 import gc
 import json
+import runpy
+import sys
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +28,10 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from sandboxkit import program
-from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, stack_source
-from sandboxkit.errors import REDACTED
+from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, load_stack, stack_source
+from sandboxkit.errors import REDACTED, ConfigError
 from sandboxkit.mockcloud import CloudMocks
+from sandboxkit.project import program_file, project_name, stack_environment
 from sandboxkit.sdk_parts import import_partial_packages
 
 UNKNOWN_TEXT = "[unknown]"
@@ -443,20 +446,38 @@ def render_share(
     targets: Collection[str] | None = None,
     on_target: Callable[[str], None] | None = None,
 ) -> tuple[StackSpec, RenderedShare]:
-    """Run the program for ``stack`` building only ``targets`` (default: all it lists);
-    ``(the validated stack, the share)``.
+    """Run the project's own program (``project.program_file``: Pulumi.yaml ``main``) for
+    ``stack`` under the recording engine, in a project of Pulumi.yaml's name, building only
+    ``targets`` (default: all it lists); ``(the validated stack, the share)``.
+
+    What the program adds around the components (resources, stack transformations) is
+    recorded as ``pulumi preview`` would pass it to the policy pack. A program that builds
+    the components through ``sandboxkit.program.main`` builds only ``targets`` (see
+    ``joined`` for one that builds more).
 
     Raises:
-        ConfigError: when the stack's config is bad (the whole stack is validated).
+        ConfigError: when the stack's config is bad (the whole stack is validated), or
+            Pulumi.yaml names no program (after the stack's own problems).
     """
-    with recording_engine(stack, source) as recorder:
+    try:
+        entry = program_file(project_dir)
+    except ConfigError:
+        # The stack file's own problems first, as ``pulumi preview`` would give them once
+        # the program runs.
+        load_stack(source, stack, stack_environment(project_dir, stack))
+        raise
+    state = program.Rendering(project_dir, targets=targets)
+    with recording_engine(stack, source, project_name(project_dir)) as recorder:
 
         def starting(target: str) -> None:
             recorder.current_target = target
             if on_target is not None:
                 on_target(target)
 
-        spec = recorder.run(lambda: program.main(project_dir, starting, targets))
+        state.on_target = starting
+        with program.rendering(state):
+            recorder.run(lambda: run_program(entry))
+    spec = state.spec or load_stack(source, stack, stack_environment(project_dir, stack))
     return spec, RenderedShare(
         targets=tuple(t for t in spec.targets if targets is None or t in targets),
         resources=tuple(recorder.resources),
@@ -466,26 +487,48 @@ def render_share(
     )
 
 
+def run_program(entry: Path) -> None:
+    """Run a Python program file as Pulumi's language host does: as ``__main__``, with its
+    folder first on ``sys.path`` (restored after)."""
+    saved = list(sys.path)
+    sys.path.insert(0, str(entry.parent))
+    try:
+        runpy.run_path(str(entry), run_name="__main__")
+    finally:
+        sys.path[:] = saved
+
+
 def joined(stack: str, spec: StackSpec, shares: Sequence[RenderedShare]) -> RenderedStack:
     """The render of ``stack`` (validated: ``spec``) from ``shares`` that together built each
     of its targets once.
 
-    Its warnings are the program's own (from the first share), then each target's in the
-    stack's order; its outputs follow the stack's order; its resources are sorted by URN
-    (registrations arrive from the SDK's threads in no fixed order), so the same stack gives
-    the same render however its targets were shared out.
+    Each target's resources and output come from the share that built it; what the program
+    registers and exports outside every target's component (and each whole render of a
+    program that builds its components without ``program.main``'s share of the targets) from
+    the first share only. Its warnings are the program's own (from the first share), then each
+    target's in the stack's order; its outputs follow the stack's order, then the program's
+    own; its resources are sorted by URN (registrations arrive from the SDK's threads in no
+    fixed order), so the same stack gives the same render however its targets were shared out.
     """
     owner = {target: share for share in shares for target in share.targets}
     outputs = {target: owner[target].outputs[target] for target in spec.targets}
+    outputs.update({k: v for k, v in shares[0].outputs.items() if k not in spec.targets})
     program_warnings = [text for target, text in shares[0].warnings if target is None]
     target_warnings = [
         text for t in spec.targets for target, text in owner[t].warnings if target == t
     ]
     invented: set[str] = set().union(*(share.invented for share in shares))
+    kept: list[RenderedResource] = []
+    for index, share in enumerate(shares):
+        by_urn = {r.urn: r for r in share.resources}
+        for resource in share.resources:
+            target = top_level(resource, by_urn).name
+            if target in share.targets or (target not in spec.targets and index == 0):
+                kept.append(resource)
     return RenderedStack(
         stack=stack,
         spec=spec,
-        resources=tuple(sorted((r for s in shares for r in s.resources), key=lambda r: r.urn)),
+        resources=tuple(sorted(kept, key=lambda r: r.urn)),
         outputs=outputs,
         warnings=(*program_warnings, *target_warnings),
         placeholders=placeholder_paths(to_display(outputs), invented),

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -429,6 +430,10 @@ def _loaded_yaml(text: str, origin: str) -> Any:
 
 
 _TOO_DEEP = f"JSON nested at most {MAX_DEPTH} deep"
+_FINITE = (
+    "a finite number, e.g. 8 (JSON has no NaN or Infinity, and a number beyond a 64-bit float, "
+    "such as 1e400, reads as Infinity)"
+)
 
 
 def _shown(value: object) -> object:
@@ -458,7 +463,8 @@ def _loads(text: str) -> Any:
 
 def _json_problems(value: Any, where: str) -> list[Problem]:
     """Every key a JSON document gives twice, and the first value beyond ``load_yaml``'s bounds
-    (nesting, size, 64-bit integers, lone surrogates), each named by its path below ``where``;
+    (nesting, size, 64-bit integers, lone surrogates) or not a finite number (``NaN``,
+    ``Infinity``, ``1e400``), each named by its path below ``where``;
     empty when there is none."""
     stack: list[tuple[Any, str, int]] = [(value, where, 1)]
     count = 0
@@ -483,6 +489,10 @@ def _json_problems(value: Any, where: str) -> list[Problem]:
         elif isinstance(item, int) and not isinstance(item, bool):
             if not _INT_MIN <= item <= _INT_MAX:
                 return [Problem(path, _shown(item), "an integer that fits in 64 bits")]
+        elif isinstance(item, float) and not math.isfinite(item):
+            # Python's json reads NaN, Infinity and 1e400 (as inf); JSON (RFC 8259 section 6)
+            # has none of them and protobuf's Struct refuses to carry one.
+            return [Problem(path, _shown(item), _FINITE)]
         elif isinstance(item, str) and _SURROGATE.search(item):
             return [Problem(path, _shown(item), "text without a lone surrogate escape (\\ud800)")]
         elif isinstance(item, dict):
@@ -496,7 +506,7 @@ def _json_problems(value: Any, where: str) -> list[Problem]:
 
 def read_json_file(path: Path) -> Any:
     """A JSON file's value, within the bounds ``load_yaml`` keeps (nesting, size, 64-bit
-    integers, no lone surrogate, each key of an object once).
+    integers, no lone surrogate, each key of an object once), every number finite.
 
     Raises:
         ConfigError: naming the file (and the key, for a value beyond the bounds or a key

@@ -19,17 +19,17 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     ENVIRONMENT_LABEL,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     STACK_LABEL,
     TARGET_LABEL,
 )
-from sandboxkit.egress import EgressRule
-from sandboxkit.naming import derived_name
+from sandboxkit.cloud_names import derived_name
+from sandboxkit.effective_egress import EffectiveEgress, ResourceView
+from sandboxkit.egress_contract import EgressRule
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
-from sandboxkit.reach import EffectiveEgress, ResourceView
 
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
 TARGET_MODULES: dict[str, str] = {
@@ -163,7 +163,7 @@ class KitContext:
 
     def object_name(self, prefix: str, max_length: int) -> str:
         """The base of the target's cloud names for this stack: ``<prefix><stack>`` within the
-        cloud's ``max_length`` and characters, kept unique (``naming.derived_name``)."""
+        cloud's ``max_length`` and characters, kept unique (``cloud_names.derived_name``)."""
         return derived_name(prefix, self.stack, max_length)
 
     def labels(self) -> dict[str, str]:
@@ -277,10 +277,10 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
 
     def read_egress(self, resources: Sequence[ResourceView]) -> EffectiveEgress | None:
         """The effective egress of this target's rendered resources, as its folder's reader
-        (``<folder>/reach.py``: ``read_egress(resources) -> EffectiveEgress``) computes it from
-        the resources alone, never from the profile; ``None`` when the folder has no reader.
+        (``<folder>/egress_reader.py``: ``read_egress(resources) -> EffectiveEgress``) computes it
+        from the resources alone, never from the profile; ``None`` when the folder has no reader.
         """
-        module = f"{type(self).__module__.rpartition('.')[0]}.reach"
+        module = f"{type(self).__module__.rpartition('.')[0]}.egress_reader"
         if importlib.util.find_spec(module) is None:
             return None
         reader = importlib.import_module(module).read_egress

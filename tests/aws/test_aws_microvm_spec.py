@@ -13,7 +13,7 @@ from sandboxkit.aws.spec import (
     egress_plan,
     log_retention,
 )
-from sandboxkit.egress import parse_rule
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue

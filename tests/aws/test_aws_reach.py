@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import support as testing
+from sandboxkit.aws.egress_reader import read_egress
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as POLICY_DOCUMENT
-from sandboxkit.aws.reach import read_egress
+from sandboxkit.effective_egress import EffectiveEgress, ResourceView, inexpressible
 from sandboxkit.explain import explain_target, resource_views
-from sandboxkit.reach import EffectiveEgress, ResourceView, inexpressible
 from sandboxkit.render import RenderedStack
 
 T = "aws-microvm"

@@ -14,7 +14,7 @@ import pytest
 from suricata_lab import Probe, verdicts
 
 from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule, read_rules
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.egress_contract import EgressRule, parse_rule
 
 PYPI = "151.101.0.223"  # any public address: the rules alone do not check where a name goes
 DOH = "1.1.1.1"  # a DNS-over-HTTPS resolver address

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.azure.reach import NETWORK_DOC, read_egress
-from sandboxkit.egress import EgressContract
-from sandboxkit.reach import ResourceView, compare, derive_probes
+from sandboxkit.azure.egress_reader import NETWORK_DOC, read_egress
+from sandboxkit.effective_egress import ResourceView, compare, derive_probes
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.render import Recorder
 from support import build_target
 

@@ -28,7 +28,7 @@ from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
 from sandboxkit.render import RenderedStack
-from support import Ran, invoke_cli, open_egress, shipped_render, with_input
+from support import Ran, invoke_cli, kit_program, open_egress, shipped_render, with_input
 
 TEMPLATE_TYPE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 LOG_GROUP_URN = (
@@ -80,6 +80,7 @@ def weakened_project(root: Path) -> Path:
     """A project copy whose prod stack opens egress (CrossGuard) and follows an image tag in
     the kubernetes target (checkov: CKV_K8S_43, baselined only for dev and staging)."""
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
+    kit_program(root)
     shutil.copytree(PROJECT_DIR / "stacks", root / "stacks")
     shutil.copytree(
         PROJECT_DIR / "policy-packs",

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.cloudflare import reach
+from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.cloudflare import egress_reader
 from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.decide import WorkerDecider, WorkerProbe
-from sandboxkit.cloudflare.reach import (
+from sandboxkit.cloudflare.egress_reader import (
     CONNECT_SOURCE,
     RESOLVE_SOURCE,
     WorkerReadError,
@@ -22,11 +23,17 @@ from sandboxkit.cloudflare.reach import (
 )
 from sandboxkit.cloudflare.spec import WORKER_MODULE
 from sandboxkit.config import load_stack, read_stack_file
-from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.egress import EgressContract, parse_rule
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    Grant,
+    Probe,
+    ResourceView,
+    compare,
+    derive_probes,
+)
+from sandboxkit.egress_contract import EgressContract, parse_rule
 from sandboxkit.explain import explain_target
 from sandboxkit.project import stack_file
-from sandboxkit.reach import EffectiveEgress, Grant, Probe, ResourceView, compare, derive_probes
 from sandboxkit.render import Recorder
 from support import build_target, render_values, shipped_render, stack_values
 
@@ -268,7 +275,7 @@ def test_resources_without_a_worker_policy_start_no_node(monkeypatch: pytest.Mon
     def refuse() -> None:
         raise AssertionError("a WorkerDecider was started")
 
-    monkeypatch.setattr(reach, "WorkerDecider", refuse)
+    monkeypatch.setattr(egress_reader, "WorkerDecider", refuse)
     views = [
         ResourceView.of("kubernetes:networking.k8s.io/v1:NetworkPolicy", "np", {"spec": {}}),
         ResourceView.of(WORKERS_SCRIPT, "bare", {"bindings": []}),
@@ -284,9 +291,9 @@ def test_one_shared_decider_answers_each_policy_once(monkeypatch: pytest.MonkeyP
             started.append(self)
             return super().__enter__()
 
-    monkeypatch.setattr(reach, "WorkerDecider", Counted)
-    monkeypatch.setattr(reach, "_SHARED", [])
-    reach._checked_with_shared_decider.cache_clear()
+    monkeypatch.setattr(egress_reader, "WorkerDecider", Counted)
+    monkeypatch.setattr(egress_reader, "_SHARED", [])
+    egress_reader._checked_with_shared_decider.cache_clear()
     policy = json.dumps({"mode": "allowlist", "allow": [{"host": "pypi.org", "port": 443}]})
     try:
         first = read_egress([script_with(policy)])
@@ -294,6 +301,6 @@ def test_one_shared_decider_answers_each_policy_once(monkeypatch: pytest.MonkeyP
         assert first.connect[0].host == "pypi.org"
         assert len(started) == 1
     finally:
-        for decider in reach._SHARED:
+        for decider in egress_reader._SHARED:
             decider.close()
-        reach._checked_with_shared_decider.cache_clear()
+        egress_reader._checked_with_shared_decider.cache_clear()

@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 
 from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.decide import WorkerDecider
-from sandboxkit.cloudflare.reach import read_egress
+from sandboxkit.cloudflare.egress_reader import read_egress
 from sandboxkit.cloudflare.spec import INTERCEPTED_PORTS, check_egress, egress_policy
-from sandboxkit.egress import EgressContract
+from sandboxkit.effective_egress import Probe, ResourceView, compare
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.reach import Probe, ResourceView, compare
 
 LABEL = st.sampled_from(["a", "b", "files", "api", "x1"])
 PARENT = st.sampled_from(["pythonhosted.org", "github.com", "example.net", "a.example.org"])

@@ -1,4 +1,4 @@
-"""The Worker's copies of names that cross the kit/Worker boundary equal sandboxkit.contract's.
+"""The Worker's copies of names that cross the kit/Worker boundary equal sandboxkit.boundary's.
 
 ``worker/src/index.js`` cannot import Python, so it keeps copies; the Worker itself reports them
 (the decider's ``contract``), so these tests read what the running code uses, not its text.
@@ -10,7 +10,7 @@ import json
 import re
 from ipaddress import IPv4Network
 
-from sandboxkit import contract
+from sandboxkit import boundary
 from sandboxkit.addresses import registry_rows
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
@@ -19,16 +19,16 @@ from sandboxkit.cloudflare.spec import MAX_TOKEN_LIFETIME_SECONDS, WORKER_MODULE
 
 def test_binding_names_are_the_contracts(worker_decider: WorkerDecider) -> None:
     assert worker_decider.contract()["bindings"] == {
-        "sandbox": contract.DURABLE_OBJECT_BINDING,
-        "tokenKey": contract.JWT_SIGNING_KEY_BINDING,
-        "tokenIssuer": contract.JWT_ISSUER_BINDING,
-        "tokenAudience": contract.JWT_AUDIENCE_BINDING,
-        "tokenMaxLifetime": contract.JWT_MAX_LIFETIME_BINDING,
-        "sandboxIdKey": contract.SANDBOX_ID_KEY_BINDING,
-        "egressPolicy": contract.EGRESS_POLICY_BINDING,
-        "idleTimeout": contract.IDLE_TIMEOUT_BINDING,
-        "maxLifetime": contract.MAX_LIFETIME_BINDING,
-        "execTimeout": contract.EXEC_TIMEOUT_BINDING,
+        "sandbox": boundary.DURABLE_OBJECT_BINDING,
+        "tokenKey": boundary.JWT_SIGNING_KEY_BINDING,
+        "tokenIssuer": boundary.JWT_ISSUER_BINDING,
+        "tokenAudience": boundary.JWT_AUDIENCE_BINDING,
+        "tokenMaxLifetime": boundary.JWT_MAX_LIFETIME_BINDING,
+        "sandboxIdKey": boundary.SANDBOX_ID_KEY_BINDING,
+        "egressPolicy": boundary.EGRESS_POLICY_BINDING,
+        "idleTimeout": boundary.IDLE_TIMEOUT_BINDING,
+        "maxLifetime": boundary.MAX_LIFETIME_BINDING,
+        "execTimeout": boundary.EXEC_TIMEOUT_BINDING,
     }
 
 
@@ -36,21 +36,21 @@ def test_the_durable_object_class_is_exported_under_the_contracts_name(
     worker_decider: WorkerDecider,
 ) -> None:
     assert worker_decider.contract()["classes"] == sorted(
-        [contract.DURABLE_OBJECT_CLASS, "EgressGateway"]
+        [boundary.DURABLE_OBJECT_CLASS, "EgressGateway"]
     )
 
 
 def test_non_public_blocks_are_the_contracts(worker_decider: WorkerDecider) -> None:
     copies = worker_decider.contract()
-    assert copies["nonPublicIpv4"] == list(contract.NON_PUBLIC_IPV4)
-    assert copies["nonPublicIpv6"] == list(contract.NON_PUBLIC_IPV6)
+    assert copies["nonPublicIpv4"] == list(boundary.NON_PUBLIC_IPV4)
+    assert copies["nonPublicIpv6"] == list(boundary.NON_PUBLIC_IPV6)
 
 
 def test_public_rows_inside_non_public_ipv4_blocks_are_the_registrys(
     worker_decider: WorkerDecider,
 ) -> None:
     # An ISATAP identifier's IPv4 address is judged by its own row (sandboxkit.addresses).
-    blocks = [IPv4Network(text) for text in contract.NON_PUBLIC_IPV4]
+    blocks = [IPv4Network(text) for text in boundary.NON_PUBLIC_IPV4]
     public_inside = [
         str(row.network)
         for row in registry_rows()
@@ -62,7 +62,7 @@ def test_public_rows_inside_non_public_ipv4_blocks_are_the_registrys(
 
 
 def test_internal_suffixes_are_the_contracts(worker_decider: WorkerDecider) -> None:
-    assert worker_decider.contract()["internalSuffixes"] == list(contract.INTERNAL_SUFFIXES)
+    assert worker_decider.contract()["internalSuffixes"] == list(boundary.INTERNAL_SUFFIXES)
 
 
 def test_the_workers_token_lifetime_bound_is_the_kits(worker_decider: WorkerDecider) -> None:

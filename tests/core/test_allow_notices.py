@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandboxkit.config import ConfigSource
-from sandboxkit.egress import normalisation_notices
+from sandboxkit.egress_contract import normalisation_notices
 from sandboxkit.render import render_source
 
 KEY = "sandboxkit:profile.egress.allow"

@@ -86,12 +86,12 @@ def test_the_launcher_and_the_worker_import_only_what_ships_with_them() -> None:
 
 def test_an_import_of_the_kit_from_a_shipped_folder_is_caught(tmp_path: Path) -> None:
     (tmp_path / "main.py").write_text(
-        "import json\nfrom . import helper\nimport boto3\nfrom sandboxkit.contract import X\n"
+        "import json\nfrom . import helper\nimport boto3\nfrom sandboxkit.boundary import X\n"
     )
-    assert imports_beyond(tmp_path, frozenset({"boto3"})) == ["main.py: sandboxkit.contract"]
+    assert imports_beyond(tmp_path, frozenset({"boto3"})) == ["main.py: sandboxkit.boundary"]
     assert imports_beyond(tmp_path, frozenset()) == [
         "main.py: boto3",
-        "main.py: sandboxkit.contract",
+        "main.py: sandboxkit.boundary",
     ]
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from sandboxkit.cloud_names import derived_name, is_stack_name
 from sandboxkit.config import load_stack_file, read_stack_file
 from sandboxkit.errors import ConfigError
-from sandboxkit.naming import derived_name, is_stack_name
 from sandboxkit.project import list_stacks, project_root, stack_environment, stack_file
 from sandboxkit.stackfile import load_yaml, parse_config_text
 from sandboxkit.targets import KitContext

@@ -19,6 +19,10 @@ from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import lowered_levels, policy_config, read_pack_config
 
 REPO = Path(__file__).resolve().parents[2]
+FINITE = (
+    "a finite number, e.g. 8 (JSON has no NaN or Infinity, and a number beyond a 64-bit float, "
+    "such as 1e400, reads as Infinity)"
+)
 COMPONENTS = REPO / "components"
 
 
@@ -255,6 +259,19 @@ def test_a_bad_pack_config_entry_is_named(
             "got '200000 characters'; expected JSON nested at most 64 deep",
             id="nested-brackets",
         ),
+        *(
+            pytest.param(
+                '{"sbx-res-001": {"maxVcpu": ' + written + "}}",
+                f"sbx-res-001.maxVcpu: got {shown}; expected {FINITE}",
+                id=f"non-finite-{written}",
+            )
+            for written, shown in (
+                ("NaN", ".nan"),
+                ("Infinity", ".inf"),
+                ("-Infinity", "-.inf"),
+                ("1e400", ".inf"),
+            )
+        ),
     ],
 )
 def test_a_pack_config_beyond_the_bounds_is_named(text: str, expected: str, tmp_path: Path) -> None:
@@ -320,3 +337,31 @@ def test_lowering_every_level_is_named_in_the_output(info: Any, tmp_path: Path) 
         "environment's config gives them: "
         + "; ".join(f"{policy}: mandatory -> advisory" for policy in raised)
     ) in result.stdout.splitlines()
+
+
+# -- a project without the kit's policy packs (issue 31 item 3) ------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "pack-config"])
+def test_a_project_without_policy_packs_exits_2_naming_the_pack(
+    command: str, tmp_path: Path
+) -> None:
+    for name in ("Pulumi.yaml", "sandboxkit.yaml", "stacks/Pulumi.dev.yaml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    extra = ["--no-checkov"] if command == "check" else ["--out", str(tmp_path / "pc.json")]
+    pack_config = REPO / "policy-packs/sandbox-guard/config/dev.json"
+    result = invoke(
+        command, "--stack", "dev", "--policy-pack-config", str(pack_config),
+        "--project-dir", str(tmp_path), *extra,
+    )  # fmt: skip
+    assert (result.exit_code, result.output.splitlines()) == (
+        2,
+        [
+            "error: invalid input",
+            f"  {tmp_path}/policy-packs/sandbox-guard: got 'no policies/__init__.py'; expected "
+            "the sandbox-guard policy pack, which sandboxkit check and pack-config run: copy "
+            f"policy-packs/ from the sandboxkit repository into {tmp_path}, or run the command "
+            "in a sandboxkit clone",
+        ],
+    )

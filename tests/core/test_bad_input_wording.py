@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sandboxkit import cli
+from sandboxkit.credentials import redacted
 from sandboxkit.errors import MISSING, Problem
 from support import GOOD, make_project
 
@@ -99,6 +101,21 @@ def test_a_credential_inside_a_list_or_mapping_is_redacted_too() -> None:
         "k: got {key: '[value not shown: looks like an AWS access key id]', urls: "
         "['ftp://***@h/x', 'https://h/x?a=b@c', '***@h.example', me@h.example]}; expected x"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("1abc://u:p@h", "1abc://***@h"),  # the scheme starts at the run's first letter
+        ("x-1+a.b://u@h", "x-1+a.b://***@h"),
+        ("a@b://c:d@e", "a@b://***@e"),
+        ("git+ssh://u:p@h and http://v@w", "git+ssh://***@h and http://***@w"),
+        ("a" * 500_000 + "://u:p@h", "a" * 500_000 + "://***@h"),
+    ],
+)
+def test_userinfo_is_redacted_from_the_schemes_first_letter(text: str, shown: str) -> None:
+    # Issue 31 item 4: the 500,000-letter run once took over a minute (benchmarks/long_values.py).
+    assert redacted(text) == shown
 
 
 # -- a refused default names everything its fix needs --------------------------------------------

@@ -10,8 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sandboxkit.addresses import judge_address
-from sandboxkit.egress import EgressRule, destination_of, parse_rule
-from sandboxkit.names import channel_refusal
+from sandboxkit.dns_names import channel_refusal
+from sandboxkit.egress_contract import EgressRule, destination_of, parse_rule
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,10 @@ import pytest
 
 from sandboxkit.addresses import judge_address
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.dns_names import channel_endpoints, is_below
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.guard_checks import cidr_problems, entries_problems
-from sandboxkit.names import channel_endpoints, is_below
 
 PROJECT = Path(__file__).resolve().parents[2]
 PROD = read_stack_file(PROJECT / "stacks" / "Pulumi.prod.yaml")
@@ -184,7 +184,8 @@ def test_a_near_miss_is_still_accepted(entry: str, rule: EgressRule) -> None:
 
 @pytest.mark.parametrize("target", PROD.values["targets"])
 def test_every_target_refuses_the_same_entry(target: str) -> None:
-    # The contract is parsed once (sandboxkit.egress); no target reads its allowlist around it.
+    # The contract is parsed once (sandboxkit.egress_contract); no target reads its allowlist
+    # around it.
     found = problems(target, allow("dns.google:853"))
     assert Problem(KEY, "dns.google:853", f"{ENTRY}dns.google is {DNS_GOOGLE}") in found
 

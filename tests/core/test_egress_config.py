@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
-from sandboxkit.egress import parse_rule
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.errors import ConfigError, Problem
 from support import invoke_cli
 

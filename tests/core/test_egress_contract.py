@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.egress import EgressContract, EgressRule, parse_rule
+from sandboxkit.egress_contract import EgressContract, EgressRule, parse_rule
 from sandboxkit.profile import Egress
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandboxkit import names
-from sandboxkit.names import (
+from sandboxkit import dns_names
+from sandboxkit.dns_names import (
     PSL_VERSION,
     ListedDomain,
     name_refusal,
@@ -176,8 +176,8 @@ def test_the_public_suffix_list_loads_and_judges_with_networking_off(
     no_network: list[str],
 ) -> None:
     # Build the list and the names above its rules afresh, with every network call refusing.
-    fresh_psl = names._psl.__wrapped__()
-    above = names._names_above_suffixes.__wrapped__()
+    fresh_psl = dns_names._psl.__wrapped__()
+    above = dns_names._names_above_suffixes.__wrapped__()
     assert fresh_psl.is_public("github.io") and fresh_psl.is_public("co.uk")
     assert "amazonaws.com" in above and "pythonhosted.org" not in above
     assert name_refusal("github.io", wildcard=True) is not None

@@ -4,7 +4,7 @@ contract admits, read from the target's rendered resources by the target's own r
 For generated profiles (``deny``, ``open`` and allowlists of exact names, wildcards, ports 80,
 443 and 8443 and IP literals, as far as each target accepts them) the target is rendered under
 the offline engine with the prod stack's settings, its reader computes the effective egress, and
-every probe (those ``reach.derive_probes`` gives plus generated names, depths, ports and
+every probe (those ``effective_egress.derive_probes`` gives plus generated names, depths, ports and
 non-public addresses) gets the same answer from the target and from the contract, for
 connections and for name resolution. What a target refuses is part of its documented
 limits (``ACCEPTS`` below); a refusal of anything else fails the test.
@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandboxkit.config import ConfigSource, read_stack_file
-from sandboxkit.egress import parse_rule
+from sandboxkit.effective_egress import contract_probes
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.explain import TargetEgress, explain_target
 from sandboxkit.project import stack_file
-from sandboxkit.reach import contract_probes
 from sandboxkit.render import render_source
 from support import freeze_new_imports
 

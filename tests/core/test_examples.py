@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from sandboxkit.cli import app
 from sandboxkit.targets import TARGET_MODULES
+from support import kit_program
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -30,6 +31,7 @@ def test_every_target_has_one_example_listing_only_itself() -> None:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("examples")
     shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    kit_program(root)
     shutil.copytree(
         ROOT / "policy-packs",
         root / "policy-packs",

@@ -16,7 +16,7 @@ from sandboxkit.checkov_bridge.exporters import export_stack
 from sandboxkit.checkov_bridge.mapping import export_type
 from sandboxkit.render import Recorder, render_stack
 from sandboxkit.targets import TARGET_MODULES
-from support import build_target, named
+from support import build_target, kit_program, named
 
 MACHINE = "flyio:index/machine:Machine"
 SETTINGS = {"app": "agents", "image": "registry.fly.io/agents:v1"}
@@ -41,6 +41,7 @@ def project(tmp_path: Path, owner: str) -> Path:
     (tmp_path / "Pulumi.yaml").write_text(
         "name: sandboxkit\nruntime: python\nstackConfigDir: stacks\n"
     )
+    kit_program(tmp_path, ".")
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.t.yaml").write_text(STACK_FILE.format(owner=owner))
     return tmp_path

@@ -11,14 +11,14 @@ import pytest
 
 from sandboxkit.config import ConfigSource, StackSpec, load_stack, read_stack_file
 from sandboxkit.errors import REDACTED, ConfigError, Problem
-from sandboxkit.formats import (
+from sandboxkit.project import stack_file
+from sandboxkit.targets import TARGET_MODULES, get_target
+from sandboxkit.value_formats import (
     MIN_SHARED_SECRET_LENGTH,
     ImageIdentity,
     pinned_by_digest,
     same_image,
 )
-from sandboxkit.project import stack_file
-from sandboxkit.targets import TARGET_MODULES, get_target
 from support import stack_values
 
 IMAGE_EXPECTED = (

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.egress import EgressContract, parse_rule
-from sandboxkit.gcp.cloudrun.reach import (
+from sandboxkit.effective_egress import ResourceView, compare, derive_probes, inexpressible
+from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.gcp.cloudrun.egress_reader import (
     DNS_ASSUMPTION,
     FQDN_DOC,
     IMPLIED_DOC,
@@ -17,7 +18,6 @@ from sandboxkit.gcp.cloudrun.reach import (
     rebinding_holes,
     sandbox_paths,
 )
-from sandboxkit.reach import ResourceView, compare, derive_probes, inexpressible
 from sandboxkit.render import Recorder
 from support import build_target
 

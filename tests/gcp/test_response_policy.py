@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sandboxkit.egress import parse_rule
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.response_policy import (
     CATCH_ALL_RULE,

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from sandboxkit.egress import parse_rule
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox, cpu_quantity
 from sandboxkit.kubernetes.catalog import MOCK_CLUSTER_IP
 from sandboxkit.kubernetes.plan import AgentSandboxArgs, ResolverArgs

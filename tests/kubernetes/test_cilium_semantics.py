@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxkit.egress import parse_rule
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.kubernetes.cilium import (
     dns_name_matches,
     fqdn_selector,

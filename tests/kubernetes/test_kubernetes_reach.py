@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import support as testing
+from sandboxkit.effective_egress import EffectiveEgress, JSONValue, ResourceView, inexpressible
 from sandboxkit.explain import explain_target, resource_views
-from sandboxkit.gcp.gke.reach import read_egress as read_gke
-from sandboxkit.kubernetes.reach import dnsmasq_names, pattern_scope, read_egress, selects
-from sandboxkit.reach import EffectiveEgress, JSONValue, ResourceView, inexpressible
+from sandboxkit.gcp.gke.egress_reader import read_egress as read_gke
+from sandboxkit.kubernetes.egress_reader import dnsmasq_names, pattern_scope, read_egress, selects
 from sandboxkit.render import RenderedStack
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -26,8 +26,9 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from sandboxkit.contract import RESOLVER_DROP_RANGES
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.boundary import RESOLVER_DROP_RANGES
+from sandboxkit.dns_names import channel_endpoints
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.kubernetes.resolver import (
     EgressMode,
     forwarded_domains,
@@ -35,6 +36,8 @@ from sandboxkit.kubernetes.resolver import (
     resolver_config,
 )
 
+# Three 63-byte labels under an allowed wildcard: the shape of a DNS tunnel's questions.
+DATA_NAME = ".".join(letter * 63 for letter in "abc") + ".pythonhosted.org."
 # What the stand-in upstream knows: name -> records, each ("A"|"AAAA"|"CNAME"|"HTTPS", value).
 # It recurses as kube-dns does: a CNAME's target is answered in the same reply.
 RECORDS: dict[str, list[tuple[str, str]]] = {
@@ -55,6 +58,20 @@ RECORDS: dict[str, list[tuple[str, str]]] = {
     "chain.pythonhosted.org.": [("CNAME", "inside.attacker.example.")],
     "inside.attacker.example.": [("A", "10.1.2.3")],
     "hint.pythonhosted.org.": [("HTTPS", "1 . alpn=h2 ipv4hint=10.0.0.1")],
+    # Public addresses the contract refuses as entries: Azure's platform endpoint, Google DNS.
+    "azure.pythonhosted.org.": [("A", "168.63.129.16")],
+    "gdns.pythonhosted.org.": [("A", "8.8.8.8")],
+    "gdns6.pythonhosted.org.": [("AAAA", "2001:4860:4860::8888")],
+    # Data in records a sandbox never needs, next to an address it does.
+    DATA_NAME: [
+        ("TXT", '"exfil-downstream"'),
+        ("NULL", r"\# 4 deadbeef"),
+        ("MX", "10 mail.example.com."),
+        ("SRV", "0 0 443 peer.example.com."),
+        ("TYPE65280", r"\# 4 deadbeef"),
+        ("CAA", '0 issue "example.com"'),
+        ("A", "151.101.0.230"),
+    ],
 }
 
 
@@ -98,7 +115,7 @@ class Upstream:
             for kind, value in RECORDS[name]:
                 if kind == "CNAME":
                     target = value
-                if kind == "CNAME" or dns.rdatatype.from_text(kind) == rdtype:
+                if kind == "CNAME" or rdtype in (dns.rdatatype.ANY, dns.rdatatype.from_text(kind)):
                     response.answer.append(dns.rrset.from_text(name, 300, "IN", kind, value))
             if target is None:
                 break
@@ -150,8 +167,10 @@ class Resolver:
                     raise AssertionError(f"dnsmasq did not start:\n{output}") from None
                 time.sleep(0.05)
 
-    def ask(self, name: str, rdtype: str = "A", *, tcp: bool = False) -> dns.message.Message:
-        query = dns.message.make_query(name, rdtype)
+    def ask(
+        self, name: str, rdtype: str = "A", *, tcp: bool = False, rdclass: str = "IN"
+    ) -> dns.message.Message:
+        query = dns.message.make_query(name, rdtype, rdclass)
         if tcp:
             return dns.query.tcp(query, "127.0.0.1", port=self.port, timeout=5)
         return dns.query.udp(query, "127.0.0.1", port=self.port, timeout=5)
@@ -285,6 +304,22 @@ def test_answers_with_non_public_addresses_are_dropped(
     assert dns.rcode.to_text(response.rcode()) == "NXDOMAIN"
 
 
+@pytest.mark.parametrize(
+    ("name", "rdtype"),
+    [
+        ("azure.pythonhosted.org", "A"),
+        ("gdns.pythonhosted.org", "A"),
+        ("gdns6.pythonhosted.org", "AAAA"),
+    ],
+)
+def test_answers_with_a_listed_resolver_or_platform_endpoint_are_dropped(
+    allowlist: Resolver, upstream: Upstream, name: str, rdtype: str
+) -> None:
+    response = allowlist.ask(name, rdtype)
+    assert upstream.asked(name)
+    assert (dns.rcode.to_text(response.rcode()), addresses(response)) == ("NXDOMAIN", set())
+
+
 def test_address_hints_in_https_records_are_removed(
     allowlist: Resolver, upstream: Upstream
 ) -> None:
@@ -292,6 +327,49 @@ def test_address_hints_in_https_records_are_removed(
     assert upstream.asked("hint.pythonhosted.org")
     assert dns.rcode.to_text(response.rcode()) == "NOERROR"
     assert response.answer == []
+
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+@pytest.mark.parametrize("rdtype", ["TXT", "NULL", "MX", "SRV", "TYPE65280", "CAA"])
+def test_answers_carry_no_record_a_sandbox_does_not_need(
+    allowlist: Resolver, upstream: Upstream, rdtype: str, tcp: bool
+) -> None:
+    response = allowlist.ask(DATA_NAME, rdtype, tcp=tcp)
+    assert (dns.rcode.to_text(response.rcode()), response.answer) == ("NOERROR", [])
+    # The upstream holds the record: the resolver removed it.
+    query = dns.message.make_query(DATA_NAME, rdtype)
+    direct = dns.query.udp(query, "127.0.0.1", port=upstream.port, timeout=5)
+    assert [dns.rdatatype.to_text(rrset.rdtype) for rrset in direct.answer] == [rdtype]
+
+
+def test_an_any_answer_keeps_addresses_and_mx_only(allowlist: Resolver, upstream: Upstream) -> None:
+    response = allowlist.ask(DATA_NAME, "ANY")
+    # dnsmasq 2.90's fixed ANY rule keeps MX (the documented residual); TXT, NULL, SRV, CAA
+    # and the private type are gone.
+    assert [dns.rdatatype.to_text(rrset.rdtype) for rrset in response.answer] == ["MX", "A"]
+    assert addresses(response) == {"151.101.0.230"}
+    assert (dns.rcode.to_text(allowlist.ask(DATA_NAME).rcode())) == "NOERROR"
+
+
+@pytest.mark.parametrize("name", ["servers.bind", "version.bind", "cachesize.bind"])
+def test_chaos_questions_about_the_resolver_get_no_answer(
+    allowlist: Resolver, upstream: Upstream, name: str
+) -> None:
+    before = len(upstream.seen)
+    response = allowlist.ask(name, "TXT", rdclass="CH")
+    # Without no-ident dnsmasq answers servers.bind with its upstream's address and port.
+    assert (dns.rcode.to_text(response.rcode()), response.answer) == ("NOTIMP", [])
+    assert len(upstream.seen) == before
+
+
+def test_a_chaos_question_for_an_allowed_name_gets_no_records(
+    allowlist: Resolver, upstream: Upstream
+) -> None:
+    response = allowlist.ask("pypi.org", "TXT", rdclass="CH")
+    assert response.answer == []
+    refused = allowlist.ask("x.attacker.example", "TXT", rdclass="CH")
+    assert (dns.rcode.to_text(refused.rcode()), refused.answer) == ("NXDOMAIN", [])
+    assert not upstream.asked("x.attacker.example.")
 
 
 @pytest.mark.parametrize("name", ["pypi.org", "x.attacker.example", "files.pythonhosted.org"])
@@ -318,6 +396,17 @@ def test_open_forwards_any_name_but_still_drops_non_public_answers(
 # --- the generated text -------------------------------------------------------------------------
 
 BLOCKED = [f"bogus-nxdomain={block}" for block in RESOLVER_DROP_RANGES]
+# The addresses of data/dns-and-platform-endpoints.txt, in file order.
+ENDPOINTS = [
+    f"bogus-nxdomain={endpoint.address}"
+    for endpoint in channel_endpoints()
+    if endpoint.address is not None
+]
+STRIPPED = [
+    str(number)
+    for number in [*range(2, 129), *range(249, 263), 32768, 32769, *range(65280, 65535)]
+    if number not in (5, 28, 41)
+]
 HEADER = [
     "# sandboxkit: the sandbox resolver (generated; see sandboxkit.kubernetes.resolver)",
     "no-resolv",
@@ -326,9 +415,22 @@ HEADER = [
     "bogus-priv",
     "stop-dns-rebind",
     "log-queries",
-    "filter-rr=SVCB,HTTPS",
+    "no-ident",
+    *(
+        "filter-rr=" + ",".join(STRIPPED[start : start + 100])
+        for start in range(0, len(STRIPPED), 100)
+    ),
     *BLOCKED,
+    *ENDPOINTS,
 ]
+
+
+def test_the_endpoint_list_gives_the_resolver_addresses_to_drop() -> None:
+    assert {"bogus-nxdomain=168.63.129.16", "bogus-nxdomain=8.8.8.8"} <= set(ENDPOINTS)
+    assert "bogus-nxdomain=2001:4860:4860::8888" in ENDPOINTS
+    # SVCB (64), HTTPS (65), TXT (16) and NULL (10) are stripped; A, CNAME, AAAA, OPT kept.
+    assert {"64", "65", "16", "10", "255", "65280"} <= set(STRIPPED)
+    assert not {"1", "5", "28", "41"} & set(STRIPPED)
 
 
 def test_deny_config_forwards_nothing() -> None:

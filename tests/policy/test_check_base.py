@@ -120,7 +120,7 @@ GATE_EDITS = {
     "policy-packs/checkov/baseline.yaml": None,
     "sandboxkit.yaml": "environments:\n  prod: dev\n",
     "policy-packs/sandbox-guard/policies/net.py": None,
-    "components/sandboxkit/egress.py": None,
+    "components/sandboxkit/egress_contract.py": None,
     "Pulumi.yaml": None,
     ".github/workflows/pr.yml": None,
 }

@@ -23,7 +23,7 @@ import support
 from sandboxkit import gate
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import policy_config
-from support import PROGRESS_ENV, Ran, invoke_cli
+from support import PROGRESS_ENV, Ran, invoke_cli, kit_program
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "components"
 
@@ -60,6 +60,7 @@ def test_the_installed_entry_point_checks_prod_and_exits_0(project_dir: Path) ->
 def project_copy(tmp_path: Path, project_dir: Path) -> Path:
     """Pulumi.yaml, stacks/ and the pack copied to a scratch project to weaken."""
     shutil.copy(project_dir / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    kit_program(tmp_path)
     shutil.copytree(project_dir / "stacks", tmp_path / "stacks")
     shutil.copytree(
         project_dir / "policy-packs",

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 import support as testing
 from sandboxkit import gate
+from sandboxkit.boundary import NON_PUBLIC_IPV4
 from sandboxkit.cli import app
-from sandboxkit.contract import NON_PUBLIC_IPV4
 from sandboxkit.explain import contracts_config
 from sandboxkit.gate.crossguard import analyze, configure
 from sandboxkit.gate.pack_config import CONTRACT_POLICY, policy_config

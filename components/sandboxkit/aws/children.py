@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.contract import STACK_LABEL, TRUSTED_ACCOUNTS_TAG
+from sandboxkit.boundary import STACK_LABEL, TRUSTED_ACCOUNTS_TAG
 
 
 def policy_document(*statements: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.suricata import read_rules
-from sandboxkit.contract import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
+from sandboxkit.boundary import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.guard import (
     CheckContext,
     Handler,

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.aws import egress_guard
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     LAUNCHER_EXEC_TIMEOUT_SECONDS,
     LAUNCHER_EXECUTION_ROLE_ARN,
     LAUNCHER_IDLE_TIMEOUT_SECONDS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from sandboxkit.egress import EgressRule
+from sandboxkit.egress_contract import EgressRule
 from sandboxkit.secrets import SecretValue
 
 # botocore 1.44.8 `lambda-microvms` service model, RunMicrovm request shapes.

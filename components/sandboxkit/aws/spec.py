@@ -25,9 +25,8 @@ from sandboxkit.aws.plan import (
     MicrovmSandboxArgs,
 )
 from sandboxkit.aws.worker.build import HOOKS_PORT
-from sandboxkit.egress import EgressRule, parse_rule
+from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
-from sandboxkit.formats import SharedSecret
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -37,6 +36,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
 )
+from sandboxkit.value_formats import SharedSecret
 
 TARGET = "aws-microvm"
 SETTINGS_KEY = f"sandboxkit:{TARGET}"
@@ -196,7 +196,7 @@ class MicrovmSettings(TargetSettings):
             (``arn:aws:lambda:<region>:<account>:microvm-image:<name>``, the service model's
             MicrovmImageArn); default the AWS-managed ``al2023-1`` of ``region``.
         webhookSecret: HMAC key shared with the platform (Pulumi secret of at least 32
-            characters, ``sandboxkit.formats.MIN_SHARED_SECRET_LENGTH``), stored in Secrets
+            characters, ``sandboxkit.value_formats.MIN_SHARED_SECRET_LENGTH``), stored in Secrets
             Manager and read by the launcher.
         workerCredentialKey: the HMAC key (Pulumi secret of at least 32
             characters) the launcher signs each MicroVM's

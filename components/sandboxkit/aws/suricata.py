@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sandboxkit.addresses import exclusion_blocks
-from sandboxkit.egress import EgressRule
+from sandboxkit.egress_contract import EgressRule
 
 # Suricata signature ids are unsigned 32-bit; the kit's start clear of common community sets.
 FIRST_SID = 1_000_001

@@ -14,7 +14,7 @@ import pulumi_aws as aws
 from sandboxkit.aws.children import Children, SourceContext, policy_document, trusted_tags
 from sandboxkit.aws.image import LAMBDA_PRINCIPAL
 from sandboxkit.aws.plan import MicrovmSandboxArgs
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     LAUNCHER_CONNECTOR_ARN,
     LAUNCHER_CONTROL_PLANE_URL,
     LAUNCHER_CREDENTIAL_KEY_SECRET_ARN,

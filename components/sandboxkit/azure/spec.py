@@ -31,7 +31,6 @@ from sandboxkit.azure.plan import (
     check_allocation,
 )
 from sandboxkit.errors import ConfigError, FieldError, Problem
-from sandboxkit.formats import ImageReference
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -41,6 +40,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
 )
+from sandboxkit.value_formats import ImageReference
 
 MAX_SESSIONS_SOURCE = (
     f"{SESSIONS_DOC}: scaleConfiguration.maxConcurrentSessions (--max-sessions), maximum 600"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sandboxkit.catalog import TF_CLOUDFLARE, ResourceKind, TerraformType
 
-# The Worker script: its bindings carry EGRESS_POLICY, limits and keys (reach.py reads it).
+# The Worker script: its bindings carry EGRESS_POLICY, limits and keys (egress_reader.py reads it).
 WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
 
 KINDS: tuple[ResourceKind, ...] = (

@@ -300,7 +300,7 @@ class WorkerDecider:
         ]
 
     def contract(self) -> dict[str, Any]:
-        """The names and ranges ``worker/src/index.js`` shares with ``sandboxkit.contract``:
+        """The names and ranges ``worker/src/index.js`` shares with ``sandboxkit.boundary``:
         ``bindings`` (key -> binding name), ``classes`` (exported classes), ``nonPublicIpv4``,
         ``nonPublicIpv6``, ``publicInsideNonPublicIpv4``, ``internalSuffixes``, ``tokenLimits``
         (``{clockToleranceSeconds, maxLifetimeSeconds}``).

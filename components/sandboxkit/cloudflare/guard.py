@@ -7,9 +7,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
-from sandboxkit.cloudflare.reach import worker_code_problems
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     CONTAINER_IMAGE_BINDING,
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
@@ -18,6 +16,8 @@ from sandboxkit.contract import (
     JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
+from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare.egress_reader import worker_code_problems
 from sandboxkit.guard import (
     CheckContext,
     Handler,

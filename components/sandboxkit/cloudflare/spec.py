@@ -17,13 +17,7 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, field_validator
 
-from sandboxkit.cloudflare.plan import (
-    DEFAULT_COMPATIBILITY_DATE,
-    MAIN_MODULE,
-    MIN_COMPATIBILITY_DATE,
-    WorkerSandboxArgs,
-)
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     CONTAINER_IMAGE_BINDING,
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
@@ -33,9 +27,14 @@ from sandboxkit.contract import (
     JWT_MAX_LIFETIME_BINDING,
     MAX_LIFETIME_BINDING,
 )
+from sandboxkit.cloud_names import derived_name
+from sandboxkit.cloudflare.plan import (
+    DEFAULT_COMPATIBILITY_DATE,
+    MAIN_MODULE,
+    MIN_COMPATIBILITY_DATE,
+    WorkerSandboxArgs,
+)
 from sandboxkit.errors import ConfigError, Problem
-from sandboxkit.formats import CalendarDate, ImageReference, SharedSecret
-from sandboxkit.naming import derived_name
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -46,6 +45,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
 )
+from sandboxkit.value_formats import CalendarDate, ImageReference, SharedSecret
 
 # The Worker module ships inside the package (package-data "*.js") and is uploaded as is.
 WORKER_MODULE = Path(__file__).resolve().parent / "worker" / "src" / MAIN_MODULE
@@ -138,8 +138,8 @@ class CloudflareSettings(TargetSettings):
         image: the sandbox container image, an OCI image reference (Cloudflare registry,
             Docker Hub or ECR).
         tokenSigningKey: HS256 key of the short-lived tokens clients present (Pulumi secret of
-            at least 32 characters, ``sandboxkit.formats.MIN_SHARED_SECRET_LENGTH``; the Worker
-            refuses fewer too). Whoever holds it mints tokens for any
+            at least 32 characters, ``sandboxkit.value_formats.MIN_SHARED_SECRET_LENGTH``; the
+            Worker refuses fewer too). Whoever holds it mints tokens for any
             tenant: keep it in the platform that mints them and in the Worker, nowhere else.
         tokenIssuer: the ``iss`` every client token must carry; default ``sandboxkit``.
         tokenMaxLifetimeSeconds: longest ``exp - iat`` a client token may span, seconds, 1 to
@@ -183,7 +183,7 @@ class CloudflareSettings(TargetSettings):
 
 def script_name(settings: CloudflareSettings, stack: str) -> str:
     """The Worker script name: ``scriptName`` or ``sandboxkit-<stack>`` (at most 63 lower-case
-    letters, digits and hyphens, as ``scriptName`` is; ``naming.derived_name``)."""
+    letters, digits and hyphens, as ``scriptName`` is; ``cloud_names.derived_name``)."""
     return settings.script_name or derived_name("sandboxkit-", stack, 63)
 
 

@@ -18,18 +18,18 @@ import pulumi
 from pulumi_cloudflare.workers_script import WorkersScript
 from pulumi_cloudflare.workers_script_subdomain import WorkersScriptSubdomain
 
+from sandboxkit.boundary import (
+    DURABLE_OBJECT_BINDING,
+    DURABLE_OBJECT_CLASS,
+    JWT_SIGNING_KEY_BINDING,
+    SANDBOX_ID_KEY_BINDING,
+)
 from sandboxkit.cloudflare.plan import (
     COMPATIBILITY_FLAGS,
     HEAD_SAMPLING_RATE,
     MAIN_MODULE,
     MIGRATION_TAG,
     WorkerSandboxArgs,
-)
-from sandboxkit.contract import (
-    DURABLE_OBJECT_BINDING,
-    DURABLE_OBJECT_CLASS,
-    JWT_SIGNING_KEY_BINDING,
-    SANDBOX_ID_KEY_BINDING,
 )
 
 if TYPE_CHECKING:

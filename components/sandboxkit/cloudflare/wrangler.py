@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandboxkit.boundary import DURABLE_OBJECT_BINDING, DURABLE_OBJECT_CLASS
 from sandboxkit.cloudflare.plan import (
     COMPATIBILITY_FLAGS,
     HEAD_SAMPLING_RATE,
     MIGRATION_TAG,
     WorkerSandboxArgs,
 )
-from sandboxkit.contract import DURABLE_OBJECT_BINDING, DURABLE_OBJECT_CLASS
 
 
 def wrangler_config(

@@ -28,6 +28,7 @@ from pulumi.runtime import proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from sandboxkit.config import NAMESPACE
+from sandboxkit.errors import ConfigError, Problem
 
 PACK_DIR = Path("policy-packs") / "sandbox-guard"
 ENFORCEMENT_NAMES = {
@@ -73,9 +74,20 @@ def load_policies(pack: Path) -> ModuleType:
         ``PACK_NAME``, ``ALL_POLICIES``, ``DEFAULT_ENFORCEMENT``, ``RULES_BY_NAME``, ...).
 
     Raises:
-        FileNotFoundError: when the pack has no ``policies/__init__.py``.
+        ConfigError: naming the pack folder when it has no ``policies/__init__.py`` (a project
+            without the kit's ``policy-packs/``).
     """
     init = pack / "policies" / "__init__.py"
+    if not init.is_file():
+        raise ConfigError(
+            Problem(
+                str(pack),
+                f"no {init.relative_to(pack)}",
+                "the sandbox-guard policy pack, which sandboxkit check and pack-config run: "
+                f"copy policy-packs/ from the sandboxkit repository into {pack.parent.parent}, "
+                "or run the command in a sandboxkit clone",
+            )
+        )
     spec = importlib.util.spec_from_file_location(
         "sandboxkit_pack_policies", init, submodule_search_locations=[str(init.parent)]
     )
@@ -253,7 +265,7 @@ class InProcessAnalyzer:
     object in ``AnalyzeStack``.
 
     Raises:
-        FileNotFoundError: (on construction) when the pack has no ``policies/__init__.py``.
+        ConfigError: (on construction) when the pack has no ``policies/__init__.py``.
     """
 
     def __init__(self, pack: Path) -> None:

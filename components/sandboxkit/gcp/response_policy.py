@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from sandboxkit.egress import EgressRule
+from sandboxkit.egress_contract import EgressRule
 
 # Every name below the root: the catch-all. Public Terraform uses "*." as a catch-all response
 # policy rule; no Google page read says so in words (see docs/targets/gcp-cloudrun.md).

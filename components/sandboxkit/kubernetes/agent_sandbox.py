@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     NON_PUBLIC_IPV4,
     NON_PUBLIC_IPV6,
     RESOLVER_POD_LABEL,

@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, Final
 
-from sandboxkit.egress import EgressRule
+from sandboxkit.egress_contract import EgressRule
 
 CiliumVersion = tuple[int, int]
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from sandboxkit.contract import RESOLVER_POD_LABEL, SANDBOX_POD_LABEL
+from sandboxkit.boundary import RESOLVER_POD_LABEL, SANDBOX_POD_LABEL
 from sandboxkit.kubernetes.plan import ResolverArgs, container_walls
 from sandboxkit.kubernetes.resolver import (
     CONFIG_PATH,

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.contract import (
+from sandboxkit.boundary import (
     EVERYWHERE,
     LINK_LOCAL_RESOLVERS,
     RESOLVER_POD_LABEL,
     SANDBOX_POD_LABEL,
 )
+from sandboxkit.effective_egress import ResourceView, as_dicts
 from sandboxkit.guard import (
     SANDBOX_POD_KINDS,
     CheckContext,
@@ -43,7 +44,7 @@ from sandboxkit.guard_checks import (
     unpinned_images,
 )
 from sandboxkit.kubernetes import pod_guard
-from sandboxkit.kubernetes.reach import (
+from sandboxkit.kubernetes.egress_reader import (
     CILIUM_POLICY,
     CONFIG_MAP,
     GKE_FQDN_POLICY,
@@ -54,7 +55,6 @@ from sandboxkit.kubernetes.reach import (
     resolver_config,
     selects,
 )
-from sandboxkit.reach import ResourceView, as_dicts
 
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from sandboxkit.egress import EgressRule
+from sandboxkit.egress_contract import EgressRule
 
 
 class ResolverArgs(TypedDict):

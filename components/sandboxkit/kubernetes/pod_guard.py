@@ -22,7 +22,7 @@ from sandboxkit.guard import (
     target_of,
 )
 from sandboxkit.guard_checks import outside_the_stack
-from sandboxkit.kubernetes.reach import TARGET
+from sandboxkit.kubernetes.egress_reader import TARGET
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"

@@ -18,11 +18,27 @@ name):
 - ``open``: every name is forwarded.
 
 In every mode an answer carrying a non-public address is turned into NXDOMAIN
-(``bogus-nxdomain`` for each range of ``contract.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
-also behind a CNAME), dnsmasq's own ``stop-dns-rebind`` list applies on top, and SVCB
-and HTTPS records, whose ``ipv4hint``/``ipv6hint`` carry addresses the range check does not read,
-are removed (``filter-rr``). A name list cannot stop DNS rebinding; this is where the kit's
-boundary drops such answers.
+(``bogus-nxdomain`` for each range of ``boundary.RESOLVER_DROP_RANGES``, IPv4 and IPv6 alike,
+also behind a CNAME), and so is one carrying an address of the kit's list of public DNS
+resolvers and platform endpoints (``dns_names.channel_endpoints``: ``8.8.8.8``, Azure's
+``168.63.129.16`` ...), which the contract refuses as entries; dnsmasq's own
+``stop-dns-rebind`` list applies on top. A name list cannot stop DNS rebinding; this is where
+the kit's boundary drops such answers.
+
+Record types. A sandbox needs addresses: A and AAAA, and the CNAME records of a chain that
+leads to them (``ANSWER_RECORD_TYPES``). Every other record is removed from every answer
+(``filter-rr``, ``STRIPPED_RECORD_TYPES``): TXT, NULL, MX, SRV, the private-use types and the
+rest, whose data is a channel in from any name's authoritative server, and SVCB and HTTPS,
+whose ``ipv4hint``/``ipv6hint`` carry addresses the range check does not read. A query of
+such a type gets NOERROR with no answer. An ANY answer keeps A, AAAA, CNAME and MX: dnsmasq
+2.90 filters ANY answers by its fixed ANY rule, not by the type list (measured: MX survives
+there with or without ``filter-rr=ANY``), so an MX record's name is the one residual.
+dnsmasq 2.90 has no option that refuses a question by type or class, so a question of another
+type for an allowed name is still forwarded: it carries nothing an A question for the same
+name does not. Class CHAOS: ``no-ident`` stops dnsmasq answering ``servers.bind`` (which names
+its upstream), ``version.bind`` and the cache statistics (measured on Debian's dnsmasq 2.90:
+NOTIMP, nothing forwarded), and a CHAOS question for any other name is a name question like
+any other (refused unless the name is allowed, and then answered with no records).
 
 Why dnsmasq and not Unbound (both from Debian 12, dnsmasq 2.90 and Unbound 1.17, measured on
 loopback against a stand-in upstream): dnsmasq expresses "this name only" (``server=/h/`` with
@@ -41,8 +57,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
-from sandboxkit.contract import RESOLVER_DROP_RANGES
-from sandboxkit.egress import EgressRule
+from sandboxkit.boundary import RESOLVER_DROP_RANGES
+from sandboxkit.dns_names import channel_endpoints
+from sandboxkit.egress_contract import EgressRule
 
 # Standard DNS port: the port sandbox pods send to and the upstream resolvers listen on.
 DNS_PORT: Final = 53
@@ -51,8 +68,24 @@ KUBE_DNS_NAMESPACE: Final = "kube-system"
 KUBE_DNS_POD_LABELS: Final = {"k8s-app": "kube-dns"}
 # Where the Deployment mounts the generated configuration (a ConfigMap key).
 CONFIG_PATH: Final = "/etc/sandboxkit/dnsmasq.conf"
-# SVCB (RFC 9460) and HTTPS records carry address hints that bogus-nxdomain does not inspect.
-FILTERED_RECORD_TYPES: Final = ("SVCB", "HTTPS")
+# What a sandbox resolves names for: addresses, and the CNAME chain that leads to them.
+ANSWER_RECORD_TYPES: Final = ("A", "CNAME", "AAAA")
+# Every other type an answer could carry, by number (dnsmasq reads numbers and names alike):
+# IANA's "Resource Record (RR) TYPEs" registry (RFC 6895) assigns types in 1-127, 128
+# (NXNAME), 249-262 and 32768-32769 and reserves 65280-65534 for private use; all of them
+# but ANSWER_RECORD_TYPES and OPT (41, the EDNS pseudo-record every answer may carry). ANY
+# (255) is among them: dnsmasq(8) --filter-rr, "ANY answers keep A, AAAA, MX and CNAME".
+# SVCB (64) and HTTPS (65) are too: their address hints would pass bogus-nxdomain unread.
+_KEPT_NUMBERS: Final = frozenset({1, 5, 28, 41})
+STRIPPED_RECORD_TYPES: Final = tuple(
+    str(number)
+    for span in (range(1, 129), range(249, 263), range(32768, 32770), range(65280, 65535))
+    for number in span
+    if number not in _KEPT_NUMBERS
+)
+# dnsmasq reads a configuration line of at most 1,024 characters (measured with 2.90: a longer
+# filter-rr line is "bad option"); this many types keep each line well under it.
+_TYPES_PER_LINE: Final = 100
 # A host as EgressRule keeps it: lower-case labels of letters, digits and inner hyphens. Checked
 # again here because each one is written into a configuration line.
 _HOST = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$")
@@ -119,7 +152,8 @@ def resolver_config(
             DNSCache); at least one unless ``mode`` is ``deny``.
         upstream_port: the upstream's DNS port (53 on every cluster resolver).
         blocked_ranges: CIDR blocks whose addresses must never be returned (default:
-            ``contract.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block).
+            ``boundary.RESOLVER_DROP_RANGES``, every non-public IPv4 and IPv6 block); the
+            addresses of ``dns_names.channel_endpoints`` are dropped as well, always.
 
     Returns:
         The configuration, one option per line, in a fixed order (the same inputs give the same
@@ -147,11 +181,21 @@ def resolver_config(
         "stop-dns-rebind",
         # Every question and its fate goes to the pod's log: the trail of attempted lookups.
         "log-queries",
-        f"filter-rr={','.join(FILTERED_RECORD_TYPES)}",
+        # No CHAOS-class answers of dnsmasq's own (servers.bind names the upstream).
+        "no-ident",
+    ]
+    lines += [
+        f"filter-rr={','.join(STRIPPED_RECORD_TYPES[start : start + _TYPES_PER_LINE])}"
+        for start in range(0, len(STRIPPED_RECORD_TYPES), _TYPES_PER_LINE)
     ]
     for block in blocked_ranges:
         network = ipaddress.ip_network(block, strict=True)
         lines.append(f"bogus-nxdomain={network.compressed}")
+    lines += [
+        f"bogus-nxdomain={endpoint.address.compressed}"
+        for endpoint in channel_endpoints()
+        if endpoint.address is not None
+    ]
     if mode == "open":
         lines += [f"server={server}" for server in servers]
         return "\n".join(lines) + "\n"

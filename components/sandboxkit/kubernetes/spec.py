@@ -7,10 +7,9 @@ from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from sandboxkit.contract import LINK_LOCAL_RESOLVERS
-from sandboxkit.egress import EgressRule
+from sandboxkit.boundary import LINK_LOCAL_RESOLVERS
+from sandboxkit.egress_contract import EgressRule
 from sandboxkit.errors import ConfigError, FieldError, Problem
-from sandboxkit.formats import ImageReference
 from sandboxkit.kubernetes.cilium import (
     MINIMUM_VERSION,
     MULTI_LABEL_PATTERNS,
@@ -28,6 +27,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
 )
+from sandboxkit.value_formats import ImageReference
 
 # gVisor intercepts every syscall in a user-space kernel: the sandbox wall the controller's
 # docs recommend. GKE names its runtime class "gvisor" with handler "runsc".
@@ -188,7 +188,7 @@ class SandboxObjectSettings(TargetSettings):
 
     Attributes:
         image: the sandbox container image, an OCI image reference pinned by digest or tag
-            (``name[:tag][@digest]``; see ``sandboxkit.formats``).
+            (``name[:tag][@digest]``; see ``sandboxkit.value_formats``).
         namespace: namespace of the sandbox objects; never one the cluster or a shared add-on
             uses (``default``, ``kube-*``, ``gke-*``, ``gmp-*``, ``istio-system`` and the
             other names of ``SYSTEM_NAMESPACES``), whether created or existing.

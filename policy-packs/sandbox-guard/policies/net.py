@@ -12,8 +12,16 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from sandboxkit.contract import RESOLVER_PORTS
-from sandboxkit.egress import EgressContract, parse_rule
+from sandboxkit.boundary import RESOLVER_PORTS
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    Grant,
+    compare,
+    contract_probes,
+    inexpressible,
+    port_runs,
+)
+from sandboxkit.egress_contract import EgressContract, parse_rule
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     CheckContext,
@@ -21,14 +29,6 @@ from sandboxkit.guard import (
     numbers,
     target_views,
     unreadable_egress,
-)
-from sandboxkit.reach import (
-    EffectiveEgress,
-    Grant,
-    compare,
-    contract_probes,
-    inexpressible,
-    port_runs,
 )
 from sandboxkit.targets import TARGET_MODULES, get_target
 
@@ -137,7 +137,8 @@ class _TargetRead:
 
 def _read_targets(resources: Sequence[StackResource]) -> Iterator[_TargetRead]:
     """Every registered target with a reader that found its resources in the stack, each reader
-    reading only the resources its component created (as explain-egress does). A reader that
+    reading the resources its component created and those outside every component
+    (``guard.target_views``, as explain-egress does). A reader that
     refuses them or fails on an input of the wrong shape (``guard.EGRESS_READ_FAILURES``)
     gives a read without ``effective``, which each check reports: never a target skipped, nor
     the stack's check crashed by one target."""
@@ -286,7 +287,8 @@ MATCHES_CONTRACT = StackRule(
         title="Every target's egress is the stack's egress contract",
         severity=Severity.CRITICAL,
         description="Checks, with each target's egress reader over the resources its component "
-        "created, that no target grants what the egress contract cannot express (a wildcard "
+        "created and those the project's program adds outside every component, that no "
+        "target grants what the egress contract cannot express (a wildcard "
         "admitting its apex or one label only, a name on every port, a name matched only as "
         "the client claims it) and, for the contracts in the policy's config (sandboxkit "
         "check fills them from the stack's profile), that every probe derived from the "

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.contract import EVERYWHERE
-from sandboxkit.formats import same_image
+from sandboxkit.boundary import EVERYWHERE
 from sandboxkit.gcp import guard as gcp_guard
+from sandboxkit.gcp.cloudrun.egress_reader import dns_tunnels, rebinding_holes
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE
-from sandboxkit.gcp.cloudrun.reach import dns_tunnels, rebinding_holes
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     CheckContext,
@@ -36,6 +35,7 @@ from sandboxkit.guard_checks import (
     time_problems,
     unpinned_images,
 )
+from sandboxkit.value_formats import same_image
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -301,7 +301,7 @@ def _template_problems(service: StackResource, launchers: list[Mapping[str, Any]
     for template in templates:
         image = template.get("image")
         # One image by any name: a digest names the content, a host in another case or with
-        # its default port the same registry (sandboxkit.formats.same_image).
+        # its default port the same registry (sandboxkit.value_formats.same_image).
         launcher = next((i for i in launcher_images if same_image(str(image), i)), None)
         if isinstance(image, str) and launcher is not None:
             shown = image if image == launcher else f"{image} (the launcher's {launcher})"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from sandboxkit.egress import EgressRule
+from sandboxkit.egress_contract import EgressRule
 from sandboxkit.gcp.response_policy import ResponseRule
 
 # The launcher's environment variable naming the template it starts every sandbox from (the

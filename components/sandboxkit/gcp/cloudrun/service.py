@@ -19,7 +19,7 @@ from pulumi_gcp.compute.network_firewall_policy_association import (
 )
 from pulumi_gcp.compute.network_firewall_policy_rule import NetworkFirewallPolicyRule
 
-from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE, CloudRunSandboxArgs
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.gcp.dns import response_policy

@@ -26,14 +26,14 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from sandboxkit.egress import parse_rule
+from sandboxkit.egress_contract import parse_rule
 from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
-from sandboxkit.formats import ImageReference, same_image
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
+from sandboxkit.value_formats import ImageReference, same_image
 
 TARGET = "gcp-cloudrun"
 

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
-from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
+from sandboxkit.boundary import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
 from sandboxkit.gcp.gke.plan import (
     GVISOR_NODE_LABEL,

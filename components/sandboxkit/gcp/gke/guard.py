@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.addresses import private_use_reason
-from sandboxkit.contract import NODE_POOL_LABEL, SYSTEM_NODE_POOL
+from sandboxkit.boundary import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp import guard as gcp_guard
 from sandboxkit.gcp.gke.plan import (
     MAX_AUTHORIZED_NETWORKS,

@@ -7,7 +7,7 @@
 //                                   [{"method", "args": [pattern?, "<gateway>"]}]
 //   {"op": "probe", "policy", "probes": [{"host", "port"}]}
 //       -> [{"admitted", "stage": "platform"|"gateway", "reason", "interception"}]
-//   {"op": "contract"} -> the names and ranges src/index.js shares with sandboxkit.contract
+//   {"op": "contract"} -> the names and ranges src/index.js shares with sandboxkit.boundary
 // "probe" is the whole path: the platform routing model (platform.js) over the Durable Object's
 // interceptions, then decideEgress on the URL the gateway sees.
 import * as worker from "../src/index.js";

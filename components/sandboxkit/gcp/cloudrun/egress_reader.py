@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from sandboxkit.addresses import non_public_reach
-from sandboxkit.contract import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_dicts
 from sandboxkit.gcp.cloud_dns import PolicyRule
 from sandboxkit.gcp.cloudrun.ngfw import (
     Allowed,
@@ -52,7 +53,6 @@ from sandboxkit.gcp.cloudrun.ngfw import (
     decide,
     read_rules,
 )
-from sandboxkit.reach import EffectiveEgress, Grant, ResourceView, Scope, as_dicts
 from sandboxkit.secrets import UNKNOWN_SECRET
 
 TARGET = "gcp-cloudrun"
@@ -311,7 +311,7 @@ def _inside(block: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
 
 def rebinding_holes(resources: Iterable[ResourceView]) -> list[RebindingHole]:
     """Allowed names whose FQDN objects would admit a non-public address (one inside each
-    block of ``contract.NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) if the name resolved to it:
+    block of ``boundary.NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) if the name resolved to it:
     Cloud NGFW programs whatever the name resolves to (``FQDN_DOC``), so only a deny of those
     ranges ahead of the allow stops DNS rebinding. The policy gate reports each (SBX-NET-005).
     """

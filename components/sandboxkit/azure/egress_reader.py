@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from sandboxkit.azure.plan import SESSIONS_DOC
-from sandboxkit.reach import EffectiveEgress, Grant, ResourceView
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView
 
 TARGET = "azure-sessions"
 POOL = "azure-native:app:ContainerAppsSessionPool"

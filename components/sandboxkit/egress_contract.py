@@ -11,7 +11,7 @@ through the same parser) are ``host[:port]``, port 443 by default:
   port 443, and no other name on port 80.
 
 Names compare case-insensitively, without a trailing dot, internationalised names in their
-A-label form (``sandboxkit.names.normalize_name``). A name is fully qualified (two labels or
+A-label form (``sandboxkit.dns_names.normalize_name``). A name is fully qualified (two labels or
 more): a one-label name resolves through the search path (``kubernetes`` is the cluster's API),
 and an all-digit last label may be read as an address (``127.1``).
 
@@ -31,11 +31,11 @@ Refused entries (``parse_rule``; each message names the reason and what to write
 entries meaning everywhere (``*``, ``0.0.0.0/0``, ``::/0``), CIDR blocks, URLs, addresses that
 are not public or are IPv6 forms of IPv4 addresses (``sandboxkit.addresses``: IANA's
 registries, never ``ipaddress.is_global``), public DNS resolvers and platform endpoints on
-public-looking addresses, by address or name, on any port (``sandboxkit.names.channel_refusal``:
+public-looking addresses, by address or name, on any port (``sandboxkit.dns_names.channel_refusal``:
 a partial list by nature, backed by each target's resolution controls), internal names, names
 of wildcard-DNS services,
 wildcards over shared hosting and path-style object-storage names, and wildcards over public
-suffixes (``sandboxkit.names``).
+suffixes (``sandboxkit.dns_names``).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from sandboxkit.addresses import (
     judge_address,
     open_admits,
 )
-from sandboxkit.contract import EVERYTHING_ENTRIES
-from sandboxkit.names import (
+from sandboxkit.boundary import EVERYTHING_ENTRIES
+from sandboxkit.dns_names import (
     channel_refusal,
     internal_name_reason,
     is_below,

@@ -7,7 +7,7 @@ and ``xn--bcher-kva.de`` are one name.
 Kinds of name an entry may not be (``name_refusal``), each read by the allowlist parser, the
 control-plane settings (they go through the same parser) and the policy pack:
 
-- internal or metadata names (``contract.INTERNAL_SUFFIXES``);
+- internal or metadata names (``boundary.INTERNAL_SUFFIXES``);
 - names at or below a wildcard-DNS service (``data/wildcard-dns.txt``: ``nip.io`` and the like
   answer with the address written in the name, ``169.254.169.254.nip.io`` is the metadata
   server), and wildcards above one;
@@ -27,7 +27,7 @@ control-plane settings (they go through the same parser) and the policy pack:
   time).
 
 A name list is a first line only: any name can resolve to a private address (DNS rebinding).
-Where the kit runs the resolver it also drops answers in ``contract.RESOLVER_DROP_RANGES``.
+Where the kit runs the resolver it also drops answers in ``boundary.RESOLVER_DROP_RANGES``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import idna
 from publicsuffixlist import PSLFILE, PublicSuffixList
 
 from sandboxkit.addresses import IPAddress, address_of, embedded_ipv4
-from sandboxkit.contract import INTERNAL_SUFFIXES
+from sandboxkit.boundary import INTERNAL_SUFFIXES
 
 # RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters.
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.contract import NON_PUBLIC_IPV4
-from sandboxkit.egress import EgressContract, parse_rule
-from sandboxkit.reach import (
+from sandboxkit.boundary import NON_PUBLIC_IPV4
+from sandboxkit.effective_egress import (
     Basis,
     EffectiveEgress,
     Grant,
@@ -23,15 +22,16 @@ from sandboxkit.reach import (
     port_runs,
     port_text,
 )
+from sandboxkit.egress_contract import EgressContract, parse_rule
 
 DOC: Basis = "platform-doc"
 NFW = "Network Firewall RulesSourceList: a target '.x' matches x and every name below it"
-HERE = "tests/core/test_reach.py"
+HERE = "tests/core/test_effective_egress.py"
 CILIUM = "Cilium toFQDNs matchPattern: '*' matches one DNS label (cilium/cilium#22081)"
 
 
 def name_grant(host: str, scope: Any = "exact", ports: Any = frozenset({443}), **kw: Any) -> Grant:
-    fields = {"enforced": "name-l7", "basis": "kit-code", "source": "tests/core/test_reach.py"}
+    fields = {"enforced": "name-l7", "basis": "kit-code", "source": HERE}
     return Grant(host, scope, ports, **{**fields, **kw})
 
 
@@ -325,8 +325,8 @@ def test_inexpressible_grants_are_flagged_without_a_profile() -> None:
     ]
     assert str(Inexpressible("name-on-every-port", "connect", every_port)) == (
         "connect pypi.org (exact) on every port, name at L7 (SNI/Host checked against the "
-        "destination) [kit-code: tests/core/test_reach.py]: a name on every port; a contract "
-        "entry names one port"
+        "destination) [kit-code: tests/core/test_effective_egress.py]: a name on every port; a "
+        "contract entry names one port"
     )
 
 

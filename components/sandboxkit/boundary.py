@@ -3,14 +3,14 @@ launcher, the worker and the Cloudflare Worker.
 
 Each name is defined here once. The components write them, the policy pack reads them (it
 imports this module), and code that cannot import Python keeps a copy under a test that fails
-when the copies differ (``tests/core/test_contract.py``): the Worker's JavaScript
+when the copies differ (``tests/core/test_boundary.py``): the Worker's JavaScript
 (``cloudflare/worker/src/index.js``) and the launcher's standalone Lambda code
 (``aws/launcher/handler.py``).
 
 The egress refusal kinds live in modules of their own, read by the allowlist parser and the
 policy pack alike: ``sandboxkit.addresses`` (which addresses are public: IANA's registries and
 the IPv6 forms of IPv4 addresses; the source of ``NON_PUBLIC_IPV4`` / ``NON_PUBLIC_IPV6``) and
-``sandboxkit.names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
+``sandboxkit.dns_names`` (internal names, wildcard-DNS services, shared hosting, public suffixes).
 """
 
 from __future__ import annotations

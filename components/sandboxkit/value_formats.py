@@ -46,19 +46,34 @@ _IMAGE_EXPECTED = (
     "algorithm:hex), e.g. ghcr.io/example/sandbox:1.0 or ghcr.io/example/sandbox@sha256:<64 hex>"
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# The longest reference the grammar admits: a name of 255 characters (NameTooLong), ":" and a
+# tag of 128, "@sha512:" and 128 hex digits (the longest digest docker-image-py supports).
+# Longer text is refused before parsing: the library's regular expressions take seconds on
+# 100,000 dots or hyphens.
+MAX_IMAGE_REFERENCE_LENGTH: Final = 255 + 1 + 128 + 1 + len("sha512:") + 128
 
 
 def image_reference(value: str) -> str:
     """``value`` when it is an OCI image reference (module docstring).
 
     Raises:
-        ValueError: for text the reference grammar refuses (spaces, non-ASCII, upper case in
-            the repository, template braces, an empty name, a malformed digest) or a no-value
+        ValueError: for text longer than ``MAX_IMAGE_REFERENCE_LENGTH``, text the reference
+            grammar refuses (spaces, non-ASCII, upper case in the repository, template braces,
+            an empty name, a digest of another algorithm, length or alphabet than
+            ``algorithm:hex``, e.g. ``sha256:`` and 64 lower-case hex digits) or a no-value
             word; the message says the grammar in words.
     """
+    if len(value) > MAX_IMAGE_REFERENCE_LENGTH:
+        raise ValueError(
+            f"{_IMAGE_EXPECTED}, at most {MAX_IMAGE_REFERENCE_LENGTH} characters (a name of at "
+            f"most 255, a tag of at most 128, a digest of at most sha512:<128 hex>); this one "
+            f"has {len(value):,}"
+        )
     try:
         reference.Reference.parse(value)
-    except reference.InvalidReference as exc:
+    except (reference.InvalidReference, digest.InvalidDigest) as exc:
+        # docker-image-py's digest errors (an upper-case or short hex, an unknown algorithm)
+        # are not InvalidReference subclasses.
         raise ValueError(f"{_IMAGE_EXPECTED} ({exc})") from None
     if value.lower() in _NO_VALUE_WORDS:
         raise ValueError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fake_target.machine import MACHINE_TYPE
-from sandboxkit.reach import EffectiveEgress, Grant, ResourceView
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView
 
 FLY_DOC = "fly.io/docs/machines: machines reach the internet; Fly has no egress filter"
 

@@ -41,7 +41,14 @@ from typing import Any
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as POLICY_DOCUMENT
 from sandboxkit.aws.suricata import NameScope, PassRule, read_rules
-from sandboxkit.reach import EffectiveEgress, Grant, Ports, ResourceView, as_dict, as_list
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    Grant,
+    Ports,
+    ResourceView,
+    as_dict,
+    as_list,
+)
 
 TARGET = "aws-microvm"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"

@@ -1,4 +1,4 @@
-"""The egress part of ``sandboxkit.contract``: ranges derived from the registries, read by the
+"""The egress part of ``sandboxkit.boundary``: ranges derived from the registries, read by the
 components and by the policy pack alike."""
 
 from __future__ import annotations
@@ -8,29 +8,29 @@ from types import ModuleType
 
 import pytest
 
-from sandboxkit import contract, guard_checks
+from sandboxkit import boundary, guard_checks
 from sandboxkit.addresses import EMBEDDINGS, exclusion_blocks
 
 
 def test_open_mode_exclusions_derive_from_the_registry() -> None:
-    assert tuple(str(b) for b in exclusion_blocks(4)) == contract.NON_PUBLIC_IPV4
-    assert tuple(str(b) for b in exclusion_blocks(6)) == contract.NON_PUBLIC_IPV6
+    assert tuple(str(b) for b in exclusion_blocks(4)) == boundary.NON_PUBLIC_IPV4
+    assert tuple(str(b) for b in exclusion_blocks(6)) == boundary.NON_PUBLIC_IPV6
     # What the components and their tests read by name is there.
     assert {"10.0.0.0/8", "169.254.0.0/16", "100.64.0.0/10", "0.0.0.0/8"} <= set(
-        contract.NON_PUBLIC_IPV4
+        boundary.NON_PUBLIC_IPV4
     )
-    assert {"fc00::/7", "fe80::/10", "2002::/16"} <= set(contract.NON_PUBLIC_IPV6)
+    assert {"fc00::/7", "fe80::/10", "2002::/16"} <= set(boundary.NON_PUBLIC_IPV6)
 
 
 @pytest.mark.parametrize("form", [f for f in EMBEDDINGS if f.prefix_form], ids=lambda f: f.name)
 def test_open_mode_leaves_no_embedding_prefix_open(form: object) -> None:
     network = form.network  # type: ignore[attr-defined]
-    assert any(network.subnet_of(ip_network(b)) for b in contract.NON_PUBLIC_IPV6)
+    assert any(network.subnet_of(ip_network(b)) for b in boundary.NON_PUBLIC_IPV6)
 
 
 def test_resolvers_drop_every_non_public_answer() -> None:
-    assert contract.RESOLVER_DROP_RANGES == contract.NON_PUBLIC_IPV4 + contract.NON_PUBLIC_IPV6
-    drop = [ip_network(b) for b in contract.RESOLVER_DROP_RANGES]
+    assert boundary.RESOLVER_DROP_RANGES == boundary.NON_PUBLIC_IPV4 + boundary.NON_PUBLIC_IPV6
+    drop = [ip_network(b) for b in boundary.RESOLVER_DROP_RANGES]
     for address in ("169.254.169.254", "10.1.2.3", "64:ff9b::a9fe:a9fe", "::ffff:a9fe:a9fe"):
         answer = ip_network(address)
         assert any(answer.version == b.version and answer.subnet_of(b) for b in drop)  # type: ignore[arg-type]

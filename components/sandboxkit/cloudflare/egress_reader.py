@@ -45,13 +45,12 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
+from sandboxkit.boundary import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
 from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
-from sandboxkit.contract import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.egress import EgressRule
-from sandboxkit.reach import (
+from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
     Probe,
@@ -59,6 +58,7 @@ from sandboxkit.reach import (
     Scope,
     derive_probes,
 )
+from sandboxkit.egress_contract import EgressRule
 
 TARGET: Final = "cloudflare"
 CONNECT_SOURCE: Final = (

@@ -34,8 +34,8 @@ from ipaddress import ip_network
 from typing import Any, Final, Literal, TypeAlias
 
 from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks, public_address_in
-from sandboxkit.egress import EgressContract, EgressRule, destination_of
-from sandboxkit.names import is_at_or_below, is_below, registrable_domain
+from sandboxkit.dns_names import is_at_or_below, is_below, registrable_domain
+from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
 
 JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 

@@ -42,18 +42,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sandboxkit.contract import RESOLVER_POD_LABEL
-from sandboxkit.kubernetes.cilium import (
-    MULTI_LABEL_PATTERNS,
-    SNI_EXACT,
-    SNI_PREFIX_WILDCARDS,
-    VERSION_ANNOTATION,
-    CiliumVersion,
-    parse_version,
-)
-from sandboxkit.kubernetes.resolver import CONFIG_PATH, DNS_PORT
-from sandboxkit.names import is_below
-from sandboxkit.reach import (
+from sandboxkit.boundary import RESOLVER_POD_LABEL
+from sandboxkit.dns_names import is_below
+from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
     Ports,
@@ -63,6 +54,15 @@ from sandboxkit.reach import (
     as_dicts,
     as_list,
 )
+from sandboxkit.kubernetes.cilium import (
+    MULTI_LABEL_PATTERNS,
+    SNI_EXACT,
+    SNI_PREFIX_WILDCARDS,
+    VERSION_ANNOTATION,
+    CiliumVersion,
+    parse_version,
+)
+from sandboxkit.kubernetes.resolver import CONFIG_PATH, DNS_PORT
 
 TARGET = "kubernetes"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
