@@ -438,4 +438,5 @@ def test_a_public_endpoint_reason_needs_a_public_endpoint() -> None:
         "reason acknowledges a public control-plane endpoint, privateEndpoint: false)"
     }
     spec = load("gcp-gke", {**GKE, "privateEndpoint": False, "publicEndpointReason": reason})
-    assert spec.settings["gcp-gke"].public_endpoint_reason == reason
+    settings = spec.settings["gcp-gke"]
+    assert isinstance(settings, GkeSettings) and settings.public_endpoint_reason == reason

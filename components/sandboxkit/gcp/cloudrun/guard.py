@@ -297,14 +297,14 @@ def _template_problems(service: StackResource, launchers: list[Mapping[str, Any]
             "templates with a separate sandbox image (sandboxkit:gcp-cloudrun.sandboxImage)."
         )
         return
-    launcher_images = [c.get("image") for c in launchers if isinstance(c.get("image"), str)]
+    launcher_images = [str(c.get("image")) for c in launchers if isinstance(c.get("image"), str)]
     for template in templates:
         image = template.get("image")
         # One image by any name: a digest names the content, a host in another case or with
         # its default port the same registry (sandboxkit.value_formats.same_image).
-        launcher = next((i for i in launcher_images if same_image(str(image), i)), None)
-        if isinstance(image, str) and launcher is not None:
-            shown = image if image == launcher else f"{image} (the launcher's {launcher})"
+        same = next((i for i in launcher_images if same_image(str(image), i)), None)
+        if isinstance(image, str) and same is not None:
+            shown = image if image == same else f"{image} (the launcher's {same})"
             yield (
                 f"Sandbox template {template.get('name')} of Cloud Run service {service.name} "
                 f"runs the launcher's own image {shown}, so its sandboxes read "

@@ -70,15 +70,15 @@ def _control_plane(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
         )
     networks = [n for n in map(network_of, map(str, blocks)) if n is not None]
     public = [n for n in networks if private_use_reason(n) is not None]
+    # The union, not each entry: overlapping or adjacent blocks count once.
+    ipv4 = ipaddress.collapse_addresses(n for n in public if isinstance(n, ipaddress.IPv4Network))
+    ipv6 = ipaddress.collapse_addresses(n for n in public if isinstance(n, ipaddress.IPv6Network))
     bounds = (
-        (4, ctx.setting("maxAuthorizedIpv4Addresses"), "public IPv4 addresses"),
-        (6, 2 ** (128 - int(ctx.setting("minAuthorizedIpv6Prefix"))), "IPv6 addresses"),
+        (ipv4, ctx.setting("maxAuthorizedIpv4Addresses"), "public IPv4 addresses"),
+        (ipv6, 2 ** (128 - int(ctx.setting("minAuthorizedIpv6Prefix"))), "IPv6 addresses"),
     )
-    for version, bound, what in bounds:
-        held = sum(
-            n.num_addresses
-            for n in ipaddress.collapse_addresses(n for n in public if n.version == version)  # type: ignore[misc]
-        )
+    for union, bound, what in bounds:
+        held: int = sum(n.num_addresses for n in union)
         if held > bound:
             yield (
                 f"GKE cluster {ctx.name}'s master authorized networks together hold {held} "
