@@ -74,6 +74,7 @@ WORKER_SECONDS_BINDINGS: Final = (IDLE_TIMEOUT_BINDING, MAX_LIFETIME_BINDING, EX
 # --- aws-microvm launcher environment (aws/launcher/handler.py reads these) -------------------
 LAUNCHER_IMAGE_ARN: Final = "IMAGE_ARN"
 LAUNCHER_CONNECTOR_ARN: Final = "CONNECTOR_ARN"
+LAUNCHER_INGRESS_CONNECTOR_ARN: Final = "INGRESS_CONNECTOR_ARN"
 LAUNCHER_WEBHOOK_SECRET_ARN: Final = "WEBHOOK_SECRET_ARN"
 LAUNCHER_CREDENTIAL_KEY_SECRET_ARN: Final = "CREDENTIAL_KEY_SECRET_ARN"
 LAUNCHER_MAX_DURATION_SECONDS: Final = "MAX_DURATION_SECONDS"
@@ -90,7 +91,8 @@ MAX_AGE_TAG: Final = "sandboxkit-max-age-days"
 # A Lambda function whose environment has both of these starts MicroVMs: the pack finds the
 # launcher by them.
 LAUNCHER_MARKERS: Final = (LAUNCHER_IMAGE_ARN, LAUNCHER_CONNECTOR_ARN)
-# The AWS-managed connector that gives a MicroVM the open internet; the kit never uses it.
+# The AWS-managed connector that gives a MicroVM the open internet; no kit MicroVM runs with it
+# (only the image build has it: aws/image.py BUILD_EGRESS_CONNECTOR).
 INTERNET_EGRESS_CONNECTOR: Final = "INTERNET_EGRESS"
 
 # --- Egress ------------------------------------------------------------------------------------

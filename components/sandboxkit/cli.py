@@ -29,7 +29,7 @@ from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.progress import Step, no_steps, rendering, terminal_steps
-from sandboxkit.project import list_stacks, project_root
+from sandboxkit.project import list_stacks, project_root, stack_file
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
 from sandboxkit.targets import TARGET_MODULES, TargetSpec, get_target
 
@@ -602,15 +602,44 @@ def _check_from_base(
     raise typer.Exit(done.returncode)
 
 
+def _inputs(root: Path, *read: Path) -> list[Path]:
+    """The files a writing command reads, which ``--out`` must never replace: Pulumi.yaml,
+    sandboxkit.yaml, every stack file, the policy packs, and ``read`` (a pack config file)."""
+    found = [root / "Pulumi.yaml", root / "Pulumi.yml", root / "sandboxkit.yaml", *read]
+    found += [stack_file(root, name) for name in list_stacks(root)]
+    packs = root / "policy-packs"
+    found += [p for p in packs.rglob("*") if p.is_file()] if packs.is_dir() else []
+    return found
+
+
+def _refuse_inputs(out: Path, inputs: Sequence[Path]) -> None:
+    """Raise ``ConfigError`` naming ``--out`` when it is one of ``inputs`` (``_inputs``: a
+    stack file, Pulumi.yaml, a pack config), by path or as the same file."""
+    target = out.resolve()
+    for path in inputs:
+        if target == path.resolve() or (out.exists() and path.exists() and out.samefile(path)):
+            raise ConfigError(
+                Problem(
+                    "--out",
+                    str(out),
+                    f"a path that is none of the files the command reads (this is {path}): "
+                    "write the config to a new file",
+                )
+            )
+
+
 def _write_out(out: Path, document: Any) -> None:
-    """Write ``document`` as JSON to ``--out``.
+    """Write ``document`` as JSON to ``--out``, in a folder that exists.
 
     Raises:
-        ConfigError: naming ``--out`` when it cannot be written (a folder, a path under a file,
-            no permission).
+        ConfigError: naming ``--out`` when its folder does not exist, or it cannot be written
+            (a folder, a path under a file, no permission).
     """
+    if not out.parent.is_dir():
+        raise ConfigError(
+            Problem("--out", str(out), f"a file in a folder that exists (create {out.parent})")
+        )
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(document, indent=2) + "\n")
     except OSError as exc:
         raise ConfigError(
@@ -649,6 +678,7 @@ def _write_external_config(stack: str, target: str, out: Path, project_dir: Path
                     + ", ".join(n for n in TARGET_MODULES if _needs_external_config(n)),
                 )
             )
+        _refuse_inputs(out, _inputs(root))
         if out.suffix not in found.suffixes:
             raise ConfigError(
                 Problem("--out", str(out), f"a file ending in {' or '.join(found.suffixes)}")
@@ -661,7 +691,12 @@ def _write_external_config(stack: str, target: str, out: Path, project_dir: Path
 
 OutOption = Annotated[
     Path,
-    typer.Option("--out", "-o", help="Where to write the config (its suffix picks the format)."),
+    typer.Option(
+        "--out",
+        "-o",
+        help="Where to write the config, as JSON: a .json file (wrangler also reads .jsonc) in "
+        "a folder that exists, never a file the command reads.",
+    ),
 ]
 
 
@@ -709,6 +744,16 @@ def pack_config_command(
         document = gate.stack_pack_config(rendered, path)
         info = gate.InProcessAnalyzer(pack).GetAnalyzerInfo(empty_pb2.Empty())
         gate.policy_config(info, document, str(path))
+        _refuse_inputs(out, _inputs(root, path))
+        if out.suffix != ".json":
+            raise ConfigError(
+                Problem(
+                    "--out",
+                    str(out),
+                    "a file ending in .json (the pack config is JSON, as pulumi preview "
+                    f"--policy-pack-config reads it): e.g. {out.with_suffix('.json')}",
+                )
+            )
         _write_out(out, document)
     except ConfigError as exc:
         raise fail_config(exc) from None
@@ -724,7 +769,13 @@ class OutputError(Exception):
 
 class _GuardedStdout:
     """``sys.stdout`` for the commands: a failed write or flush raises ``OutputError`` (not an
-    ``OSError``, which click would turn into exit 1, the gate's failure code)."""
+    ``OSError``, which click would turn into exit 1, the gate's failure code).
+
+    Text goes to the file descriptor with ``os.write`` until every byte is taken: CPython's
+    buffered writer, handed one write larger than a pipe holds, reported nothing when the
+    reader left after the first part (``preview --json | head -c 10`` exited 0 with the
+    output cut). A stream without a descriptor (a test runner's) is written as it is.
+    """
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -733,9 +784,19 @@ class _GuardedStdout:
         if self._stream is None:
             raise OutputError(errno.EBADF, "stdout is closed")
         try:
-            return int(self._stream.write(text))
+            descriptor = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            descriptor = None
+        try:
+            if descriptor is None:
+                return int(self._stream.write(text))
+            self._stream.flush()
+            data = memoryview(text.encode(self._stream.encoding, self._stream.errors))
+            while data:
+                data = data[os.write(descriptor, data) :]
         except OSError as exc:
             raise OutputError(exc.errno, exc.strerror) from None
+        return len(text)
 
     def flush(self) -> None:
         if self._stream is None:

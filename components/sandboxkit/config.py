@@ -41,6 +41,7 @@ from sandboxkit.targets import (
     TargetSettings,
     TargetSpec,
     get_target,
+    plain_number,
 )
 
 _TOP_LEVEL = ("environment", "targets", "profile")
@@ -322,6 +323,51 @@ _MESSAGE_REWRITES: tuple[tuple[str, str], ...] = (
 )
 
 
+# A number written with a unit (4GiB, 2h, 500m): each numeric setting counts one unit, named by
+# its key's ending; a suffix this table knows is converted, so the message says what to write.
+_WITH_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$", re.ASCII)
+# Binary suffixes only for sizes: G, GB (Kubernetes, SI) are 10^9 bytes, not a whole MiB count.
+_UNITS: tuple[tuple[str, str, Mapping[str, float]], ...] = (
+    (
+        "MiB",
+        "counts MiB",
+        {"Ki": 1 / 1024, "KiB": 1 / 1024, "Mi": 1, "MiB": 1, "Gi": 1024, "GiB": 1024},
+    ),
+    (
+        "Seconds",
+        "counts seconds",
+        {
+            **{s: 1 for s in ("s", "sec", "secs", "second", "seconds")},
+            **{s: 60 for s in ("m", "min", "mins", "minute", "minutes")},
+            **{s: 3600 for s in ("h", "hr", "hrs", "hour", "hours")},
+            **{s: 86400 for s in ("d", "day", "days")},
+        },
+    ),
+    ("Days", "counts days", {"d": 1, "day": 1, "days": 1, "w": 7, "week": 7, "weeks": 7}),
+    ("vcpu", "counts vCPU", {"m": 1 / 1000, "vcpu": 1, "vCPU": 1, "cpu": 1, "core": 1}),
+    ("Port", "is a port number", {}),
+)
+
+
+def _unit_hint(key: str, value: object) -> str:
+    """For text that is a number with a unit given to a numeric setting, what to write
+    instead: the setting's unit (from its key's ending) and, when the suffix converts to a
+    whole amount of it (a vCPU count may be a fraction), the number; ``""`` otherwise."""
+    if not isinstance(value, str) or (match := _WITH_UNIT.match(value)) is None:
+        return ""
+    name = key.rsplit(".", 1)[-1]
+    number, suffix = match.groups()
+    for ending, says, factors in _UNITS:
+        if name.endswith(ending):
+            hint = f"; {name} {says}, written without a unit"
+            if suffix in factors:
+                amount = float(number) * factors[suffix]
+                if ending == "vcpu" or amount.is_integer():
+                    hint += f": {value.strip()} is {plain_number(amount)}"
+            return hint
+    return f"; {name} is a plain number, written without a unit"
+
+
 def _expected_text(message: str) -> str:
     text = message.removeprefix("Value error, ")
     for pattern, replacement in _MESSAGE_REWRITES:
@@ -377,7 +423,12 @@ def _problems(
                 )
             problems.append(Problem(key, MISSING, f"a value (this key is required){written}"))
         else:
-            problems.append(Problem(key, value, _expected_text(error["msg"])))
+            hint = (
+                _unit_hint(key, error.get("input"))
+                if error["type"] in ("int_type", "float_type", "int_parsing", "float_parsing")
+                else ""
+            )
+            problems.append(Problem(key, value, _expected_text(error["msg"]) + hint))
     return problems
 
 
@@ -390,6 +441,44 @@ def _misplaced_secrets(source: ConfigSource, path: str, expected: str) -> list[P
         Problem(key, REDACTED, expected.format(key=key))
         for key in (f"{NAMESPACE}:{secret}" for secret in source.secrets_at(path))
     ]
+
+
+# Text whose spaces and line breaks are part of its meaning: a sandbox's command and arguments,
+# and a policy document (a YAML block scalar ends in a line break).
+_PADDING_KEPT = frozenset({"command", "args", "executionRolePolicy"})
+
+
+def _padded_text(value: Any, parts: tuple[str | int, ...], source: ConfigSource) -> list[Problem]:
+    """One problem per text value below ``parts`` that starts or ends with white space (a
+    trailing line break, a leading space): every setting would otherwise keep it and render it
+    (an image reference, a URL handed to a launcher), or a parser strip it unseen. Secrets are
+    left to their own checks: their text is never shown."""
+    path = ".".join(str(p) for p in parts).replace(".[", "[")
+    if isinstance(value, dict):
+        return [
+            problem
+            for key, item in value.items()
+            if key not in _PADDING_KEPT
+            for problem in _padded_text(item, (*parts, str(key)), source)
+        ]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _padded_text(item, (*parts, i), source)]
+    if isinstance(value, str) and value != value.strip() and not source.is_secret(path):
+        fix = f"write {value.strip()!r}" if value.strip() else "this is white space only"
+        return [
+            Problem(
+                _key(*parts),
+                value,
+                f"text without leading or trailing spaces or line breaks: {fix}",
+            )
+        ]
+    return []
+
+
+def _without_padded(problems: list[Problem], padded: list[Problem]) -> list[Problem]:
+    """``padded`` and the other ``problems``: a padded value is named once, for its padding."""
+    keys = {p.key for p in padded}
+    return padded + [p for p in problems if p.key not in keys]
 
 
 def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list[Problem]]:
@@ -405,10 +494,12 @@ def _validate_profile(source: ConfigSource) -> tuple[SandboxProfile | None, list
     raw = source.values.get("profile", {})
     if not isinstance(raw, dict):
         return None, [Problem(PROFILE_KEY, raw, "a mapping with egress, limits, pool, audit")]
+    padded = _padded_text(raw, ("profile",), source)
     try:
-        return SandboxProfile.model_validate(raw), []
+        profile = SandboxProfile.model_validate(raw)
     except ValidationError as exc:
-        return None, _problems(exc, SandboxProfile, ("profile",), source)
+        return None, _without_padded(_problems(exc, SandboxProfile, ("profile",), source), padded)
+    return (None, padded) if padded else (profile, [])
 
 
 def _wrap_secrets(
@@ -449,6 +540,7 @@ def _validate_settings(
         return None, [Problem(_key(name), source.shown(name, raw), "a mapping of target settings")]
     model = spec.settings_model
     wrapped, problems = _wrap_secrets(name, model, raw, source)
+    padded = _padded_text(raw, (name,), source)
     try:
         settings = model.model_validate(wrapped)
     except ValidationError as exc:
@@ -456,11 +548,15 @@ def _validate_settings(
         # setting, a part of it or what holds it (its value would be quoted).
         reported = {p.key for p in problems}
         found = _problems(exc, model, (name,), source)
-        return None, problems + [
-            p
-            for p in found
-            if not any(p.key == r or _below(p.key, r) or _below(r, p.key) for r in reported)
-        ]
+        return None, problems + _without_padded(
+            [
+                p
+                for p in found
+                if not any(p.key == r or _below(p.key, r) or _below(r, p.key) for r in reported)
+            ],
+            padded,
+        )
+    problems += padded
     return (None, problems) if problems else (settings, [])
 
 
@@ -547,11 +643,18 @@ def _check_caps(name: str, spec: TargetSpec[Any, Any], profile: SandboxProfile) 
         value = profile.value_of(cap.field)
         assert isinstance(value, int | float)
         if not cap.admits(value):
+            # A size in GiB written where MiB are counted (memoryMiB: 4) names the MiB to write.
+            unit = (
+                f"; {cap.field.rsplit('.', 1)[-1]} counts MiB: {plain_number(value)} GiB is "
+                f"{plain_number(value * 1024)}"
+                if cap.field.endswith("MiB") and cap.admits(value * 1024)
+                else ""
+            )
             problems.append(
                 Problem(
                     _key("profile", *cap.field.split(".")),
                     value,
-                    f"{cap.describe()} for target {name} (source: {cap.source})",
+                    f"{cap.describe()} for target {name} (source: {cap.source}){unit}",
                 )
             )
     return problems

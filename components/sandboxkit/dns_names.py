@@ -14,6 +14,11 @@ control-plane settings (they go through the same parser) and the policy pack:
 - wildcards at, above or below a shared-hosting domain where anyone can publish, and the exact
   path-style object-storage names (``data/shared-hosting.txt``: ``*.s3.amazonaws.com`` is every
   bucket anyone creates; ``storage.googleapis.com`` serves anyone's bucket by path);
+- wildcards at, above or below a parent where anyone can create a child name
+  (``data/open-child-names.txt``, one kind in four categories: cloud-assigned DNS labels such
+  as ``*.cloudapp.azure.com``, request and webhook catchers such as ``webhook.site``,
+  out-of-band testing services such as ``interact.sh``, shared app hosts such as
+  ``modal.run``); exact names below a parent stay allowed;
 - public DNS resolvers and DNS-over-HTTPS/TLS services, and cloud platform endpoints on
   public-looking addresses (``data/dns-and-platform-endpoints.txt``, ``channel_refusal``:
   ``8.8.8.8``, ``dns.google``, Azure's ``168.63.129.16`` ...), addresses and names alike, on
@@ -104,12 +109,15 @@ class ListedDomain:
         at: whether the name itself serves anyone's content (refused as an exact name too).
         source: the documentation of the naming scheme.
         what: what the domain is, for messages.
+        category: the line's category in a list that has them (``data/open-child-names.txt``),
+            else ``""``.
     """
 
     pattern: str
     at: bool
     source: str
     what: str
+    category: str = ""
 
     def _label_match(self, labels: list[str], patterns: list[str]) -> bool:
         return all(fnmatch.fnmatchcase(lab, pat) for lab, pat in zip(labels, patterns, strict=True))
@@ -143,9 +151,16 @@ def _data_lines(filename: str, maxsplit: int) -> Iterator[tuple[int, list[str]]]
             yield number, line.split(maxsplit=maxsplit)
 
 
-def _read_list(filename: str, scoped: bool) -> tuple[ListedDomain, ...]:
+def _read_list(
+    filename: str, scoped: bool, categories: tuple[str, ...] = ()
+) -> tuple[ListedDomain, ...]:
     found = []
-    for number, fields in _data_lines(filename, 3 if scoped else 2):
+    for number, fields in _data_lines(filename, 2 + scoped + bool(categories)):
+        category = fields.pop(2 if scoped else 1) if categories and len(fields) == 5 else ""
+        if categories and category not in categories:
+            raise ValueError(
+                f"{filename}:{number}: category {category!r} is not one of {categories}"
+            )
         if scoped:
             pattern, scope, source, what = fields
             if scope not in ("below", "at,below"):
@@ -155,7 +170,7 @@ def _read_list(filename: str, scoped: bool) -> tuple[ListedDomain, ...]:
             scope = "at,below"
         if not re.fullmatch(r"[a-z0-9*-]+(\.[a-z0-9*-]+)+", pattern) or "://" not in source:
             raise ValueError(f"{filename}:{number}: expected '<pattern> ... <source URL> <what>'")
-        found.append(ListedDomain(pattern, scope == "at,below", source, what))
+        found.append(ListedDomain(pattern, scope == "at,below", source, what, category))
     return tuple(found)
 
 
@@ -179,6 +194,29 @@ def wildcard_dns() -> tuple[ListedDomain, ...]:
         ValueError: for a malformed line (naming file and line).
     """
     return _read_list("wildcard-dns.txt", scoped=False)
+
+
+OPEN_CHILD_CATEGORIES: Final[dict[str, str]] = {
+    "cloud-label": "a cloud's shared domain where it assigns a DNS label to any customer's "
+    "resource, pointing wherever that customer wants",
+    "request-catcher": "a request and webhook catcher: anyone creates a name there and reads "
+    "every request sent to it",
+    "out-of-band": "an out-of-band testing service: its name servers answer any name below it "
+    "and log every query, so a lookup alone carries data out",
+    "app-host": "a shared application host or tunnel: anyone runs an app under it",
+}
+"""Category of ``data/open-child-names.txt`` -> what a parent of that category is."""
+
+
+@cache
+def open_child_names() -> tuple[ListedDomain, ...]:
+    """``data/open-child-names.txt``: parents where anyone can create a child name, each with
+    its category (``OPEN_CHILD_CATEGORIES``) and source.
+
+    Raises:
+        ValueError: for a malformed line (naming file and line).
+    """
+    return _read_list("open-child-names.txt", scoped=True, categories=tuple(OPEN_CHILD_CATEGORIES))
 
 
 # --- DNS resolvers and platform endpoints -------------------------------------------------------
@@ -369,6 +407,22 @@ def _shared_hosting(pattern: str, host: str, wildcard: bool) -> str | None:
     return None
 
 
+def _open_child_names(pattern: str, host: str, wildcard: bool) -> str | None:
+    listed = next(
+        (d for d in open_child_names() if d.at_or_below(host) or (wildcard and d.above(host))),
+        None,
+    )
+    if listed is None or not (wildcard or (listed.at and listed.matches(host))):
+        return None
+    example = "" if "*" in listed.pattern else f", e.g. my-name.{listed.pattern}"
+    where = "covers names" if wildcard else "serves catchers"
+    return (
+        f"{pattern} {where} anyone can create: {listed.pattern} is "
+        f"{OPEN_CHILD_CATEGORIES[listed.category]} ({listed.what}; {listed.source}); list each "
+        f"exact name sandboxes need{example}, or the IP address of a host the stack's owner runs"
+    )
+
+
 def _public_suffix(pattern: str, host: str) -> str | None:
     if _psl().is_public(host):
         where = "is a public suffix"
@@ -392,13 +446,14 @@ def name_refusal(host: str, *, wildcard: bool) -> str | None:
 
     Returns:
         The first refusal that applies, in this order: internal name, DNS resolver or platform
-        endpoint, wildcard-DNS service, shared hosting, public suffix (module docstring);
-        ``None`` for an acceptable entry.
+        endpoint, wildcard-DNS service, shared hosting, open child names, public suffix (module
+        docstring); ``None`` for an acceptable entry.
     """
     pattern = f"*.{host}" if wildcard else host
     found = internal_name_reason(host) or channel_refusal(host, wildcard=wildcard)
     found = found or _wildcard_dns(pattern, host, wildcard)
     found = found or _shared_hosting(pattern, host, wildcard)
+    found = found or _open_child_names(pattern, host, wildcard)
     if found is None and wildcard:
         found = _public_suffix(pattern, host)
     return found

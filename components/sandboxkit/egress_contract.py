@@ -8,7 +8,12 @@ through the same parser) are ``host[:port]``, port 443 by default:
 - a public IP literal (``203.0.113.7``, ``[2001:4860::8888]:8443``) admits that address only
   (not a name that resolves to it, nor an IPv6 form of it);
 - a port belongs to its entry only: ``github.com:80`` admits port 80 of ``github.com``, not its
-  port 443, and no other name on port 80.
+  port 443, and no other name on port 80;
+- a name entry (exact or wildcard) admits TLS by its SNI and HTTP by its Host header to that
+  name on its port, nothing else, on every target: targets check names only in those two
+  fields. A name entry on a port whose protocol carries neither before its first data
+  (``NAMELESS_PORTS``: SSH on 22, PostgreSQL on 5432 ...) is refused: write the host's HTTPS
+  endpoint, or an IP entry for its address.
 
 Names compare case-insensitively, without a trailing dot, internationalised names in their
 A-label form (``sandboxkit.dns_names.normalize_name``). A name is fully qualified (two labels or
@@ -41,6 +46,7 @@ suffixes (``sandboxkit.dns_names``).
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -63,6 +69,27 @@ from sandboxkit.dns_names import (
 
 # HTTPS is the only protocol most package indexes and APIs need; anything else is spelled out.
 DEFAULT_PORT = 443
+
+# IANA service-name registry ports whose protocol opens in the clear with no TLS SNI and no HTTP
+# Host (TLS, where there is any, starts after an in-protocol upgrade: SMTP, IMAP, POP3 and
+# LDAP STARTTLS, PostgreSQL's SSLRequest, MySQL's and SQL Server's handshakes), so no target's
+# name check can ever match them: a name entry there is a connection that never works.
+NAMELESS_PORTS: dict[int, str] = {
+    21: "FTP",
+    22: "SSH",
+    23: "Telnet",
+    25: "SMTP",
+    110: "POP3",
+    143: "IMAP",
+    389: "LDAP",
+    445: "SMB",
+    587: "SMTP submission",
+    1433: "SQL Server (TDS)",
+    3306: "MySQL",
+    3389: "RDP",
+    5432: "PostgreSQL",
+    5900: "VNC",
+}
 
 _HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
 _EVERYWHERE = "this entry allows every destination; list the hosts sandboxes need"
@@ -139,11 +166,18 @@ class EgressRule:
         return f"{host}:{self.port}"
 
 
+_PORT = re.compile(r"[1-9][0-9]*", re.ASCII)
+
+
 def _split_port(entry: str) -> tuple[str, int]:
     if entry.startswith("["):
         host, sep, rest = entry[1:].partition("]")
         if not sep:
             raise ValueError("an IPv6 literal opened with '[' must close with ']'")
+        if ":" not in host:
+            # RFC 3986 section 3.2.2: brackets hold an IP literal (IPv6) only.
+            unwrapped = f"{host}{rest}"
+            raise ValueError(f"brackets are for IPv6 literals only; write {unwrapped}")
         if not rest:
             return host, DEFAULT_PORT
         if not rest.startswith(":"):
@@ -154,8 +188,13 @@ def _split_port(entry: str) -> tuple[str, int]:
     else:
         # Zero colons: no port. Two or more: a bare IPv6 literal, which cannot carry a port.
         return entry, DEFAULT_PORT
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ValueError(f"port {port_text!r} is not a whole number from 1 to 65535")
+    # ASCII digits without a leading zero: int() reads other scripts' digits (\u0664\u0664\u0663
+    # as 443) and isdigit() admits superscripts int() refuses; neither is rewritten silently.
+    if not _PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
+        raise ValueError(
+            f"port {port_text!r} is not a whole number from 1 to 65535 in ASCII digits without "
+            "a leading zero (e.g. 443)"
+        )
     return host, int(port_text)
 
 
@@ -202,8 +241,9 @@ def parse_rule(entry: str) -> EgressRule:
             endpoint (address or name), a malformed name or port, a
             wildcard anywhere but the leftmost label or over a top-level domain, a name that is
             not fully qualified or ends in digits, an internal name, a wildcard-DNS service
-            name, a wildcard over shared hosting or a public suffix, or a path-style
-            object-storage name. The message says why and what to write instead.
+            name, a wildcard over shared hosting or a public suffix, a path-style
+            object-storage name, or a name on a port of ``NAMELESS_PORTS``. The message says
+            why and what to write instead.
     """
     text = entry.strip().lower()
     if text in EVERYTHING_ENTRIES or text.startswith("*:"):
@@ -239,10 +279,24 @@ def parse_rule(entry: str) -> EgressRule:
         )
     if kind == "name" and len(labels) < 2:
         raise ValueError(f"{host} is not a fully qualified name; write e.g. pypi.org")
-    refusal = name_refusal(host, wildcard=kind == "wildcard")
+    refusal = name_refusal(host, wildcard=kind == "wildcard") or _nameless_port(host, kind, port)
     if refusal:
         raise ValueError(refusal)
     return EgressRule(host=host, port=port, kind=kind)
+
+
+def _nameless_port(host: str, kind: RuleKind, port: int) -> str | None:
+    protocol = NAMELESS_PORTS.get(port)
+    if protocol is None:
+        return None
+    pattern = f"*.{host}" if kind == "wildcard" else host
+    git = ", git over HTTPS instead of SSH" if port == 22 else ""
+    return (
+        f"{pattern}:{port} is {protocol}, which carries no name a target can check: a name "
+        "entry admits TLS by its SNI and HTTP by its Host header only, so this connection "
+        f"would never work; write the host's HTTPS endpoint instead (e.g. {pattern}:443{git}), "
+        f"or an IP entry for its public address (e.g. 203.0.113.7:{port})"
+    )
 
 
 def normalisation_notices(entries: object, key: str) -> list[str]:

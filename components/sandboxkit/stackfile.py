@@ -42,7 +42,7 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.errors import NOT_SHOWN, ConfigError, Problem, did_you_mean
 
 NAMESPACE = "sandboxkit"
 """The config namespace the kit reads (``sandboxkit:<key>``)."""
@@ -616,6 +616,11 @@ def _config_values(text: str, origin: str, project: str) -> dict[str, Any]:
     the same values (kept by the cache: never changed in place)."""
     parsed = _parse(text, origin)
     document = {} if parsed.document is None else parsed.document
+    misplaced = _outside_config(document, origin, project)
+    if misplaced:
+        # Keys outside config: are what the stack meant to set: every "missing" key would
+        # only repeat them.
+        raise StackFileError([*parsed.problems, *misplaced], None, [])
     config = document.get("config", {}) if isinstance(document, dict) else None
     if config is None and isinstance(document, dict):
         config = {}
@@ -669,6 +674,34 @@ def _config_values(text: str, origin: str, project: str) -> dict[str, Any]:
     if problems:
         raise StackFileError(problems, values, paths)
     return values
+
+
+# The top-level keys of a Pulumi stack settings file (Pulumi.<stack>.yaml): pulumi's
+# sdk/go/common/workspace/project.go ProjectStack (config, environment, secretsprovider,
+# encryptedkey, encryptionsalt).
+STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
+
+
+def _outside_config(document: Any, origin: str, project: str) -> list[Problem]:
+    """One problem per top-level key that is no stack-file key (``STACK_FILE_KEYS``): a
+    config key written without the ``config:`` mapping around it (``sandboxkit:environment``,
+    ``profile``) or a misspelt ``config`` (``configs``), each with the fix."""
+    if not isinstance(document, dict):
+        return []
+    problems = []
+    for key in document:
+        if key in STACK_FILE_KEYS:
+            continue
+        hint = "" if ":" in key else did_you_mean(key, STACK_FILE_KEYS)
+        if hint or not (":" in key or project == NAMESPACE):
+            expected = f"a stack file key: {', '.join(STACK_FILE_KEYS)}{hint}"
+        else:
+            expected = (
+                "a key inside the top-level config: mapping (config keys are read there only): "
+                f"add a line 'config:' above it and indent {key} two spaces under it"
+            )
+        problems.append(Problem(f"{origin}: {key}", NOT_SHOWN, expected))
+    return problems
 
 
 def _key_lines(root: Node | None) -> dict[str, int]:

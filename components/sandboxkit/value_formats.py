@@ -45,7 +45,7 @@ _IMAGE_EXPECTED = (
     "digits and . _ - separators, optionally after a registry host[:port]/; digest "
     "algorithm:hex), e.g. ghcr.io/example/sandbox:1.0 or ghcr.io/example/sandbox@sha256:<64 hex>"
 )
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 # The longest reference the grammar admits: a name of 255 characters (NameTooLong), ":" and a
 # tag of 128, "@sha512:" and 128 hex digits (the longest digest docker-image-py supports).
 # Longer text is refused before parsing: the library's regular expressions take seconds on

@@ -13,6 +13,7 @@ probe here says what the rules alone admit.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -47,12 +48,15 @@ class Probe:
         name: the SNI or Host value (ignored for ``tcp``).
         address: destination IPv4 address.
         port: destination TCP port.
+        syn_data: whether the first data rides on the SYN (TCP Fast Open, RFC 7413 section 3)
+            instead of following the handshake.
     """
 
     kind: Kind
     name: str
     address: str
     port: int
+    syn_data: bool = False
 
 
 def client_hello(name: str) -> bytes:
@@ -101,18 +105,41 @@ def conversation(probe: Probe, client_port: int, start: float) -> list[Ether]:
         return packet / Raw(payload) if payload else packet
 
     sent = client + 1 + len(data)
+    if probe.syn_data:
+        # The server acknowledges the SYN's data in its SYN-ACK (RFC 7413 section 4.2.2).
+        opening = [
+            segment(True, "S", client, 0, data),
+            segment(False, "SA", server, sent),
+            segment(True, "A", sent, server + 1),
+        ]
+    else:
+        opening = [
+            segment(True, "S", client, 0),
+            segment(False, "SA", server, client + 1),
+            segment(True, "A", client + 1, server + 1),
+            segment(True, "PA", client + 1, server + 1, data),
+            segment(False, "A", server + 1, sent),
+        ]
     packets = [
-        segment(True, "S", client, 0),
-        segment(False, "SA", server, client + 1),
-        segment(True, "A", client + 1, server + 1),
-        segment(True, "PA", client + 1, server + 1, data),
-        segment(False, "A", server + 1, sent),
+        *opening,
         segment(False, "PA", server + 1, sent, reply),
         segment(True, "PA", sent, server + 1 + len(reply), b"more"),
     ]
     for index, packet in enumerate(packets):
         packet.time = start + index / 100
     return packets
+
+
+# Network Firewall's own rule keyword (developer guide, "Matching specific domains with
+# resolved-domain rules"): Suricata does not know it, so the lab runs each rule without it.
+# What the keyword adds (the destination was resolved for that name) is AWS's check, like the
+# policy's resolved-IP validation; the rest of the rule is Suricata's and runs here.
+AWS_ONLY_KEYWORD = re.compile(r'\s*aws_route_53_resolved_domain:\s*"[^"]*";')
+
+
+def without_aws_keywords(rules: str) -> str:
+    """``rules`` with every ``aws_route_53_resolved_domain`` option removed."""
+    return AWS_ONLY_KEYWORD.sub("", rules)
 
 
 def suricata_binary() -> str:
@@ -130,8 +157,13 @@ def suricata_binary() -> str:
     return found
 
 
-def verdicts(rules: str, probes: list[Probe], workdir: Path) -> list[str]:
+def verdicts(
+    rules: str, probes: list[Probe], workdir: Path, *, keep_aws_keywords: bool = False
+) -> list[str]:
     """Run Suricata over ``probes`` with ``rules`` then the drop-established stand-in.
+
+    ``rules`` run without their AWS-only keywords (``without_aws_keywords``) unless
+    ``keep_aws_keywords``, which shows that Suricata refuses them.
 
     Returns:
         ``pass`` or ``drop`` per probe, in order.
@@ -143,7 +175,8 @@ def verdicts(rules: str, probes: list[Probe], workdir: Path) -> list[str]:
     for index, probe in enumerate(probes):
         packets += conversation(probe, _FIRST_CLIENT_PORT + index, 1.0 + index)
     wrpcap(str(workdir / "probes.pcap"), packets)
-    (workdir / "rules.rules").write_text(f"{rules}\n{DROP_ESTABLISHED}\n")
+    text = rules if keep_aws_keywords else without_aws_keywords(rules)
+    (workdir / "rules.rules").write_text(f"{text}\n{DROP_ESTABLISHED}\n")
     logs = workdir / "logs"
     logs.mkdir()
     run = subprocess.run(

@@ -7,15 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 from pulumi.runtime import rpc
 
-from sandboxkit.aws.webhook import LAUNCHER_DIR
+from sandboxkit.aws.launcher_package import launcher_package
+from sandboxkit.aws.suricata import FIRST_SID, syn_data_rule
 from sandboxkit.aws.worker import build as worker_build
 from sandboxkit.aws.worker import main as worker
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.render import Recorder, RenderedResource, is_secret_value
-from sandboxkit.targets import KitContext
+from sandboxkit.targets import KitContext, get_target
 from support import build_target, named, of_type, one, shipped_render
 
 T = "aws-microvm"
@@ -32,6 +34,7 @@ SETTINGS: dict[str, Any] = {
 DEV_EGRESS = {"mode": "allowlist", "allow": ["pypi.org:443", "*.pythonhosted.org:443"]}
 ACCOUNT_REGION = "eu-west-1:123456789012"  # the offline mocks: the provider's region
 RULE_GROUP_ARN = f"arn:aws:networkfirewall:{ACCOUNT_REGION}:rulegroup"
+LOGS = f"arn:aws:logs:{ACCOUNT_REGION}:log-group:"
 
 
 def source(profile: dict[str, Any] | None = None, **settings: Any) -> ConfigSource:
@@ -71,7 +74,9 @@ def firewall_names(resources: list[RenderedResource]) -> list[str]:
     assert group["statefulRuleOptions"] == {"ruleOrder": "STRICT_ORDER"}
     assert "rulesSourceList" not in group["rulesSource"]
     lines = group["rulesSource"]["rulesString"].split("\n") if group["rulesSource"] else []
-    messages = [line.split('msg:"sandboxkit allow ')[1].split('"')[0] for line in lines]
+    # The group opens with the SYN-with-data drop, ahead of every pass rule.
+    assert lines[0] == syn_data_rule(FIRST_SID - 1)
+    messages = [line.split('msg:"sandboxkit allow ')[1].split('"')[0] for line in lines[1:]]
     entries = [m.removesuffix(" tls.sni") for m in messages[0::2]]
     assert [m.removesuffix(" http.host") for m in messages[1::2]] == entries
     return entries
@@ -102,6 +107,7 @@ def expected_children(zones: int, *, ip_rules: bool = False, block: bool = True)
         "flow-log-role",
         "flow-log-policy",
         "flow-log",
+        "image-logs",
         "build-role",
         "build-policy",
         "image",
@@ -161,7 +167,7 @@ def test_provider_and_firewall_policy_share_profile_and_role(engine: Recorder) -
         {
             "roleArn": "arn:aws:iam::123456789012:role/deployer",
             "externalId": "kit-ext",
-            "sessionName": "sandboxkit-firewall-policy",
+            "sessionName": "sandboxkit-deploy",
         }
     ]
     assert named(resources, f"{T}-fw-policy").inputs["access"] == {
@@ -195,23 +201,87 @@ def test_every_taggable_child_carries_the_kit_tags(engine: Recorder) -> None:
             assert labels.items() <= resource.inputs["tags"].items(), resource.name
 
 
-def test_image_egresses_only_through_the_kits_connector(engine: Recorder) -> None:
+def test_image_enables_the_run_hook_the_worker_waits_on(engine: Recorder) -> None:
+    # Was: aws.lambdamicrovms.Image, which has no hooks input: the run hook stayed DISABLED,
+    # runHookPayload was never delivered and the worker waited forever.
     resources = build(engine)
-    image = named(resources, f"{T}-image").inputs
-    connector = f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-connector"
-    assert len(image["egressNetworkConnectors"]) == 1
-    assert image["egressNetworkConnectors"][0].startswith(connector)
-    assert "INTERNET_EGRESS" not in json.dumps(image)
-    assert image["codeArtifact"] == {"uri": "s3://example-artifacts/worker/worker.zip"}
-    assert image["baseImageArn"] == "arn:aws:lambda:eu-west-1:aws:microvm-image:al2023-1"
-    assert "environmentVariables" not in image  # the worker key is never baked in
+    image = named(resources, f"{T}-image")
+    assert image.type == "pulumi-python:dynamic/lambdamicrovms:MicrovmImage"
+    spec = dict(image.inputs["image"])
+    assert spec.pop("hooks") == {
+        "port": worker.DEFAULT_HOOKS_PORT,
+        "microvmHooks": {
+            "run": "ENABLED",
+            "runTimeoutInSeconds": 10,
+            "resume": "DISABLED",
+            "suspend": "DISABLED",
+            "terminate": "DISABLED",
+        },
+        "microvmImageHooks": {
+            "ready": "ENABLED",
+            "readyTimeoutInSeconds": 300,
+            "validate": "DISABLED",
+        },
+    }
+    assert spec.pop("buildRoleArn").startswith(f"arn:aws:iam::123456789012:role/{T}-build-")
+    assert spec == {
+        "baseImageArn": "arn:aws:lambda:eu-west-1:aws:microvm-image:al2023-1",
+        "codeArtifact": {"uri": "s3://example-artifacts/worker/worker.zip"},
+        "description": "sandboxkit worker; run hook enabled; runs with the kit's connector",
+        # Build time only (botocore: "available to the MicroVM at image build time"): the
+        # Dockerfile pulls its base from public.ecr.aws, which the kit's connector refuses.
+        "egressNetworkConnectors": [
+            "arn:aws:lambda:eu-west-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS"
+        ],
+        "logging": {"cloudWatch": {"logGroup": f"/sandboxkit/test/{T}/image-logs"}},
+        "cpuConfigurations": [{"architecture": "ARM_64"}],
+    }
+    assert image.inputs["access"] == {"region": "eu-west-1"}
+    assert image.inputs["namePrefix"] == f"{T}-image"
+    # The worker key is never baked into the image.
+    assert "environmentVariables" not in spec
+    # Was: s3:GetObject only, so a failed build left nothing to read.
     assert policy_of(resources, f"{T}-build-policy")["Statement"] == [
         {
+            "Sid": "ReadWorkerArtifact",
             "Effect": "Allow",
             "Action": "s3:GetObject",
             "Resource": "arn:aws:s3:::example-artifacts/worker/worker.zip",
-        }
+        },
+        {
+            "Sid": "WriteImageLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"{LOGS}/sandboxkit/test/{T}/image-logs:*",
+        },
     ]
+
+
+def test_every_user_of_a_role_waits_for_its_policy(engine: Recorder) -> None:
+    # Was: the connector, the image build, the flow log and the launcher depended on role.arn
+    # only, so they could start before the role's inline policy existed.
+    depends: dict[str, set[str]] = {}
+
+    def record(args: pulumi.ResourceTransformationArgs) -> None:
+        listed = args.opts.depends_on
+        resources = listed if isinstance(listed, list) else []
+        depends[args.name] = {str(d._name) for d in resources if isinstance(d, pulumi.Resource)}
+
+    plan = load_stack(source(executionRolePolicy=EXECUTION_POLICY), "test").plans[T]
+
+    def program() -> None:
+        pulumi.runtime.register_stack_transformation(record)
+        get_target(T).build(plan)
+
+    engine.run(program)
+    assert depends[f"{T}-connector"] == {f"{T}-connector-policy"}
+    assert depends[f"{T}-image"] == {f"{T}-build-policy", f"{T}-image-logs"}
+    assert depends[f"{T}-flow-log"] == {f"{T}-flow-log-policy"}
+    assert depends[f"{T}-launcher"] == {
+        f"{T}-launcher-logs",
+        f"{T}-launcher-policy",
+        f"{T}-execution-policy",
+    }
 
 
 def test_connector_uses_private_subnets_and_its_own_security_group(engine: Recorder) -> None:
@@ -298,6 +368,23 @@ def test_dns_firewall_allows_listed_names_then_blocks_all_fail_closed(engine: Re
     assert config == {"resourceId": vpc_id, "firewallFailOpen": "DISABLED"}
 
 
+@pytest.mark.parametrize(
+    ("setting", "state"), [(None, "ENABLED"), (True, "ENABLED"), (False, "DISABLED")]
+)
+def test_dns_firewall_mutation_protection_is_a_setting_on_by_default(
+    engine: Recorder, setting: bool | None, state: str
+) -> None:
+    # Was: ENABLED with no way out, so pulumi destroy and any replacement of the association
+    # failed (RSLVR-02307, terraform-provider-aws #21278). Now: on unless the stack turns it
+    # off, which the two-step destroy in docs/running-for-real.md does.
+    settings: dict[str, Any] = {}
+    if setting is not None:
+        settings["dnsFirewallMutationProtection"] = setting
+    resources = build(engine, **settings)
+    association = named(resources, f"{T}-dns-association").inputs
+    assert association["mutationProtection"] == state
+
+
 def test_security_group_opens_https_and_resolver_dns_only(engine: Recorder) -> None:
     resources = build(engine)
     group = named(resources, f"{T}-connector-sg").inputs
@@ -332,11 +419,11 @@ def test_ip_entries_get_a_pass_rule_and_their_own_port(engine: Recorder) -> None
     ]
     assert firewall_names(resources) == ["agents.example.com:443", "example.org:80"]
     names = named(resources, f"{T}-fw-domains").inputs["ruleGroup"]["rulesSource"]["rulesString"]
-    assert names.split("\n")[2] == (
+    assert names.split("\n")[3] == (
         "pass tls $HOME_NET any -> [$EXTERNAL_NET,!93.184.216.34] 80 "
         '(msg:"sandboxkit allow example.org:80 tls.sni"; flow:to_server, established; '
         'ssl_state:client_hello; tls.sni; content:"example.org"; nocase; startswith; endswith; '
-        "sid:1000004; rev:1;)"
+        'aws_route_53_resolved_domain:"example.org"; sid:1000004; rev:1;)'
     )
 
 
@@ -399,13 +486,20 @@ def test_launcher_role_policy_is_exactly_least_privilege(engine: Recorder) -> No
     statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
     assert [(s["Sid"], s["Action"]) for s in statements] == [
         ("RunKitImage", "lambda:RunMicrovm"),
-        ("PassKitConnector", "lambda:PassNetworkConnector"),
+        ("PassLaunchConnectors", "lambda:PassNetworkConnector"),
         ("ReadLaunchSecrets", "secretsmanager:GetSecretValue"),
         ("WriteOwnLogs", ["logs:CreateLogStream", "logs:PutLogEvents"]),
     ]
     image, connector, secrets, logs = (s["Resource"] for s in statements)
     assert image.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:microvm-image:{T}-image-")
-    assert connector.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-conn")
+    # Was: the kit's connector only, while RunMicrovm passed the default HTTP_INGRESS too.
+    kit_connector, ingress = connector
+    assert kit_connector.startswith(f"arn:aws:lambda:{ACCOUNT_REGION}:network-connector:{T}-con")
+    assert ingress == (
+        "arn:aws:lambda:eu-west-1:aws:network-connector:aws-network-connector:HTTP_INGRESS"
+    )
+    variables = named(resources, f"{T}-launcher").inputs["environment"]["variables"]
+    assert [variables["CONNECTOR_ARN"], variables["INGRESS_CONNECTOR_ARN"]] == connector
     assert [s.split("/")[-1].rsplit("-", 1)[0] for s in secrets] == [
         f"{T}-webhook-secret",
         f"{T}-credential-key",
@@ -429,7 +523,7 @@ def test_execution_role_is_passed_only_when_configured_and_warned(engine: Record
     statements = policy_of(resources, f"{T}-launcher-policy")["Statement"]
     assert statements[-1]["Sid"] == "PassExecutionRole"
     assert statements[-1]["Action"] == "iam:PassRole"
-    assert statements[-1]["Resource"].startswith(f"arn:aws:iam:{ACCOUNT_REGION}:role/{T}-exec")
+    assert statements[-1]["Resource"].startswith(f"arn:aws:iam::123456789012:role/{T}-exec")
     assert policy_of(resources, f"{T}-execution-policy") == document
     variables = named(resources, f"{T}-launcher").inputs["environment"]["variables"]
     assert variables["EXECUTION_ROLE_ARN"] == statements[-1]["Resource"]
@@ -452,6 +546,7 @@ def test_launcher_environment_is_the_launcher_contract(engine: Recorder) -> None
     assert set(variables) == {
         "IMAGE_ARN",
         "CONNECTOR_ARN",
+        "INGRESS_CONNECTOR_ARN",
         "WEBHOOK_SECRET_ARN",
         "CREDENTIAL_KEY_SECRET_ARN",
         "MAX_DURATION_SECONDS",
@@ -512,7 +607,7 @@ def test_launcher_code_concurrency_and_logs(engine: Recorder) -> None:
     function = named(resources, f"{T}-launcher").inputs
     assert function["code"] == {
         rpc._special_sig_key: rpc._special_archive_sig,
-        "path": str(LAUNCHER_DIR),
+        "path": str(launcher_package()),
     }
     assert function["handler"] == "handler.handler"
     assert function["reservedConcurrentExecutions"] == 7
@@ -579,10 +674,27 @@ def test_ingress_port_may_not_be_the_hooks_port() -> None:
     assert worker_build.HOOKS_PORT == 9000 == worker.DEFAULT_HOOKS_PORT
 
 
+# The shipped stacks with this target (staging has none).
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_shipped_stacks_set_the_hooks_and_enable_the_run_hook(
+    project_dir: Path, stack: str
+) -> None:
+    rendered = shipped_render(project_dir, stack)
+    mine = [r for r in rendered.resources if rendered.target_of(r) == T]
+    image = named(mine, f"{T}-image")
+    assert image.type == "pulumi-python:dynamic/lambdamicrovms:MicrovmImage"
+    hooks = image.inputs["image"]["hooks"]
+    assert (hooks["port"], hooks["microvmHooks"]["run"]) == (worker.DEFAULT_HOOKS_PORT, "ENABLED")
+    launcher = named(mine, f"{T}-launcher").inputs
+    assert launcher["code"]["path"] == str(launcher_package())
+    passed = policy_of(mine, f"{T}-launcher-policy")["Statement"][1]["Resource"]
+    variables = launcher["environment"]["variables"]
+    assert passed == [variables["CONNECTOR_ARN"], variables["INGRESS_CONNECTOR_ARN"]]
+
+
 def test_prod_stack_renders_the_target(project_dir: Path) -> None:
     rendered = shipped_render(project_dir, "prod")
     mine = [r for r in rendered.resources if rendered.target_of(r) == T]
-    assert named(mine, f"{T}-image").type == "aws:lambdamicrovms/image:Image"
     assert firewall_names(mine) == ["agents.example.com:443"]
     assert set(rendered.outputs[T]) == {
         "webhookUrl",
@@ -700,7 +812,7 @@ EXACT_NAMES = "list each exact name the worker reaches"
             {"controlPlaneUrl": "https://*.example.com/api"},
             f"sandboxkit:{T}.controlPlaneUrl",
             "https://*.example.com/api",
-            "a URL whose host is allowed: an exact host name, not a wildcard",
+            "a URL whose host and port are allowed: an exact host name, not a wildcard",
         ),
     ],
     ids=[

@@ -342,10 +342,32 @@ PASS_ALL = {
 }
 
 
+def _referenced(views: list[ResourceView], key: str) -> list[ResourceView]:
+    """``views`` with the firewall policy also referencing rule group ``extra`` under ``key``
+    (``StatefulRuleGroupReferences`` or ``StatelessRuleGroupReferences``)."""
+    arn = "arn:aws:network-firewall:eu-west-1:123456789012:stateful-rulegroup/extra-0a1b2c"
+    edited = []
+    for view in views:
+        props = dict(view.props)
+        if view.type == POLICY_DOCUMENT:
+            document = dict(props["firewallPolicy"])  # type: ignore[arg-type]
+            references = list(document.get(key) or [])  # type: ignore[arg-type]
+            document[key] = [*references, {"ResourceArn": arn, "Priority": 300}]
+            props["firewallPolicy"] = document
+        edited.append(ResourceView(view.type, view.name, props))
+    return edited
+
+
+def test_only_the_rule_groups_the_policy_references_are_read(allowlist: RenderedStack) -> None:
+    views = resource_views(allowlist, T)
+    structured = _group({"statefulRules": [{"action": "PASS", "header": PASS_ALL}]})
+    assert read_egress([*views, structured]) == read_egress(views)
+
+
 def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedStack) -> None:
     """A review's inputs: a structured stateful PASS rule and a stateless aws:pass rule (which
     skips the stateful engine) let traffic out, and the reader read neither."""
-    views = resource_views(allowlist, T)
+    views = _referenced(resource_views(allowlist, T), "StatefulRuleGroupReferences")
     structured = _group({"statefulRules": [{"action": "PASS", "header": PASS_ALL}]})
     with pytest.raises(ValueError) as refused:
         read_egress([*views, structured])
@@ -362,6 +384,7 @@ def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedSt
         },
         "STATELESS",
     )
+    views = _referenced(resource_views(allowlist, T), "StatelessRuleGroupReferences")
     with pytest.raises(ValueError) as refused:
         read_egress([*views, stateless])
     assert str(refused.value) == (
@@ -383,4 +406,5 @@ def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedSt
         },
         "STATELESS",
     )
-    assert read_egress([*views, drop, forward]) == read_egress(views)
+    unchanged = read_egress(resource_views(allowlist, T))
+    assert read_egress([*views, drop]) == read_egress([*views, forward]) == unchanged

@@ -21,13 +21,14 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from pulumi.dynamic.dynamic import serialize_provider
 
-from sandboxkit.aws import firewall_policy
+from model_stubber import ModelStubber
+from sandboxkit.aws import dynamic_api, firewall_policy
+from sandboxkit.aws.dynamic_api import assume_role_params
 from sandboxkit.aws.firewall_policy import (
     RESOURCE_TYPE,
     AwsAccess,
     FirewallPolicyDocument,
     FirewallPolicyProvider,
-    assume_role_params,
     kit_document,
     normalized,
 )
@@ -87,7 +88,7 @@ def api() -> Iterator[tuple[StubbedProvider, Stubber]]:
     client = boto3.Session(
         aws_access_key_id="stub", aws_secret_access_key="stub", region_name=REGION
     ).client("network-firewall")
-    with Stubber(client) as stubber:
+    with ModelStubber(client) as stubber:
         yield StubbedProvider(client), stubber
         stubber.assert_no_pending_responses()
 
@@ -238,6 +239,25 @@ def test_diff_replaces_for_a_new_region_or_name(api: tuple[StubbedProvider, Stub
     assert provider.diff(ARN, dict(INPUTS), renamed).replaces == ["namePrefix"]
 
 
+@pytest.mark.parametrize(
+    "access",
+    [
+        AwsAccess(REGION, profile="deployer"),
+        AwsAccess(REGION, role_arn="arn:aws:iam::123456789012:role/deployer"),
+        AwsAccess(REGION, role_arn="arn:aws:iam::123456789012:role/d", external_id="x"),
+    ],
+)
+def test_a_new_profile_or_role_updates_in_place(
+    api: tuple[StubbedProvider, Stubber], access: AwsAccess
+) -> None:
+    # Was: "access" in the replace list, so a new awsProfile or assumeRole replaced the whole
+    # policy (and, with it, the firewall's). Only the region fixes where the policy lives.
+    provider, _ = api
+    result = provider.diff(ARN, dict(INPUTS), {**INPUTS, "access": access.inputs()})
+    assert (result.changes, result.replaces) == (True, [])
+    assert provider.regions == []
+
+
 def test_update_writes_with_the_current_token_then_the_tags(
     api: tuple[StubbedProvider, Stubber],
 ) -> None:
@@ -306,6 +326,22 @@ def test_normalized_keeps_an_empty_source_list_apart_from_none() -> None:
     assert normalized(base) == normalized(no_bypass)
 
 
+def test_normalized_drops_empty_members_at_every_level() -> None:
+    # Was: only top-level empty members were dropped, so a live document whose nested members
+    # the service returns empty (PolicyVariables.RuleVariables {}, an empty Override in a
+    # reference) looked drifted on every preview.
+    live = copy.deepcopy(DOCUMENT)
+    live["PolicyVariables"] = {"RuleVariables": {}}
+    live["StatefulRuleGroupReferences"][0]["Override"] = {}
+    live["StatefulEngineOptions"]["FlowTimeouts"] = {}
+    live["TLSInspectionConfigurationArn"] = None
+    assert normalized(live) == normalized(DOCUMENT)
+    live["PolicyVariables"] = {"RuleVariables": {"HOME_NET": {"Definition": []}}}
+    assert normalized(live) == normalized(DOCUMENT)
+    live["PolicyVariables"] = {"RuleVariables": {"HOME_NET": {"Definition": ["10.0.0.0/8"]}}}
+    assert normalized(live) != normalized(DOCUMENT)
+
+
 def test_region_and_profile_come_from_the_inputs_not_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -317,7 +353,7 @@ def test_region_and_profile_come_from_the_inputs_not_the_environment(
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
     client = FirewallPolicyProvider().client(AwsAccess(REGION, profile="kit"))
     assert client.meta.region_name == REGION
-    session = firewall_policy.session(AwsAccess(REGION, profile="kit"))
+    session = dynamic_api.session(AwsAccess(REGION, profile="kit"))
     assert (session.profile_name, session.region_name) == ("kit", REGION)
 
 
@@ -339,7 +375,7 @@ def test_a_role_is_assumed_from_the_profile_identity(monkeypatch: pytest.MonkeyP
             return sts
 
     monkeypatch.setattr(boto3, "Session", _sessions(BaseSession))
-    with Stubber(sts) as stubber:
+    with ModelStubber(sts) as stubber:
         stubber.add_response(
             "assume_role",
             {
@@ -352,7 +388,7 @@ def test_a_role_is_assumed_from_the_profile_identity(monkeypatch: pytest.MonkeyP
             },
             {
                 "RoleArn": "arn:aws:iam::123456789012:role/deployer",
-                "RoleSessionName": "sandboxkit-firewall-policy",
+                "RoleSessionName": "sandboxkit-deploy",
                 "ExternalId": "kit-ext",
             },
         )
@@ -362,7 +398,7 @@ def test_a_role_is_assumed_from_the_profile_identity(monkeypatch: pytest.MonkeyP
     assert assumed.get_credentials().access_key == "ASIAEXAMPLEEXAMPLE01"
     assert assume_role_params(AwsAccess(REGION, role_arn="arn:aws:iam::1:role/r")) == {
         "RoleArn": "arn:aws:iam::1:role/r",
-        "RoleSessionName": "sandboxkit-firewall-policy",
+        "RoleSessionName": "sandboxkit-deploy",
     }
 
 
@@ -405,3 +441,25 @@ def test_the_serialized_provider_names_the_kits_class_and_carries_no_code() -> N
     restored = dill.loads(base64.b64decode(blob))
     assert type(restored) is FirewallPolicyProvider
     assert len(blob) < 200
+
+
+def test_numbers_the_engine_sends_as_doubles_reach_the_api_as_integers(
+    api: tuple[StubbedProvider, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: the document went to the API as the engine delivered it, Priority 100.0 (a
+    # protobuf double), which botocore refuses for the integer Priority member.
+    provider, stubber = api
+    monkeypatch.setattr(firewall_policy.secrets, "token_hex", lambda n: "0a1b2c3d")
+    delivered = copy.deepcopy(DOCUMENT)
+    delivered["StatefulRuleGroupReferences"][0]["Priority"] = 100.0
+    stubber.add_response(
+        "create_firewall_policy",
+        {"UpdateToken": TOKEN, "FirewallPolicyResponse": policy_response()},
+        {
+            "FirewallPolicyName": "kit-fw-policy-0a1b2c3d",
+            "FirewallPolicy": DOCUMENT,
+            "Description": "sandboxkit egress",
+            "Tags": [{"Key": k, "Value": v} for k, v in sorted(TAGS.items())],
+        },
+    )
+    provider.create({**INPUTS, "firewallPolicy": delivered})

@@ -18,12 +18,14 @@ from botocore.stub import Stubber
 from hypothesis import given
 from hypothesis import strategies as st
 
+from model_stubber import ModelStubber
 from sandboxkit.aws.launcher import handler
 
 REGION = "us-east-1"
 NOW = 1_800_000_000
 IMAGE_ARN = "arn:aws:lambda:us-east-1:123456789012:microvm-image:sbx-worker"
 CONNECTOR_ARN = "arn:aws:lambda:us-east-1:123456789012:network-connector:sbx-egress"
+INGRESS_ARN = "arn:aws:lambda:us-east-1:aws:network-connector:aws-network-connector:HTTP_INGRESS"
 WEBHOOK_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sbx-webhook-AbCdEf"
 CREDENTIAL_KEY_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:sbx-worker-GhIjKl"
 ROLE_ARN = "arn:aws:iam::123456789012:role/sbx-microvm-exec"
@@ -38,6 +40,7 @@ ENV = {
     "AWS_REGION": REGION,
     "IMAGE_ARN": IMAGE_ARN,
     "CONNECTOR_ARN": CONNECTOR_ARN,
+    "INGRESS_CONNECTOR_ARN": INGRESS_ARN,
     "WEBHOOK_SECRET_ARN": WEBHOOK_SECRET_ARN,
     "CREDENTIAL_KEY_SECRET_ARN": CREDENTIAL_KEY_SECRET_ARN,
     "MAX_DURATION_SECONDS": "3600",
@@ -108,8 +111,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     env = Aws(
         secrets=clients["secretsmanager"],
         microvms=clients["lambda-microvms"],
-        secrets_stub=Stubber(clients["secretsmanager"]),
-        microvms_stub=Stubber(clients["lambda-microvms"]),
+        secrets_stub=ModelStubber(clients["secretsmanager"]),
+        microvms_stub=ModelStubber(clients["lambda-microvms"]),
         calls=calls,
     )
     monkeypatch.setattr(handler, "make_client", lambda service: clients[service])
@@ -186,6 +189,7 @@ def _expected_params(
 ) -> dict[str, Any]:
     params = {
         "imageIdentifier": IMAGE_ARN,
+        "ingressNetworkConnectors": [INGRESS_ARN],
         "egressNetworkConnectors": [CONNECTOR_ARN],
         "idlePolicy": {
             "maxIdleDurationSeconds": 900,
@@ -265,6 +269,9 @@ def test_params_never_name_internet_egress_or_auto_resume() -> None:
     params = handler.build_run_microvm_params(config, SESSION_ID, JOB_ID, _credential(_claims()))
 
     assert params["egressNetworkConnectors"] == [CONNECTOR_ARN]
+    # Was: no ingress list, so RunMicrovm passed the default HTTP_INGRESS implicitly, which
+    # the role could not pass. Now what is passed is what the role may pass.
+    assert params["ingressNetworkConnectors"] == [INGRESS_ARN]
     assert "INTERNET_EGRESS" not in json.dumps(params)
     assert params["idlePolicy"]["autoResumeEnabled"] is False
     assert params["idlePolicy"]["suspendedDurationSeconds"] == 0
@@ -655,6 +662,9 @@ def test_logs_are_json_with_an_event_name(aws: Aws, caplog: pytest.LogCaptureFix
             "CONNECTOR_ARN",
         ),
         ({"CONNECTOR_ARN": "sg-0123"}, "CONNECTOR_ARN"),
+        ({"INGRESS_CONNECTOR_ARN": ""}, "INGRESS_CONNECTOR_ARN"),
+        ({"INGRESS_CONNECTOR_ARN": INGRESS_ARN.replace("HTTP", "SHELL")}, "INGRESS_CONNECTOR_ARN"),
+        ({"INGRESS_CONNECTOR_ARN": CONNECTOR_ARN}, "INGRESS_CONNECTOR_ARN"),
         ({"MAX_DURATION_SECONDS": "28801"}, "MAX_DURATION_SECONDS"),
         ({"MAX_DURATION_SECONDS": "0"}, "MAX_DURATION_SECONDS"),
         ({"IDLE_TIMEOUT_SECONDS": "59"}, "IDLE_TIMEOUT_SECONDS"),

@@ -11,9 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from suricata_lab import Probe, verdicts
+from suricata_lab import Probe, verdicts, without_aws_keywords
 
-from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule, read_rules
+from sandboxkit.aws.suricata import (
+    FIRST_SID,
+    ip_rules,
+    name_rules,
+    open_rule,
+    read_rules,
+    syn_data_rule,
+)
 from sandboxkit.egress_contract import EgressRule, parse_rule
 
 PYPI = "151.101.0.223"  # any public address: the rules alone do not check where a name goes
@@ -25,21 +32,33 @@ def rules(*entries: str) -> list[EgressRule]:
     return sorted(parse_rule(e) for e in entries)
 
 
-def test_exact_name_matches_whole_sni_and_host_on_its_port() -> None:
+def test_exact_name_matches_whole_sni_and_host_on_its_port_resolved_for_it() -> None:
     assert name_rules(rules("pypi.org"), 7) == [
         'pass tls $HOME_NET any -> $EXTERNAL_NET 443 (msg:"sandboxkit allow pypi.org:443 '
         'tls.sni"; flow:to_server, established; ssl_state:client_hello; tls.sni; '
-        'content:"pypi.org"; nocase; startswith; endswith; sid:7; rev:1;)',
+        'content:"pypi.org"; nocase; startswith; endswith; '
+        'aws_route_53_resolved_domain:"pypi.org"; sid:7; rev:1;)',
         'pass http $HOME_NET any -> $EXTERNAL_NET 443 (msg:"sandboxkit allow pypi.org:443 '
         'http.host"; flow:to_server, established; http.host; content:"pypi.org"; startswith; '
-        "endswith; sid:8; rev:1;)",
+        'endswith; aws_route_53_resolved_domain:"pypi.org"; sid:8; rev:1;)',
     ]
+    # Without resolved-IP validation (open mode) the keyword's rules would be inactive.
+    assert [
+        line.replace(' aws_route_53_resolved_domain:"pypi.org";', "")
+        for line in name_rules(rules("pypi.org"), 7)
+    ] == name_rules(rules("pypi.org"), 7, resolved_domain=False)
 
 
 def test_wildcard_matches_a_dotted_suffix_without_dotprefix() -> None:
     tls, http = name_rules(rules("*.pythonhosted.org:8443"), 1)
-    assert 'tls.sni; content:".pythonhosted.org"; nocase; endswith; sid:1;' in tls
-    assert 'http.host; content:".pythonhosted.org"; endswith; sid:2;' in http
+    assert (
+        'tls.sni; content:".pythonhosted.org"; nocase; endswith; '
+        'aws_route_53_resolved_domain:".pythonhosted.org"; sid:1;'
+    ) in tls
+    assert (
+        'http.host; content:".pythonhosted.org"; endswith; '
+        'aws_route_53_resolved_domain:".pythonhosted.org"; sid:2;'
+    ) in http
     assert "-> $EXTERNAL_NET 8443 " in tls
     assert "dotprefix" not in tls + http
     assert "startswith" not in tls + http
@@ -191,6 +210,67 @@ def test_a_to_server_pass_rule_would_drop_the_replies_in_suricata(tmp_path: Path
     (tmp_path / "new").mkdir()
     assert verdicts(old, [probe], tmp_path / "old") == ["drop"]
     assert verdicts(ip_rules(rules(f"{LITERAL}:8443"), 1)[0], [probe], tmp_path / "new") == ["pass"]
+
+
+def test_a_syn_carrying_data_is_dropped_and_the_allowed_hosts_still_work(tmp_path: Path) -> None:
+    # TCP Fast Open: the ClientHello or the request rides on the SYN, which
+    # aws:drop_established (established flows only) never sees.
+    probes = [
+        Probe("tls", "pypi.org", DOH, 443, syn_data=True),
+        Probe("http", "anything.example", DOH, 443, syn_data=True),
+        Probe("tcp", "", DOH, 443, syn_data=True),
+        # Even an allowed name: the kit's rules read SNI and Host after the handshake only.
+        Probe("tls", "pypi.org", PYPI, 443, syn_data=True),
+        Probe("tls", "pypi.org", PYPI, 443),
+        Probe("tls", "files.pythonhosted.org", PYPI, 443),
+        Probe("http", "github.com", PYPI, 80),
+        Probe("tcp", "", LITERAL, 8443),
+        # An IP entry's pass rule comes first and admits its address and port whatever the SYN.
+        Probe("tcp", "", LITERAL, 8443, syn_data=True),
+    ]
+    names = ALLOWLIST.split("\n")[len(IP_ENTRIES) :]
+    guarded = "\n".join([*ip_rules(IP_ENTRIES, FIRST_SID), syn_data_rule(FIRST_SID - 1), *names])
+    (tmp_path / "guarded").mkdir()
+    (tmp_path / "without").mkdir()
+    assert verdicts(guarded, probes, tmp_path / "guarded") == [
+        *["drop"] * 4,
+        *["pass"] * 5,
+    ]
+    # Without the rule (measured, Suricata 7): no packet of a data-carrying SYN's flow is
+    # blocked, by the kit's rules or the aws:drop_established stand-in ("unseen": no pass rule
+    # took the flow and nothing dropped it), so the SYN's data reaches any address.
+    assert verdicts(ALLOWLIST, probes[:4], tmp_path / "without") == ["unseen"] * 4
+
+
+def test_the_syn_data_rule_text() -> None:
+    assert syn_data_rule(1_000_000) == (
+        'drop tcp $HOME_NET any -> any any (msg:"sandboxkit drop SYN with data (TCP Fast Open)"; '
+        "flags:S,12; dsize:>0; sid:1000000; rev:1;)"
+    )
+
+
+def test_the_resolved_domain_keyword_parses_as_network_firewall_documents_it(
+    tmp_path: Path,
+) -> None:
+    # aws_route_53_resolved_domain is Network Firewall's own keyword (developer guide,
+    # "Matching specific domains with resolved-domain rules": a Suricata rule option with a
+    # double-quoted domain value). Suricata does not know it, so: the kit's reader reads it
+    # back on every name rule, and the rest of each rule is valid Suricata 7 (the lab runs it).
+    text = "\n".join(name_rules(rules("pypi.org", "*.pythonhosted.org"), 1))
+    assert [(r.buffer, r.name, r.resolved_domain) for r in read_rules(text)] == [
+        ("tls.sni", "pypi.org", "pypi.org"),
+        ("http.host", "pypi.org", "pypi.org"),
+        ("tls.sni", "pythonhosted.org", ".pythonhosted.org"),
+        ("http.host", "pythonhosted.org", ".pythonhosted.org"),
+    ]
+    assert text.count('aws_route_53_resolved_domain:"') == 4
+    assert "aws_route_53_resolved_domain" not in without_aws_keywords(text)
+    assert verdicts(text, [Probe("tls", "pypi.org", PYPI, 443)], tmp_path) == ["pass"]
+    # Suricata itself refuses the keyword: the lab's removal is needed, not decoration.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    with pytest.raises(RuntimeError, match=r"aws_route_53_resolved_domain|error parsing"):
+        verdicts(text, [Probe("tls", "pypi.org", PYPI, 443)], bare, keep_aws_keywords=True)
 
 
 def test_reading_the_kits_rules_gives_back_each_entry() -> None:

@@ -449,6 +449,8 @@ def test_payload_written_by_the_launcher_is_accepted() -> None:
         {
             "IMAGE_ARN": "arn:aws:lambda:us-east-1:123456789012:microvm-image:w",
             "CONNECTOR_ARN": "arn:aws:lambda:us-east-1:123456789012:network-connector:c",
+            "INGRESS_CONNECTOR_ARN": "arn:aws:lambda:us-east-1:aws:network-connector:"
+            "aws-network-connector:HTTP_INGRESS",
             "WEBHOOK_SECRET_ARN": "arn:w",
             "CREDENTIAL_KEY_SECRET_ARN": "arn:k",
             "MAX_DURATION_SECONDS": "600",

@@ -18,8 +18,9 @@ from sandboxkit.profile import SandboxProfile
 
 LABEL = st.sampled_from(["a", "b", "files", "api", "x1"])
 PARENT = st.sampled_from(["pythonhosted.org", "github.com", "example.net", "a.example.org"])
-# 8443 and 22: ports the target refuses in entries, and probes on them are never admitted.
-PORT = st.sampled_from([443, 80, 8443, 22])
+# 8443 and 2222: ports the target refuses in entries, and probes on them are never admitted
+# (22 itself no entry may name: SSH carries no name, egress_contract.NAMELESS_PORTS).
+PORT = st.sampled_from([443, 80, 8443, 2222])
 ENTRY = st.tuples(PARENT, st.booleans(), PORT)
 ADDRESS = st.sampled_from(
     ["169.254.169.254", "64:ff9b::a9fe:a9fe", "151.101.0.223", "10.0.0.1", "[2a04:4e42::223]"]

@@ -531,7 +531,7 @@ def test_a_profile_beyond_the_largest_instance_is_refused_with_its_source() -> N
         "sandboxkit:profile.limits.memoryMiB",
     )
     assert "at most 4 for target cloudflare" in str(caught.value)
-    assert "at most 12288 for target cloudflare" in str(caught.value)
+    assert "from 256 to 12288 for target cloudflare" in str(caught.value)
     assert "developers.cloudflare.com/containers/platform/limits/" in str(caught.value)
 
 
@@ -669,6 +669,8 @@ def test_cli_refuses_a_toml_out_file(tmp_path: Path) -> None:
 def test_external_config_for_cloudflare_is_the_wrangler_config(tmp_path: Path) -> None:
     root = project(tmp_path, DENY_PROFILE)
     alias, generic = root / "a" / "wrangler.jsonc", root / "b" / "wrangler.jsonc"
+    alias.parent.mkdir()
+    generic.parent.mkdir()
     assert run_cli(root, alias).exit_code == 0
     arguments = ["external-config", "--stack", "t", "--target", "cloudflare", "--out"]
     result = CliRunner().invoke(cli.app, [*arguments, str(generic), "--project-dir", str(root)])

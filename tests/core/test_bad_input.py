@@ -417,3 +417,48 @@ def test_every_stack_pulumi_accepts_gives_valid_names(target: str, limit: int) -
         assert set(name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")
         label = context.labels()["sandboxkit-stack"]
         assert len(label) <= 63 and label == label.lower()
+
+
+# -- config keys outside the config: mapping (issue 31 item 11) -------------------------------
+
+OUTSIDE = (
+    "a key inside the top-level config: mapping (config keys are read there only): add a line "
+    "'config:' above it and indent {key} two spaces under it"
+)
+STACK_KEYS = "config, environment, secretsprovider, encryptedkey, encryptionsalt"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "sandboxkit:environment: prod\nsandboxkit:targets: [kubernetes]\n",
+            [
+                f"<p>/stacks/Pulumi.t.yaml: {key}: got '[value not shown]'; expected "
+                + OUTSIDE.format(key=key)
+                for key in ("sandboxkit:environment", "sandboxkit:targets")
+            ],
+            id="no-wrapper",
+        ),
+        pytest.param(
+            "profile: {}\n",
+            [
+                "<p>/stacks/Pulumi.t.yaml: profile: got '[value not shown]'; expected "
+                + OUTSIDE.format(key="profile")
+            ],
+            id="bare-key-no-wrapper",
+        ),
+        pytest.param(
+            "configs:\n  sandboxkit:environment: prod\n",
+            [
+                "<p>/stacks/Pulumi.t.yaml: configs: got '[value not shown]'; expected a stack "
+                f"file key: {STACK_KEYS} (did you mean 'config'?)"
+            ],
+            id="misspelt-config",
+        ),
+    ],
+)
+def test_config_keys_outside_the_config_mapping_are_named_with_the_fix(
+    text: str, expected: list[str], tmp_path: Path
+) -> None:
+    assert refusal(text, tmp_path) == expected

@@ -3,10 +3,13 @@ a crash exits 70 and unwritable output 74, each in one line, never as the gate's
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from typer.testing import CliRunner
 from sandboxkit import cli, gate
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import lowered_levels, policy_config, read_pack_config
+from support import make_project
 
 REPO = Path(__file__).resolve().parents[2]
 FINITE = (
@@ -120,6 +124,25 @@ def test_a_pipe_closed_early_exits_74_quietly() -> None:
     assert (result.returncode, result.stderr) == (74, "")
 
 
+def test_a_pipe_closed_after_part_of_a_large_write_raises_the_output_error() -> None:
+    # Issue 31 item 16: `preview --json | head -c 10` exited 0 with the output cut: CPython's
+    # buffered writer reported nothing once the reader left after the first part.
+    reader, writer = os.pipe()
+
+    def read_ten_and_leave() -> None:
+        os.read(reader, 10)
+        os.close(reader)
+
+    leaving = threading.Thread(target=read_ten_and_leave)
+    leaving.start()
+    with os.fdopen(writer, "w") as stream:
+        with pytest.raises(cli.OutputError) as caught:
+            cli._GuardedStdout(stream).write("x" * 2_000_000)
+        leaving.join()
+        assert caught.value.args[0] == errno.EPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())  # nothing left to fail at close
+
+
 # -- flags, help, version --------------------------------------------------------------------
 
 
@@ -148,23 +171,63 @@ def test_version_and_the_exit_codes_in_help() -> None:
 # -- files the commands write ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["a-directory", "under-a-file"])
+@pytest.mark.parametrize("kind", ["a-directory", "under-a-file", "no-such-folder"])
 def test_an_out_that_cannot_be_written_exits_2_naming_it(kind: str, tmp_path: Path) -> None:
     if kind == "a-directory":
         out = tmp_path / "wrangler.json"
         out.mkdir()
-        reason = "Is a directory"
+        expected = "a file path that can be written (Is a directory)"
     else:
-        (tmp_path / "file").write_text("")
+        if kind == "under-a-file":
+            (tmp_path / "file").write_text("")
         out = tmp_path / "file" / "wrangler.json"
-        reason = "File exists"  # mkdir of the parent meets the file
+        # Issue 31 item 18: the folder was created, the mistake never said.
+        expected = f"a file in a folder that exists (create {out.parent})"
     result = invoke(
         "cloudflare-config", "--stack", "prod", "--out", str(out), "--project-dir", str(REPO)
     )
     assert result.exit_code == 2
+    assert (
+        result.stderr == f"error: invalid input\n  --out: got {str(out)!r}; expected {expected}\n"
+    )
+    assert not (tmp_path / "file").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("command", "out"),
+    [
+        ("pack-config", "stacks/Pulumi.victim.yaml"),
+        ("pack-config", "Pulumi.yaml"),
+        ("pack-config", "policy-packs/sandbox-guard/config/dev.json"),
+        ("cloudflare-config", "stacks/Pulumi.victim.yaml"),
+        ("cloudflare-config", "sandboxkit.yaml"),
+    ],
+)
+def test_an_out_that_is_an_input_file_is_refused_and_left_alone(
+    command: str, out: str, tmp_path: Path
+) -> None:
+    # Issue 31 item 17: pack-config --out stacks/Pulumi.victim.yaml replaced the stack file.
+    root = make_project(tmp_path, {"victim": (REPO / "stacks/Pulumi.prod.yaml").read_bytes()})
+    shutil.copytree(REPO / "policy-packs", root / "policy-packs")
+    (root / "sandboxkit.yaml").write_text("environments: {victim: prod}\n")
+    before = (root / out).read_bytes()
+    written = str(root / out)
+    result = invoke(command, "--stack", "victim", "--out", written, "--project-dir", str(root))
+    assert (result.exit_code, (root / out).read_bytes()) == (2, before)
     assert result.stderr == (
-        f"error: invalid input\n  --out: got {str(out)!r}; expected a file path that can be "
-        f"written ({reason})\n"
+        f"error: invalid input\n  --out: got {written!r}; expected a path that is none of the "
+        f"files the command reads (this is {root / out}): write the config to a new file\n"
+    )
+
+
+def test_pack_config_writes_json_files_only(tmp_path: Path) -> None:
+    out = tmp_path / "pc.yaml"
+    result = invoke("pack-config", "--stack", "dev", "--out", str(out), "--project-dir", str(REPO))
+    assert (result.exit_code, out.exists()) == (2, False)
+    assert result.stderr == (
+        f"error: invalid input\n  --out: got {str(out)!r}; expected a file ending in .json (the "
+        "pack config is JSON, as pulumi preview --policy-pack-config reads it): e.g. "
+        f"{tmp_path / 'pc.json'}\n"
     )
 
 
@@ -346,9 +409,8 @@ def test_lowering_every_level_is_named_in_the_output(info: Any, tmp_path: Path) 
 def test_a_project_without_policy_packs_exits_2_naming_the_pack(
     command: str, tmp_path: Path
 ) -> None:
-    for name in ("Pulumi.yaml", "sandboxkit.yaml", "stacks/Pulumi.dev.yaml"):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_bytes((REPO / name).read_bytes())
+    make_project(tmp_path, {"dev": (REPO / "stacks/Pulumi.dev.yaml").read_bytes()})
+    (tmp_path / "sandboxkit.yaml").write_bytes((REPO / "sandboxkit.yaml").read_bytes())
     extra = ["--no-checkov"] if command == "check" else ["--out", str(tmp_path / "pc.json")]
     pack_config = REPO / "policy-packs/sandbox-guard/config/dev.json"
     result = invoke(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sandboxkit.addresses import judge_address
 from sandboxkit.dns_names import channel_refusal
-from sandboxkit.egress_contract import EgressRule, destination_of, parse_rule
+from sandboxkit.egress_contract import NAMELESS_PORTS, EgressRule, destination_of, parse_rule
 
 
 @pytest.mark.parametrize(
@@ -191,3 +191,54 @@ def test_an_address_is_accepted_exactly_when_public_and_not_a_listed_endpoint(
         with pytest.raises(ValueError) as caught:
             parse_rule(entry)
         assert str(caught.value).startswith(judgement.reason)
+
+
+# --- one meaning of a name entry: TLS by SNI, HTTP by Host (issue 30) --------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "protocol"),
+    [
+        ("github.com:22", "SSH"),
+        ("*.example.com:5432", "PostgreSQL"),
+        ("db.example.com:3306", "MySQL"),
+        ("smtp.example.com:25", "SMTP"),
+        ("mail.example.com:587", "SMTP submission"),
+        ("ldap.example.com:389", "LDAP"),
+    ],
+)
+def test_a_name_on_a_port_without_sni_or_host_is_refused_naming_the_alternatives(
+    entry: str, protocol: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_rule(entry)
+    message = str(caught.value)
+    pattern, port = entry.rsplit(":", 1)
+    assert message.startswith(f"{entry} is {protocol}, which carries no name a target can check")
+    assert f"write the host's HTTPS endpoint instead (e.g. {pattern}:443" in message
+    assert f"or an IP entry for its public address (e.g. 203.0.113.7:{port})" in message
+
+
+def test_the_ssh_refusal_says_git_over_https() -> None:
+    with pytest.raises(ValueError, match=r"e\.g\. github\.com:443, git over HTTPS instead of SSH"):
+        parse_rule("github.com:22")
+
+
+@settings(max_examples=300)
+@given(port=st.integers(min_value=1, max_value=65535), wildcard=st.booleans())
+@example(port=22, wildcard=False)
+@example(port=443, wildcard=True)
+def test_a_name_entry_is_accepted_exactly_on_ports_whose_protocol_names_its_host(
+    port: int, wildcard: bool
+) -> None:
+    # A name entry means TLS (SNI) and HTTP (Host) on its port; on a port whose protocol opens
+    # without either (NAMELESS_PORTS), it is refused. An IP entry means TCP to its address and is
+    # accepted on every port.
+    name = "*.example.com" if wildcard else "api.example.com"
+    if port in NAMELESS_PORTS:
+        with pytest.raises(ValueError, match=f"is {re.escape(NAMELESS_PORTS[port])}, which"):
+            parse_rule(f"{name}:{port}")
+    else:
+        rule = parse_rule(f"{name}:{port}")
+        assert (rule.port, rule.kind) == (port, "wildcard" if wildcard else "name")
+    assert parse_rule(f"140.82.112.3:{port}") == EgressRule("140.82.112.3", port, "ip")

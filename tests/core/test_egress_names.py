@@ -9,10 +9,12 @@ import pytest
 
 from sandboxkit import dns_names
 from sandboxkit.dns_names import (
+    OPEN_CHILD_CATEGORIES,
     PSL_VERSION,
     ListedDomain,
     name_refusal,
     normalize_name,
+    open_child_names,
     registrable_domain,
     shared_hosting,
     wildcard_dns,
@@ -182,3 +184,104 @@ def test_the_public_suffix_list_loads_and_judges_with_networking_off(
     assert "amazonaws.com" in above and "pythonhosted.org" not in above
     assert name_refusal("github.io", wildcard=True) is not None
     assert no_network == []
+
+
+# --- parents where anyone can create a child name (data/open-child-names.txt) -----------------
+
+
+def test_the_open_child_names_list_loads_with_a_category_and_source_per_line() -> None:
+    listed = open_child_names()
+    assert all("://" in d.source for d in listed)
+    by_category = {c: {d.pattern for d in listed if d.category == c} for c in OPEN_CHILD_CATEGORIES}
+    assert by_category == {
+        "cloud-label": {
+            "*.cloudapp.azure.com", "trafficmanager.net", "*.azurecontainerapps.io",
+            "awsapprunner.com",
+        },
+        "request-catcher": {
+            "webhook.site", "requestcatcher.com", "m.pipedream.net", "free.beeceptor.com",
+            "requestrepo.com",
+        },
+        "out-of-band": {
+            "interact.sh", "oast.pro", "oast.live", "oast.site", "oast.online", "oast.fun",
+            "oast.me", "burpcollaborator.net", "oastify.com", "dnslog.cn", "ceye.io",
+            "canarytokens.com",
+        },
+        "app-host": {"modal.run", "koyeb.app", "app.github.dev", "pinggy.link"},
+    }  # fmt: skip
+    # Each line is a refusal of its own: no earlier kind (PSL, shared hosting ...) already
+    # refuses a wildcard over it, so the list is not decoration.
+    for domain in listed:
+        parent = domain.pattern.replace("*", "eastus")
+        found = name_refusal(parent, wildcard=True)
+        assert found is not None and "covers names anyone can create" in found, parent
+
+
+@pytest.mark.parametrize(
+    ("entry", "parent", "category"),
+    [
+        # The four of issue 30 ...
+        ("*.cloudapp.azure.com", "*.cloudapp.azure.com", "a cloud's shared domain"),
+        ("*.webhook.site", "webhook.site", "a request and webhook catcher"),
+        ("*.interact.sh", "interact.sh", "an out-of-band testing service"),
+        ("*.modal.run", "modal.run", "a shared application host"),
+        # ... and beyond them, at, above and below a parent.
+        ("*.eastus.cloudapp.azure.com", "*.cloudapp.azure.com", "a cloud's shared domain"),
+        ("*.azure.com", "*.cloudapp.azure.com", "a cloud's shared domain"),
+        ("*.trafficmanager.net", "trafficmanager.net", "a cloud's shared domain"),
+        ("*.pipedream.net", "m.pipedream.net", "a request and webhook catcher"),
+        ("*.oast.fun", "oast.fun", "an out-of-band testing service"),
+        ("*.x.oastify.com", "oastify.com", "an out-of-band testing service"),
+        ("*.app.github.dev", "app.github.dev", "a shared application host"),
+        # The catcher's own name serves anyone's catcher by path.
+        ("webhook.site", "webhook.site", "a request and webhook catcher"),
+    ],
+)
+def test_wildcards_over_open_child_names_are_refused_as_one_kind(
+    entry: str, parent: str, category: str
+) -> None:
+    wildcard = entry.startswith("*.")
+    found = name_refusal(entry.removeprefix("*."), wildcard=wildcard)
+    assert found is not None
+    assert found.startswith(f"{entry} ") and "anyone can create" in found
+    assert f": {parent} is {category}" in found
+    assert "list each exact name sandboxes need" in found
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "myvm.eastus.cloudapp.azure.com",
+        "0c8e-token.webhook.site",
+        "abc123.oast.fun",
+        "me--app-web.modal.run",
+        "eoabc.m.pipedream.net",
+        "pipedream.net",
+    ],
+)
+def test_exact_names_below_an_open_parent_stay_allowed(host: str) -> None:
+    assert name_refusal(host, wildcard=False) is None
+
+
+def test_a_wildcard_over_an_open_parent_exits_2_naming_entry_reason_and_fix(
+    tmp_path: pytest.TempPathFactory,
+) -> None:
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from sandboxkit import cli
+
+    project = Path(str(tmp_path))
+    (project / "Pulumi.yaml").write_text("name: sandboxkit\nruntime: python\n")
+    (project / "Pulumi.t.yaml").write_text(
+        "config:\n  sandboxkit:environment: dev\n  sandboxkit:targets: [kubernetes]\n"
+        "  sandboxkit:profile:\n    egress:\n      mode: allowlist\n"
+        "      allow: ['pypi.org:443', '*.interact.sh:443']\n"
+    )
+    result = CliRunner().invoke(cli.app, ["preview", "--stack", "t", "--project-dir", str(project)])
+    assert result.exit_code == 2, result.output
+    assert "sandboxkit:profile.egress.allow[1]: got '*.interact.sh:443'" in result.stderr
+    assert "an out-of-band testing service" in result.stderr
+    assert "list each exact name sandboxes need" in result.stderr
+    assert "Traceback" not in result.stderr

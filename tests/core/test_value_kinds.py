@@ -237,7 +237,6 @@ IMAGE_SETTINGS = [
 @pytest.mark.parametrize(
     ("image", "why"),
     [
-        (" ", " (invalid reference format)"),
         ("кубернетес", " (invalid reference format)"),
         ("{{x}}", " (invalid reference format)"),
         ("Example.com/Sandbox:1", " (repository name must be lowercase)"),
@@ -253,6 +252,19 @@ def test_every_image_setting_takes_oci_references_only(
     holder[path[-1]] = image
     key = ".".join(path)
     assert problems_of(prod) == [Problem(f"sandboxkit:{target}.{key}", image, IMAGE_EXPECTED + why)]
+
+
+@pytest.mark.parametrize(("target", "path"), IMAGE_SETTINGS)
+def test_an_image_of_white_space_is_refused_as_padding(
+    prod: dict[str, Any], target: str, path: tuple[str, ...]
+) -> None:
+    holder = prod[target]
+    for part in path[:-1]:
+        holder = holder[part]
+    holder[path[-1]] = " "
+    key = ".".join(path)
+    expected = "text without leading or trailing spaces or line breaks: this is white space only"
+    assert problems_of(prod) == [Problem(f"sandboxkit:{target}.{key}", " ", expected)]
 
 
 def test_cloud_run_template_images_are_oci_references(prod: dict[str, Any]) -> None:

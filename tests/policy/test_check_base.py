@@ -10,6 +10,7 @@ as gate files is checked on ``gate_changes`` alone, one edit at a time, without 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ import jsonschema
 import pytest
 import yaml
 
-from sandboxkit.trusted_base import GATE_CHANGE_RULE, GateChange, gate_changes
+from sandboxkit.trusted_base import GATE_CHANGE_RULE, GATE_PATHS, GateChange, gate_changes
 from support import invoke_cli, open_egress
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,6 +155,18 @@ def test_new_and_deleted_gate_files_are_named_and_stack_files_are_not(repo: Path
     )
 
 
+def test_every_gate_path_has_a_code_owner() -> None:
+    # The review that lets a change to the gate merge is the code owners'.
+    rules = [
+        line.split()
+        for line in (REPO / ".github/CODEOWNERS").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    owned = {pattern.strip("/"): owners for pattern, *owners in rules}
+    assert sorted(owned) == sorted(GATE_PATHS)
+    assert all(owners for owners in owned.values())
+
+
 # -- the gate of the base decides ---------------------------------------------------------------
 
 
@@ -244,3 +257,42 @@ def test_an_unknown_base_or_a_pack_config_of_its_own_exits_2_naming_the_option(
     code, _, err = check(repo, "--base", "main", "--policy-pack-config", "weak.json")
     assert code == 2
     assert "--policy-pack-config: got 'weak.json'; expected no file with --base" in err
+
+
+# -- the workflow's gate job, as shipped -------------------------------------------------------
+
+
+def test_the_gate_jobs_steps_pass_on_a_clean_clone(base_repo: Path, tmp_path: Path) -> None:
+    # The shipped job installed no Node and no Worker packages, so it could not pass. Its shell
+    # steps, read from the workflow, run in order on a fresh clone of a pull request's merge
+    # commit (HEAD^1 the base), with nothing installed beforehand; uv's and npm's caches are
+    # what .ci/run left.
+    workflow = yaml.safe_load((REPO / ".github/workflows/pr.yml").read_text())
+    steps = [step["run"] for step in workflow["jobs"]["gate"]["steps"] if "run" in step]
+    assert steps == ["bash .ci/gate install", "bash .ci/gate check > sandboxkit.sarif"]
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(base_repo), str(clone)], check=True)
+    git(clone, "commit", "-q", "--allow-empty", "-m", "GitHub's merge commit")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("VIRTUAL_ENV", "PYTHON", "SANDBOXKIT_"))
+    }
+    env["GITHUB_EVENT_NAME"] = "pull_request"
+    for step in steps:
+        done = subprocess.run(
+            ["bash", "-e", "-c", step],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, f"{step}: {done.stderr[-2000:]}"
+    log = json.loads((clone / "sandboxkit.sarif").read_text())
+    jsonschema.validate(log, sarif_schema())
+    [invocation] = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is True
+    assert invocation["properties"]["base"]["commit"] == git(clone, "rev-parse", "HEAD^1")
+    assert invocation["toolConfigurationNotifications"] == []  # the merge changes no gate file
+    assert {run["tool"]["driver"]["name"] for run in log["runs"]} == {"sandbox-guard", "checkov"}

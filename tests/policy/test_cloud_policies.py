@@ -21,9 +21,13 @@ from pulumi_policy import (
 )
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
+from sandboxkit.aws.microvm_image import RESOURCE_TYPE as KIT_IMAGE
 from sandboxkit.cloudflare.spec import WORKER_MODULE
 
 CONNECTOR = "arn:aws:lambda:us-east-1:123456789012:network-connector/sandboxkit-prod"
+INTERNET_EGRESS_ARN = (
+    "arn:aws:lambda:us-east-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS"
+)
 
 
 def tags(target: str) -> dict[str, str]:
@@ -76,6 +80,14 @@ HAPPY: dict[str, dict[str, Any]] = {
     "aws:lambdamicrovms/image:Image": {
         "egressNetworkConnectors": [CONNECTOR],
         "environmentVariables": {"CONTROL_PLANE_URL": "https://api.example.com"},
+        "tags": tags("aws-microvm"),
+    },
+    KIT_IMAGE: {
+        "namePrefix": "aws-microvm-image",
+        "image": {
+            "egressNetworkConnectors": [INTERNET_EGRESS_ARN],
+            "environmentVariables": {"CONTROL_PLANE_URL": "https://api.example.com"},
+        },
         "tags": tags("aws-microvm"),
     },
     "aws:ec2/securityGroup:SecurityGroup": {
@@ -282,13 +294,13 @@ WORKER = "cloudflare:index/workersScript:WorkersScript"
 ENV = "environment.variables"
 
 CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
+    # RunMicrovm's connectors are the runtime egress; an image's are its build's (botocore).
     (
-        "image-internet-egress",
-        IMAGE,
-        _set("egressNetworkConnectors", ["INTERNET_EGRESS"]),
+        "launcher-internet-egress",
+        FUNCTION,
+        _set(f"{ENV}.CONNECTOR_ARN", INTERNET_EGRESS_ARN),
         "net-001",
     ),
-    ("image-default-connectors", IMAGE, _drop("egressNetworkConnectors"), "net-001"),
     ("sg-all-protocols", SG, _set("egress.0.protocol", "-1"), "net-001"),
     ("sg-wide-port-range", SG, _set("egress.0.toPort", 65535), "net-001"),
     (
@@ -512,6 +524,12 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "sec-001",
     ),
     (
+        "kit-image-secret-env",
+        KIT_IMAGE,
+        _set("image.environmentVariables.WORKER_KEY", "k"),
+        "sec-001",
+    ),
+    (
         "worker-plain-secret",
         WORKER,
         _append("bindings", {"type": "plain_text", "name": "API_KEY", "text": "k"}),
@@ -638,6 +656,7 @@ def test_a_secret_binding_may_hold_a_credential() -> None:
 def _aws_stack() -> list[tuple[str, dict[str, Any]]]:
     return [
         (IMAGE, HAPPY[IMAGE]),
+        (KIT_IMAGE, HAPPY[KIT_IMAGE]),
         ("aws:lambda/coreNetworkConnector:CoreNetworkConnector", {"name": "c"}),
         ("aws:networkfirewall/firewallPolicy:FirewallPolicy", {}),
         ("aws:networkfirewall/firewall:Firewall", {}),

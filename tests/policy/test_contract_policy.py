@@ -1,7 +1,8 @@
 """SBX-NET-008: each target's egress, read from the stack's resources, is the stack's contract.
 
 ``sandboxkit check`` gives the pack the stack's contracts (``explain.contracts_config``); a pack
-run without them (``pulumi preview --policy-pack`` with no such config) still reports what no
+run without them (``pulumi preview --policy-pack`` with the plain config/<environment>.json)
+reports each listed target's missing contract (run ``sandboxkit pack-config``) and still what no
 contract expresses.
 """
 
@@ -27,6 +28,9 @@ from sandboxkit.gate.crossguard import analyze, configure
 from sandboxkit.gate.pack_config import CONTRACT_POLICY, policy_config
 from sandboxkit.render import RenderedStack, secret_wrap
 from sandboxkit.secrets import UNKNOWN_SECRET
+from sandboxkit.targets import TARGET_MODULES
+
+TARGET_ORDER = list(TARGET_MODULES)
 
 PROJECT = Path(__file__).resolve().parents[2]
 NAME_RULES = "aws-microvm-fw-domains"
@@ -76,6 +80,35 @@ def contract_reports(
     ]
 
 
+def no_contract(target: str) -> tuple[str, str]:
+    """SBX-NET-008's report on a listed target the pack config gives no contract (stack-wide)."""
+    return (
+        f"{target} has no egress contract in the pack config, so its egress cannot be compared "
+        "with the stack's profile; run the pack with the config `sandboxkit pack-config --stack "
+        "<stack> --out <file>` writes (pulumi preview/up --policy-pack-config <file>), which "
+        "holds every target's contract.",
+        "",
+    )
+
+
+DEV_WITHOUT_CONTRACTS = [no_contract("kubernetes"), no_contract("aws-microvm")]
+
+
+def test_the_plain_prod_config_reports_every_missing_contract_as_mandatory(
+    analyzer: gate.InProcessAnalyzer,
+) -> None:
+    # README's prod `pulumi up` passed config/prod.json, which holds no contracts: SBX-NET-008
+    # compared nothing and said nothing.
+    prod = testing.shipped_render(PROJECT, "prod")
+    document = json.loads((gate.pack_dir(PROJECT) / "config" / "prod.json").read_text())
+    assert contract_reports(analyzer, prod, contracts=False, document=document) == [
+        no_contract(target) for target in sorted(prod.spec.targets, key=TARGET_ORDER.index)
+    ]
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert policy_config(info, document, "prod.json")[CONTRACT_POLICY][0] == "mandatory"
+    assert contract_reports(analyzer, prod, contracts=True, document=document) == []
+
+
 def test_the_shipped_dev_stack_is_its_contract(
     analyzer: gate.InProcessAnalyzer, dev: RenderedStack
 ) -> None:
@@ -101,7 +134,7 @@ def test_a_dropped_entry_is_narrower_only_against_the_stacks_contract(
     analyzer: gate.InProcessAnalyzer, dev: RenderedStack
 ) -> None:
     narrowed = _narrowed(dev)
-    assert contract_reports(analyzer, narrowed, contracts=False) == []
+    assert contract_reports(analyzer, narrowed, contracts=False) == DEV_WITHOUT_CONTRACTS
     reports = contract_reports(analyzer, narrowed, contracts=True)
     assert {resource for _, resource in reports} == {"aws-microvm"}
     assert (
@@ -122,7 +155,7 @@ def test_a_rule_for_an_unlisted_host_is_wider_on_the_rule_group(
         "endswith; sid:1999999;)"
     )
     widened = _with_rules(dev, [*_rules(dev), extra])
-    assert contract_reports(analyzer, widened, contracts=False) == []
+    assert contract_reports(analyzer, widened, contracts=False) == DEV_WITHOUT_CONTRACTS
     [(message, resource)] = contract_reports(analyzer, widened, contracts=True)
     assert resource == NAME_RULES
     assert message.startswith(
@@ -141,6 +174,8 @@ def test_a_wildcard_admitting_its_apex_is_reported_without_a_contract(
     ]
     assert apex != _rules(dev)
     reports = contract_reports(analyzer, _with_rules(dev, apex), contracts=False)
+    assert [r for r in reports if r in DEV_WITHOUT_CONTRACTS] == DEV_WITHOUT_CONTRACTS
+    reports = [r for r in reports if r not in DEV_WITHOUT_CONTRACTS]
     assert reports
     assert {resource for _, resource in reports} == {NAME_RULES}
     assert all(
@@ -239,7 +274,10 @@ def test_a_target_its_reader_refuses_is_reported_not_skipped(
     refusal = "name grant *: host '*' goes with scope any, only"
     expected = [(_unreadable("SBX-NET-008", "aws-microvm", refusal), "aws-microvm")]
     assert contract_reports(analyzer, everything, contracts=True, document=off) == expected
-    assert contract_reports(analyzer, everything, contracts=False, document=off) == expected
+    assert contract_reports(analyzer, everything, contracts=False, document=off) == [
+        no_contract("kubernetes"),
+        *expected,
+    ]
 
 
 def test_a_widened_target_with_an_unparsable_input_is_reported_when_net_005_is_off(

@@ -1,7 +1,7 @@
 """SBX-NET-001's allowedPorts (443, 80, 53) on every port-bearing egress rule the kit renders.
 
-The allowlist ``["example.com:22", "140.82.112.3:25"]`` renders a Cilium ``toPorts`` 22 and a
-NetworkPolicy ipBlock rule on 25 (kubernetes), firewall policy allow rules on 22 and 25
+The allowlist ``["example.com:8022", "140.82.112.3:25"]`` renders a Cilium ``toPorts`` 8022 and a
+NetworkPolicy ipBlock rule on 25 (kubernetes), firewall policy allow rules on 8022 and 25
 (gcp-cloudrun), a connector security group rule on 25 (aws-microvm); gcp-gke takes IP entries
 only, so ``140.82.112.3:25`` renders a NetworkPolicy on 25 there: each must be reported, and the
 same stacks on 443 must not.
@@ -21,7 +21,7 @@ from sandboxkit.render import RenderedStack
 from support import named, with_input
 
 PROJECT = Path(__file__).resolve().parents[2]
-OTHER_PORTS = ["example.com:22", "140.82.112.3:25"]
+OTHER_PORTS = ["example.com:8022", "140.82.112.3:25"]
 # gcp-gke refuses name entries (its FQDN policy cannot learn from the kit's resolver).
 GKE_OTHER_PORTS = ["140.82.112.3:25"]
 # aws-microvm ties names to 443/80 (Network Firewall matches SNI/Host), so only the IP moves.
@@ -70,7 +70,7 @@ CASES = {
             (
                 "kubernetes-fqdn-policy",
                 f"CiliumNetworkPolicy kubernetes-fqdn-policy egress rule 1 admits egress on "
-                f"port 22, {REMEDY}",
+                f"port 8022, {REMEDY}",
             ),
             (
                 "kubernetes-network-policy",
@@ -93,8 +93,8 @@ CASES = {
         ("gcp-cloudrun", OTHER_PORTS, {}),
         {
             (
-                "gcp-cloudrun-allow-fqdn-22",
-                "Firewall policy rule gcp-cloudrun-allow-fqdn-22 admits egress on port 22, "
+                "gcp-cloudrun-allow-fqdn-8022",
+                "Firewall policy rule gcp-cloudrun-allow-fqdn-8022 admits egress on port 8022, "
                 f"{REMEDY}",
             ),
             (
@@ -149,7 +149,7 @@ def test_allowed_ports_from_the_pack_config_admit_them(
     analyzer: gate.InProcessAnalyzer, tmp_path: Path
 ) -> None:
     config = tmp_path / "prod.json"
-    config.write_text(json.dumps({"sbx-net-001": {"allowedPorts": [443, 80, 53, 22, 25]}}))
+    config.write_text(json.dumps({"sbx-net-001": {"allowedPorts": [443, 80, 53, 8022, 25]}}))
     rendered = render("kubernetes", OTHER_PORTS, fqdnPolicy="cilium")
     assert port_findings(analyzer, rendered, config) == set()
 

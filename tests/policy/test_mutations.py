@@ -365,6 +365,7 @@ ROWS = [
             ("SBX-LOG-001", "aws-microvm-fw-flow-logs"),
             ("SBX-LOG-001", "aws-microvm-api-logs"),
             ("SBX-LOG-001", "aws-microvm-flow-logs"),
+            ("SBX-LOG-001", "aws-microvm-image-logs"),
             ("SBX-LOG-001", "gcp-cloudrun-log-bucket"),
         ),
         config=_profile("audit", "logRetentionDays", 1),
@@ -736,21 +737,25 @@ ROWS = [
     ),
     # aws-microvm: rendered inputs (its caps refuse the config that would weaken them).
     Row(
-        "image-internet-egress",
+        # RunMicrovm's connectors are the runtime egress (the image's are its build's).
+        "launcher-internet-egress",
         "prod",
-        _caught(("SBX-NET-001", IMAGE)),
-        inputs=_set(IMAGE, ("egressNetworkConnectors",), ["INTERNET_EGRESS"]),
-    ),
-    Row(
-        "image-default-connectors",
-        "prod",
-        _caught(("SBX-NET-001", IMAGE)),
-        inputs=_set(IMAGE, ("egressNetworkConnectors",), REMOVE),
+        _caught(("SBX-NET-001", "aws-microvm-launcher")),
+        inputs=_set(
+            "aws-microvm-launcher",
+            ("environment", "variables", "CONNECTOR_ARN"),
+            "arn:aws:lambda:eu-west-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS",
+        ),
     ),
     Row(
         "connector-sg-all-ports",
         "prod",
-        _caught(("SBX-NET-001", "aws-microvm-connector-sg")),
+        # Every protocol holds UDP, which the aws reader refuses out of the VPC.
+        _caught(
+            ("SBX-NET-001", "aws-microvm-connector-sg"),
+            ("SBX-NET-006", "aws-microvm"),
+            ("SBX-NET-008", "aws-microvm"),
+        ),
         inputs=_set("aws-microvm-connector-sg", ("egress", 2, "protocol"), "-1"),
     ),
     Row(

@@ -64,6 +64,11 @@ def test_get_analyzer_info_lists_every_policy(stub: Any, analyzer: gate.InProces
     assert net_005.policy_type == proto.PolicyType.POLICY_TYPE_STACK
 
 
+INTERNET_EGRESS = (
+    "arn:aws:lambda:us-east-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS"
+)
+
+
 def _props(values: dict[str, Any]) -> struct_pb2.Struct:
     struct = struct_pb2.Struct()
     struct.update(values)
@@ -78,17 +83,25 @@ def test_analyze_of_a_bad_resource_returns_the_expected_diagnostics(stub: Any) -
     stub.Configure(request)
     response = stub.Analyze(
         proto.AnalyzeRequest(
-            type="aws:lambdamicrovms/image:Image",
-            name="worker",
-            urn="urn:pulumi:prod::sandboxkit::aws:lambdamicrovms/image:Image::worker",
-            properties=_props({"egressNetworkConnectors": ["INTERNET_EGRESS"]}),
+            type="aws:lambda/function:Function",
+            name="launcher",
+            urn="urn:pulumi:prod::sandboxkit::aws:lambda/function:Function::launcher",
+            properties=_props(
+                {
+                    "environment": {
+                        "variables": {"IMAGE_ARN": "arn:i", "CONNECTOR_ARN": INTERNET_EGRESS}
+                    }
+                }
+            ),
         )
     )
     found = [(d.policyName, d.enforcementLevel, d.severity) for d in response.diagnostics]
-    assert found == [("sbx-net-001", proto.MANDATORY, proto.POLICY_SEVERITY_CRITICAL)]
-    assert response.diagnostics[0].message.endswith(
-        "MicroVM image worker lists INTERNET_EGRESS in egressNetworkConnectors; remove it and "
-        "keep only the kit's CoreNetworkConnector."
+    assert ("sbx-net-001", proto.MANDATORY, proto.POLICY_SEVERITY_CRITICAL) in found
+    (message,) = [d.message for d in response.diagnostics if d.policyName == "sbx-net-001"]
+    assert message.endswith(
+        f"MicroVM launcher launcher runs MicroVMs with the AWS-managed connector "
+        f"{INTERNET_EGRESS} (CONNECTOR_ARN), so they reach the internet unfiltered; set it to "
+        "the kit's CoreNetworkConnector."
     )
 
 

@@ -87,21 +87,189 @@ class Row:
 
 NOTHING = Row("nothing", "", "", "", code=0)
 
+POLICY = "pulumi-python:dynamic/networkfirewall:FirewallPolicy", "aws-microvm-fw-policy"
+CONNECTOR = "aws:lambda/coreNetworkConnector:CoreNetworkConnector", "aws-microvm-connector"
+VALIDATION = "Route53ResolvedIPValidation"
+CANNOT_VERIFY = "cannot be verified"
+
+
+def _document_edit(change: str) -> str:
+    """A program body that edits the kit's firewall policy document (``document``)."""
+    return f"""
+    def edit(props):
+        document = dict(props["firewallPolicy"])
+        {change}
+        props["firewallPolicy"] = document
+
+    transform(*{POLICY!r}, edit)
+    """
+
+
+def _connector_edit(key: str, value: str) -> str:
+    """A program body that sets the connector's ``vpc_egress_configuration[key]``."""
+    return f"""
+    def edit(props):
+        configuration = dict(props["configuration"]["vpc_egress_configuration"])
+        configuration[{key!r}] = {value}
+        props["configuration"] = {{"vpc_egress_configuration": configuration}}
+
+    transform(*{CONNECTOR!r}, edit)
+    """
+
+
 AWS_ROWS = (
     Row(
         "policy default action emptied by a transform",
+        _document_edit('document["StatefulDefaultActions"] = []'),
+        "SBX-NET-008",
+        "admitted by 0.0.0.0/0 on 443, address",
+    ),
+    Row(
+        "private default route sent to the NAT gateway",
         """
-        def no_drop(props):
-            document = dict(props["firewallPolicy"])
-            document["StatefulDefaultActions"] = []
-            props["firewallPolicy"] = document
+        def to_nat(props):
+            props["vpc_endpoint_id"] = None
+            props["nat_gateway_id"] = "aws-microvm-nat-0-1a2b3c"
 
-        transform(
-            "pulumi-python:dynamic/networkfirewall:FirewallPolicy", "aws-microvm-fw-policy", no_drop
+        transform("aws:ec2/route:Route", "aws-microvm-private-0-default", to_nat)
+        """,
+        "SBX-NET-008",
+        "admitted by 0.0.0.0/0 on 443, address [platform-doc: VPC route tables",
+    ),
+    Row(
+        "a more specific route to the internet gateway, outside the components",
+        """
+        from pulumi_aws.ec2.route import Route
+
+        Route(
+            "acme-direct",
+            route_table_id="aws-microvm-private-0-rt-1a2b3c",
+            destination_cidr_block="93.184.216.0/24",
+            gateway_id="aws-microvm-igw-1a2b3c",
         )
         """,
         "SBX-NET-008",
+        "is admitted by 93.184.216.0/24 on 443, address [platform-doc: VPC route tables",
+    ),
+    Row(
+        "the connector in the public subnet",
+        _connector_edit("subnet_ids", '["aws-microvm-public-0-1a2b3c"]'),
+        "SBX-NET-008",
+        # The public table's return route sends the private block to the firewall.
+        "admitted by 0.0.0.0/0 except 10.42.0.0/24 on 443, address [platform-doc: VPC route",
+    ),
+    Row(
+        "the connector on a security group the render does not hold",
+        _connector_edit("security_group_ids", '["sg-0123456789abcdef0"]'),
+        "SBX-NET-008",
+        "'sg-0123456789abcdef0', which no rendered aws:ec2/securityGroup:SecurityGroup is",
+    ),
+    Row(
+        "the connector group given udp 443 0.0.0.0/0",
+        """
+        def udp(props):
+            props["egress"] = [
+                *props["egress"],
+                {"protocol": "udp", "from_port": 443, "to_port": 443, "cidr_blocks": ["0.0.0.0/0"]},
+            ]
+
+        transform("aws:ec2/securityGroup:SecurityGroup", "aws-microvm-connector-sg", udp)
+        """,
+        "SBX-NET-008",
+        "opens UDP 443 to 0.0.0.0/0",
+    ),
+    Row(
+        "the firewall pointed at another policy, added outside the components",
+        """
+        from pulumi_aws.networkfirewall.firewall_policy import FirewallPolicy
+
+        FirewallPolicy(
+            "acme-policy",
+            firewall_policy={
+                "stateless_default_actions": ["aws:pass"],
+                "stateless_fragment_default_actions": ["aws:pass"],
+            },
+        )
+
+        def relink(props):
+            props["firewall_policy_arn"] = (
+                "arn:aws:network-firewall:eu-central-1:123456789012:firewall-policy/acme-policy-1a2b"
+            )
+
+        transform("aws:networkfirewall/firewall:Firewall", "aws-microvm-fw", relink)
+        """,
+        "SBX-NET-008",
         "admitted by 0.0.0.0/0 on 443, address",
+    ),
+    Row(
+        "the policy's stateful rule group references swapped",
+        """
+        from pulumi_aws.networkfirewall.rule_group import RuleGroup
+
+        RuleGroup(
+            "acme-open",
+            capacity=10,
+            type="STATEFUL",
+            rule_group={
+                "rules_source": {
+                    "rules_string": 'pass tcp $HOME_NET any -> $EXTERNAL_NET 443 (sid:1;)'
+                },
+            },
+        )
+        """
+        + _document_edit(
+            'document["StatefulRuleGroupReferences"] = [{"ResourceArn": '
+            '"arn:aws:network-firewall:eu-central-1:123456789012:stateful-rulegroup/acme-open-1a", '
+            '"Priority": 100}]'
+        ),
+        "SBX-NET-008",
+        "admitted by 0.0.0.0/0 on 443, address",
+    ),
+    Row(
+        "every destination bypasses resolved-IP validation",
+        _document_edit(
+            f'document["{VALIDATION}"] = {{**document["{VALIDATION}"], '
+            '"BypassDestinationValidationIPRanges": [{"AddressDefinition": "0.0.0.0/0"}]}'
+        ),
+        "SBX-NET-008",
+        "admitted by 0.0.0.0/0 on 443, address [platform-doc: Network Firewall API "
+        "Route53ResolvedIPValidation BypassDestinationValidationIPRanges",
+    ),
+    Row(
+        "expired resolutions continue",
+        _document_edit(
+            f'document["{VALIDATION}"] = {{**document["{VALIDATION}"], '
+            '"DNSExpiryExceptionPolicy": "CONTINUE"}'
+        ),
+        "SBX-NET-008",
+        "claimed name only",
+    ),
+    Row(
+        "the DNS Firewall association moved to another VPC",
+        """
+        def elsewhere(props):
+            props["vpc_id"] = "vpc-0123456789abcdef0"
+
+        transform(
+            "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation",
+            "aws-microvm-dns-association",
+            elsewhere,
+        )
+        """,
+        "SBX-NET-008",
+        "resolving pythonhosted.org",
+    ),
+    Row(
+        "the BLOCK rule on a domain list the render does not hold",
+        """
+        def unlisted(props):
+            props["firewall_domain_list_id"] = "rslvr-fdl-0123456789abcdef"
+
+        rule = "aws:route53/resolverFirewallRule:ResolverFirewallRule"
+        transform(rule, "aws-microvm-dns-block", unlisted)
+        """,
+        "SBX-NET-008",
+        "'rslvr-fdl-0123456789abcdef', which no rendered",
     ),
 )
 

@@ -10,6 +10,7 @@ from typing import Any
 from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
+from sandboxkit.aws.microvm_image import RESOURCE_TYPE as MICROVM_IMAGE
 from sandboxkit.catalog import (
     TAGS,
     TF_AWS,
@@ -37,8 +38,10 @@ def _aws_arn(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
     module = args.typ.split(":")[1].split("/")[0].rstrip("_")
     kind = args.typ.split(":")[2].lower()
     name = args.inputs.get("name", resource_id)
+    # IAM is global: its ARNs have no region (RoleArn's pattern: arn:aws:iam::<account>:role/).
+    region = "" if module == "iam" else _region(args)
     return {
-        "arn": f"arn:aws:{module}:{_region(args)}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
+        "arn": f"arn:aws:{module}:{region}:{MOCK_AWS_ACCOUNT}:{kind}/{name}",
         "name": name,
     }
 
@@ -84,6 +87,18 @@ def _firewall_policy_document(args: MockResourceArgs, resource_id: str) -> dict[
         "arn": f"arn:aws:network-firewall:{region or _region(args)}:{MOCK_AWS_ACCOUNT}:"
         f"firewall-policy/{name}",
         "firewallPolicyName": name,
+    }
+
+
+def _microvm_image(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    # What MicrovmImageProvider.create returns: the name gets a random suffix in AWS.
+    name = f"{args.inputs.get('namePrefix', resource_id)}-{mock_hash(resource_id)[:8]}"
+    access = args.inputs.get("access")
+    region = access.get("region") if isinstance(access, dict) else None
+    return {
+        "arn": f"arn:aws:lambda:{region or _region(args)}:{MOCK_AWS_ACCOUNT}:microvm-image:{name}",
+        "imageName": name,
+        "imageVersion": "1",
     }
 
 
@@ -225,6 +240,15 @@ KINDS: tuple[ResourceKind, ...] = (
             "aws_lambdamicrovms_image", TF_AWS, blocks=frozenset({"codeArtifact"})
         ),
         mock_outputs=_aws_lambda_arn("microvm-image"),
+    ),
+    ResourceKind(
+        MICROVM_IMAGE,
+        not_exported=(
+            "a dynamic resource holding the MicroVM image in the API's own shape (lifecycle "
+            "hooks, which pulumi-aws and terraform-provider-aws cannot express); judged by the "
+            "CrossGuard pack"
+        ),
+        mock_outputs=_microvm_image,
     ),
     ResourceKind(
         "aws:apigatewayv2/api:Api",

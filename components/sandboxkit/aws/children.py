@@ -120,9 +120,15 @@ class Children:
         policy: pulumi.Input[str],
         *,
         tag_session: bool = False,
-    ) -> aws.iam.Role:
+    ) -> tuple[aws.iam.Role, aws.iam.RolePolicy]:
         """Role ``<name>-<part>-role`` for ``service``, assumable for this account only
-        (``context``), with one inline policy ``-<part>-policy``."""
+        (``context``), and its one inline policy ``-<part>-policy``.
+
+        Returns:
+            The role and the policy. A resource that makes the service use the role must
+            depend on the policy too (``after(policy)``): ``role.arn`` alone exists before
+            the permissions do, and IAM does not order them.
+        """
         region = self.region
         role = aws.iam.Role(
             f"{self.name}-{part}-role",
@@ -134,10 +140,10 @@ class Children:
             tags=self.tags,
             opts=self.opts,
         )
-        aws.iam.RolePolicy(
+        grant = aws.iam.RolePolicy(
             f"{self.name}-{part}-policy", role=role.id, policy=policy, opts=self.opts
         )
-        return role
+        return role, grant
 
 
 def trusted_tags(tags: dict[str, str], accounts: tuple[str, ...]) -> dict[str, str]:

@@ -31,6 +31,14 @@ CONNECTOR_SOURCE = SourceContext(
 )
 
 
+def managed_connector_arn(region: str, kind: str) -> str:
+    """The ARN of the AWS-managed network connector ``kind`` (``INTERNET_EGRESS``,
+    ``HTTP_INGRESS``, ``SHELL_INGRESS``) in ``region``: they live in the pseudo-account ``aws``
+    (Lambda developer guide, "Networking": ingress connectors are AWS-managed and referenced by
+    ARN; AWS agent toolkit ``aws-lambda-microvms`` networking reference)."""
+    return f"arn:aws:lambda:{region}:aws:network-connector:aws-network-connector:{kind}"
+
+
 def security_group_egress(plan: EgressPlan, vpc_cidr: str) -> list[SecurityGroupEgressArgsDict]:
     """The connector security group's egress rules (ingress: none).
 
@@ -122,7 +130,7 @@ def connector(
             )
         )
     )
-    role = kit.role("connector", CONNECTOR_PRINCIPAL, CONNECTOR_SOURCE, policy)
+    role, grant = kit.role("connector", CONNECTOR_PRINCIPAL, CONNECTOR_SOURCE, policy)
     return aws.lambda_.CoreNetworkConnector(
         f"{kit.name}-connector",
         operator_role=role.arn,
@@ -134,5 +142,6 @@ def connector(
                 "security_group_ids": [group.id],
             }
         },
-        opts=kit.opts,
+        # The connector creates its ENIs as the operator role at once: not before it may.
+        opts=kit.after(grant),
     )

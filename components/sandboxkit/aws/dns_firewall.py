@@ -19,10 +19,13 @@ DNS_ASSOCIATION_PRIORITY = 101
 
 
 def dns_firewall(
-    kit: Children, plan: EgressPlan, vpc: Vpc
+    kit: Children, plan: EgressPlan, vpc: Vpc, *, mutation_protection: bool
 ) -> aws.route53.ResolverFirewallRuleGroup:
     """``-dns-allowed``, ``-dns-all``, ``-dns-rules``, ``-dns-allow``, ``-dns-block`` (not
-    ``open``), ``-dns-association`` and ``-dns-config``.
+    ``open``), ``-dns-association`` (``MutationProtection`` ``ENABLED`` when
+    ``mutation_protection``: the association cannot be removed, by anyone, the kit's own
+    destroy included, until it is ``DISABLED`` again; Route 53 Resolver
+    AssociateFirewallRuleGroup, terraform-provider-aws #21278) and ``-dns-config``.
 
     Returns:
         The rule group (``-dns-rules``), whose VPC's answers validate the firewall's
@@ -65,7 +68,7 @@ def dns_firewall(
         vpc_id=vpc.id,
         firewall_rule_group_id=group.id,
         priority=DNS_ASSOCIATION_PRIORITY,
-        mutation_protection="ENABLED",
+        mutation_protection="ENABLED" if mutation_protection else "DISABLED",
         tags=kit.tags,
         opts=opts,
     )

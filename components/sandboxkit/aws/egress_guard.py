@@ -1,4 +1,4 @@
-"""The aws-microvm target's egress checks (SBX-NET-*): the MicroVM image's connectors, the
+"""The aws-microvm target's egress checks (SBX-NET-*): the connectors MicroVMs run with, the
 connector's security group, the Network Firewall rule groups and policy, the DNS firewall.
 ``guard.py`` lists these handlers with the folder's others."""
 
@@ -9,8 +9,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
+from sandboxkit.aws.microvm_image import RESOURCE_TYPE as KIT_MICROVM_IMAGE
 from sandboxkit.aws.suricata import read_rules
 from sandboxkit.boundary import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
+from sandboxkit.boundary import LAUNCHER_CONNECTOR_ARN
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -18,12 +20,15 @@ from sandboxkit.guard import (
     StackResource,
     dig,
     items,
+    launcher_env,
     of_kind,
     target_of,
 )
 from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
 
 MICROVM_IMAGE = "aws:lambdamicrovms/image:Image"
+MICROVM_IMAGES = (MICROVM_IMAGE, KIT_MICROVM_IMAGE)
+FUNCTION = "aws:lambda/function:Function"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SECURITY_GROUP_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 RULE_GROUP = "aws:networkfirewall/ruleGroup:RuleGroup"
@@ -34,17 +39,19 @@ DNS_FIREWALL_CONFIG = "aws:route53/resolverFirewallConfig:ResolverFirewallConfig
 # --- SBX-NET-001 -------------------------------------------------------------------------------
 
 
-def _microvm_connectors(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    connectors = items(props.get("egressNetworkConnectors"))
-    if not connectors:
+def _launch_connectors(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # A MicroVM's runtime egress is RunMicrovm's egressNetworkConnectors ("available to the
+    # MicroVM at runtime"); an image's are its build's ("at image build time"; botocore
+    # lambda-microvms 2025-09-09). So the launcher's connector is what walls a sandbox in.
+    variables = launcher_env(props)
+    connector = variables.get(LAUNCHER_CONNECTOR_ARN) if variables is not None else None
+    if not isinstance(connector, str):
+        return
+    if ":aws:network-connector:" in connector or INTERNET_EGRESS in connector:
         yield (
-            f"MicroVM image {ctx.name} sets no egressNetworkConnectors, so MicroVMs get the "
-            f"default {INTERNET_EGRESS}; set them to the kit's CoreNetworkConnector only."
-        )
-    elif INTERNET_EGRESS in connectors:
-        yield (
-            f"MicroVM image {ctx.name} lists {INTERNET_EGRESS} in egressNetworkConnectors; "
-            "remove it and keep only the kit's CoreNetworkConnector."
+            f"MicroVM launcher {ctx.name} runs MicroVMs with the AWS-managed connector "
+            f"{connector} ({LAUNCHER_CONNECTOR_ARN}), so they reach the internet unfiltered; "
+            "set it to the kit's CoreNetworkConnector."
         )
 
 
@@ -243,7 +250,8 @@ def _images_without_egress_controls(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     connectors = of_kind(resources, "lambda/coreNetworkConnector:CoreNetworkConnector")
-    for image in of_kind(resources, "lambdamicrovms/image:Image"):
+    images = [r for r in resources if r.resource_type in MICROVM_IMAGES]
+    for image in images:
         if (
             not connectors
             or not of_kind(resources, ":FirewallPolicy")
@@ -258,7 +266,7 @@ def _images_without_egress_controls(
 
 
 HANDLERS = (
-    Handler("SBX-NET-001", (MICROVM_IMAGE,), _microvm_connectors),
+    Handler("SBX-NET-001", (FUNCTION,), _launch_connectors),
     Handler("SBX-NET-001", (SECURITY_GROUP,), _security_group_open),
     Handler("SBX-NET-001", (SECURITY_GROUP_EGRESS_RULE,), _egress_rule_open),
     Handler("SBX-NET-001", (RULE_GROUP,), _suricata_ports),

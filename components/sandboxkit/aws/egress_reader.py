@@ -27,6 +27,24 @@ semantics:
   ``route53resolver`` UpdateFirewallDomains: a domain "can optionally start with *"; whether
   the apex is included is not stated: assumed not, to confirm on a first deploy).
 
+The path is followed from the MicroVM out, over every rendered resource of these kinds, the
+kit's or the project program's (``guard.target_views``): the network connectors'
+``subnetIds`` and ``securityGroupIds`` (only those groups, and the egress rules attached to
+them, count); each connector subnet's route table by its association, each destination by its
+most specific route (a route to a VPC endpoint goes through the firewall; to a NAT or internet
+gateway, or any other target, past it, where the security group is the only wall); the
+firewall's ``firewallPolicyArn`` (only that policy) and its rule group references (only those
+groups); the DNS Firewall rule groups associated with the connectors' VPC and their domain
+lists by id. A link the reader cannot place (an id no rendered resource has, a route to a
+prefix list) is refused (``ValueError``: "cannot verify"). Resolved-IP validation counts only
+with ``DNSExpiryExceptionPolicy`` ``DROP``/``REJECT`` and no ``BypassDestinationValidationIPRanges``
+(API reference Route53ResolvedIPValidation: an expired resolution that ``CONTINUE``s, or a
+bypassed range, passes a name rule by the claimed name alone). UDP (so QUIC) out of the VPC is
+refused as a grant the contract cannot hold: a security group rule opening UDP (or every
+protocol) to a block outside the VPC is admitted past Network Firewall's
+``aws:drop_established``, which drops established flows only (each UDP flow's first packet
+passes), and the contract admits TCP only.
+
 Where a match is the kit's own rule text, run in Suricata 7 by ``tests/aws/test_suricata_rules``,
 the grant's basis is ``kit-code``; where it relies on Network Firewall or Route 53 behaviour
 that cannot run here (resolved-IP validation, domain lists, DNS Firewall), ``platform-doc``.
@@ -35,6 +53,7 @@ that cannot run here (resolved-IP validation, domain lists, DNS Firewall), ``pla
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,21 +66,56 @@ from sandboxkit.effective_egress import (
     Ports,
     ResourceView,
     as_dict,
+    as_dicts,
     as_list,
+    port_text,
 )
 
 TARGET = "aws-microvm"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+CONNECTOR = "aws:lambda/coreNetworkConnector:CoreNetworkConnector"
+SUBNET = "aws:ec2/subnet:Subnet"
+VPC = "aws:ec2/vpc:Vpc"
+ROUTE = "aws:ec2/route:Route"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+ROUTE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
+FIREWALL = "aws:networkfirewall/firewall:Firewall"
+DNS_ASSOCIATION = (
+    "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation"
+)
+ROUTE_DOC = "VPC route tables: the most specific route that matches the destination wins"
+# Route targets (pulumi-aws ec2.Route / RouteTable routes) other than a VPC endpoint, the
+# firewall's: traffic routed to one of them leaves without passing the firewall.
+_BYPASS_TARGETS = (
+    "gatewayId",
+    "natGatewayId",
+    "egressOnlyGatewayId",
+    "transitGatewayId",
+    "networkInterfaceId",
+    "vpcPeeringConnectionId",
+    "carrierGatewayId",
+    "localGatewayId",
+    "coreNetworkArn",
+    "instanceId",
+)
+_FIREWALL_TARGET = "vpcEndpointId"
 RULE_GROUP = "aws:networkfirewall/ruleGroup:RuleGroup"
 PLAIN_POLICY = "aws:networkfirewall/firewallPolicy:FirewallPolicy"
 DNS_RULE = "aws:route53/resolverFirewallRule:ResolverFirewallRule"
 DNS_LIST = "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList"
+DNS_GROUP = "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup"
 ANYWHERE = "0.0.0.0/0"
 SURICATA_TESTS = "tests/aws/test_suricata_rules.py (the rules run in Debian's Suricata 7)"
 RESOLVED_IP_DOC = (
     "Network Firewall API Route53ResolvedIPValidation: the destination must be an address the "
     "VPC resolver returned; " + SURICATA_TESTS
+)
+BYPASS_DOC = (
+    "Network Firewall API Route53ResolvedIPValidation BypassDestinationValidationIPRanges: "
+    "destinations exempt from resolved-IP validation, so a name rule passes them by the name "
+    "the client claims"
 )
 DOMAIN_LIST_DOC = (
     "Network Firewall API RulesSourceList: '.x' matches x and its subdomains; generated rules "
@@ -73,20 +127,74 @@ _DROP_DEFAULTS = ("aws:drop_established", "aws:drop_strict")
 _BLOCKING = ("DROP", "REJECT")
 
 
+def _refers(view: ResourceView, ref: object) -> bool:
+    """Whether ``ref`` (an id or ARN as the render holds it) names ``view``: the render's id is
+    the logical name plus the engine's suffix, and an ARN ends in that id; a deployed
+    resource's own ``id`` or ``arn`` among its props matches too."""
+    text = str(ref)
+    last = re.split(r"[/:]", text)[-1]
+    own = {str(view.props.get(key)) for key in ("id", "arn") if view.props.get(key)}
+    return last == view.name or last.startswith(f"{view.name}-") or text in own
+
+
+def _placed(
+    resources: Sequence[ResourceView], kinds: tuple[str, ...], ref: object, where: str
+) -> ResourceView:
+    """The rendered resource of ``kinds`` that ``ref`` names (the longest name that fits).
+
+    Raises:
+        ValueError: when none does: the reader cannot follow the link (``where`` says whose).
+    """
+    found = [v for v in resources if v.type in kinds and _refers(v, ref)]
+    if not found:
+        raise ValueError(
+            f"{where} names {ref!r}, which no rendered {' or '.join(kinds)} is: the reader "
+            "cannot follow the path there"
+        )
+    return max(found, key=lambda v: len(v.name))
+
+
+def _connector_config(view: ResourceView) -> dict[str, Any]:
+    return as_dict(view.at("configuration.vpcEgressConfiguration"))
+
+
 @dataclass(frozen=True)
 class _Opening:
-    """What the security group lets out: TCP ports to one CIDR block (``None``: every port)."""
+    """What the security group lets out: ports to one CIDR block (``None``: every port) for
+    ``tcp`` or ``udp``."""
 
     cidr: ipaddress.IPv4Network
     ports: frozenset[int] | None
+    protocol: str = "tcp"
+
+
+def _connector_groups(resources: Sequence[ResourceView]) -> list[ResourceView] | None:
+    """The security groups the network connectors attach (``None`` without a connector: every
+    group counts)."""
+    connectors = [v for v in resources if v.type == CONNECTOR]
+    if not connectors:
+        return None
+    groups: list[ResourceView] = []
+    for connector in connectors:
+        where = f"{connector.type} {connector.name} securityGroupIds"
+        for ref in as_list(_connector_config(connector).get("securityGroupIds")):
+            groups.append(_placed(resources, (SECURITY_GROUP,), ref, where))
+    return groups
 
 
 def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
+    attached = _connector_groups(resources)
+    groups = [v for v in resources if v.type == SECURITY_GROUP] if attached is None else attached
+
+    def on_group(view: ResourceView) -> bool:
+        ref = view.props.get("securityGroupId")
+        return attached is None or any(_refers(group, ref) for group in groups)
+
     rules: list[Mapping[str, Any]] = []
+    for group in groups:
+        rules += [r for r in as_list(group.at("egress")) if isinstance(r, dict)]
     for view in resources:
-        if view.type == SECURITY_GROUP:
-            rules += [r for r in as_list(view.at("egress")) if isinstance(r, dict)]
-        elif view.type == EGRESS_RULE:
+        if view.type == EGRESS_RULE and on_group(view):
             props = dict(view.props)
             rules.append(
                 {
@@ -96,24 +204,49 @@ def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
                     "cidrBlocks": [props.get("cidrIpv4")] if props.get("cidrIpv4") else [],
                 }
             )
+        elif view.type == GROUP_RULE and view.props.get("type") == "egress" and on_group(view):
+            rules.append(dict(view.props))
     found: list[_Opening] = []
     for rule in rules:
         protocol = str(rule.get("protocol", "")).lower()
-        if protocol not in ("tcp", "6", "-1", "all"):
-            continue
+        protocols = _PROTOCOLS.get(protocol, ())
         low, high = rule.get("fromPort"), rule.get("toPort")
         every = protocol in ("-1", "all") or (low in (0, None) and high in (65535, None))
         ports = None if every else frozenset(range(int(low or 0), int(high or 0) + 1))
         for cidr in as_list(rule.get("cidrBlocks")):
-            found.append(_Opening(ipaddress.IPv4Network(str(cidr)), ports))
+            block = ipaddress.IPv4Network(str(cidr))
+            found += [_Opening(block, ports, p) for p in protocols]
     return found
+
+
+# Security group rule protocols (EC2 API IpPermission IpProtocol: a name or number, -1 all).
+_PROTOCOLS: Mapping[str, tuple[str, ...]] = {
+    "tcp": ("tcp",),
+    "6": ("tcp",),
+    "udp": ("udp",),
+    "17": ("udp",),
+    "-1": ("tcp", "udp"),
+    "all": ("tcp", "udp"),
+}
+
+
+def _refuse_udp(openings: Iterable[_Opening], vpc: ipaddress.IPv4Network) -> None:
+    """Raises ValueError for a UDP opening to a block outside the sandboxes' VPC."""
+    for opening in openings:
+        if opening.protocol == "udp" and not opening.cidr.subnet_of(vpc):
+            ports = "every port" if opening.ports is None else port_text(opening.ports)
+            raise ValueError(
+                f"a connector security group opens UDP {ports} to {opening.cidr}: UDP (and "
+                "QUIC) leaves past Network Firewall's aws:drop_established (each flow's first "
+                "packet passes) and the egress contract admits TCP only"
+            )
 
 
 def _sg_ports(openings: Iterable[_Opening], block: ipaddress.IPv4Network) -> Ports | None:
     """The TCP ports the security group opens to every address of ``block``."""
     ports: set[int] = set()
     for opening in openings:
-        if block.subnet_of(opening.cidr):
+        if opening.protocol == "tcp" and block.subnet_of(opening.cidr):
             if opening.ports is None:
                 return "any"
             ports |= opening.ports
@@ -132,35 +265,87 @@ def _narrow(rule_port: int | None, sg: Ports | None) -> Ports | None:
 class _Policy:
     validated: bool
     drops: bool
-    bypass: tuple[str, ...]
+    # BypassDestinationValidationIPRanges (IPv4): destinations a name rule passes unvalidated.
+    bypass: tuple[ipaddress.IPv4Network, ...]
+    # The rule groups the policy references (``None``: no reference list, every group counts).
+    groups: tuple[ResourceView, ...] | None
+
+
+def _policy_view(resources: Sequence[ResourceView]) -> ResourceView | None:
+    """The firewall policy on the path: the one the firewall's ``firewallPolicyArn`` names
+    (without a rendered firewall, the first policy).
+
+    Raises:
+        ValueError: when the ARN names no rendered policy, or firewalls name different
+            policies (the reader cannot tell whose endpoint a route uses).
+    """
+    kinds = (POLICY_DOCUMENT, PLAIN_POLICY)
+    # A firewall without a policy ARN is refused by the provider (a required input).
+    firewalls = [v for v in resources if v.type == FIREWALL and v.props.get("firewallPolicyArn")]
+    if not firewalls:
+        return next((v for v in resources if v.type in kinds), None)
+    linked = {
+        _placed(resources, kinds, f.props.get("firewallPolicyArn"), f"{f.type} {f.name}")
+        for f in firewalls
+    }
+    if len(linked) > 1:
+        raise ValueError(
+            f"firewalls {sorted(f.name for f in firewalls)} use different policies: the reader "
+            "cannot tell which firewall endpoint a route sends the sandboxes' traffic to"
+        )
+    return linked.pop()
 
 
 def _policy(resources: Sequence[ResourceView]) -> _Policy | None:
-    for view in resources:
-        if view.type == POLICY_DOCUMENT:
-            document = view.at("firewallPolicy")
-            document = document if isinstance(document, dict) else {}
-            validation = document.get("Route53ResolvedIPValidation")
-            validated = (
-                isinstance(validation, dict)
-                and validation.get("Action") in _BLOCKING
-                and _validates_vpc(validation.get("SourceIPRanges"), _vpc_block(resources))
-            )
-            bypass = (
-                tuple(
-                    str(a.get("AddressDefinition"))
-                    for a in as_list(validation.get("BypassDestinationValidationIPRanges"))
-                    if isinstance(a, dict)
-                )
-                if isinstance(validation, dict)
-                else ()
-            )
-            return _Policy(validated, _drops(document, "Stateful", "Stateless"), bypass)
-        if view.type == PLAIN_POLICY:
-            document = view.at("firewallPolicy")
-            document = document if isinstance(document, dict) else {}
-            return _Policy(False, _drops(document, "stateful", "stateless"), ())
-    return None
+    view = _policy_view(resources)
+    if view is None:
+        return None
+    document = as_dict(view.at("firewallPolicy"))
+    where = f"{view.type} {view.name}"
+    if view.type == PLAIN_POLICY:
+        refs = _references(resources, document, "stateful", "resourceArn", where)
+        return _Policy(False, _drops(document, "stateful", "stateless"), (), refs)
+    validation = document.get("Route53ResolvedIPValidation")
+    validated = (
+        isinstance(validation, dict)
+        and validation.get("Action") in _BLOCKING
+        and validation.get("DNSExpiryExceptionPolicy") in _BLOCKING
+        and _validates_vpc(validation.get("SourceIPRanges"), _vpc_block(resources))
+    )
+    bypass = tuple(
+        block
+        for entry in as_dicts(as_dict(validation).get("BypassDestinationValidationIPRanges"))
+        if isinstance(
+            block := ipaddress.ip_network(str(entry.get("AddressDefinition"))),
+            ipaddress.IPv4Network,
+        )
+    )
+    refs = _references(resources, document, "Stateful", "ResourceArn", where)
+    return _Policy(validated, _drops(document, "Stateful", "Stateless"), bypass, refs)
+
+
+def _references(
+    resources: Sequence[ResourceView],
+    document: Mapping[str, Any],
+    stateful: str,
+    arn: str,
+    where: str,
+) -> tuple[ResourceView, ...] | None:
+    """The rule groups a policy document references, stateful and stateless (``None`` when
+    it holds neither list).
+
+    Raises:
+        ValueError: for a reference no rendered rule group is.
+    """
+    stateless = "Stateless" if stateful == "Stateful" else "stateless"
+    keys = [f"{stateful}RuleGroupReferences", f"{stateless}RuleGroupReferences"]
+    if not any(key in document for key in keys):
+        return None
+    return tuple(
+        _placed(resources, (RULE_GROUP,), as_dict(ref).get(arn), f"{where} {key}")
+        for key in keys
+        for ref in as_list(document.get(key))
+    )
 
 
 def _validates_vpc(sources: Any, vpc: ipaddress.IPv4Network) -> bool:
@@ -233,20 +418,25 @@ def _pass_rules(view: ResourceView) -> list[PassRule]:
 
 
 def _connect_grants(
-    resources: Sequence[ResourceView], openings: list[_Opening], policy: _Policy | None
+    resources: Sequence[ResourceView],
+    openings: list[_Opening],
+    policy: _Policy | None,
+    bypass: list[tuple[ipaddress.IPv4Network, tuple[str, ...], str]],
 ) -> list[Grant]:
-    anywhere = ipaddress.IPv4Network(ANYWHERE)
+    vpc = _vpc_block(resources)
+    outside = [o for o in openings if o.protocol == "tcp" and not o.cidr.subnet_of(vpc)]
     if policy is None or not policy.drops:
         # No firewall default drop: the security group is the only wall.
         return [
             Grant(str(o.cidr), "exact", o.ports or "any", "address", "platform-doc", SG_DOC)
-            for o in openings
-            if not o.cidr.subnet_of(_vpc_block(resources))
+            for o in outside
         ]
-    grants: list[Grant] = []
-    for view in resources:
-        if view.type != RULE_GROUP:
-            continue
+    grants = _bypass_grants(outside, bypass)
+    anywhere = ipaddress.IPv4Network(ANYWHERE)
+    groups = policy.groups
+    if groups is None:
+        groups = tuple(v for v in resources if v.type == RULE_GROUP)
+    for view in dict.fromkeys(groups):
         domain_list = not isinstance(view.at("ruleGroup.rulesSource.rulesString"), str)
         where = f"{view.type} {view.name}"
         for rule in _pass_rules(view):
@@ -254,12 +444,119 @@ def _connect_grants(
     return grants
 
 
+def _bypass_grants(
+    openings: Iterable[_Opening],
+    bypass: list[tuple[ipaddress.IPv4Network, tuple[str, ...], str]],
+) -> list[Grant]:
+    """What the security group lets out by a route past the firewall: per route and opening,
+    the smaller of the two blocks less the more specific routes inside it."""
+    grants = []
+    for opening in openings:
+        for block, more_specific, where in bypass:
+            if opening.cidr.subnet_of(block):
+                inner = opening.cidr
+            elif block.subnet_of(opening.cidr):
+                inner = block
+            else:
+                continue
+            if any(inner.subnet_of(ipaddress.IPv4Network(m)) for m in more_specific):
+                continue
+            excluded = tuple(m for m in more_specific if ipaddress.IPv4Network(m).subnet_of(inner))
+            grants.append(
+                Grant(
+                    str(inner),
+                    "exact",
+                    opening.ports or "any",
+                    "address",
+                    "platform-doc",
+                    f"{ROUTE_DOC}; {SG_DOC}",
+                    where,
+                    excluded,
+                )
+            )
+    return grants
+
+
+def _routes(
+    resources: Sequence[ResourceView],
+) -> list[tuple[ipaddress.IPv4Network, tuple[str, ...], str]]:
+    """The routes of the connector subnets' tables that leave past the firewall, each with
+    the more specific routes of its table (``(block, more specific blocks, route)``).
+
+    Raises:
+        ValueError: for a connector subnet, table or route the reader cannot place: a subnet
+            no rendered subnet is or without a rendered association (the VPC's main table is
+            not modelled), a route to a prefix list or to a target it does not know.
+    """
+    found = []
+    for connector in (v for v in resources if v.type == CONNECTOR):
+        where = f"{connector.type} {connector.name} subnetIds"
+        for ref in as_list(_connector_config(connector).get("subnetIds")):
+            subnet = _placed(resources, (SUBNET,), ref, where)
+            tables = [
+                _placed(resources, (ROUTE_TABLE,), a.props.get("routeTableId"), a.name)
+                for a in resources
+                if a.type == ROUTE_ASSOCIATION and _refers(subnet, a.props.get("subnetId"))
+            ]
+            if not tables:
+                raise ValueError(
+                    f"connector subnet {subnet.name} has no rendered route table association: "
+                    "it uses the VPC's main route table, which the reader does not model"
+                )
+            for table in tables:
+                found += _table_bypass(resources, table)
+    return found
+
+
+def _table_bypass(
+    resources: Sequence[ResourceView], table: ResourceView
+) -> list[tuple[ipaddress.IPv4Network, tuple[str, ...], str]]:
+    routes = [(f"{table.type} {table.name}", dict(r)) for r in as_dicts(table.at("routes"))]
+    routes += [
+        (f"{v.type} {v.name}", dict(v.props))
+        for v in resources
+        if v.type == ROUTE and _refers(table, v.props.get("routeTableId"))
+    ]
+    read: list[tuple[ipaddress.IPv4Network, bool, str]] = []
+    for where, route in routes:
+        if route.get("destinationPrefixListId"):
+            raise ValueError(f"{where}: a route to a prefix list, which the reader does not model")
+        destination = route.get("destinationCidrBlock") or route.get("cidrBlock")
+        if destination is None:
+            continue  # an IPv6 route: the connector's networkProtocol is IPv4
+        if route.get(_FIREWALL_TARGET):
+            past = False
+        elif any(route.get(key) for key in _BYPASS_TARGETS):
+            past = True
+        else:
+            raise ValueError(f"{where}: a route to {destination} with no target the reader knows")
+        read.append((ipaddress.IPv4Network(str(destination)), past, where))
+    return [
+        (
+            block,
+            tuple(str(b) for b, _, _ in read if b != block and b.subnet_of(block)),
+            where,
+        )
+        for block, past, where in read
+        if past
+    ]
+
+
 def _vpc_block(resources: Sequence[ResourceView]) -> ipaddress.IPv4Network:
-    # Openings inside the VPC (DNS to the resolver) are not egress to the internet.
-    for view in resources:
-        if view.type == "aws:ec2/vpc:Vpc" and isinstance(view.at("cidrBlock"), str):
-            return ipaddress.IPv4Network(str(view.at("cidrBlock")))
+    """The sandboxes' VPC block (the connector subnets' VPC; without a connector, the first
+    VPC): openings inside it (DNS to the resolver) are not egress to the internet."""
+    vpc = _sandbox_vpc(resources)
+    if vpc is not None and isinstance(vpc.at("cidrBlock"), str):
+        return ipaddress.IPv4Network(str(vpc.at("cidrBlock")))
     return ipaddress.IPv4Network("255.255.255.255/32")
+
+
+def _sandbox_vpc(resources: Sequence[ResourceView]) -> ResourceView | None:
+    for connector in (v for v in resources if v.type == CONNECTOR):
+        for ref in as_list(_connector_config(connector).get("subnetIds")):
+            subnet = _placed(resources, (SUBNET,), ref, f"{connector.name} subnetIds")
+            return _placed(resources, (VPC,), subnet.props.get("vpcId"), subnet.name)
+    return next((v for v in resources if v.type == VPC), None)
 
 
 def _grant(
@@ -298,7 +595,22 @@ def _grant(
         enforced, basis, source = "claimed-name", "kit-code", SURICATA_TESTS
     if domain_list and policy.validated:
         enforced, source = "name-l7", f"{DOMAIN_LIST_DOC}; {RESOLVED_IP_DOC}"
-    return [Grant(host, rule.scope, ports, enforced, basis, source, where)]  # type: ignore[arg-type]
+    grants = [Grant(host, rule.scope, ports, enforced, basis, source, where)]  # type: ignore[arg-type]
+    if policy.validated:
+        # A destination in a bypass range is never validated: unless the rule's destination
+        # takes it out, the name rule passes a connection there by the name the client claims.
+        shut = [ipaddress.IPv4Network(t) for t in rule.excluded if _is_network(t)]
+        for block in policy.bypass:
+            if any(block.subnet_of(taken) for taken in shut):
+                continue  # the rule's destination takes the range out
+            bypassed = _narrow(rule.port, _sg_ports(openings, block))
+            if bypassed is not None:
+                grants.append(
+                    Grant(
+                        str(block), "exact", bypassed, "address", "platform-doc", BYPASS_DOC, where
+                    )
+                )
+    return grants
 
 
 def _is_network(text: str) -> bool:
@@ -310,33 +622,54 @@ def _is_network(text: str) -> bool:
 
 
 def _resolve_grants(resources: Sequence[ResourceView]) -> list[Grant]:
-    lists = {v.name: v for v in resources if v.type == DNS_LIST}
-    rules = sorted(
-        (v for v in resources if v.type == DNS_RULE),
-        key=lambda v: int(str(v.props.get("priority") or 0)),
-    )
-    if not rules and not lists:
+    rules = _dns_rules(resources)
+    if not rules:
         return [Grant("*", "any", "any", "query-name", "platform-doc", DNS_DOC)]
     grants: list[Grant] = []
     for rule in rules:
-        domains = _domains(lists, str(rule.props.get("firewallDomainListId", "")))
+        where = f"{rule.type} {rule.name}"
+        listed = _placed(resources, (DNS_LIST,), rule.props.get("firewallDomainListId"), where)
+        domains = [str(d) for d in as_list(listed.at("domains"))]
         # A rule with a qType evaluates that query type only (pulumi-aws ResolverFirewallRule
         # q_type): other types (TXT, AAAA) of every name still resolve.
         if rule.props.get("action") == "BLOCK" and "*" in domains and not rule.props.get("qType"):
             return grants
         if rule.props.get("action") in ("ALLOW", "ALERT"):
-            where = f"{rule.type} {rule.name}"
             grants += [_dns_grant(domain, where) for domain in domains]
     # No rule blocks every other name: the resolver answers them.
     return [*grants, Grant("*", "any", "any", "query-name", "platform-doc", DNS_DOC)]
 
 
-def _domains(lists: Mapping[str, ResourceView], list_id: str) -> list[str]:
-    # The rendered id is the list's name plus the engine's suffix (a real id is rslvr-fdl-...).
-    for name, view in sorted(lists.items(), key=lambda item: -len(item[0])):
-        if list_id.startswith(f"{name}-") or list_id == name:
-            return [str(d) for d in as_list(view.at("domains"))]
-    return ["*"]
+def _dns_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
+    """The DNS Firewall rules the sandboxes' VPC evaluates, in order: the rule groups
+    associated with it by association priority, each group's rules by priority (Route 53
+    Resolver DNS Firewall). Without a rendered association, every rule by priority.
+
+    Raises:
+        ValueError: for an association whose rule group no rendered group is.
+    """
+    rules = [v for v in resources if v.type == DNS_RULE]
+    associations = [v for v in resources if v.type == DNS_ASSOCIATION]
+    if not associations:
+        return sorted(rules, key=lambda v: _number(v.props.get("priority")))
+    vpc = _sandbox_vpc(resources)
+    ordered: list[ResourceView] = []
+    for association in sorted(associations, key=lambda v: _number(v.props.get("priority"))):
+        if vpc is None or not _refers(vpc, association.props.get("vpcId")):
+            continue
+        group = _placed(
+            resources,
+            (DNS_GROUP,),
+            association.props.get("firewallRuleGroupId"),
+            f"{association.type} {association.name}",
+        )
+        members = [r for r in rules if _refers(group, r.props.get("firewallRuleGroupId"))]
+        ordered += sorted(members, key=lambda v: _number(v.props.get("priority")))
+    return ordered
+
+
+def _number(value: object) -> int:
+    return int(str(value or 0))
 
 
 def _dns_grant(domain: str, where: str) -> Grant:
@@ -357,13 +690,16 @@ def read_egress(resources: Sequence[ResourceView]) -> EffectiveEgress:
         Connection grants (names at L7 or by claimed name, addresses) and resolution grants.
 
     Raises:
-        ValueError: for a rule group whose rules string holds a line that is not a rule.
+        ValueError: for a rule group whose rules string holds a line that is not a rule, a
+            link on the path the reader cannot place, or UDP out of the VPC ("cannot verify").
     """
     openings = _sg_openings(resources)
+    _refuse_udp(openings, _vpc_block(resources))
     policy = _policy(resources)
+    bypass = _routes(resources)
     return EffectiveEgress(
         TARGET,
         # A name's TLS SNI and HTTP Host rules give one grant each: the same grant, once.
-        tuple(dict.fromkeys(_connect_grants(resources, openings, policy))),
+        tuple(dict.fromkeys(_connect_grants(resources, openings, policy, bypass))),
         tuple(dict.fromkeys(_resolve_grants(resources))),
     )

@@ -15,7 +15,7 @@ from pulumi_aws.ec2.vpc import Vpc
 from sandboxkit.aws.children import Children
 from sandboxkit.aws.firewall_policy import FirewallPolicyDocument, kit_document
 from sandboxkit.aws.plan import MAX_IP_ENTRIES, MAX_NAME_ENTRIES, AwsAccess, EgressPlan
-from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule
+from sandboxkit.aws.suricata import FIRST_SID, ip_rules, name_rules, open_rule, syn_data_rule
 
 # Rule-group capacity cannot change after creation (see plan.MAX_NAME_ENTRIES).
 NAME_RULES_CAPACITY = 2 * MAX_NAME_ENTRIES
@@ -108,7 +108,16 @@ def network_firewall(
         NAME_RULES_CAPACITY,
         "sandboxkit: TLS SNI and HTTP Host of the control-plane hosts and the profile's names, "
         "each on its own port",
-        name_rules(plan.names, FIRST_SID + len(plan.ip_rules), excluded=plan.ip_rules),
+        [
+            # Before every name rule: the SYN that carries data, which no later rule sees.
+            syn_data_rule(FIRST_SID - 1),
+            *name_rules(
+                plan.names,
+                FIRST_SID + len(plan.ip_rules),
+                excluded=plan.ip_rules,
+                resolved_domain=plan.mode != "open",
+            ),
+        ],
     )
     references.append((domains.arn, NAME_RULES_PRIORITY))
     # Resolved-IP validation: a destination must be an address the VPC resolver returned (for

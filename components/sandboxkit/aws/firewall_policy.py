@@ -11,9 +11,8 @@ member that any writer removed or added (a ``SourceIPRanges: []`` that switches 
 ``PolicyVariables`` that move ``HOME_NET``, a rule group reference) is put back by the next
 ``pulumi up``, and ``pulumi preview`` shows it.
 
-Region and credentials are inputs, never ambient: ``access`` names the region and, optionally,
-the shared-config ``profile`` and a role (``roleArn``, ``externalId``) to assume, the same values
-the stack's ``aws.Provider`` takes; ``AWS_REGION``/``AWS_DEFAULT_REGION`` are not read.
+Region and credentials are inputs, never ambient (``dynamic_api.session``). Only a new name
+prefix or region replaces the policy; a new profile or role is only who calls the API.
 """
 
 from __future__ import annotations
@@ -21,16 +20,21 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pulumi
 import pulumi.dynamic
 from botocore.exceptions import ClientError
 
+from sandboxkit.aws.dynamic_api import (
+    access_replaces,
+    drop_empty,
+    not_found,
+    session,
+    update_tags,
+    whole_numbers,
+)
 from sandboxkit.aws.plan import AwsAccess
-
-if TYPE_CHECKING:
-    import boto3
 
 # The engine's type token: pulumi-python:dynamic/networkfirewall:FirewallPolicy.
 RESOURCE_TYPE = "pulumi-python:dynamic/networkfirewall:FirewallPolicy"
@@ -39,7 +43,6 @@ RESOURCE_TYPE = "pulumi-python:dynamic/networkfirewall:FirewallPolicy"
 _NAME_SUFFIX_CHARS = 9
 MAX_NAME_PREFIX = 128 - _NAME_SUFFIX_CHARS
 _NAME = re.compile(r"^[A-Za-z0-9-]+$")
-ASSUME_ROLE_SESSION = "sandboxkit-firewall-policy"
 # Members the kit writes under StatefulEngineOptions; FlowTimeouts is left at the service default.
 _ENGINE_OPTIONS = ("RuleOrder", "StreamExceptionPolicy")
 # Stateless engine: forward everything to the stateful rules, fragments included.
@@ -54,42 +57,9 @@ STREAM_EXCEPTION_POLICY = "DROP"
 # cache, gets a TCP reset: the client fails at once and resolves again instead of hanging.
 RESOLVED_IP_ACTION = "REJECT"
 DNS_EXPIRY_POLICY = "REJECT"
-# Inputs whose change needs a new policy: the name is fixed at creation, and a policy lives in
-# one region (and account).
-_REPLACE_ON = ("namePrefix", "access")
-
-
-def assume_role_params(access: AwsAccess) -> dict[str, str]:
-    """STS ``AssumeRole`` parameters for ``access`` (which must name a role)."""
-    assert access.role_arn is not None
-    params = {"RoleArn": access.role_arn, "RoleSessionName": ASSUME_ROLE_SESSION}
-    if access.external_id is not None:
-        params["ExternalId"] = access.external_id
-    return params
-
-
-def session(access: AwsAccess) -> boto3.Session:
-    """A boto3 session in ``access.region``: the profile's identity, then the role if one is set.
-
-    Raises:
-        botocore.exceptions.ProfileNotFound: for a profile missing from the shared config.
-        botocore.exceptions.ClientError: when STS refuses the role.
-    """
-    # Imported here, by the provider at deploy time: boto3's import (about 0.3 s) would
-    # otherwise come with every command that reads the aws catalog.
-    import boto3
-
-    base = boto3.Session(profile_name=access.profile, region_name=access.region)
-    if access.role_arn is None:
-        return base
-    sts = base.client("sts", region_name=access.region)
-    credentials = sts.assume_role(**assume_role_params(access))["Credentials"]
-    return boto3.Session(
-        aws_access_key_id=credentials["AccessKeyId"],
-        aws_secret_access_key=credentials["SecretAccessKey"],
-        aws_session_token=credentials["SessionToken"],
-        region_name=access.region,
-    )
+# Route53ResolvedIPValidation.SourceIPRanges: an empty list validates no source, an absent one
+# the firewall's VPCs (API reference, Route53ResolvedIPValidation), so [] is kept.
+_EMPTY_MEANS_SOMETHING = ("SourceIPRanges",)
 
 
 def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
@@ -99,28 +69,25 @@ def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
 def normalized(document: Mapping[str, Any]) -> dict[str, Any]:
     """``document`` with what the service adds or omits made comparable.
 
-    Empty members and ``EnableTLSSessionHolding: false`` are dropped (absent means the same);
-    ``StatefulEngineOptions`` keeps only ``RuleOrder`` and ``StreamExceptionPolicy``; rule group
-    references are ordered by priority. ``Route53ResolvedIPValidation.SourceIPRanges`` keeps an
-    empty list: an empty list validates no source, an absent one the firewall's VPCs
-    (API reference, Route53ResolvedIPValidation).
+    Empty members (``None``, ``[]``, ``{}``) are dropped at every level, and so is
+    ``EnableTLSSessionHolding: false`` (absent means the same); ``StatefulEngineOptions`` keeps
+    only ``RuleOrder`` and ``StreamExceptionPolicy``; rule group references are ordered by
+    priority. ``Route53ResolvedIPValidation.SourceIPRanges`` keeps an empty list: an empty list
+    validates no source, an absent one the firewall's VPCs (API reference,
+    Route53ResolvedIPValidation).
     """
-    result: dict[str, Any] = {}
-    for key, value in document.items():
-        if value in (None, [], {}) or (key == "EnableTLSSessionHolding" and value is False):
-            continue
-        if key == "StatefulEngineOptions":
-            result[key] = {k: value[k] for k in _ENGINE_OPTIONS if k in value}
-        elif key in ("StatefulRuleGroupReferences", "StatelessRuleGroupReferences"):
-            result[key] = sorted(value, key=lambda reference: reference["Priority"])
-        elif key == "Route53ResolvedIPValidation":
-            result[key] = {
-                k: v
-                for k, v in value.items()
-                if v is not None and (v != [] or k == "SourceIPRanges")
-            }
-        else:
-            result[key] = value
+    result: dict[str, Any] = drop_empty(dict(document), keep=_EMPTY_MEANS_SOMETHING)
+    if result.get("EnableTLSSessionHolding") is False:
+        del result["EnableTLSSessionHolding"]
+    options = result.get("StatefulEngineOptions")
+    if isinstance(options, Mapping):
+        kept = {k: options[k] for k in _ENGINE_OPTIONS if k in options}
+        result["StatefulEngineOptions"] = kept
+        if not kept:
+            del result["StatefulEngineOptions"]
+    for key in ("StatefulRuleGroupReferences", "StatelessRuleGroupReferences"):
+        if key in result:
+            result[key] = sorted(result[key], key=lambda reference: reference["Priority"])
     return result
 
 
@@ -179,10 +146,6 @@ def kit_document(
     return document
 
 
-def _missing(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ResourceNotFoundException"
-
-
 class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
     """Create, read, diff, update and delete one firewall policy through the API.
 
@@ -205,7 +168,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         client = self.client(AwsAccess.of(props["access"]))
         response = client.create_firewall_policy(
             FirewallPolicyName=name,
-            FirewallPolicy=props["firewallPolicy"],
+            FirewallPolicy=whole_numbers(props["firewallPolicy"]),
             Description=props["description"],
             Tags=_tag_list(props["tags"]),
         )["FirewallPolicyResponse"]
@@ -223,7 +186,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         try:
             live = self._live(client, id_)
         except ClientError as error:
-            if _missing(error):
+            if not_found(error):
                 return pulumi.dynamic.ReadResult(None, {})
             raise
         response = live["FirewallPolicyResponse"]
@@ -241,13 +204,16 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        """Replace for a new name prefix or access; update when the desired document,
-        description or tags differ from the last applied ones or the live document differs
-        from the desired one (one DescribeFirewallPolicy call)."""
-        replaces = [key for key in _REPLACE_ON if olds.get(key) != news.get(key)]
+        """Replace for a new name prefix (the name is fixed at creation) or region (a policy
+        lives in one); update when the desired document, description, tags or access differ
+        from the last applied ones or the live document differs from the desired one (one
+        DescribeFirewallPolicy call)."""
+        replaces = [key for key in ("namePrefix",) if olds.get(key) != news.get(key)]
+        if access_replaces(olds, news):
+            replaces.append("access")
         if replaces:
             return pulumi.dynamic.DiffResult(changes=True, replaces=replaces)
-        changed = any(olds.get(k) != news.get(k) for k in ("description", "tags"))
+        changed = any(olds.get(k) != news.get(k) for k in ("description", "tags", "access"))
         changed = changed or normalized(olds["firewallPolicy"]) != normalized(
             news["firewallPolicy"]
         )
@@ -267,17 +233,15 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         response = client.update_firewall_policy(
             UpdateToken=token,
             FirewallPolicyArn=id_,
-            FirewallPolicy=news["firewallPolicy"],
+            FirewallPolicy=whole_numbers(news["firewallPolicy"]),
             Description=news["description"],
         )["FirewallPolicyResponse"]
-        old_tags: Mapping[str, str] = olds.get("tags") or {}
-        new_tags: Mapping[str, str] = news["tags"]
-        removed = sorted(set(old_tags) - set(new_tags))
-        if removed:
-            client.untag_resource(ResourceArn=id_, TagKeys=removed)
-        changed = {k: v for k, v in new_tags.items() if old_tags.get(k) != v}
-        if changed:
-            client.tag_resource(ResourceArn=id_, Tags=_tag_list(changed))
+        update_tags(
+            olds.get("tags") or {},
+            news["tags"],
+            lambda keys: client.untag_resource(ResourceArn=id_, TagKeys=keys),
+            lambda tags: client.tag_resource(ResourceArn=id_, Tags=_tag_list(tags)),
+        )
         outs = {
             **news,
             "arn": response["FirewallPolicyArn"],
@@ -297,7 +261,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         try:
             client.delete_firewall_policy(FirewallPolicyArn=id_)
         except ClientError as error:
-            if not _missing(error):
+            if not not_found(error):
                 raise
 
 

@@ -47,7 +47,7 @@ ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-FUNCTION = "aws:lambda/function:Function"
+FUNCTION = egress_guard.FUNCTION
 SECRET = "aws:secretsmanager/secret:Secret"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
@@ -324,9 +324,10 @@ def _launcher_layers(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
 
 
 def _base_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    yield from _untrusted(
-        f"MicroVM image {ctx.name} builds on base image", props.get("baseImageArn"), _trusted(props)
-    )
+    # The kit's MicrovmImage holds the service's request under ``image``; the provider's Image
+    # takes it at the top.
+    arn = dig(props, "image.baseImageArn") or props.get("baseImageArn")
+    yield from _untrusted(f"MicroVM image {ctx.name} builds on base image", arn, _trusted(props))
 
 
 # --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------
@@ -397,7 +398,10 @@ def _function_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    variables = mapped_variables(props.get("environmentVariables"))
+    # pulumi-aws's Image at the top level, the kit's MicrovmImage under "image".
+    variables = mapped_variables(
+        props.get("environmentVariables", dig(props, "image.environmentVariables"))
+    )
     yield from inline_secrets("MicroVM image", ctx.name, variables, ctx)
 
 
@@ -417,7 +421,7 @@ HANDLERS = (
     Handler("SBX-LOG-001", (LOG_GROUP,), _log_group),
     StackHandler("SBX-LOG-002", _firewalls_without_logs),
     Handler("SBX-SEC-001", (FUNCTION,), _function_env),
-    Handler("SBX-SEC-001", (egress_guard.MICROVM_IMAGE,), _image_env),
+    Handler("SBX-SEC-001", egress_guard.MICROVM_IMAGES, _image_env),
     Handler("SBX-SEC-004", (FUNCTION,), _launcher_layers),
-    Handler("SBX-SEC-004", (egress_guard.MICROVM_IMAGE,), _base_image),
+    Handler("SBX-SEC-004", egress_guard.MICROVM_IMAGES, _base_image),
 )

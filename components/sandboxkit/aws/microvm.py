@@ -20,7 +20,7 @@ import pulumi_aws as aws
 
 from sandboxkit.aws import connector, dns_firewall, firewall, image, network, webhook
 from sandboxkit.aws.children import Children
-from sandboxkit.aws.firewall_policy import ASSUME_ROLE_SESSION
+from sandboxkit.aws.dynamic_api import ASSUME_ROLE_SESSION
 from sandboxkit.aws.plan import (
     MAX_DURATION_SECONDS,
     MIN_IDLE_SECONDS,
@@ -31,7 +31,7 @@ from sandboxkit.aws.plan import (
 
 def provider_args(access: AwsAccess) -> dict[str, Any]:
     """The explicit ``aws.Provider``'s region and, when set, profile and role to assume: the
-    same identity the firewall policy's API calls use (``firewall_policy.session``)."""
+    same identity the dynamic resources' API calls use (``dynamic_api.session``)."""
     found: dict[str, Any] = {"region": access.region}
     if access.profile is not None:
         found["profile"] = access.profile
@@ -61,8 +61,9 @@ class MicrovmSandbox(pulumi.ComponentResource):
         ``-fw-alert-logs``, ``-fw-flow-logs``, ``-fw-logging``; DNS: ``-dns-allowed``,
         ``-dns-all``, ``-dns-rules``, ``-dns-allow``, ``-dns-block`` (not ``open``),
         ``-dns-association``, ``-dns-config``; flow logs: ``-flow-logs``, ``-flow-log-role``,
-        ``-flow-log-policy``, ``-flow-log``; image: ``-build-role``, ``-build-policy``,
-        ``-image``; ``-execution-role`` and ``-execution-policy`` (if configured); secrets:
+        ``-flow-log-policy``, ``-flow-log``; image: ``-image-logs``, ``-build-role``,
+        ``-build-policy``, ``-image`` (a ``MicrovmImage``); ``-execution-role`` and
+        ``-execution-policy`` (if configured); secrets:
         ``-webhook-secret(-value)``, ``-credential-key(-value)``; launcher: ``-launcher-logs``,
         ``-launcher-role``, ``-launcher-policy``, ``-launcher``, ``-api``, ``-api-logs``,
         ``-api-integration``, ``-api-route``, ``-api-stage``, ``-api-permission``;
@@ -114,14 +115,19 @@ class MicrovmSandbox(pulumi.ComponentResource):
         net = network.vpc(kit, args)
         # The DNS Firewall rule group first: the firewall policy validates destinations
         # against the addresses its VPC's resolver returned.
-        dns_rules = dns_firewall.dns_firewall(kit, plan, net.vpc)
+        dns_rules = dns_firewall.dns_firewall(
+            kit,
+            plan,
+            net.vpc,
+            mutation_protection=args["dns_firewall_mutation_protection"],
+        )
         walls = firewall.network_firewall(
             kit, plan, net.vpc, net.subnets["firewall"], dns_rules=dns_rules, access=args["access"]
         )
         network.routes(kit, net, firewall.endpoints(walls, net.subnets["firewall"]))
         way_out = connector.connector(kit, args, net.vpc, net.subnets["private"])
         network.flow_log(kit, net.vpc)
-        microvm_image = image.image(kit, args, way_out)
+        microvm_image = image.image(kit, args, args["access"])
         execution_role = image.execution_role(kit, args, self)
         launcher, api = webhook.launcher(kit, args, microvm_image, way_out, execution_role)
         if args["ingress"] == "authToken":

@@ -171,7 +171,7 @@ def flow_log(kit: Children, network: Vpc) -> None:
     """``-flow-logs``, ``-flow-log-role``, ``-flow-log-policy`` and ``-flow-log`` (all traffic)."""
     group = kit.log_group("flow-logs")
     policy = group.arn.apply(lambda arn: json.dumps(_flow_log_policy(arn)))
-    role = kit.role("flow-log", FLOW_LOGS_PRINCIPAL, FLOW_LOGS_SOURCE, policy)
+    role, grant = kit.role("flow-log", FLOW_LOGS_PRINCIPAL, FLOW_LOGS_SOURCE, policy)
     FlowLog(
         f"{kit.name}-flow-log",
         vpc_id=network.id,
@@ -181,7 +181,8 @@ def flow_log(kit: Children, network: Vpc) -> None:
         iam_role_arn=role.arn,
         max_aggregation_interval=60,
         tags=kit.tags,
-        opts=kit.opts,
+        # EC2 checks that it may pass the role; the first delivery needs its permissions.
+        opts=kit.after(grant),
     )
 
 

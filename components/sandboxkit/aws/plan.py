@@ -135,6 +135,8 @@ class MicrovmSandboxArgs(TypedDict, total=False):
     trusted_accounts: tuple[str, ...]
     """12-digit AWS accounts whose layers and base images the stack trusts besides AWS's own
     (``assumeRole``'s account and ``trustedAccounts``), tagged on the launcher and the image."""
+    dns_firewall_mutation_protection: bool
+    """``MutationProtection`` ``ENABLED`` on the DNS Firewall association (blocks its delete)."""
     log_retention_days: int
     """CloudWatch retention of every log group, days (an allowed CloudWatch value)."""
     labels: dict[str, str]

@@ -7,6 +7,7 @@ and a NAT gateway, with a Route 53 Resolver DNS Firewall in front of name resolu
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -26,7 +27,7 @@ from sandboxkit.aws.plan import (
 )
 from sandboxkit.aws.worker.build import HOOKS_PORT
 from sandboxkit.egress_contract import EgressRule, parse_rule
-from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem
+from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem, did_you_mean
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -89,6 +90,9 @@ DEFAULT_REPLAY_WINDOW_SECONDS = 300
 DEFAULT_WORKER_CREDENTIAL_KEY_MAX_AGE_DAYS = 30
 # The MicroVM's HTTPS endpoint stays closed unless the stack asks for token-based ingress.
 DEFAULT_INGRESS: Final = "none"
+# The DNS Firewall association cannot be disassociated while mutation protection is on: the
+# safe default, at the price of a two-step destroy (dnsFirewallMutationProtection).
+DEFAULT_DNS_FIREWALL_MUTATION_PROTECTION: Final = True
 # Port-scoped auth tokens name a port; 8080 is the endpoint's default routing port
 # (Lambda MicroVMs developer guide, "Port routing").
 DEFAULT_INGRESS_PORT = 8080
@@ -174,6 +178,18 @@ class AssumeRole(BaseModel):
     )
 
 
+@functools.cache
+def aws_regions() -> tuple[str, ...]:
+    """Every region of every AWS partition (``aws``, ``aws-cn``, ``aws-us-gov``, the ISO
+    partitions), sorted, from the endpoints data of the installed botocore
+    (``botocore/data/endpoints.json``, ``partitions[].regions``): what the SDKs, and so the
+    Pulumi AWS provider's region check, know. Read once per process."""
+    from botocore.loaders import create_loader
+
+    data = create_loader().load_data("endpoints")
+    return tuple(sorted(region for p in data["partitions"] for region in p["regions"]))
+
+
 class MicrovmSettings(TargetSettings):
     """``sandboxkit:aws-microvm`` settings.
 
@@ -230,10 +246,17 @@ class MicrovmSettings(TargetSettings):
         launcherConcurrency: reserved concurrency of the launcher and the API stage's throttle
             (default ``pool.maxConcurrent``), at most the kit-wide pool bound (1,000,000).
         launcherLayers: Lambda layer version ARNs for the launcher
-            (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5), e.g.
-            one bundling a boto3 new enough for ``lambda-microvms`` (the managed runtime's may
-            predate it). Each from an account the stack trusts (SBX-SEC-004): the launcher
-            holds both HMAC keys.
+            (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5). None is
+            needed for ``lambda-microvms``: the launcher package bundles its own boto3
+            (``sandboxkit.aws.launcher_package``). Each from an account the stack trusts
+            (SBX-SEC-004): the launcher holds both HMAC keys.
+        dnsFirewallMutationProtection: ``true`` (default) sets the DNS Firewall association's
+            ``MutationProtection`` ``ENABLED``: nobody can disassociate the rule group from the
+            VPC (and so switch name filtering off) while it is on. It also refuses the kit's
+            own delete: ``pulumi destroy``, or a change that replaces the association, fails
+            with ``RSLVR-02307`` (terraform-provider-aws #21278). Set it ``false`` and run
+            ``pulumi up`` first (an in-place update), then destroy or replace; set it back
+            after a replacement (docs/running-for-real.md).
         trustedAccounts: 12-digit AWS accounts (at most 19) whose launcher layers and MicroVM
             base images the stack trusts besides AWS's own (``aws``) and ``assumeRole``'s
             account; list the stack's own account here when ``assumeRole`` is not set (the gate
@@ -276,6 +299,9 @@ class MicrovmSettings(TargetSettings):
         tuple[Annotated[str, Field(pattern=r"^[0-9]{12}$")], ...],
         Field(max_length=MAX_TRUSTED_ACCOUNTS),
     ] = Field((), alias="trustedAccounts")
+    dns_firewall_mutation_protection: bool = Field(
+        DEFAULT_DNS_FIREWALL_MUTATION_PROTECTION, alias="dnsFirewallMutationProtection"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -387,6 +413,18 @@ class MicrovmSettings(TargetSettings):
             )
         return value
 
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, value: str) -> str:
+        regions = aws_regions()
+        if value not in regions:
+            raise ValueError(
+                f"an AWS region{did_you_mean(value, regions)}: one of the {len(regions)} regions "
+                "of botocore's endpoints data, e.g. eu-west-1 (aws ec2 describe-regions lists "
+                "your account's)"
+            )
+        return value
+
     @field_validator("availability_zones")
     @classmethod
     def _zones(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -479,10 +517,15 @@ def control_plane_rule(url: str) -> EgressRule:
     if parts.username or parts.password or parts.query or parts.fragment:
         raise ValueError("an https:// URL without user info, query or fragment")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    # The port as written, for parse_rule to judge: urlsplit reads ":0" as port 0, which
+    # "or HTTPS_PORT" turned into 443 while the launcher was told :0, and it reads other
+    # scripts' digits or fails with its own words.
+    after_host = parts.netloc.rpartition("]")[2] if parts.netloc.startswith("[") else parts.netloc
+    _, has_port, port = after_host.partition(":")
     try:
-        return exact_control_plane_host(parse_rule(f"{host}:{parts.port or HTTPS_PORT}"))
+        return exact_control_plane_host(parse_rule(f"{host}:{port if has_port else HTTPS_PORT}"))
     except ValueError as exc:
-        raise ValueError(f"a URL whose host is allowed: {exc}") from None
+        raise ValueError(f"a URL whose host and port are allowed: {exc}") from None
 
 
 def control_plane_rules(settings: MicrovmSettings) -> tuple[EgressRule, ...]:
@@ -604,6 +647,7 @@ def microvm_args(
         launcher_concurrency=settings.launcher_concurrency or profile.pool.max_concurrent,
         launcher_layers=settings.launcher_layers,
         trusted_accounts=settings.trusted(),
+        dns_firewall_mutation_protection=settings.dns_firewall_mutation_protection,
         log_retention_days=log_retention(profile.audit.log_retention_days),
         labels=context.labels(),
     )
@@ -634,7 +678,8 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
         # Without a plan (refused), the allowed ports are not known.
         ports = f" {', '.join(map(str, plan['egress'].tcp_ports))}" if plan is not None else ""
         walls = (
-            "image egressNetworkConnectors = the kit's VPC connector only; connector security "
+            "RunMicrovm egressNetworkConnectors = the kit's VPC connector only (the launcher's "
+            "role may pass no other); connector security "
             f"group (TCP{ports} and DNS to the VPC resolver); "
         )
         egress_where = {
@@ -656,8 +701,7 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
             ),
             "limits.memoryMiB": Enforcement(
                 "none",
-                "CreateMicrovmImage resources.minimumMemoryInMiB is a floor, not a limit, and "
-                "pulumi-aws 7 lambdamicrovms.Image has no argument for it",
+                "CreateMicrovmImage resources.minimumMemoryInMiB is a floor, not a limit",
             ),
             "limits.execTimeoutSeconds": Enforcement(
                 "runtime", "kit worker (EXEC_TIMEOUT_SECONDS via the launcher's run-hook payload)"

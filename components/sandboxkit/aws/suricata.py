@@ -10,6 +10,23 @@ replace the domain list. Per name entry ``host:port``:
 - a ``tls`` pass rule on that destination port whose ``tls.sni`` is the name, and
 - an ``http`` pass rule on that destination port whose ``http.host`` is the name.
 
+Each name rule also carries Network Firewall's ``aws_route_53_resolved_domain`` keyword with
+the entry's name (``.x`` for ``*.x``, the domain-list format: ``x`` and below; the SNI or Host
+content keeps the apex out): the rule passes only when the Route 53 Resolver resolved the
+flow's destination address for that name. The policy's resolved-IP validation alone proves
+only that the destination "was resolved for some domain" (API reference,
+``Route53ResolvedIPValidation``), so without the keyword a listed SNI sent to the address of
+another allowed name passed; the keyword binds the SNI and the Host to the name the address
+was resolved for (developer guide, "Matching specific domains with resolved-domain rules";
+the keyword's rules are inactive, ``ROUTE53_RESOLVED_IP_VALIDATION_MISSING``, in a policy
+without resolved-IP validation, so ``open`` mode, which has none, writes them without it).
+
+Ahead of every name rule, :func:`syn_data_rule` drops a TCP SYN that carries data (TCP Fast
+Open, RFC 7413): ``aws:drop_established`` drops established flows only, so data on the SYN
+itself reached any address on the name rules' ports (measured in Suricata 7, see
+tests/aws/test_suricata_rules.py). IP entries and ``open`` are unaffected: their pass rules
+come in an earlier group and admit the address and port whatever the first packet holds.
+
 An exact name matches the whole buffer (``startswith`` + ``endswith``); ``*.x`` matches a buffer
 ending ``.x`` (no ``dotprefix``), so every name below ``x`` at any depth and never ``x``. TLS SNI
 matches ignore case (DNS names do); ``http.host`` is Suricata's normalised, lower-cased Host
@@ -62,6 +79,21 @@ def _match(rule: EgressRule, *, ignore_case: bool) -> str:
     return f'content:"{_host(rule)}";{case} startswith; endswith;'
 
 
+def _resolved_domain(rule: EgressRule) -> str:
+    target = f".{_host(rule)}" if rule.kind == "wildcard" else _host(rule)
+    return f'aws_route_53_resolved_domain:"{target}";'
+
+
+def syn_data_rule(sid: int) -> str:
+    """The drop rule for a SYN that carries data (module docstring): ``flags:S,12`` is SYN set
+    and no other flag but the ECN bits, ``dsize:>0`` a payload (Suricata 7 "TCP keywords",
+    "Payload keywords")."""
+    return (
+        'drop tcp $HOME_NET any -> any any (msg:"sandboxkit drop SYN with data (TCP Fast '
+        f'Open)"; flags:S,12; dsize:>0; sid:{sid}; {_TAIL})'
+    )
+
+
 def _destination(excluded: Sequence[EgressRule]) -> str:
     if not excluded:
         return "$EXTERNAL_NET"
@@ -69,7 +101,11 @@ def _destination(excluded: Sequence[EgressRule]) -> str:
 
 
 def name_rules(
-    rules: Sequence[EgressRule], first_sid: int, excluded: Sequence[EgressRule] = ()
+    rules: Sequence[EgressRule],
+    first_sid: int,
+    excluded: Sequence[EgressRule] = (),
+    *,
+    resolved_domain: bool = True,
 ) -> list[str]:
     """Two pass rules per name or wildcard entry: TLS SNI, then HTTP Host, on its port only.
 
@@ -77,6 +113,9 @@ def name_rules(
         rules: ``name`` and ``wildcard`` entries, in the order to emit.
         first_sid: the first signature id; each rule takes the next one.
         excluded: IP-literal entries whose addresses no name rule may reach.
+        resolved_domain: whether each rule requires the destination to be resolved for its
+            name (``aws_route_53_resolved_domain``); ``False`` only for a policy without
+            resolved-IP validation, where the keyword's rules are inactive.
 
     Returns:
         Suricata rule lines, ``2 * len(rules)`` of them.
@@ -90,16 +129,17 @@ def name_rules(
         if rule.kind == "ip":
             raise ValueError(f"{rule} is an IP entry; it takes an ip_rules line")
         sid = first_sid + len(lines)
+        bound = f"{_resolved_domain(rule)} " if resolved_domain else ""
         lines.append(
             f"pass tls $HOME_NET any -> {destination} {rule.port} "
             f'(msg:"sandboxkit allow {rule} tls.sni"; flow:to_server, established; '
             f"ssl_state:client_hello; tls.sni; {_match(rule, ignore_case=True)} "
-            f"sid:{sid}; {_TAIL})"
+            f"{bound}sid:{sid}; {_TAIL})"
         )
         lines.append(
             f"pass http $HOME_NET any -> {destination} {rule.port} "
             f'(msg:"sandboxkit allow {rule} http.host"; flow:to_server, established; '
-            f"http.host; {_match(rule, ignore_case=False)} sid:{sid + 1}; {_TAIL})"
+            f"http.host; {_match(rule, ignore_case=False)} {bound}sid:{sid + 1}; {_TAIL})"
         )
     return lines
 
@@ -142,6 +182,8 @@ _HEADER = re.compile(
 _OPTION = re.compile(r'\s*([\w.]+)\s*(?::\s*((?:"(?:[^"\\]|\\.)*"|[^;])*))?;')
 # Options that change nothing about which flows a pass rule takes, given its buffer and content.
 _NEUTRAL = frozenset({"msg", "sid", "rev", "priority", "flow", "ssl_state", "nocase", "metadata"})
+# Narrows a pass rule to destinations resolved for a name; read into PassRule.resolved_domain.
+_RESOLVED_DOMAIN = "aws_route_53_resolved_domain"
 _BUFFERS = frozenset({"tls.sni", "http.host"})
 
 
@@ -163,6 +205,8 @@ class PassRule:
             Firewall's domain lists generate), ``any`` (no name condition the kit reads: a
             missing content, a suffix without a dot, ``pcre`` ...).
         sid: the signature id.
+        resolved_domain: the ``aws_route_53_resolved_domain`` value (``pypi.org``,
+            ``.pythonhosted.org``), or ``None`` when the rule does not require one.
     """
 
     protocol: str
@@ -173,6 +217,7 @@ class PassRule:
     name: str | None
     scope: NameScope
     sid: int | None
+    resolved_domain: str | None = None
 
 
 def _options(text: str) -> list[tuple[str, str]]:
@@ -198,7 +243,7 @@ def _name_match(options: list[tuple[str, str]]) -> tuple[str | None, str | None,
             content = value.strip('"').lower()
         elif keyword in ("startswith", "endswith", "dotprefix"):
             flags.add(keyword)
-        elif keyword not in _NEUTRAL:
+        elif keyword not in _NEUTRAL and keyword != _RESOLVED_DOMAIN:
             return buffer, None, "any"  # pcre, bsize, a second content ...: not read, so any
     if buffer is None or content is None or "endswith" not in flags:
         return buffer, None, "any"
@@ -241,7 +286,18 @@ def read_rules(text: str) -> list[PassRule]:
         )
         port = int(header["dport"]) if header["dport"].isdigit() else None
         sid = next((int(v) for k, v in options if k == "sid" and v.isdigit()), None)
+        resolved = next((v.strip('"').lower() for k, v in options if k == _RESOLVED_DOMAIN), None)
         rules.append(
-            PassRule(header["proto"].lower(), destination, excluded, port, buffer, name, scope, sid)
+            PassRule(
+                header["proto"].lower(),
+                destination,
+                excluded,
+                port,
+                buffer,
+                name,
+                scope,
+                sid,
+                resolved,
+            )
         )
     return rules

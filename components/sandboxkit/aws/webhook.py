@@ -5,14 +5,16 @@ read by the launcher only), the launcher Lambda behind an API Gateway HTTP API
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from sandboxkit.aws.children import Children, SourceContext, policy_document, trusted_tags
+from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.image import LAMBDA_PRINCIPAL
+from sandboxkit.aws.launcher_package import launcher_package
+from sandboxkit.aws.microvm_image import MicrovmImage
 from sandboxkit.aws.plan import MicrovmSandboxArgs
 from sandboxkit.boundary import (
     LAUNCHER_CONNECTOR_ARN,
@@ -22,6 +24,7 @@ from sandboxkit.boundary import (
     LAUNCHER_EXECUTION_ROLE_ARN,
     LAUNCHER_IDLE_TIMEOUT_SECONDS,
     LAUNCHER_IMAGE_ARN,
+    LAUNCHER_INGRESS_CONNECTOR_ARN,
     LAUNCHER_MAX_DURATION_SECONDS,
     LAUNCHER_REPLAY_WINDOW_SECONDS,
     LAUNCHER_WEBHOOK_SECRET_ARN,
@@ -29,9 +32,14 @@ from sandboxkit.boundary import (
 )
 from sandboxkit.secrets import SecretValue
 
-# The launcher's code: the folder beside this module (handler ``handler.handler``).
-LAUNCHER_DIR = Path(__file__).resolve().parent / "launcher"
+# The launcher's code: launcher_package (handler ``handler.handler``, boto3 bundled).
 LAUNCHER_HANDLER = "handler.handler"
+# RunMicrovm's ingress connector, passed explicitly: the default one RunMicrovm would pass
+# implicitly, for which the caller needs lambda:PassNetworkConnector all the same (AWS agent
+# toolkit aws-lambda-microvms IAM reference: every connector passed, defaults included). The
+# worker receives its job through the /run hook; the endpoint serves only what auth tokens
+# (ingress authToken) open.
+INGRESS_CONNECTOR = "HTTP_INGRESS"
 LAUNCHER_RUNTIME = "python3.12"
 # An HTTP API waits 30 s for its integration; the launcher answers well within that.
 LAUNCHER_TIMEOUT_SECONDS = 25
@@ -69,9 +77,9 @@ def _secret(
 def launcher(
     kit: Children,
     args: MicrovmSandboxArgs,
-    image: aws.lambdamicrovms.Image,
+    image: MicrovmImage,
     connector: aws.lambda_.CoreNetworkConnector,
-    execution_role: aws.iam.Role | None,
+    execution_role: tuple[aws.iam.Role, aws.iam.RolePolicy] | None,
 ) -> tuple[aws.lambda_.Function, aws.apigatewayv2.Api]:
     """Secrets ``-webhook-secret(-value)`` and ``-credential-key(-value)``; ``-launcher-logs``,
     ``-launcher-role``, ``-launcher-policy``, ``-launcher``; ``-api``, ``-api-integration``,
@@ -94,14 +102,16 @@ def launcher(
         {**kit.tags, MAX_AGE_TAG: max_age},
     )
     logs = kit.log_group("launcher-logs")
-    role_arn = execution_role.arn if execution_role is not None else None
+    role_arn = execution_role[0].arn if execution_role is not None else None
+    ingress = managed_connector_arn(kit.region, INGRESS_CONNECTOR)
     policy = pulumi.Output.all(
         image.arn, connector.arn, webhook.arn, credential_key.arn, logs.arn, role_arn
-    ).apply(lambda a: json.dumps(launcher_policy(a[0], a[1], [a[2], a[3]], a[4], a[5])))
-    role = kit.role("launcher", LAMBDA_PRINCIPAL, FUNCTION_SOURCE, policy)
+    ).apply(lambda a: json.dumps(launcher_policy(a[0], [a[1], ingress], [a[2], a[3]], a[4], a[5])))
+    role, grant = kit.role("launcher", LAMBDA_PRINCIPAL, FUNCTION_SOURCE, policy)
     environment: dict[str, pulumi.Input[str]] = {
         LAUNCHER_IMAGE_ARN: image.arn,
         LAUNCHER_CONNECTOR_ARN: connector.arn,
+        LAUNCHER_INGRESS_CONNECTOR_ARN: ingress,
         LAUNCHER_WEBHOOK_SECRET_ARN: webhook.arn,
         LAUNCHER_CREDENTIAL_KEY_SECRET_ARN: credential_key.arn,
         LAUNCHER_MAX_DURATION_SECONDS: str(args["max_duration_seconds"]),
@@ -110,13 +120,17 @@ def launcher(
         LAUNCHER_REPLAY_WINDOW_SECONDS: str(args["replay_window_seconds"]),
         LAUNCHER_CONTROL_PLANE_URL: args["control_plane_url"],
     }
+    # The first webhook may come as soon as the function exists: its role's permissions
+    # (and the execution role's, which a MicroVM assumes at once) must exist before it.
+    ready: list[pulumi.Resource] = [logs, grant]
     if execution_role is not None:
-        environment[LAUNCHER_EXECUTION_ROLE_ARN] = execution_role.arn
+        environment[LAUNCHER_EXECUTION_ROLE_ARN] = execution_role[0].arn
+        ready.append(execution_role[1])
     function = aws.lambda_.Function(
         f"{name}-launcher",
         runtime=LAUNCHER_RUNTIME,
         handler=LAUNCHER_HANDLER,
-        code=pulumi.FileArchive(str(LAUNCHER_DIR)),
+        code=pulumi.FileArchive(str(launcher_package())),
         role=role.arn,
         architectures=["arm64"],
         timeout=LAUNCHER_TIMEOUT_SECONDS,
@@ -126,7 +140,7 @@ def launcher(
         environment={"variables": environment},
         logging_config={"log_format": "JSON", "log_group": logs.name},
         tags=trusted_tags(kit.tags, args["trusted_accounts"]),
-        opts=kit.after(logs),
+        opts=kit.after(*ready),
     )
     # An HTTP API rather than a function URL: one POST route only, stage throttling, access
     # logs, and an invoke permission scoped to this API's route instead of a public
@@ -192,9 +206,7 @@ def launcher(
     return function, api
 
 
-def ingress_policy(
-    kit: Children, args: MicrovmSandboxArgs, image: aws.lambdamicrovms.Image
-) -> None:
+def ingress_policy(kit: Children, args: MicrovmSandboxArgs, image: MicrovmImage) -> None:
     """``-ingress-policy``: a managed policy letting its holder mint MicroVM auth tokens, and
     never shell tokens (:func:`ingress_document`)."""
     port = args["ingress_port"]
@@ -240,7 +252,8 @@ def ingress_document(region: str, account: str, image_arn: str) -> dict[str, Any
       one ``/run`` only (409 after it).
     * Shell tokens need the ``SHELL_INGRESS`` connector on the MicroVM (API reference,
       ``CreateMicrovmShellAuthToken``); the launcher may pass only the kit's egress connector
-      (``lambda:PassNetworkConnector`` on it alone), so no kit MicroVM has one. The Deny keeps
+      and ``HTTP_INGRESS`` (``lambda:PassNetworkConnector`` on those alone), so no kit MicroVM
+      has one. The Deny keeps
       a broader policy attached beside this one from granting shell tokens to its holder.
     """
     return policy_document(
@@ -261,17 +274,20 @@ def ingress_document(region: str, account: str, image_arn: str) -> dict[str, Any
 
 def launcher_policy(
     image_arn: str,
-    connector_arn: str,
+    connector_arns: list[str],
     secret_arns: list[str],
     log_group_arn: str,
     execution_role_arn: str | None,
 ) -> dict[str, Any]:
-    """The launcher role's only policy: run this image with this connector, read the two
+    """The launcher role's only policy: run this image with these connectors, read the two
     secrets, write its own logs, and pass the execution role if there is one.
 
     Actions are in IAM's ``lambda:`` namespace (the ``lambda-microvms`` API authorizes as
     ``lambda:RunMicrovm``; ``lambda:PassNetworkConnector`` is RunMicrovm's dependent action
-    for the connectors it names).
+    for every connector it passes, the defaults it passes implicitly included). So
+    ``connector_arns`` are exactly what the launcher passes: the kit's egress connector and
+    ``HTTP_INGRESS``. ``INTERNET_EGRESS`` is not among them, so a RunMicrovm that omitted its
+    egress list (and fell back to that default) would be refused.
     """
     statements: list[dict[str, Any]] = [
         {
@@ -281,10 +297,10 @@ def launcher_policy(
             "Resource": image_arn,
         },
         {
-            "Sid": "PassKitConnector",
+            "Sid": "PassLaunchConnectors",
             "Effect": "Allow",
             "Action": "lambda:PassNetworkConnector",
-            "Resource": connector_arn,
+            "Resource": connector_arns,
         },
         {
             "Sid": "ReadLaunchSecrets",

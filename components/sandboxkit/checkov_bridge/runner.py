@@ -318,7 +318,9 @@ def scan_started(
             if not running:
                 return report
             assert process is not None
-            for framework_report in checkov_reports(*process.wait()):
+            reports = checkov_reports(*process.wait())
+            check_fully_read(reports, report.exports, root, project_dir)
+            for framework_report in reports:
                 results = framework_report.get("results", {})
                 for status in ("passed_checks", "failed_checks"):
                     for result in results.get(status, []):
@@ -336,6 +338,75 @@ def scan_started(
             return report
 
         yield finished
+
+
+def _shown(path: str, root: Path, project_dir: Path) -> str:
+    # An export as <stack>/<file>; a project file relative to the project.
+    resolved = Path(path).resolve()
+    for base in (root.resolve(), project_dir.resolve()):
+        if resolved.is_relative_to(base):
+            return resolved.relative_to(base).as_posix()
+    return path
+
+
+def check_fully_read(
+    reports: Sequence[dict[str, Any]],
+    exports: Sequence[StackExport],
+    root: Path,
+    project_dir: Path,
+) -> None:
+    """Refuse a checkov run that did not read everything it was given.
+
+    checkov 3.3.30 exits 0 with ``parsing_errors: 0`` and ``resource_count: 0`` on an export it
+    cannot read (bridgecrewio/checkov #5248), and drops a Kubernetes document whose ``name``
+    holds ``#``, ``{`` or ``}`` or is over 253 characters with a debug line only (its
+    ``kubernetes/parser`` validator): a verdict on what it did read would pass what it did
+    not. So every file in a report's ``results.parsing_errors`` is refused, and each
+    framework's ``summary.resource_count`` must reach the number of resources the kit exported
+    for it (written under ``root/<stack>/``).
+
+    Raises:
+        CheckovFailedError: naming each file checkov could not read (``<stack>/<file>`` for an
+            export, the project path for a Dockerfile or workflow) and, for an export, how
+            many of its resources it read and the ids it never reported on.
+    """
+    problems: list[str] = []
+    by_type = {r.get("check_type", ""): r for r in reports}
+    for framework_report in reports:
+        for path in framework_report.get("results", {}).get("parsing_errors", []) or []:
+            problems.append(f"{_shown(str(path), root, project_dir)}: checkov could not parse it")
+    exported: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for export in exports:
+        for entry in export.resources:
+            path = str((root / export.stack / entry.file).resolve())
+            exported[entry.framework].append((path, entry.checkov_id))
+    for framework, entries in sorted(exported.items()):
+        framework_report = by_type.get(framework, {})
+        read = int(framework_report.get("summary", {}).get("resource_count", 0) or 0)
+        if read >= len(entries):
+            continue
+        results = framework_report.get("results", {})
+        seen = {
+            (str(Path(result["file_abs_path"]).resolve()), result["resource"])
+            for status in ("passed_checks", "failed_checks")
+            for result in results.get(status, [])
+        }
+        unseen: dict[str, list[str]] = defaultdict(list)
+        for path, checkov_id in entries:
+            if (path, checkov_id) not in seen:
+                unseen[path].append(checkov_id)
+        for path, ids in sorted(unseen.items()) or [(p, []) for p, _ in entries[:1]]:
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            problems.append(
+                f"{_shown(path, root, project_dir)} ({framework}): checkov read {read} of the "
+                f"{len(entries)} {framework} resources exported"
+                + (f"; never reported on {shown}" if shown else "")
+            )
+    if problems:
+        raise CheckovFailedError(
+            "checkov could not read every file it was given, so its verdict would pass what it "
+            "did not read: " + "; ".join(dict.fromkeys(problems))
+        )
 
 
 def _finding(

@@ -363,7 +363,13 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     settings_model = CloudflareSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),
-        Cap("limits.memoryMiB", None, INSTANCE_TYPES[-1].memory_mib, _LIMITS_SOURCE),
+        # At least the smallest type's memory: a smaller profile would silently get lite's.
+        Cap(
+            "limits.memoryMiB",
+            INSTANCE_TYPES[0].memory_mib,
+            INSTANCE_TYPES[-1].memory_mib,
+            _LIMITS_SOURCE,
+        ),
         Cap("pool.maxConcurrent", None, MAX_INSTANCES, _ACCOUNT_LIMITS_SOURCE),
         Cap(
             "limits.maxLifetimeSeconds",

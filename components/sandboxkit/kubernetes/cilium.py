@@ -40,7 +40,8 @@ MULTI_LABEL_PATTERNS: Final[CiliumVersion] = (1, 19)
 # The oldest release the kit renders for: it matches names at L7 (serverNames) from here on.
 MINIMUM_VERSION: Final = SNI_EXACT
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?$")
+# ASCII digits only: int() reads other scripts' digits (1.\u0661\u0669 as 1.19).
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:-[0-9A-Za-z.-]+)?$", re.ASCII)
 # A character of a DNS label as Cilium's patterns see it (matchpattern.go allowedDNSCharsREGroup).
 _CHAR = "[-a-z0-9_]"
 _LABELS = rf"{_CHAR}+(?:\.{_CHAR}+)*"

@@ -91,6 +91,8 @@ _LARGE_CLUSTERS = (
 )
 # Linux user ids are 32-bit; 4294967295 is (uid_t) -1, "no user" (setresuid(2)).
 MAX_UID = 2**32 - 2
+# The smallest memory limit runc and containerd start a container with, MiB.
+MIN_CONTAINER_MEMORY_MIB = 6
 # Kubernetes CPU quantities are precise to 1m; a smaller vCPU would render as "0m" (no limit).
 KUBERNETES_CAPS = (
     Cap(
@@ -99,6 +101,13 @@ KUBERNETES_CAPS = (
         None,
         "Kubernetes resource units: CPU precision finer than 1m is not allowed "
         "(kubernetes.io/docs/concepts/configuration/manage-resources-containers)",
+    ),
+    Cap(
+        "limits.memoryMiB",
+        MIN_CONTAINER_MEMORY_MIB,
+        None,
+        "container runtimes refuse a memory limit below 6 MiB: the pod fails with "
+        "CreateContainerError (kubernetes/kubernetes#124841; sig-node: a runtime requirement)",
     ),
     Cap("pool.maxConcurrent", None, MAX_CLUSTER_PODS, _LARGE_CLUSTERS),
     Cap("pool.ready", None, MAX_CLUSTER_PODS, _LARGE_CLUSTERS),

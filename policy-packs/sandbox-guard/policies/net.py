@@ -40,7 +40,7 @@ EGRESS_CLOSED = ResourceRule(
         title="Sandbox egress is not open to the internet",
         severity=Severity.CRITICAL,
         description="Prohibits sandbox egress paths that reach the whole internet: open network "
-        "policies, MicroVM images on INTERNET_EGRESS, wide security groups, Cloud Run egress "
+        "policies, MicroVMs launched on INTERNET_EGRESS, wide security groups, Cloud Run egress "
         "outside the VPC firewall, session pools with egress enabled; and egress rules on ports "
         "beyond the allowed ones (network policies, Cilium and GKE FQDN policies, security "
         "groups, firewall policy rules).",
@@ -240,6 +240,17 @@ def _contract_differences(
                 _urn_of(finding.grant, urns),
             )
         if declared is None:
+            if not target_views(resources, target):
+                continue  # a reader answers for a target the stack does not list
+            # The Pulumi CLI run with the plain config/<environment>.json: nothing to compare
+            # with, which must never read as a pass (mandatory in prod).
+            yield (
+                f"{target} has no egress contract in the pack config, so its egress cannot be "
+                "compared with the stack's profile; run the pack with the config `sandboxkit "
+                "pack-config --stack <stack> --out <file>` writes (pulumi preview/up "
+                "--policy-pack-config <file>), which holds every target's contract.",
+                None,
+            )
             continue
         contract = _declared_contract(declared)
         yield from (
@@ -315,8 +326,9 @@ MATCHES_CONTRACT = StackRule(
                 },
                 "description": "Each target's egress contract, by target name: the profile's "
                 "egress mode and allow entries, and the target's control-plane entries "
-                "(host:port). sandboxkit check sets it from the stack; empty, only the grants "
-                "no contract expresses are reported.",
+                "(host:port). sandboxkit check sets it from the stack, and sandboxkit pack-config "
+                "writes it for the Pulumi CLI; a target without one is a finding (run "
+                "pack-config), never a pass.",
             },
             "controlPlanePorts": {
                 "type": "array",

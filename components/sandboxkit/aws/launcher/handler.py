@@ -21,6 +21,11 @@ Configuration (environment variables; the contract the Pulumi component sets):
     The kit's own egress network connector (a ``VPC_EGRESS`` connector in the user's account).
     It is the only entry of ``egressNetworkConnectors``; AWS-managed connectors (account field
     ``aws``, e.g. ``...:aws:network-connector:aws-network-connector:INTERNET_EGRESS``) are refused.
+``INGRESS_CONNECTOR_ARN``
+    The AWS-managed ``HTTP_INGRESS`` connector (account field ``aws``), the only entry of
+    ``ingressNetworkConnectors``. RunMicrovm would pass it implicitly anyway; naming it keeps
+    what the launcher passes equal to what its role may pass (``lambda:PassNetworkConnector``
+    on every connector passed, defaults included), so nothing else is ever passed.
 ``WEBHOOK_SECRET_ARN``
     Secrets Manager secret whose ``SecretString`` is the HMAC key shared with the platform.
 ``CREDENTIAL_KEY_SECRET_ARN``
@@ -200,6 +205,7 @@ class LauncherConfig:
 
     image_arn: str
     connector_arn: str
+    ingress_connector_arn: str
     webhook_secret_arn: str
     credential_key_secret_arn: str
     max_duration_seconds: int
@@ -252,6 +258,20 @@ def _validate_connector(arn: str) -> str:
     return arn
 
 
+def _validate_ingress_connector(arn: str) -> str:
+    parts = arn.split(":")
+    if (
+        len(arn) > MAX_NETWORK_CONNECTOR_CHARS
+        or len(parts) != 8
+        or parts[0] != "arn"
+        or parts[4:] != ["aws", "network-connector", "aws-network-connector", "HTTP_INGRESS"]
+    ):
+        raise ConfigError(
+            "INGRESS_CONNECTOR_ARN", "must be the AWS-managed HTTP_INGRESS connector ARN"
+        )
+    return arn
+
+
 def _validate_control_plane_url(url: str) -> str:
     if not url.isascii():
         raise ConfigError("CONTROL_PLANE_URL", "must be ASCII")
@@ -273,6 +293,7 @@ def load_config(environ: Mapping[str, str]) -> LauncherConfig:
     if len(image_arn) > MAX_IMAGE_IDENTIFIER_CHARS:
         raise ConfigError("IMAGE_ARN", f"must be at most {MAX_IMAGE_IDENTIFIER_CHARS} characters")
     connector_arn = _validate_connector(_required(environ, "CONNECTOR_ARN"))
+    ingress_connector_arn = _validate_ingress_connector(_required(environ, "INGRESS_CONNECTOR_ARN"))
     webhook_secret_arn = _required(environ, "WEBHOOK_SECRET_ARN")
     credential_key_secret_arn = _required(environ, "CREDENTIAL_KEY_SECRET_ARN")
     max_duration = _int_in_range(
@@ -293,6 +314,7 @@ def load_config(environ: Mapping[str, str]) -> LauncherConfig:
     return LauncherConfig(
         image_arn=image_arn,
         connector_arn=connector_arn,
+        ingress_connector_arn=ingress_connector_arn,
         webhook_secret_arn=webhook_secret_arn,
         credential_key_secret_arn=credential_key_secret_arn,
         max_duration_seconds=max_duration,
@@ -636,6 +658,7 @@ def build_run_microvm_params(
     """
     params: dict[str, Any] = {
         "imageIdentifier": config.image_arn,
+        "ingressNetworkConnectors": [config.ingress_connector_arn],
         "egressNetworkConnectors": [config.connector_arn],
         "idlePolicy": {
             "maxIdleDurationSeconds": config.idle_timeout_seconds,

@@ -55,7 +55,7 @@ HOOKS_PORT = 9000
 # "nobody" on Debian: commands run without root and cannot read the worker's memory or files.
 COMMAND_UID = 65534
 # A reference ending in a full sha256 digest (the OCI reference grammar's digest part; this
-# module imports the standard library only, so it does not read sandboxkit.formats).
+# module imports the standard library only, so it does not read sandboxkit.value_formats).
 _PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _FILE_MODE = 0o100644
@@ -109,6 +109,30 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def write_zip(entries: dict[str, bytes], target: Path) -> Path:
+    """Write ``entries`` (archive name -> bytes) to ``target`` as a deterministic zip, created
+    or replaced atomically: sorted names, the zip epoch, mode 0644, stored uncompressed.
+
+    Raises:
+        OSError: if ``target``'s folder cannot be written.
+    """
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".zip", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
+            for name in sorted(entries):
+                info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
+                info.compress_type = zipfile.ZIP_STORED
+                info.create_system = 3  # Unix, so external_attr carries the mode
+                info.external_attr = _FILE_MODE << 16
+                archive.writestr(info, entries[name])
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
 def build_artifact(out_dir: str | os.PathLike[str], base_image: str = DEFAULT_BASE_IMAGE) -> Path:
     """Write ``<out_dir>/sandboxkit-worker.zip`` (created or replaced atomically); return its path.
 
@@ -119,22 +143,7 @@ def build_artifact(out_dir: str | os.PathLike[str], base_image: str = DEFAULT_BA
     entries = artifact_entries(base_image)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".sandboxkit-worker-", suffix=".zip", dir=out)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
-            for name in sorted(entries):
-                info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
-                info.compress_type = zipfile.ZIP_STORED
-                info.create_system = 3  # Unix, so external_attr carries the mode
-                info.external_attr = _FILE_MODE << 16
-                archive.writestr(info, entries[name])
-        os.chmod(tmp_name, 0o644)
-        target = out / ARTIFACT_NAME
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_zip(entries, out / ARTIFACT_NAME)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -503,6 +503,11 @@ def cloudrun_args(
     )
 
 
+# MiB: the least a container may have in EXECUTION_ENVIRONMENT_GEN2 (cloud.google.com/run/docs/
+# configuring/services/memory-limits); a sandbox's limits.memoryMiB is its container's limit.
+MIN_GEN2_MEMORY_MIB = 512
+
+
 class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     """The ``gcp-cloudrun`` target."""
 
@@ -516,6 +521,14 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
             MAX_REQUEST_TIMEOUT_SECONDS,
             "Cloud Run request timeout, at most 60 minutes "
             "(https://cloud.google.com/run/docs/configuring/request-timeout)",
+        ),
+        Cap(
+            "limits.memoryMiB",
+            MIN_GEN2_MEMORY_MIB,
+            None,
+            "Cloud Run's minimum memory in the second generation execution environment, which "
+            "the service runs in (https://cloud.google.com/run/docs/configuring/services/"
+            "memory-limits, Minimum memory)",
         ),
         LOG_RETENTION_CAP,
     )

@@ -72,7 +72,8 @@ _RANGE_KEYS = {
 }
 # GKE version forms with a number in every part: 1.X, 1.X.Y and 1.X.Y-gke.N
 # (https://cloud.google.com/kubernetes-engine/versioning#specifying_cluster_version).
-_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+)(?:-gke\.(\d+))?)?$")
+# ASCII digits only: int() reads other scripts' digits (1.\u0661\u0669 as 1.19).
+_GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+)(?:-gke\.(\d+))?)?$", re.ASCII)
 
 
 def gke_version(text: str) -> tuple[int, int, int, int]:
