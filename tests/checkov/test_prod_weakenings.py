@@ -11,6 +11,7 @@ over the weakened prod and the shipped prod and staging together.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,10 @@ def weakened_prod() -> RenderedStack:
             "ports": [{"protocol": "TCP", "port": 443}],
         }
     )
-    return with_input(rendered, NETWORK_POLICY, ("spec", "egress"), egress)
+    weakened = with_input(rendered, NETWORK_POLICY, ("spec", "egress"), egress)
+    # Its own name beside the shipped prod in one checkov run (each stack's export is a folder
+    # named after it); the environment, and so every level, stays prod's.
+    return replace(weakened, stack="prod-weakened")
 
 
 @pytest.fixture(scope="module")
