@@ -25,13 +25,18 @@ from rich.tree import Tree
 from sandboxkit import __version__
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
-from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
+from sandboxkit.explain import (
+    TargetEgress,
+    explain_stack,
+    explanation_document,
+    resource_views,
+)
 from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.progress import Step, no_steps, rendering, terminal_steps
 from sandboxkit.project import list_stacks, project_root, stack_file
 from sandboxkit.render import RenderedStack, collector_off_until_exit, render_stack, to_display
-from sandboxkit.targets import TARGET_MODULES, TargetSpec, get_target
+from sandboxkit.targets import TARGET_MODULES, KitContext, TargetSpec, get_target
 
 if TYPE_CHECKING:
     from sandboxkit.checkov_bridge.runner import CheckovReport
@@ -763,6 +768,43 @@ def pack_config_command(
     )
 
 
+@app.command("deployer-policy")
+def deployer_policy(
+    stack: StackOption,
+    target: Annotated[str, typer.Option("--target", help="The target whose needs to print.")],
+    project_dir: ProjectOption = None,
+) -> None:
+    """Print what the identity running `pulumi up` / `pulumi destroy` for TARGET of STACK needs,
+    as JSON in the cloud's own shape (IAM policy, GCP roles and APIs, Azure role assignments,
+    Cloudflare token permission groups, Kubernetes ClusterRole), derived from STACK's render;
+    how to apply it goes to stderr. Exit 2 on bad stack config or a target STACK does not
+    list."""
+    try:
+        if target not in TARGET_MODULES:
+            raise ConfigError(Problem("--target", target, f"one of {', '.join(TARGET_MODULES)}"))
+        rendered = render_stack(project_root(project_dir), stack)
+        if target not in rendered.spec.targets:
+            raise ConfigError(
+                Problem(
+                    "sandboxkit:targets",
+                    list(rendered.spec.targets),
+                    f"a list including {target} (its deployer policy is derived from its render)",
+                )
+            )
+        context = KitContext(stack, rendered.spec.environment, target)
+        found = get_target(target).deployer_policy(
+            context, rendered.spec.settings[target], resource_views(rendered, target)
+        )
+        if found is None:
+            raise ConfigError(
+                Problem("--target", target, "a target that declares its deployer policy")
+            )
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    sys.stdout.write(json.dumps(found.document, indent=2) + "\n")
+    _console(stderr=True).print(found.apply, markup=False)
+
+
 class OutputError(Exception):
     """stdout could not take the output (closed, full, or a pipe closed early)."""
 
@@ -872,3 +914,116 @@ def main() -> None:
     finally:
         sys.stdout = real_stdout
     sys.exit(code)
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def run(
+    stack: StackOption,
+    command: Annotated[
+        list[str], typer.Argument(help="The command and its arguments, after --.", metavar="CMD")
+    ],
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            "--workdir", help="A folder whose contents are copied into the sandbox's workdir."
+        ),
+    ] = None,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Run CMD in a local sandbox under STACK's profile (the stack lists the local target);
+    exit with CMD's code (126/127 as a shell gives them, 137 when a limit killed it)."""
+    from sandboxkit.local.isolation import HostError
+    from sandboxkit.local.runner import AuditLog, run_sandbox
+    from sandboxkit.local.spec import audit_path
+
+    try:
+        spec = load_stack_file(project_root(project_dir), stack)
+        if "local" not in spec.targets:
+            raise ConfigError(
+                Problem(
+                    "sandboxkit:targets",
+                    list(spec.targets),
+                    "a list including local (sandboxkit run runs the local target's sandbox)",
+                )
+            )
+        if workdir is not None and not workdir.is_dir():
+            raise ConfigError(Problem("--workdir", str(workdir), "an existing folder"))
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    plan = spec.plans["local"]
+    audit = AuditLog(audit_path(plan), plan["retention_days"])
+    try:
+        result = run_sandbox(
+            plan,
+            command,
+            seed=None if workdir is None else workdir.resolve(),
+            audit=audit,
+            stack=stack,
+        )
+    except HostError as exc:
+        _say(f"sandboxkit: error: {exc}")
+        raise typer.Exit(EXIT_CONFIG) from None
+    finally:
+        audit.close()
+    for limit in result.limits_hit:
+        _say(f"sandboxkit: the sandbox hit {limit}")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def verify(
+    stack: StackOption,
+    target: Annotated[str, typer.Option("--target", help="The target to verify (local).")],
+    uplink_netns: Annotated[
+        Path | None,
+        typer.Option(
+            "--uplink-netns",
+            help="Dial from this network namespace (/run/netns/NAME), e.g. a test's fake internet.",
+        ),
+    ] = None,
+    project_dir: ProjectOption = None,
+) -> None:
+    """Try --explain-egress's probes from inside a real sandbox of STACK and print each
+    observed answer beside the contract's; exit 1 on any difference (local target only)."""
+    from sandboxkit.local.isolation import HostError
+    from sandboxkit.local.network import NamespaceSockets
+    from sandboxkit.local.runner import AuditLog
+    from sandboxkit.local.spec import audit_path
+    from sandboxkit.local.verify import print_observations
+    from sandboxkit.local.verify import verify as verify_plan
+
+    try:
+        if target != "local":
+            raise ConfigError(
+                Problem("--target", target, "local (the one target whose sandbox runs here)")
+            )
+        spec = load_stack_file(project_root(project_dir), stack)
+        if "local" not in spec.targets:
+            raise ConfigError(
+                Problem("sandboxkit:targets", list(spec.targets), "a list including local")
+            )
+        netns = None if uplink_netns is None else os.open(uplink_netns, os.O_RDONLY)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    except OSError as exc:
+        raise fail_config(
+            ConfigError(
+                Problem(
+                    "--uplink-netns", str(uplink_netns), f"a network namespace ({exc.strerror})"
+                )
+            )
+        ) from None
+    plan = spec.plans["local"]
+    audit = AuditLog(audit_path(plan), plan["retention_days"])
+    sockets = None if netns is None else NamespaceSockets(netns)
+    try:
+        observations = verify_plan(plan, audit=audit, sockets=sockets, stack=stack)
+    except HostError as exc:
+        _say(f"sandboxkit: error: {exc}")
+        raise typer.Exit(EXIT_CONFIG) from None
+    finally:
+        audit.close()
+        if sockets is not None:
+            sockets.close()
+    print_observations(observations)
+    raise typer.Exit(1 if any(o.differs for o in observations) else 0)

@@ -6,6 +6,7 @@ The same code runs under ``pulumi up`` (values from the engine) and in the offli
 
 from __future__ import annotations
 
+import functools
 import re
 import typing
 from collections.abc import Iterable, Mapping
@@ -225,6 +226,42 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+@functools.cache
+def _key_homes() -> dict[str, tuple[tuple[str, bool], ...]]:
+    """Each key name the profile and the targets' settings take -> the full config paths it
+    lives at (``sandboxkit:profile.egress.allow``), each with whether it holds a secret: where
+    a key written one level too high or low belongs."""
+    homes: dict[str, list[tuple[str, bool]]] = {}
+
+    def walk(model: type[BaseModel], path: str) -> None:
+        for name, info in model.model_fields.items():
+            key = info.alias or name
+            secret = isinstance(info.json_schema_extra, dict) and bool(
+                info.json_schema_extra.get("secret")
+            )
+            homes.setdefault(key, []).append((f"{path}.{key}", secret))
+            nested = _nested_model(info.annotation)
+            if nested is not None:
+                walk(nested, f"{path}.{key}")
+
+    walk(SandboxProfile, PROFILE_KEY)
+    for target in TARGET_MODULES:
+        walk(get_target(target).settings_model, _key(target))
+    return {key: tuple(paths) for key, paths in homes.items()}
+
+
+def _misplaced(key: str, written_at: str) -> tuple[str, bool]:
+    """For an unknown key, where it belongs (``"; it belongs at sandboxkit:profile.egress.allow:
+    move it there"``) when the profile or a target takes a key of that name elsewhere, and
+    whether its value may be shown (no home of it holds a secret); ``("", False)`` when none
+    does."""
+    homes = [(path, secret) for path, secret in _key_homes().get(key, ()) if path != written_at]
+    if not homes:
+        return "", False
+    paths = ", ".join(path for path, _ in homes)
+    return f"; it belongs at {paths}: move it there", not any(secret for _, secret in homes)
+
+
 def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
     current: type[BaseModel] | None = model
     for part in loc:
@@ -392,12 +429,22 @@ def _problems(
         elif error["type"] == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             known = _known_keys(parent) if parent else []
-            hint = _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known) or did_you_mean(
-                str(loc[-1]), known
+            home, showable = _misplaced(str(loc[-1]), key)
+            hint = (
+                _dotted_hint((*base, *loc[:-1]), str(loc[-1]), known)
+                or home
+                or did_you_mean(str(loc[-1]), known)
             )
-            # A misspelt key may hold a secret (authTokne: ...): never echo its value.
+            # A misspelt key may hold a secret (authTokne: ...): never echo its value; a key
+            # that is only misplaced shows it when no home of it is a secret.
             problems.append(
-                Problem(key, NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
+                Problem(
+                    key,
+                    value if showable else NOT_SHOWN,
+                    f"no such key here{hint}; known keys: {', '.join(known)}"
+                    if home
+                    else f"no such key{hint}; known keys: {', '.join(known)}",
+                )
             )
         elif error["type"] == "string_pattern_mismatch":
             pattern = str((error.get("ctx") or {}).get("pattern", ""))
@@ -698,9 +745,14 @@ def load_stack(
     for key in source.values:
         if key not in _TOP_LEVEL and key not in TARGET_MODULES:
             known = (*_TOP_LEVEL, *TARGET_MODULES)
-            hint = _dotted_hint((), key, known) or did_you_mean(key, known)
+            home, showable = _misplaced(key, _key(key))
+            hint = _dotted_hint((), key, known) or home or did_you_mean(key, known)
+            shown = source.shown(key, source.values[key]) if showable else NOT_SHOWN
+            here = " here" if home else ""
             problems.append(
-                Problem(_key(key), NOT_SHOWN, f"no such key{hint}; known keys: {', '.join(known)}")
+                Problem(
+                    _key(key), shown, f"no such key{here}{hint}; known keys: {', '.join(known)}"
+                )
             )
     environment = source.values.get("environment", MISSING)
     if environment not in ENVIRONMENTS:

@@ -42,6 +42,7 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from sandboxkit import provider_config
 from sandboxkit.errors import NOT_SHOWN, ConfigError, Problem, did_you_mean
 
 NAMESPACE = "sandboxkit"
@@ -637,7 +638,11 @@ def _config_values(text: str, origin: str, project: str) -> dict[str, Any]:
     for written, value in config.items():
         if ":" in written:
             if not written.startswith(prefix):
-                continue  # another namespace (aws:region): not the kit's
+                # Another namespace (aws:region) is not the kit's, unless it moves a provider's
+                # endpoint or identity or holds a credential in plain text.
+                where = f"{origin} line {lines.get(written, 0)}"
+                problems += provider_config.refusals(written, value, where)
+                continue
             name = written.removeprefix(prefix)
         elif project == NAMESPACE:
             name = written

@@ -27,6 +27,7 @@ from sandboxkit.boundary import (
     TARGET_LABEL,
 )
 from sandboxkit.cloud_names import derived_name
+from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import EffectiveEgress, ResourceView
 from sandboxkit.egress_contract import EgressRule
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
@@ -39,6 +40,7 @@ TARGET_MODULES: dict[str, str] = {
     "gcp-cloudrun": "sandboxkit.gcp.cloudrun.spec",
     "gcp-gke": "sandboxkit.gcp.gke.spec",
     "cloudflare": "sandboxkit.cloudflare.spec",
+    "local": "sandboxkit.local.spec",
 }
 
 EnforcementKind = Literal["platform", "runtime", "none"]
@@ -287,6 +289,18 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
         found = reader(resources)
         assert isinstance(found, EffectiveEgress)
         return found
+
+    def deployer_policy(
+        self, context: KitContext, settings: SettingsT, resources: Sequence[ResourceView]
+    ) -> DeployerPolicy | None:
+        """What the identity running ``pulumi up`` and ``pulumi destroy`` needs for this
+        target's rendered ``resources`` (``sandboxkit deployer-policy``), in the cloud's own
+        shape; ``None`` (the default) when the target declares none.
+
+        Raises:
+            MissingGrantError: for a rendered resource type the target's mapping lacks.
+        """
+        return None
 
     def build(self, plan: PlanT) -> Deployment:
         """Create the component from ``plan`` and collect its stack outputs."""

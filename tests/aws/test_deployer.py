@@ -14,7 +14,7 @@ import botocore.session
 import pytest
 
 from sandboxkit.aws import firewall_policy, microvm_image
-from sandboxkit.aws.deployer import GRANTS, deployer_policy, grants_for
+from sandboxkit.aws.deployer import GRANTS, deployer_policy, grants_for, plan_deployer_policy
 from support import shipped_render
 
 T = "aws-microvm"
@@ -54,7 +54,8 @@ NO_RESOURCE = {"ReadIdentity", "VendedLogDelivery"}
 def document_for(project_dir: Path, stack: str) -> tuple[list[str], dict[str, Any]]:
     rendered = shipped_render(project_dir, stack)
     types = [r.type for r in rendered.resources if rendered.target_of(r) == T]
-    return types, deployer_policy(types, region="eu-west-1", component=T, stack=stack)
+    plan = rendered.spec.plans[T]
+    return types, plan_deployer_policy(types, plan, stack=stack, component=T)
 
 
 def granted(document: dict[str, Any]) -> set[str]:

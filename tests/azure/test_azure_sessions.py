@@ -21,7 +21,7 @@ from support import named, one, shipped_render
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 EXECUTOR = "11111111-1111-1111-1111-111111111111"
 IDENTITY = (
-    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-sbx/providers/"
+    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-identities/providers/"
     "Microsoft.ManagedIdentity/userAssignedIdentities/id-pull"
 )
 POOL = "azure-native:app:ContainerAppsSessionPool"
@@ -384,3 +384,39 @@ def test_component_refuses_a_cooldown_outside_the_api_range(engine: Recorder) ->
     args["cooldown_seconds"] = 200
     with pytest.raises(ValueError, match="cooldown_seconds 200: from 300 to 3600"):
         engine.run(lambda: SessionPoolSandbox("azure-sessions", args))
+
+
+# The shipped prod stack before the fix: it created rg-sandboxkit-prod and pointed at an
+# identity inside it (absent group: the pool finds no identity; present: creating it fails).
+SAME_GROUP_IDENTITY = (
+    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/RG-SBX/providers/"
+    "Microsoft.ManagedIdentity/userAssignedIdentities/id-pull"
+)
+
+
+def test_a_created_group_holding_the_identity_exits_naming_both_keys() -> None:
+    settings = {**CUSTOM_SETTINGS, "identity": {**CUSTOM_SETTINGS["identity"]}}
+    settings["identity"]["resourceId"] = SAME_GROUP_IDENTITY
+    with pytest.raises(ConfigError) as caught:
+        load_stack(_source(settings), "test")
+    (problem,) = caught.value.problems
+    assert problem.key == "sandboxkit:azure-sessions.identity.resourceId"
+    assert problem.value == SAME_GROUP_IDENTITY
+    assert problem.expected == (
+        "an identity outside resource group rg-sbx while createResourceGroup is true (the "
+        "stack creates that group, so it cannot already hold the identity); set "
+        "createResourceGroup: false to deploy into the existing group that holds it, or use "
+        "an identity in another group"
+    )
+
+
+def test_an_existing_group_may_hold_the_identity(engine: Recorder) -> None:
+    settings = {
+        **CUSTOM_SETTINGS,
+        "createResourceGroup": False,
+        "identity": {**CUSTOM_SETTINGS["identity"], "resourceId": SAME_GROUP_IDENTITY},
+    }
+    _build(engine, settings)
+    pool = one(engine.resources, POOL).inputs
+    assert pool["identity"]["userAssignedIdentities"] == [SAME_GROUP_IDENTITY]
+    assert not [r for r in engine.resources if r.type == "azure-native:resources:ResourceGroup"]

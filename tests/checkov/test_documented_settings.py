@@ -72,6 +72,11 @@ COMPANIONS: dict[tuple[str, tuple[str, ...], Any], list[tuple[tuple[str, ...], A
             ["limits.maxLifetimeSeconds", "limits.vcpu", "limits.memoryMiB", "pool.ready"],
         ),
     ],
+    # The IP endpoint reaches the deployer only as a public one (a private endpoint lies in the
+    # VPC the stack creates, which the kit refuses).
+    ("gcp-gke", ("controlPlaneAccess",), "authorizedNetworks"): [
+        (("privateEndpoint",), False),
+    ],
     # 4 GiB is valid with every Cloud Run vCPU choice (1 vCPU: up to 4 GiB; 8 vCPU: 4 GiB up).
     **{
         ("gcp-cloudrun", ("instance", "vcpu"), vcpu): [(("instance", "memoryMiB"), 4096)]

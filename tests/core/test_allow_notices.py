@@ -53,7 +53,8 @@ def test_preview_warns_about_a_rewritten_entry(project_dir: Path) -> None:
             "resolver": {"image": "example.com/resolver@sha256:" + "a" * 64},
         },
     }
-    rendered = render_source(project_dir, "notices", ConfigSource(values=values))
+    # A stack named dev: sandboxkit.yaml maps it to the environment the values give.
+    rendered = render_source(project_dir, "dev", ConfigSource(values=values))
     assert [w for w in rendered.warnings if KEY in w] == [
         f"{KEY}[0] 'PyPI.org' is read as 'pypi.org' (lower-cased)",
         f"{KEY}[1] 'pypi.org' repeats {KEY}[0] once normalised (pypi.org:443); it is listed once",

@@ -41,7 +41,7 @@ EXPECTED_LINE = (
         pytest.param(
             GOOD.replace("[kubernetes]", "[kubernetes, {a: 1}]"),
             "sandboxkit:targets[1]: got {a: 1}; expected one of kubernetes, azure-sessions, "
-            "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare",
+            "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare, local",
             id="mapping-in-list",
         ),
         pytest.param(

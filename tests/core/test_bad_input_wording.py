@@ -241,7 +241,7 @@ def test_a_duplicate_key_and_an_unknown_key_are_both_named(tmp_path: Path) -> No
             "once: it is also on line 2 (a reader would silently keep the later one)",
             "  sandboxkit:profle: got '[value not shown]'; expected no such key (did you mean "
             "'profile'?); known keys: environment, targets, profile, kubernetes, azure-sessions, "
-            "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare",
+            "aws-microvm, gcp-cloudrun, gcp-gke, cloudflare, local",
         ],
     )
 

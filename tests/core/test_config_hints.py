@@ -44,7 +44,7 @@ def test_a_dotted_target_key_copied_from_the_docs_gets_the_nested_form(tmp_path:
     nest = "; a dotted name is not a path in a stack file: nest it, "
     known = (
         "; known keys: environment, targets, profile, kubernetes, azure-sessions, aws-microvm, "
-        "gcp-cloudrun, gcp-gke, cloudflare"
+        "gcp-cloudrun, gcp-gke, cloudflare, local"
     )
     assert found == [
         f"sandboxkit:gcp-cloudrun.{key}: got {NOT_SHOWN!r}; expected no such key{nest}"

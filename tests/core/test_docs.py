@@ -77,7 +77,8 @@ def test_readme_setup_is_the_two_commands() -> None:
     commands = [line for line in setup.splitlines() if line and not line.startswith("#")]
     assert commands == [
         "python3 -m venv .venv && .venv/bin/pip install -e . && "
-        ".venv/bin/sandboxkit preview --stack dev",
+        ".venv/bin/sandboxkit preview --stack dev && bash .ci/install-debian bubblewrap && "
+        ".venv/bin/sandboxkit run --stack dev -- /bin/true",
         "bash .ci/run",
     ]
 

@@ -52,10 +52,12 @@ class Accepts:
 ACCEPTS: dict[str, Accepts] = {
     "kubernetes": Accepts(settings=(("fqdnPolicy", "cilium"),)),
     "aws-microvm": Accepts(ipv6=False),
-    "gcp-cloudrun": Accepts(wildcards=False, ipv6=False),
+    # The generated names answer with addresses: no CNAME targets (required with names).
+    "gcp-cloudrun": Accepts(wildcards=False, ipv6=False, settings=(("cnameTargets", []),)),
     "gcp-gke": Accepts(names=False, wildcards=False),
     "azure-sessions": Accepts(allowlist=False, open=False),
     "cloudflare": Accepts(open=False, ipv4=False, ipv6=False, ports=(80, 443)),
+    "local": Accepts(),
 }
 
 NAMES = ("pypi.org", "api.github.com", "files.example.com", "registry.npmjs.org")

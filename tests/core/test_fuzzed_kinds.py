@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandboxkit.aws.spec import aws_regions
+from sandboxkit.config import _key_homes
 from sandboxkit.errors import Problem
+from sandboxkit.targets import TARGET_MODULES
 from sandboxkit.value_formats import MAX_IMAGE_REFERENCE_LENGTH, image_reference
 from settings_paths import of_type, refusal, setting_paths, validated_by, with_value
 
@@ -304,3 +306,60 @@ def test_a_unit_suffix_on_any_numeric_setting_names_the_setting_and_its_unit(
     name = path.rsplit(".", 1)[-1]
     assert f"; {name} " in problem.expected
     assert UNITLESS in problem.expected
+
+
+# --- a key at the wrong level (item 12) -----------------------------------------------------
+
+HOMES = _key_homes()
+SECTIONS = [
+    "",
+    "profile",
+    "profile.egress",
+    "profile.limits",
+    "profile.pool",
+    "profile.audit",
+    *TARGET_MODULES,
+    "kubernetes.resolver",
+    "aws-microvm.assumeRole",
+]
+
+
+def _home_of(parent: str, key: str) -> str:
+    return f"sandboxkit:{parent}.{key}" if parent else f"sandboxkit:{key}"
+
+
+@pytest.mark.parametrize(
+    ("parent", "key", "value", "homes"),
+    [
+        ("profile", "allow", ["pypi.org:443"], "sandboxkit:profile.egress.allow"),
+        ("", "limits", {"vcpu": 2}, "sandboxkit:profile.limits"),
+    ],
+)
+def test_the_reported_nesting_mistakes_name_where_the_key_belongs(
+    parent: str, key: str, value: object, homes: str
+) -> None:
+    values = with_value(f"{parent}.{key}" if parent else key, value)
+    refused = refusal(values)
+    assert refused is not None
+    [problem] = [p for p in refused.problems if p.key == _home_of(parent, key)]
+    # A plain list of host names is shown: no home of the key holds a secret.
+    assert problem.value == value
+    assert f"; it belongs at {homes}: move it there; known keys: " in problem.expected
+
+
+@FUZZ
+@given(key=st.sampled_from(sorted(HOMES)), parent=st.sampled_from(SECTIONS))
+def test_a_key_at_any_wrong_level_names_every_place_it_belongs(key: str, parent: str) -> None:
+    written = _home_of(parent, key)
+    known_here = any(path == written for path, _ in HOMES[key])
+    if known_here or (not parent and key in ("environment", "targets", "profile")):
+        return
+    refused = refusal(with_value(f"{parent}.{key}" if parent else key, "x"))
+    assert refused is not None
+    [problem] = [p for p in refused.problems if p.key == written]
+    if problem.expected.startswith("no such setting"):
+        return  # a target's own refusal of a key it never takes (aws-microvm.egress)
+    homes = ", ".join(path for path, _ in HOMES[key])
+    assert f"; it belongs at {homes}: move it there" in problem.expected
+    secret = any(is_secret for _, is_secret in HOMES[key])
+    assert (problem.value == "[value not shown]") == secret

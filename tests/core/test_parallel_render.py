@@ -170,7 +170,12 @@ def test_progress_names_every_target_of_every_stack_once() -> None:
     told: list[tuple[str, str]] = []
     render_stacks(PROJECT, ["dev", "prod"], on_target=lambda s, t: told.append((s, t)))
     assert sorted(told) == sorted(
-        [("dev", "kubernetes"), ("dev", "aws-microvm"), *(("prod", t) for t in PROD)]
+        [
+            ("dev", "kubernetes"),
+            ("dev", "aws-microvm"),
+            ("dev", "local"),
+            *(("prod", t) for t in (*PROD, "local")),
+        ]
     )
 
 

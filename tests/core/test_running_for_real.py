@@ -68,6 +68,7 @@ def test_the_two_set_up_commands_stay_at_the_top() -> None:
     commands = [line for line in setup.splitlines() if line.startswith((".venv", "python", "bash"))]
     assert commands == [
         "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/sandboxkit preview "
-        "--stack dev",
+        "--stack dev && bash .ci/install-debian bubblewrap && .venv/bin/sandboxkit run --stack dev "
+        "-- /bin/true",
         "bash .ci/run",
     ]

@@ -9,6 +9,7 @@ from typing import Any, cast
 import pytest
 
 from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.errors import ConfigError
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
@@ -30,6 +31,8 @@ SETTINGS = {
     "region": "us-central1",
     "image": "us-docker.pkg.dev/example-project/agents/launcher:1",
     "sandboxImage": "us-docker.pkg.dev/example-project/agents/sandbox:1",
+    # The allowlists below name no CNAME (``cnameTargets`` is required with names).
+    "cnameTargets": [],
     "invokers": ["serviceAccount:agent@example-project.iam.gserviceaccount.com"],
 }
 ALLOWLIST = [
@@ -354,3 +357,58 @@ def test_the_component_refuses_templates_that_expose_the_launcher(
     args = cast(CloudRunSandboxArgs, {**plan, "templates": tuple(templates)})
     with pytest.raises(ValueError, match=error):
         engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
+
+
+def _settings_problem(profile: dict[str, Any], settings: dict[str, Any]) -> Any:
+    values = {"environment": "prod", "targets": ["gcp-cloudrun"], "profile": profile}
+    values["gcp-cloudrun"] = settings
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(values=values), "test")
+    (problem,) = caught.value.problems
+    return problem
+
+
+def test_deletion_protection_is_explicit_and_on_by_default(engine: Recorder) -> None:
+    assert one(build(engine), SERVICE).inputs["deletionProtection"] is True
+
+
+def test_deletion_protection_off_reaches_the_service(engine: Recorder) -> None:
+    service = one(build(engine, deletionProtection=False), SERVICE).inputs
+    assert service["deletionProtection"] is False
+
+
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_shipped_stacks_keep_their_launcher_protected(project_dir: Path, stack: str) -> None:
+    rendered = shipped_render(project_dir, stack)
+    assert one(rendered.resources, SERVICE).inputs["deletionProtection"] is True
+
+
+def test_an_allowlist_of_names_without_cname_targets_is_refused() -> None:
+    # Staging before the fix: files.pythonhosted.org is a CNAME to Fastly's
+    # dualstack.python.map.fastly.net, which the catch-all answered itself.
+    settings = {k: v for k, v in SETTINGS.items() if k != "cnameTargets"}
+    profile = {"egress": {"mode": "allowlist", "allow": ["pypi.org", "files.pythonhosted.org"]}}
+    problem = _settings_problem(profile, settings)
+    assert problem.key == "sandboxkit:gcp-cloudrun.cnameTargets"
+    assert problem.expected.startswith(
+        "the exact names the DNS answers of the allowlisted names (files.pythonhosted.org, "
+        "pypi.org) are CNAMEs to, or [] when none is a CNAME"
+    )
+
+
+def test_an_allowlist_of_addresses_needs_no_cname_targets(engine: Recorder) -> None:
+    settings = {k: v for k, v in SETTINGS.items() if k != "cnameTargets"}
+    build_target(
+        engine,
+        "gcp-cloudrun",
+        settings,
+        {"egress": {"mode": "allowlist", "allow": ["93.184.216.34"]}},
+    )
+    assert of_type(engine.resources, SERVICE)
+
+
+def test_staging_resolves_files_pythonhosted_orgs_cname_target(project_dir: Path) -> None:
+    rules = dns_of(list(shipped_render(project_dir, "staging").resources))
+    assert answer(rules, "files.pythonhosted.org") is Outcome.RESOLVED
+    assert answer(rules, "dualstack.python.map.fastly.net") is Outcome.RESOLVED
+    assert answer(rules, "other.map.fastly.net") is Outcome.NO_DATA

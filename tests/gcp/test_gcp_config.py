@@ -256,26 +256,32 @@ def test_gke_accepts_authorized_networks_up_to_the_widest(cidr: str) -> None:
     assert gke.master_authorized_networks == (cidr,)
 
 
-@pytest.mark.parametrize(
-    "version", ["1.29", "1.36", "1.36.2-gke.9999999", "1.36.3", "1.36.3-gke.1766999"]
-)
+@pytest.mark.parametrize("version", ["1.29", "1.35"])
 def test_gke_refuses_versions_without_agent_sandbox_v1beta1(version: str) -> None:
     key, value, expected = only_problem("gcp-gke", {**GKE, "minMasterVersion": version})
     assert (key, value) == ("sandboxkit:gcp-gke.minMasterVersion", version)
-    assert expected.startswith("1.36.3-gke.1767000 or later, the first GKE version with Agent")
+    assert expected.startswith(
+        "1.36 or later: Agent Sandbox's v1beta1 API needs 1.36.3-gke.1767000"
+    )
     assert "how-install-agent-sandbox" in expected
+
+
+# The shipped default before the fix: a patch release, which ages out of GKE's versions.
+@pytest.mark.parametrize("version", ["1.36.3-gke.1767000", "1.36.3", "1.37.1-gke.2"])
+def test_gke_refuses_a_pinned_patch_release(version: str) -> None:
+    key, value, expected = only_problem("gcp-gke", {**GKE, "minMasterVersion": version})
+    assert (key, value) == ("sandboxkit:gcp-gke.minMasterVersion", version)
+    assert expected.startswith("a minor version such as 1.36 (1.X): GKE resolves it to the")
 
 
 @pytest.mark.parametrize("version", ["latest", "1.36.3-gke", "v1.37", "1.x"])
 def test_gke_refuses_versions_it_cannot_compare(version: str) -> None:
     key, value, expected = only_problem("gcp-gke", {**GKE, "minMasterVersion": version})
     assert (key, value) == ("sandboxkit:gcp-gke.minMasterVersion", version)
-    assert expected == "a GKE version such as 1.36.3-gke.1767000 (1.X, 1.X.Y or 1.X.Y-gke.N)"
+    assert expected == "a GKE minor version such as 1.36 (1.X)"
 
 
-@pytest.mark.parametrize(
-    "version", ["1.36.3-gke.1767000", "1.36.3-gke.10000000", "1.36.10", "1.37", "2.0"]
-)
+@pytest.mark.parametrize("version", ["1.36", "1.37", "1.100", "2.0"])
 def test_gke_accepts_versions_from_the_floor_compared_as_numbers(version: str) -> None:
     gke = load("gcp-gke", {**GKE, "minMasterVersion": version}).settings["gcp-gke"]
     assert isinstance(gke, GkeSettings)

@@ -10,6 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sandboxkit import cli
+from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.errors import ConfigError
+from sandboxkit.gcp.gke.catalog import MOCK_GKE_CA, MOCK_GKE_DNS_ENDPOINT
 from sandboxkit.gcp.gke.cluster import GVISOR_NODE_LABEL, GVISOR_TOLERATION, NODE_ROLES
 from sandboxkit.gcp.gke.spec import gke_version
 from sandboxkit.render import Recorder, is_secret_value
@@ -96,7 +99,13 @@ def test_the_cluster_is_private_hardened_and_runs_agent_sandbox(engine: Recorder
     assert cluster["removeDefaultNodePool"] is True
     assert cluster["deletionProtection"] is True
     assert cluster["location"] == "us-central1"
-    assert cluster["minMasterVersion"] == "1.36.3-gke.1767000"
+    assert cluster["minMasterVersion"] == "1.36"
+    assert cluster["releaseChannel"] == {"channel": "REGULAR"}
+    # The deployer reaches the private control plane by its IAM-authorized DNS endpoint.
+    assert cluster["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": True}
+    }
+    assert cluster["privateClusterConfig"]["enablePrivateEndpoint"] is True
     assert cluster["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
 
 
@@ -144,8 +153,55 @@ def test_the_kubeconfig_is_a_secret_built_from_the_cluster(engine: Recorder) -> 
     provider = named(build(engine), "gcp-gke-k8s-provider").inputs
     assert is_secret_value(provider["kubeconfig"])
     config = json.loads(provider["kubeconfig"]["value"])
-    assert config["clusters"][0]["cluster"]["server"] == "https://192.0.2.10"
+    # The DNS endpoint: publicly trusted TLS, so no authority data.
+    assert config["clusters"][0]["cluster"] == {"server": f"https://{MOCK_GKE_DNS_ENDPOINT}"}
     assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+
+
+def test_authorized_networks_access_uses_the_ip_endpoint_and_its_authority(
+    engine: Recorder,
+) -> None:
+    resources = build(engine, controlPlaneAccess="authorizedNetworks", privateEndpoint=False)
+    cluster = one(resources, CLUSTER).inputs
+    assert cluster["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": False}
+    }
+    provider = named(resources, "gcp-gke-k8s-provider").inputs
+    config = json.loads(provider["kubeconfig"]["value"])
+    assert config["clusters"][0]["cluster"] == {
+        "server": "https://192.0.2.10",
+        "certificate-authority-data": MOCK_GKE_CA,
+    }
+
+
+def test_a_private_endpoint_only_authorized_networks_reach_is_refused() -> None:
+    # Shipped prod before the fix: private endpoint, one authorized network outside the VPC the
+    # same `pulumi up` creates, and the Kubernetes objects on that control plane.
+    with pytest.raises(ConfigError) as caught:
+        load_stack(
+            ConfigSource(
+                values={
+                    "environment": "prod",
+                    "targets": ["gcp-gke"],
+                    "gcp-gke": {**SETTINGS, "controlPlaneAccess": "authorizedNetworks"},
+                }
+            ),
+            "test",
+        )
+    (problem,) = caught.value.problems
+    assert (problem.key, problem.value) == (
+        "sandboxkit:gcp-gke.controlPlaneAccess",
+        "authorizedNetworks",
+    )
+    assert problem.expected.startswith("dns with privateEndpoint true on a cluster this stack")
+    assert "privateEndpoint false with the deployer's public range" in problem.expected
+    assert "existingCluster" in problem.expected
+
+
+def test_an_existing_cluster_is_reached_by_its_dns_endpoint(engine: Recorder) -> None:
+    provider = named(build(engine, existingCluster="agents"), "gcp-gke-k8s-provider").inputs
+    cluster = json.loads(provider["kubeconfig"]["value"])["clusters"][0]["cluster"]
+    assert "certificate-authority-data" not in cluster
 
 
 def test_system_pods_get_an_untainted_pool_without_gke_sandbox(engine: Recorder) -> None:

@@ -47,6 +47,8 @@ def render(target: str, allow: list[str], **settings: Any) -> RenderedStack:
         del values[dropped]
     values["targets"] = [target]
     values["profile"]["egress"] = {"mode": "allowlist", "allow": allow}
+    if target == "gcp-cloudrun":
+        values[target]["cnameTargets"] = []  # the test names answer with addresses
     values[target].update(settings)
     return testing.render_values(PROJECT, "prod", values)
 

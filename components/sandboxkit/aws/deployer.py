@@ -30,6 +30,7 @@ from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.image import BUILD_EGRESS_CONNECTOR
 from sandboxkit.aws.microvm_image import RESOURCE_TYPE as MICROVM_IMAGE
+from sandboxkit.aws.plan import MicrovmSandboxArgs
 
 
 @dataclass(frozen=True)
@@ -573,3 +574,22 @@ def deployer_policy(
             statement["Condition"] = {"StringEquals": {"aws:RequestedRegion": region}}
         statements.append(statement)
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def plan_deployer_policy(
+    resource_types: Iterable[str], plan: MicrovmSandboxArgs, *, stack: str, component: str
+) -> dict[str, Any]:
+    """:func:`deployer_policy` for a validated plan (``spec.plans["aws-microvm"]``): its
+    region and launcher layers; ``component`` is the component's name (``program`` names it
+    after the target). What ``sandboxkit deployer-policy --target aws-microvm`` prints.
+
+    Raises:
+        LookupError: for a type without known permissions (:func:`grants_for`).
+    """
+    return deployer_policy(
+        resource_types,
+        region=plan["access"].region,
+        component=component,
+        stack=stack,
+        layers=plan["launcher_layers"],
+    )

@@ -17,10 +17,12 @@ does about it:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandboxkit.azure.deployer import azure_policy
 from sandboxkit.azure.plan import (
     COOLDOWN_CAP,
     DEFAULT_IDENTITY_LIFECYCLE,
@@ -30,6 +32,8 @@ from sandboxkit.azure.plan import (
     SessionPoolSandboxArgs,
     check_allocation,
 )
+from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
@@ -174,6 +178,32 @@ class AzureSessionsSettings(TargetSettings):
                 "no registry server with containerType PythonLTS",
             )
         return self
+
+    @model_validator(mode="after")
+    def _identity_outside_a_created_group(self) -> AzureSessionsSettings:
+        # A group this stack creates cannot already hold the pool's identity: absent, the pool
+        # finds no identity; present, creating the group fails. Azure resource group names
+        # are case-insensitive (learn.microsoft.com/azure/azure-resource-manager/management/
+        # resource-name-rules#microsoftresources).
+        if self.identity is None or not self.create_resource_group:
+            return self
+        group = identity_resource_group(self.identity.resource_id)
+        if group.lower() == self.resource_group_name.lower():
+            raise FieldError(
+                ".identity.resourceId",
+                self.identity.resource_id,
+                f"an identity outside resource group {self.resource_group_name} while "
+                "createResourceGroup is true (the stack creates that group, so it cannot "
+                "already hold the identity); set createResourceGroup: false to deploy into "
+                "the existing group that holds it, or use an identity in another group",
+            )
+        return self
+
+
+def identity_resource_group(resource_id: str) -> str:
+    """The resource group of a user-assigned identity's resource id
+    (``/subscriptions/<id>/resourceGroups/<group>/providers/...``)."""
+    return resource_id.split("/")[4]
 
 
 def check_sessions(profile: SandboxProfile, settings: AzureSessionsSettings) -> None:
@@ -325,6 +355,19 @@ class AzureSessionsTarget(TargetSpec[AzureSessionsSettings, SessionPoolSandboxAr
     ) -> dict[str, Enforcement]:
         """See ``sessions_enforcement``."""
         return sessions_enforcement(profile, settings)
+
+    def deployer_policy(
+        self,
+        context: KitContext,
+        settings: AzureSessionsSettings,
+        resources: Sequence[ResourceView],
+    ) -> DeployerPolicy:
+        """The role assignments and resource providers of the rendered resources
+        (``azure.deployer``)."""
+        identity = settings.identity.resource_id if settings.identity is not None else None
+        return azure_policy(
+            self.name, settings.subscription_id, settings.resource_group_name, identity, resources
+        )
 
     def component(self, plan: SessionPoolSandboxArgs) -> KitComponent:
         """The ``SessionPoolSandbox`` component in the settings' subscription and location."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -28,12 +29,15 @@ from sandboxkit.boundary import (
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.cloud_names import derived_name
+from sandboxkit.cloudflare.deployer import cloudflare_policy
 from sandboxkit.cloudflare.plan import (
     DEFAULT_COMPATIBILITY_DATE,
     MAIN_MODULE,
     MIN_COMPATIBILITY_DATE,
     WorkerSandboxArgs,
 )
+from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
@@ -413,6 +417,15 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
             suffixes=(".jsonc", ".json"),
             apply="npx wrangler deploy --config {out} (Node >= 22)",
         )
+
+    def deployer_policy(
+        self,
+        context: KitContext,
+        settings: CloudflareSettings,
+        resources: Sequence[ResourceView],
+    ) -> DeployerPolicy:
+        """The API token's permission groups (``cloudflare.deployer``)."""
+        return cloudflare_policy(self.name, settings.account_id, resources)
 
     def component(self, plan: WorkerSandboxArgs) -> KitComponent:
         """The ``WorkerSandbox`` component in account ``accountId``."""

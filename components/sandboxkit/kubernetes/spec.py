@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sandboxkit.boundary import LINK_LOCAL_RESOLVERS
+from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import EgressRule
 from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.kubernetes.cilium import (
@@ -16,6 +19,7 @@ from sandboxkit.kubernetes.cilium import (
     CiliumVersion,
     parse_version,
 )
+from sandboxkit.kubernetes.deployer import kubernetes_policy
 from sandboxkit.kubernetes.plan import AgentSandboxArgs, ResolverArgs
 from sandboxkit.kubernetes.resolver import resolver_config
 from sandboxkit.profile import SandboxProfile
@@ -494,6 +498,15 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
             "(SBX-K8S-009, mandatory in prod unless the pack config accepts "
             f"RuntimeClass/{name})",
         )
+
+    def deployer_policy(
+        self,
+        context: KitContext,
+        settings: KubernetesSettings,
+        resources: Sequence[ResourceView],
+    ) -> DeployerPolicy:
+        """A ClusterRole for the objects rendered (``kubernetes.deployer``)."""
+        return kubernetes_policy(self.name, context.stack, resources)
 
     def component(self, plan: AgentSandboxArgs) -> KitComponent:
         """The ``AgentSandbox`` component."""

@@ -20,6 +20,9 @@ class CloudRunSandboxArgs(TypedDict, total=False):
     """Inputs of ``CloudRunSandbox``; ``spec.cloudrun_args`` builds them from profile + settings."""
 
     project: str
+    """Project id of every resource."""
+    deletion_protection: bool
+    """Cloud Run deletion protection on the launcher service (``deletion_protection``)."""
     """Project id of every child."""
     region: str
     """Region of the service, subnet, router and log bucket."""

@@ -215,6 +215,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
             launch_stage=LAUNCH_STAGE,
             ingress=INGRESS[args["ingress"]],
             invoker_iam_disabled=False,
+            deletion_protection=args["deletion_protection"],
             labels=labels,
             template=template,
             # Egress and DNS walls and the account's roles exist before the first sandbox starts.

@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import parse_rule
 from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.deployer import gcp_policy
 from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
@@ -67,6 +71,9 @@ DEFAULT_LAUNCHER_MEMORY_MIB = 1024
 DEFAULT_SUBNET_CIDR = "10.8.0.0/24"
 MIN_SUBNET_PREFIX = 26
 DEFAULT_PORT = 8080
+# Destroying or replacing the launcher service is a deliberate two-step act (turn it off, then
+# destroy), as Cloud Run itself defaults it.
+DEFAULT_DELETION_PROTECTION = True
 # The Cloud Run request timeout is at most 60 minutes
 # (https://cloud.google.com/run/docs/configuring/request-timeout).
 MAX_REQUEST_TIMEOUT_SECONDS = 3600
@@ -203,7 +210,14 @@ class CloudRunSettings(GcpSettings):
             ``allowlist`` only); each resolves for sandboxes too, with no firewall allow of its
             own. From 2027-01-05 Cloud DNS applies the response policy to every name of a CNAME
             chain (https://cloud.google.com/dns/docs/cnamechasing), so an allowed name whose
-            chain passes an unlisted name stops resolving without them.
+            chain passes an unlisted name stops resolving without them: required (``[]`` when
+            no allowed name is a CNAME) with an allowlist that names hosts, since the kit
+            cannot look the chains up offline (``dig +short CNAME files.pythonhosted.org``
+            answers ``dualstack.python.map.fastly.net.``).
+        deletionProtection: Cloud Run's deletion protection on the launcher service (pulumi-gcp
+            ``cloudrunv2.Service`` ``deletion_protection``, default true there too): while
+            true, ``pulumi destroy`` and any change that replaces the service fail. Set it
+            false and ``pulumi up`` first to destroy or replace deliberately; default true.
     """
 
     image: ImageReference
@@ -219,10 +233,14 @@ class CloudRunSettings(GcpSettings):
     ] = ()
     subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
     templates: Annotated[tuple[SandboxTemplate, ...], Field(strict=False)] = ()
-    cname_targets: Annotated[
-        tuple[Annotated[str, Field(strict=True), AfterValidator(_exact_name)], ...],
-        Field(strict=False, alias="cnameTargets"),
-    ] = ()
+    cname_targets: (
+        Annotated[
+            tuple[Annotated[str, Field(strict=True), AfterValidator(_exact_name)], ...],
+            Field(strict=False),
+        ]
+        | None
+    ) = Field(None, alias="cnameTargets")
+    deletion_protection: bool = Field(DEFAULT_DELETION_PROTECTION, alias="deletionProtection")
 
     @model_validator(mode="before")
     @classmethod
@@ -472,8 +490,24 @@ def cloudrun_args(
                 "names (deny resolves no name; open resolves every name)",
             )
         )
+    names = sorted({rule.pattern for rule in profile.egress.allow if rule.kind != "ip"})
+    if mode == "allowlist" and names and settings.cname_targets is None:
+        raise ConfigError(
+            Problem(
+                f"sandboxkit:{TARGET}.cnameTargets",
+                MISSING,
+                "the exact names the DNS answers of the allowlisted names "
+                f"({', '.join(names)}) are CNAMEs to, or [] when none is a CNAME: the response "
+                "policy answers every other name itself at each hop of a CNAME chain "
+                "(https://cloud.google.com/dns/docs/cnamechasing), so an allowed name that is a "
+                "CNAME to an unlisted name (files.pythonhosted.org to "
+                "dualstack.python.map.fastly.net) would not resolve; list each with "
+                "`dig +short CNAME NAME`",
+            )
+        )
     return CloudRunSandboxArgs(
         project=settings.project,
+        deletion_protection=settings.deletion_protection,
         region=settings.region,
         object_name=context.object_name("sbx-", 22),
         image=settings.image,
@@ -497,7 +531,7 @@ def cloudrun_args(
         subnet_cidr=settings.subnet_cidr,
         egress_mode=profile.egress.mode,
         egress_rules=profile.egress.allow,
-        dns_rules=response_rules(mode, profile.egress.allow, settings.cname_targets),
+        dns_rules=response_rules(mode, profile.egress.allow, settings.cname_targets or ()),
         log_retention_days=profile.audit.log_retention_days,
         labels=context.labels(),
     )
@@ -538,6 +572,12 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     ) -> CloudRunSandboxArgs:
         """The ``CloudRunSandbox`` inputs (see ``cloudrun_args``)."""
         return cloudrun_args(profile, settings, context)
+
+    def deployer_policy(
+        self, context: KitContext, settings: CloudRunSettings, resources: Sequence[ResourceView]
+    ) -> DeployerPolicy:
+        """The roles and APIs of the rendered resources (``gcp.deployer``)."""
+        return gcp_policy(self.name, settings.project, resources)
 
     def enforcement(
         self, profile: SandboxProfile, settings: CloudRunSettings, plan: CloudRunSandboxArgs | None

@@ -16,12 +16,16 @@ from sandboxkit.kubernetes.catalog import KINDS as KUBERNETES_KINDS
 
 # A documentation-range address and a placeholder certificate: the cluster is never reached.
 MOCK_GKE_ENDPOINT = "192.0.2.10"
+MOCK_GKE_DNS_ENDPOINT = "gke-0123456789abcdef0123456789abcdef-000000000000.us-central1.gke.goog"
 MOCK_GKE_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm1vY2sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 
 
 def _gke_cluster(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    endpoints = dict(args.inputs.get("controlPlaneEndpointsConfig") or {})
+    dns = {**dict(endpoints.get("dnsEndpointConfig") or {}), "endpoint": MOCK_GKE_DNS_ENDPOINT}
     return {
         "endpoint": MOCK_GKE_ENDPOINT,
+        "controlPlaneEndpointsConfig": {**endpoints, "dnsEndpointConfig": dns},
         "masterAuth": {"clusterCaCertificate": MOCK_GKE_CA},
     }
 
@@ -38,6 +42,9 @@ KINDS: tuple[ResourceKind, ...] = (
                 {
                     "addonsConfig",
                     "addonsConfig.agentSandboxConfig",
+                    "controlPlaneEndpointsConfig",
+                    "controlPlaneEndpointsConfig.dnsEndpointConfig",
+                    "releaseChannel",
                     "ipAllocationPolicy",
                     "masterAuthorizedNetworksConfig",
                     "masterAuthorizedNetworksConfig.cidrBlocks",

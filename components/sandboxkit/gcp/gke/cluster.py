@@ -38,7 +38,17 @@ _OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$")
 
 
 def kubeconfig(cluster_name: str, endpoint: str | None, ca_certificate: str | None) -> str:
-    """A kubeconfig for one cluster that authenticates with ``gke-gcloud-auth-plugin``."""
+    """A kubeconfig for one cluster that authenticates with ``gke-gcloud-auth-plugin``.
+
+    ``endpoint`` is the IP endpoint with the cluster's ``ca_certificate``, or the DNS-based
+    endpoint (``gke-<id>.<region>.gke.goog``) with ``ca_certificate`` ``None``: that endpoint
+    presents a publicly trusted certificate, so the kubeconfig names no authority
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/latest/network-isolation, "DNS-based
+    endpoint").
+    """
+    server: dict[str, str] = {"server": f"https://{endpoint or ''}"}
+    if ca_certificate is not None:
+        server["certificate-authority-data"] = ca_certificate
     user = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
@@ -54,10 +64,7 @@ def kubeconfig(cluster_name: str, endpoint: str | None, ca_certificate: str | No
             "clusters": [
                 {
                     "name": cluster_name,
-                    "cluster": {
-                        "server": f"https://{endpoint or ''}",
-                        "certificate-authority-data": ca_certificate or "",
-                    },
+                    "cluster": server,
                 }
             ],
             "users": [{"name": cluster_name, "user": user}],
@@ -144,18 +151,36 @@ class GkeAgentSandbox(pulumi.ComponentResource):
                 project=project,
                 opts=pulumi.InvokeOptions(parent=self),
             )
-            endpoint = found.endpoint
-            ca_certificate = found.master_auths.apply(
-                lambda auths: auths[0].cluster_ca_certificate if auths else None
-            )
+            if args["control_plane_access"] == "dns":
+                endpoint = found.control_plane_endpoints_configs.apply(
+                    lambda configs: next(
+                        (d.endpoint for c in configs or () for d in c.dns_endpoint_configs), None
+                    )
+                )
+                ca_certificate = pulumi.Output.from_input(None)
+            else:
+                endpoint = found.endpoint
+                ca_certificate = found.master_auths.apply(
+                    lambda auths: auths[0].cluster_ca_certificate if auths else None
+                )
             pool_depends: list[pulumi.Resource] = list(grants)
             # The existing cluster keeps its own pool for system pods (see GkeSettings).
             system_pools: list[pulumi.Resource] = []
         else:
             cluster = self._cluster(name, args, node_config, grants, child)
             cluster_name = cluster.name
-            endpoint = cluster.endpoint
-            ca_certificate = cluster.master_auth.cluster_ca_certificate
+            if args["control_plane_access"] == "dns":
+                endpoint = cluster.control_plane_endpoints_config.apply(
+                    lambda config: (
+                        config.dns_endpoint_config.endpoint
+                        if config and config.dns_endpoint_config
+                        else None
+                    )
+                )
+                ca_certificate = pulumi.Output.from_input(None)
+            else:
+                endpoint = cluster.endpoint
+                ca_certificate = cluster.master_auth.cluster_ca_certificate
             pool_depends = [cluster, *grants]
             system_pool = gcp.container.NodePool(
                 f"{name}-system-pool",
@@ -283,6 +308,12 @@ class GkeAgentSandbox(pulumi.ComponentResource):
                 "services_secondary_range_name": SERVICES_RANGE,
             },
             datapath_provider="ADVANCED_DATAPATH",
+            release_channel={"channel": args["release_channel"]},
+            control_plane_endpoints_config={
+                "dns_endpoint_config": {
+                    "allow_external_traffic": args["control_plane_access"] == "dns"
+                }
+            },
             private_cluster_config={
                 "enable_private_nodes": True,
                 "enable_private_endpoint": args["private_endpoint"],

@@ -53,6 +53,11 @@ class GkeAgentSandboxArgs(TypedDict, total=False):
     """Why the control plane keeps a public endpoint (``privateEndpoint: false``), written into
     the cluster's description after ``PUBLIC_ENDPOINT_MARK`` for SBX-NET-009; ``None`` when not
     acknowledged."""
+    control_plane_access: str
+    """``dns`` (the kubeconfig names the DNS-based endpoint, open to IAM-authorized traffic)
+    or ``authorizedNetworks`` (the IP endpoint)."""
+    release_channel: str
+    """GKE release channel: ``RAPID``, ``REGULAR`` or ``STABLE``."""
     master_authorized_networks: tuple[str, ...]
     """CIDR blocks allowed to reach the control plane."""
     master_cidr: str

@@ -10,11 +10,15 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import re
-from typing import Annotated, ClassVar
+from collections.abc import Sequence
+from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import FieldError
+from sandboxkit.gcp.deployer import apply_hint, gcp_document
 from sandboxkit.gcp.gke.plan import (
     GVISOR_NODE_LABEL,
     GVISOR_TOLERATION,
@@ -23,6 +27,7 @@ from sandboxkit.gcp.gke.plan import (
     cluster_reference,
 )
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
+from sandboxkit.kubernetes.deployer import binding_hint, deployer_cluster_role
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
     RuntimeClassSettings,
@@ -38,8 +43,21 @@ from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, Targe
 TARGET = "gcp-gke"
 
 # Agent Sandbox's v1beta1 API needs GKE 1.36.3-gke.1767000 or later (how-install-agent-sandbox,
-# "Before you begin"): the default and the floor of minMasterVersion.
-DEFAULT_MIN_MASTER_VERSION = "1.36.3-gke.1767000"
+# "Before you begin"): the floor of minMasterVersion's minor version.
+AGENT_SANDBOX_VERSION = "1.36.3-gke.1767000"
+# A minor version, never a patch: GKE resolves "1.X" to the newest patch of that minor its
+# release channel offers, while a pinned patch release leaves GKE's supported versions within
+# months and creating the cluster then fails
+# (https://cloud.google.com/kubernetes-engine/versioning#specifying_cluster_version).
+DEFAULT_MIN_MASTER_VERSION = "1.36"
+# Automatic control plane and node upgrades on GKE's default channel
+# (https://cloud.google.com/kubernetes-engine/docs/concepts/release-channels).
+DEFAULT_RELEASE_CHANNEL: Final = "REGULAR"
+# The deployer reaches the control plane through its DNS-based endpoint, authorized by IAM
+# (container.clusters.connect) from wherever it runs, so the Kubernetes objects created in the
+# same `pulumi up` reach a private control plane
+# (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation#dns-based_endpoint).
+DEFAULT_CONTROL_PLANE_ACCESS: Final = "dns"
 MIN_MASTER_VERSION_SOURCE = (
     "https://cloud.google.com/kubernetes-engine/docs/how-to/how-install-agent-sandbox, "
     '"Before you begin"'
@@ -74,6 +92,7 @@ _RANGE_KEYS = {
 # (https://cloud.google.com/kubernetes-engine/versioning#specifying_cluster_version).
 # ASCII digits only: int() reads other scripts' digits (1.\u0661\u0669 as 1.19).
 _GKE_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+)(?:-gke\.(\d+))?)?$", re.ASCII)
+_MINOR_VERSION = re.compile(r"^\d+\.\d+$", re.ASCII)
 
 
 def gke_version(text: str) -> tuple[int, int, int, int]:
@@ -85,19 +104,24 @@ def gke_version(text: str) -> tuple[int, int, int, int]:
     """
     match = _GKE_VERSION.match(text)
     if match is None:
-        raise ValueError(
-            f"a GKE version such as {DEFAULT_MIN_MASTER_VERSION} (1.X, 1.X.Y or 1.X.Y-gke.N)"
-        )
+        raise ValueError(f"a GKE minor version such as {DEFAULT_MIN_MASTER_VERSION} (1.X)")
     major, minor, patch, gke = (int(part or 0) for part in match.groups())
     return major, minor, patch, gke
 
 
 def _supports_agent_sandbox(text: str) -> str:
-    if gke_version(text) < gke_version(DEFAULT_MIN_MASTER_VERSION):
+    gke_version(text)
+    if not _MINOR_VERSION.match(text):
         raise ValueError(
-            f"{DEFAULT_MIN_MASTER_VERSION} or later, the first GKE version with Agent "
-            "Sandbox's v1beta1 API (a prefix such as 1.36 counts as its lowest patch; source: "
-            f"{MIN_MASTER_VERSION_SOURCE})"
+            f"a minor version such as {DEFAULT_MIN_MASTER_VERSION} (1.X): GKE resolves it to the "
+            "newest patch its release channel offers, while a patch release leaves GKE's "
+            "supported versions and creating the cluster then fails "
+            "(https://cloud.google.com/kubernetes-engine/versioning#specifying_cluster_version)"
+        )
+    if gke_version(text)[:2] < gke_version(AGENT_SANDBOX_VERSION)[:2]:
+        raise ValueError(
+            f"{DEFAULT_MIN_MASTER_VERSION} or later: Agent Sandbox's v1beta1 API needs "
+            f"{AGENT_SANDBOX_VERSION} (source: {MIN_MASTER_VERSION_SOURCE})"
         )
     return text
 
@@ -118,6 +142,17 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         publicEndpointReason: why the control plane keeps a public endpoint (10 to 500
             characters), only with ``privateEndpoint: false``; written into the cluster's
             description, where the gate reads it.
+        controlPlaneAccess: how the deployer's ``pulumi up`` reaches the control plane to
+            create the Kubernetes objects. ``dns`` (default): through the cluster's DNS-based
+            endpoint (``controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic``),
+            authorized by IAM (``container.clusters.connect``) from wherever the deployer runs,
+            the IP endpoints staying private and behind ``masterAuthorizedNetworks``.
+            ``authorizedNetworks``: through an IP endpoint from one of
+            ``masterAuthorizedNetworks``; refused with ``privateEndpoint`` true on a created
+            cluster, whose private endpoint lies in the VPC this stack creates, which no
+            outside network reaches during the same ``pulumi up``.
+        releaseChannel: GKE release channel, ``RAPID``, ``REGULAR`` (default) or ``STABLE``:
+            GKE upgrades the control plane and nodes within it (created cluster only).
         masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, at most 50
             (GKE API v1 ``MasterAuthorizedNetworksConfig.cidr_blocks``: "up to 50 external
             networks"), each at most a /8 (IPv4) or /32 (IPv6) wide (``0.0.0.0/0``, ``::/0``
@@ -132,9 +167,10 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         subnetCidr: private range of the nodes' subnet.
         podsCidr: private secondary range of the pods.
         servicesCidr: private secondary range of the services.
-        minMasterVersion: lowest GKE version the cluster runs, ``1.X``, ``1.X.Y`` or
-            ``1.X.Y-gke.N``, at least ``1.36.3-gke.1767000`` (Agent Sandbox v1beta1); a prefix
-            counts as its lowest patch, so ``1.36`` is refused.
+        minMasterVersion: lowest GKE minor version the cluster runs, ``1.X``, at least
+            ``1.36`` (Agent Sandbox v1beta1 needs 1.36.3-gke.1767000); GKE resolves it to the
+            newest patch of that minor in ``releaseChannel``. A patch (``1.36.3``,
+            ``1.36.3-gke.1767000``) is refused: it ages out of GKE's supported versions.
         machineType: machine type of gVisor nodes.
         minNodes: lower autoscaling bound of the gVisor pool, per zone (at most ``maxNodes``).
         maxNodes: upper autoscaling bound of the gVisor pool, per zone, at most 1000 (GKE's
@@ -155,6 +191,12 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
     private_endpoint: bool = Field(True, alias="privateEndpoint")
     public_endpoint_reason: Annotated[str, Field(min_length=10, max_length=500)] | None = Field(
         None, alias="publicEndpointReason"
+    )
+    control_plane_access: Literal["dns", "authorizedNetworks"] = Field(
+        DEFAULT_CONTROL_PLANE_ACCESS, alias="controlPlaneAccess"
+    )
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = Field(
+        DEFAULT_RELEASE_CHANNEL, alias="releaseChannel"
     )
     master_authorized_networks: Annotated[
         tuple[AuthorizedNetwork, ...], Field(strict=False, max_length=MAX_AUTHORIZED_NETWORKS)
@@ -179,6 +221,30 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
     system_nodes: Annotated[int, Field(ge=1, le=10)] = Field(
         DEFAULT_SYSTEM_NODES, alias="systemNodes"
     )
+
+    @model_validator(mode="after")
+    def _deployer_reaches_the_control_plane(self) -> GkeSettings:
+        created = self.existing_cluster is None
+        if created and self.private_endpoint and self.control_plane_access != "dns":
+            raise FieldError(
+                ".controlPlaneAccess",
+                self.control_plane_access,
+                "dns with privateEndpoint true on a cluster this stack creates: its private "
+                "endpoint lies in the VPC the same pulumi up creates, which no "
+                "masterAuthorizedNetworks network reaches before the Kubernetes objects are "
+                "created. Alternatives: controlPlaneAccess dns (IAM-authorized DNS-based "
+                "endpoint, from anywhere), privateEndpoint false with the deployer's public "
+                "range in masterAuthorizedNetworks, or existingCluster on a network the "
+                "deployer already reaches",
+            )
+        if self.control_plane_access != "dns" and not self.master_authorized_networks:
+            raise FieldError(
+                ".masterAuthorizedNetworks",
+                [],
+                "the deployer's range with controlPlaneAccess authorizedNetworks (no network "
+                "may reach the IP endpoint otherwise), or controlPlaneAccess dns",
+            )
+        return self
 
     @model_validator(mode="after")
     def _reason_for_a_public_endpoint(self) -> GkeSettings:
@@ -251,6 +317,8 @@ def gke_args(
         existing_cluster=settings.existing_cluster,
         private_endpoint=settings.private_endpoint,
         public_endpoint_reason=settings.public_endpoint_reason,
+        control_plane_access=settings.control_plane_access,
+        release_channel=settings.release_channel,
         master_authorized_networks=settings.master_authorized_networks,
         master_cidr=settings.master_cidr,
         subnet_cidr=settings.subnet_cidr,
@@ -292,6 +360,27 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
             "log bucket retentionDays, with a sink for the sandbox namespace's container logs",
         )
         return enforcement
+
+    def deployer_policy(
+        self, context: KitContext, settings: GkeSettings, resources: Sequence[ResourceView]
+    ) -> DeployerPolicy:
+        """The roles and APIs of the rendered GCP resources (``gcp.deployer``) and, under
+        ``kubernetes``, the ClusterRole of the cluster objects (``kubernetes.deployer``): what a
+        deployer needs in the cluster when its IAM role is narrower than
+        ``roles/container.admin`` (which alone grants every Kubernetes object). With
+        ``existingCluster``, ``roles/container.clusterViewer`` lets the deployer fetch the
+        cluster's endpoint and credentials."""
+        document = gcp_document(self.name, settings.project, resources)
+        if settings.existing_cluster is not None:
+            document["roles"] = sorted({*document["roles"], "roles/container.clusterViewer"})
+        role = deployer_cluster_role(self.name, context.stack, resources)
+        document["kubernetes"] = role
+        return DeployerPolicy(
+            self.name,
+            document,
+            f"{apply_hint(document)}; in the cluster, apply the `kubernetes` ClusterRole with "
+            f"`kubectl apply -f FILE`, then {binding_hint(role['metadata']['name'])}",
+        )
 
     def unseen(self, settings: GkeSettings) -> tuple[str, ...]:
         """The existing cluster (``existingCluster``), whose settings its owner decides."""

@@ -1,0 +1,108 @@
+"""What the identity running ``pulumi up`` on Azure needs: per resource type, a built-in role,
+the scope it is assigned at, and the resource provider to register in the subscription.
+
+Roles: Azure built-in roles (https://learn.microsoft.com/azure/role-based-access-control/built-in-roles):
+``Contributor`` creates and deletes resources but cannot assign roles (its NotActions exclude
+``Microsoft.Authorization/*/Write``); ``Role Based Access Control Administrator`` holds
+``Microsoft.Authorization/roleAssignments/write``; ``Managed Identity Operator`` holds
+``Microsoft.ManagedIdentity/userAssignedIdentities/*/assign/action``, which attaching a
+user-assigned identity to a session pool needs where the identity lives. Creating a resource
+group is ``Microsoft.Resources/subscriptions/resourceGroups/write`` at subscription scope.
+Resource providers: "Azure resource providers and types" (``az provider register``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sandboxkit.deployer import DeployerPolicy, granted, union
+from sandboxkit.effective_egress import ResourceView
+
+Scope = Literal["subscription", "resourceGroup"]
+
+
+@dataclass(frozen=True)
+class AzureGrant:
+    """What one azure-native resource type needs: a built-in role at a scope, and the resource
+    provider namespace (``Microsoft.App``) registered, ``""`` when none beyond the core."""
+
+    role: str
+    scope: Scope
+    provider: str
+
+
+_CONTRIBUTOR = "Contributor"
+GRANTS: dict[str, AzureGrant] = {
+    "azure-native:resources:ResourceGroup": AzureGrant(_CONTRIBUTOR, "subscription", ""),
+    "azure-native:app:ManagedEnvironment": AzureGrant(
+        _CONTRIBUTOR, "resourceGroup", "Microsoft.App"
+    ),
+    "azure-native:app:ContainerAppsSessionPool": AzureGrant(
+        _CONTRIBUTOR, "resourceGroup", "Microsoft.App"
+    ),
+    "azure-native:operationalinsights:Workspace": AzureGrant(
+        _CONTRIBUTOR, "resourceGroup", "Microsoft.OperationalInsights"
+    ),
+    "azure-native:authorization:RoleAssignment": AzureGrant(
+        "Role Based Access Control Administrator", "resourceGroup", ""
+    ),
+}
+
+IDENTITY_ROLE = "Managed Identity Operator"
+
+
+def azure_policy(
+    target: str,
+    subscription_id: str,
+    resource_group: str,
+    identity_resource_id: str | None,
+    resources: Sequence[ResourceView],
+) -> DeployerPolicy:
+    """``{subscriptionId, assignments: [{role, scope}], resourceProviders}`` for ``resources``.
+
+    ``identity_resource_id`` (the pool's user-assigned identity, if any) adds ``Managed
+    Identity Operator`` on that identity.
+
+    Raises:
+        MissingGrantError: for a resource type ``GRANTS`` lacks.
+    """
+    found = granted(target, GRANTS, resources)
+    scopes = {
+        "subscription": f"/subscriptions/{subscription_id}",
+        "resourceGroup": f"/subscriptions/{subscription_id}/resourceGroups/{resource_group}",
+    }
+    # A group the stack creates does not exist yet when the deployer's roles are assigned:
+    # what the group would scope goes to the subscription.
+    if "azure-native:resources:ResourceGroup" in found:
+        scopes["resourceGroup"] = scopes["subscription"]
+    pairs = {(g.role, scopes[g.scope]) for g in found.values()}
+    if identity_resource_id is not None:
+        pairs.add((IDENTITY_ROLE, identity_resource_id))
+    # A role at the subscription covers the same role at the group.
+    pairs = {
+        (role, scope)
+        for role, scope in pairs
+        if scope == scopes["subscription"] or (role, scopes["subscription"]) not in pairs
+    }
+    assignments = [{"role": role, "scope": scope} for role, scope in sorted(pairs)]
+    document: dict[str, Any] = {
+        "subscriptionId": subscription_id,
+        "assignments": assignments,
+        "resourceProviders": union([g.provider] for g in found.values() if g.provider),
+    }
+    commands = "; ".join(
+        f'az role assignment create --assignee DEPLOYER --role "{a["role"]}" --scope {a["scope"]}'
+        for a in assignments
+    )
+    registers = "; ".join(
+        f"az provider register --namespace {p} --subscription {subscription_id}"
+        for p in document["resourceProviders"]
+    )
+    return DeployerPolicy(
+        target,
+        document,
+        f"register the resource providers: {registers}; assign the roles (DEPLOYER: the "
+        f"object id of the deployer's user, group or service principal): {commands}",
+    )

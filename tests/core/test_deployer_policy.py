@@ -1,0 +1,217 @@
+"""`sandboxkit deployer-policy`: what each target's deployer needs, derived from the render and
+each target's per-type mapping, so no resource type ships without its permission."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandboxkit.catalog import all_kinds
+from sandboxkit.deployer import (
+    MANAGE_VERBS,
+    NO_CLOUD_OBJECT_PREFIXES,
+    MissingGrantError,
+    api_group,
+    cloud_types,
+)
+from sandboxkit.effective_egress import ResourceView
+from sandboxkit.explain import resource_views
+from sandboxkit.render import RenderedStack
+from sandboxkit.targets import TARGET_MODULES, KitContext, get_target
+from support import invoke_cli, kit_program, shipped_render
+
+ROOT = Path(__file__).resolve().parents[2]
+# The folder module holding each target's per-type mapping (``GRANTS``).
+MAPPINGS = {
+    "kubernetes": ("sandboxkit.kubernetes.deployer",),
+    "gcp-cloudrun": ("sandboxkit.gcp.deployer",),
+    "gcp-gke": ("sandboxkit.gcp.deployer", "sandboxkit.kubernetes.deployer"),
+    "azure-sessions": ("sandboxkit.azure.deployer",),
+    "cloudflare": ("sandboxkit.cloudflare.deployer",),
+}
+
+
+def _grants(target: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for module in MAPPINGS[target]:
+        merged.update(importlib.import_module(module).GRANTS)
+    return merged
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> list[RenderedStack]:
+    """The shipped stacks and every docs/examples stack, rendered once."""
+    root = tmp_path_factory.mktemp("examples")
+    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
+    kit_program(root)
+    (root / "stacks").mkdir()
+    for example in sorted((ROOT / "docs" / "examples").glob("*.yaml")):
+        shutil.copy(example, root / "stacks" / f"Pulumi.try-{example.stem}.yaml")
+    shipped = [shipped_render(ROOT, s) for s in ("prod", "staging", "dev")]
+    examples = [shipped_render(root, f"try-{target}") for target in TARGET_MODULES]
+    return shipped + examples
+
+
+def _policy(rendered: RenderedStack, target: str) -> Any:
+    spec = rendered.spec
+    context = KitContext(rendered.stack, spec.environment, target)
+    return get_target(target).deployer_policy(
+        context, spec.settings[target], resource_views(rendered, target)
+    )
+
+
+def _cases(renders: list[RenderedStack], target: str) -> list[RenderedStack]:
+    found = [r for r in renders if target in r.spec.targets]
+    assert found, target
+    return found
+
+
+@pytest.mark.parametrize("target", MAPPINGS)
+def test_every_resource_type_a_target_can_create_has_its_permission(target: str) -> None:
+    # The catalog lists every type the target's components register (mock outputs, checkov
+    # export): a new one without a deployer entry fails here.
+    folder = TARGET_MODULES[target].rpartition(".")[0]
+    module = importlib.import_module(f"{folder}.catalog")
+    kit_types = {k.type for k in module.KINDS if not k.is_prefix}
+    kit_types |= {
+        k.type
+        for k in all_kinds()
+        if target == "gcp-gke" and k.type.startswith("kubernetes:") and not k.is_prefix
+    }
+    cloud = {t for t in kit_types if not t.startswith(NO_CLOUD_OBJECT_PREFIXES)}
+    assert cloud - set(_grants(target)) == set()
+
+
+@pytest.mark.parametrize("target", ["gcp-cloudrun", "gcp-gke"])
+def test_gcp_roles_and_apis_are_the_union_over_the_rendered_types(
+    renders: list[RenderedStack], target: str
+) -> None:
+    grants = _grants(target)
+    for rendered in _cases(renders, target):
+        types = [t for t in cloud_types(resource_views(rendered, target)) if t.startswith("gcp:")]
+        document = _policy(rendered, target).document
+        roles = {role for t in types for role in grants[t].roles}
+        if rendered.spec.settings[target].model_dump().get("existing_cluster"):
+            roles.add("roles/container.clusterViewer")
+        assert document["roles"] == sorted(roles), rendered.stack
+        assert document["services"] == sorted({s for t in types for s in grants[t].services})
+        assert document["project"] == rendered.spec.settings[target].model_dump()["project"]
+
+
+@pytest.mark.parametrize("target", ["kubernetes", "gcp-gke"])
+def test_the_cluster_role_manages_exactly_the_rendered_objects(
+    renders: list[RenderedStack], target: str
+) -> None:
+    grants = _grants(target)
+    for rendered in _cases(renders, target):
+        document = _policy(rendered, target).document
+        role = document if target == "kubernetes" else document["kubernetes"]
+        assert role["kind"] == "ClusterRole"
+        assert role["metadata"]["name"] == f"sandboxkit-deployer-{rendered.stack}"
+        managed = {
+            (group, resource)
+            for rule in role["rules"]
+            if rule["verbs"] == list(MANAGE_VERBS)
+            for group in rule["apiGroups"]
+            for resource in rule["resources"]
+        }
+        objects = [
+            t for t in cloud_types(resource_views(rendered, target)) if t.startswith("kubernetes:")
+        ]
+        assert managed == {(api_group(t), grants[t].resource) for t in objects}
+
+
+def test_prod_documents_are_these(renders: list[RenderedStack]) -> None:
+    prod = next(r for r in renders if r.stack == "prod")
+    assert _policy(prod, "gcp-cloudrun").document["roles"] == [
+        "roles/compute.networkAdmin",
+        "roles/compute.securityAdmin",
+        "roles/dns.admin",
+        "roles/iam.serviceAccountAdmin",
+        "roles/iam.serviceAccountUser",
+        "roles/logging.configWriter",
+        "roles/run.admin",
+    ]
+    assert _policy(prod, "gcp-gke").document["services"] == [
+        "cloudresourcemanager.googleapis.com",
+        "compute.googleapis.com",
+        "container.googleapis.com",
+        "iam.googleapis.com",
+        "logging.googleapis.com",
+    ]
+    subscription = "/subscriptions/00000000-0000-0000-0000-000000000000"
+    # prod creates its resource group: every role is assigned above it.
+    assert _policy(prod, "azure-sessions").document == {
+        "subscriptionId": "00000000-0000-0000-0000-000000000000",
+        "assignments": [
+            {"role": "Contributor", "scope": subscription},
+            {
+                "role": "Managed Identity Operator",
+                "scope": f"{subscription}/resourceGroups/rg-sandboxkit-identities/providers/"
+                "Microsoft.ManagedIdentity/userAssignedIdentities/id-sandbox-image-pull",
+            },
+            {"role": "Role Based Access Control Administrator", "scope": subscription},
+        ],
+        "resourceProviders": ["Microsoft.App", "Microsoft.OperationalInsights"],
+    }
+    [policy] = _policy(prod, "cloudflare").document["policies"]
+    assert policy == {
+        "effect": "allow",
+        "resources": {"com.cloudflare.api.account.00000000000000000000000000000000": "*"},
+        "permission_groups": [{"name": "Containers Write"}, {"name": "Workers Scripts Write"}],
+    }
+
+
+def test_an_existing_azure_group_scopes_the_roles_to_it(renders: list[RenderedStack]) -> None:
+    example = next(r for r in renders if r.stack == "try-azure-sessions")
+    settings = example.spec.settings["azure-sessions"]
+    group = f"/subscriptions/{settings.model_dump()['subscription_id']}/resourceGroups/rg"
+    views = [v for v in resource_views(example, "azure-sessions") if "ResourceGroup" not in v.type]
+    policy = get_target("azure-sessions").deployer_policy(
+        KitContext("x", "dev", "azure-sessions"),
+        settings.model_copy(update={"resource_group_name": "rg"}),
+        views,
+    )
+    assert policy is not None
+    document = policy.document
+    assert {(a["role"], a["scope"]) for a in document["assignments"]} >= {
+        ("Contributor", group),
+        ("Role Based Access Control Administrator", group),
+    }
+
+
+def test_a_type_without_a_mapping_is_refused_by_name(renders: list[RenderedStack]) -> None:
+    prod = next(r for r in renders if r.stack == "prod")
+    views = [
+        *resource_views(prod, "gcp-cloudrun"),
+        ResourceView("gcp:redis/instance:Instance", "x", {}),
+    ]
+    with pytest.raises(MissingGrantError, match=r"gcp-cloudrun: .* gcp:redis/instance:Instance"):
+        get_target("gcp-cloudrun").deployer_policy(
+            KitContext("prod", "prod", "gcp-cloudrun"), prod.spec.settings["gcp-cloudrun"], views
+        )
+
+
+def test_the_command_prints_the_document_and_how_to_apply_it() -> None:
+    ran = invoke_cli("deployer-policy", "--stack", "staging", "--target", "gcp-cloudrun", cwd=ROOT)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["project"] == "example-sandboxkit-staging"
+    assert ran.stderr.startswith("enable the APIs: gcloud services enable compute.googleapis.com")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("azure-sessions", "; expected a list including azure-sessions (its deployer policy"),
+        ("gcp", "--target: got 'gcp'; expected one of kubernetes, azure-sessions,"),
+    ],
+)
+def test_a_target_the_stack_does_not_list_exits_2(target: str, message: str) -> None:
+    ran = invoke_cli("deployer-policy", "--stack", "staging", "--target", target, cwd=ROOT)
+    assert (ran.returncode, ran.stdout) == (2, "")
+    assert message in ran.stderr
