@@ -470,7 +470,8 @@ def check(
         ),
     ] = False,
     output: Annotated[
-        CheckFormat, typer.Option("--format", help="text, json or sarif (SARIF 2.1.0).")
+        CheckFormat,
+        typer.Option("--format", case_sensitive=False, help="text, json or sarif (SARIF 2.1.0)."),
     ] = CheckFormat.TEXT,
     pack_config: PackConfigOption = None,
     no_checkov: Annotated[

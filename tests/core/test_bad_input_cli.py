@@ -156,6 +156,15 @@ def test_flags_are_flags_and_help_says_so() -> None:
     assert "Error: Got unexpected extra argument(s) (true)" in refused.stderr
 
 
+@pytest.mark.parametrize("written", ["JSON", "Sarif", "TEXT"])
+def test_a_format_is_read_in_any_case(written: str) -> None:
+    # Issue 31 item 18: --format JSON was refused; parsed, the command goes on to the stack.
+    result = invoke("check", "--stack", "no-such", "--format", written, "--project-dir", str(REPO))
+    assert result.exit_code == 2
+    assert "--format" not in result.stderr
+    assert "no-such" in result.stderr
+
+
 def test_version_and_the_exit_codes_in_help() -> None:
     assert invoke("--version").stdout == "sandboxkit 0.1.0\n"
     help_text = " ".join(invoke("--help").stdout.split())
@@ -287,6 +296,25 @@ def info() -> Any:
             {"sbx-log-001": {"minimumRetentionDays": -1}},
             ["f: sbx-log-001.minimumRetentionDays: got -1; expected a whole number at least 0"],
             id="negative-threshold",
+        ),
+        pytest.param(
+            {"all": "remediate"},
+            [
+                "f: all: got 'remediate'; expected advisory, mandatory or disabled (remediate is "
+                "for policies that fix resources; this pack's only validate, so write mandatory)"
+            ],
+            id="remediate-read-as-mandatory",
+        ),
+        pytest.param(
+            {"sbx-net-001": {"allowedPorts": [0, 70000, -5, 443, 443]}},
+            [
+                "f: sbx-net-001.allowedPorts: got [0, 70000, -5, 443, 443]; expected a list that "
+                "names each item once",
+                "f: sbx-net-001.allowedPorts[0]: got 0; expected a whole number at least 1",
+                "f: sbx-net-001.allowedPorts[1]: got 70000; expected a whole number at most 65535",
+                "f: sbx-net-001.allowedPorts[2]: got -5; expected a whole number at least 1",
+            ],
+            id="ports-that-name-no-port",
         ),
         pytest.param(
             {"sbx-net-06": "advisory", "sbx-res-001": {"maxVcpu": -1, "maxMemoryMiB": "x"}},

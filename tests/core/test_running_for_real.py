@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from support import invoke_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 # Words as a reader sees them: line breaks in the Markdown source are spaces.
@@ -72,3 +74,33 @@ def test_the_two_set_up_commands_stay_at_the_top() -> None:
         "-- /bin/true",
         "bash .ci/run",
     ]
+
+
+def _kit_commands() -> list[list[str]]:
+    """Every ``.venv/bin/sandboxkit`` command of the guide's bash blocks, as arguments."""
+    blocks = re.findall(r"```bash\n(.*?)```", GUIDE, re.S)
+    return [
+        line.split()[1:]
+        for block in blocks
+        for line in block.splitlines()
+        if line.startswith(".venv/bin/sandboxkit ")
+    ]
+
+
+def test_the_guide_names_each_step_of_a_deploy_and_back() -> None:
+    commands = [c[0] for c in _kit_commands()]
+    expected = ["deployer-policy", "preview", "check", "pack-config", "cloudflare-config"]
+    assert set(expected) <= set(commands)
+    for step in ("pulumi login", "wrangler containers push", "pulumi destroy --stack mine"):
+        assert step in GUIDE, step
+
+
+@pytest.mark.parametrize("arguments", _kit_commands(), ids=" ".join)
+def test_every_kit_command_of_the_guide_runs(arguments: list[str], tmp_path: Path) -> None:
+    # ``mine`` is the reader's stack: the shipped prod lists every target.
+    argv = ["prod" if a == "mine" else a for a in arguments]
+    if "--out" in argv:
+        at = argv.index("--out") + 1
+        argv[at] = str(tmp_path / Path(argv[at]).name)
+    ran = invoke_cli(*argv, cwd=ROOT)
+    assert ran.returncode == 0, ran.stderr

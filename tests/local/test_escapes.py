@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from internet import FakeInternet
 
-from local.internet import FakeInternet
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.local.plan import LocalPlan
 from sandboxkit.local.runner import AuditLog, RunResult, run_sandbox

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from internet import FakeInternet
+from test_escapes import plan_of
 
-from local.internet import FakeInternet
-from local.test_escapes import plan_of
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError
@@ -263,31 +263,6 @@ def test_verify_reports_a_difference_when_the_gateway_is_wider(monkeypatch):
     assert {(o.host, o.port, o.kind) for o in observations if o.differs} == {
         ("pypi.org", 8443, "other-port")
     }
-
-
-def _policy(**limits: object) -> dict[str, object]:
-    base = {"vcpu": 1, "memoryMiB": 2048, "execTimeoutSeconds": 300}
-    return {"mode": "deny", "allow": [], "limits": {**base, **limits}, "retentionDays": 30}
-
-
-def test_the_pack_judges_the_local_limits_and_retention():
-    from policy.pack_calls import resource_reports
-
-    assert resource_reports("sbx-res-001", EGRESS_GATEWAY_POLICY, _policy(), "p") == []
-    assert resource_reports("sbx-res-001", EGRESS_GATEWAY_POLICY, _policy(vcpu=64), "p") == [
-        "Local sandbox policy p allows 64 vCPU, above the maximum of 8; lower "
-        "sandboxkit:profile.limits.vcpu."
-    ]
-    long_run = _policy(execTimeoutSeconds=90000)
-    assert resource_reports("sbx-res-002", EGRESS_GATEWAY_POLICY, long_run, "p") == [
-        "Local sandbox policy p sets execTimeoutSeconds to 90000 s, above the maximum of "
-        "28800 s; lower sandboxkit:profile.limits.execTimeoutSeconds."
-    ]
-    short = {**_policy(), "retentionDays": 7}
-    assert resource_reports("sbx-log-001", EGRESS_GATEWAY_POLICY, short, "p") == [
-        "Local audit log p keeps logs 7 days, fewer than 30; raise "
-        "sandboxkit:profile.audit.logRetentionDays."
-    ]
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])

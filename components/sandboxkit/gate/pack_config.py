@@ -20,6 +20,7 @@ from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import ENFORCEMENT_NAMES, ENFORCEMENT_VALUES
 from sandboxkit.render import RenderedStack
 from sandboxkit.stackfile import read_json_file
+from sandboxkit.targets import plain_number
 
 CONTRACT_POLICY = "sbx-net-008"
 """The stack policy whose ``contracts`` property ``stack_pack_config`` sets from the stack."""
@@ -119,18 +120,21 @@ _SCHEMA_TYPES = {
 def _schema_expected(error: jsonschema.ValidationError) -> str:
     """What a schema keyword accepts, said as the kit says it (``a number at least 0``), not
     jsonschema's sentence about the value (``-1 is less than the minimum of 0``)."""
-    bound = error.validator_value
+    # Bounds arrive as protobuf doubles (1.0): said as written (1).
+    value = error.validator_value
+    bound = plain_number(value)
     kind = _SCHEMA_TYPES.get(str(error.schema.get("type")), "a number")
     said = {
         "minimum": f"{kind} at least {bound}",
         "maximum": f"{kind} at most {bound}",
         "exclusiveMinimum": f"{kind} greater than {bound}",
         "exclusiveMaximum": f"{kind} less than {bound}",
-        "type": " or ".join(_SCHEMA_TYPES.get(str(t), str(t)) for t in _as_list(bound)),
-        "enum": "one of " + ", ".join(map(str, _as_list(bound))),
+        "type": " or ".join(_SCHEMA_TYPES.get(str(t), str(t)) for t in _as_list(value)),
+        "enum": "one of " + ", ".join(map(str, _as_list(value))),
         "minItems": f"a list of at least {bound} item(s)",
         "maxItems": f"a list of at most {bound} item(s)",
         "minLength": f"text of at least {bound} characters",
+        "uniqueItems": "a list that names each item once",
     }
     return said.get(str(error.validator), error.message)
 
@@ -191,9 +195,17 @@ def policy_config(
     problems: list[Problem] = []
 
     def level_of(key: str, value: Any) -> str | None:
-        if isinstance(value, str) and value in ENFORCEMENT_VALUES:
+        if isinstance(value, str) and value in ENFORCEMENT_VALUES and value != "remediate":
             return value
-        problems.append(Problem(f"{origin}: {key}", value, "advisory, mandatory or disabled"))
+        # remediate is for policies that rewrite resources; the pack's only validate, and the
+        # engine would run them as mandatory: the level written would not be the level run.
+        why = (
+            " (remediate is for policies that fix resources; this pack's only validate, so "
+            "write mandatory)"
+            if value == "remediate"
+            else ""
+        )
+        problems.append(Problem(f"{origin}: {key}", value, f"advisory, mandatory or disabled{why}"))
         return None
 
     if "all" in document:

@@ -49,7 +49,9 @@ EGRESS_CLOSED = ResourceRule(
         properties={
             "allowedPorts": {
                 "type": "array",
-                "items": {"type": "integer"},
+                # A TCP/UDP port number (RFC 793, 768): 0, 70000 and -5 name no port.
+                "items": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "uniqueItems": True,
                 "default": [443, 80, 53],
                 "description": "TCP/UDP ports sandbox egress rules may open: NetworkPolicy, "
                 "CiliumNetworkPolicy and FQDNNetworkPolicy egress rules, security group egress "
