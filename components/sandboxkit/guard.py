@@ -337,9 +337,16 @@ def target_views(resources: Sequence[StackResource], target: str) -> list[Resour
     """The resources ``target``'s egress reader reads (the ``resource_views`` of those
     resources), what ``preview --explain-egress`` reads: those ``target``'s component created
     and those the project's program created outside every target's component, which may
-    change any target's path."""
+    change any target's path; none when the stack holds no component of ``target``."""
+    owners = [owner_of(r) for r in resources]
+    if target not in owners:
+        return []
     return resource_views(
-        [r for r in resources if (owner := owner_of(r)) == target or owner not in TARGET_MODULES]
+        [
+            r
+            for r, owner in zip(resources, owners, strict=True)
+            if owner == target or owner not in TARGET_MODULES
+        ]
     )
 
 

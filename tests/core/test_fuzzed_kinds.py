@@ -365,3 +365,20 @@ def test_a_key_at_any_wrong_level_names_every_place_it_belongs(key: str, parent:
     assert f"; it belongs at {homes}: move it there" in problem.expected
     secret = any(is_secret for _, is_secret in HOMES[key])
     assert (problem.value == "[value not shown]") == secret
+
+
+@pytest.mark.parametrize(
+    "path", ["kubernetes.resolver.kubeDnsAddress", "gcp-gke.resolver.kubeDnsAddress"]
+)
+@pytest.mark.parametrize(
+    "address", ["0.0.0.0", "127.0.0.1", "224.0.0.251", "169.254.1.1", "255.255.255.255"]
+)
+def test_the_kube_dns_address_is_a_unicast_cluster_ip(path: str, address: str) -> None:
+    # Issue 31 item 9: each of these was accepted and rendered as the resolver's upstream.
+    refused = refusal(with_value(path, address))
+    assert refused is not None and f"sandboxkit:{path}" in refused.keys
+    [problem] = [p for p in refused.problems if p.key == f"sandboxkit:{path}"]
+    assert problem.expected.endswith(
+        ": a unicast ClusterIP, never an unspecified, loopback, link-local, multicast or reserved "
+        "address"
+    )

@@ -3,6 +3,7 @@ the shipped and allowlist stacks with their exact answers, and each DNS door reo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -361,21 +362,63 @@ def test_pattern_scopes(pattern: str, version: tuple[int, int], scope: tuple[str
     ("config", "names"),
     [
         # dnsmasq(8): /google.com/ is the name and every name below; /*.google.com/ below only.
-        ("server=/google.com/1.2.3.4", [("google.com", "exact-and-below")]),
-        ("server=/*.google.com/1.2.3.4", [("google.com", "below")]),
+        ("no-resolv\nserver=/google.com/1.2.3.4", [("google.com", "exact-and-below")]),
+        ("no-resolv\nserver=/*.google.com/1.2.3.4", [("google.com", "below")]),
         (
-            "address=/#/\nserver=/pypi.org/10.96.0.10#53\naddress=/*.pypi.org/",
+            "no-resolv\naddress=/#/\nserver=/pypi.org/10.96.0.10#53\naddress=/*.pypi.org/",
             [("pypi.org", "exact")],
         ),
-        ("address=/#/", []),
-        ("server=10.96.0.10", None),
+        ("no-resolv\naddress=/#/", []),
+        # A local-only domain (server=/x/ with no upstream) forwards nothing.
+        ("no-resolv\nserver=/pypi.org/", []),
+        ("no-resolv\nserver=10.96.0.10", None),
         # A default server forwards every name even beside a catch-all NXDOMAIN (measured
         # with dnsmasq 2.90).
-        ("address=/#/\nserver=10.96.0.10", None),
+        ("no-resolv\naddress=/#/\nserver=10.96.0.10", None),
+        # dnsmasq(8): the domain '#' matches any domain.
+        ("no-resolv\naddress=/#/\nserver=/#/10.96.0.10#53", None),
+        # Without no-resolv, /etc/resolv.conf's upstreams answer every name not listed.
+        ("address=/#/\nserver=/pypi.org/10.96.0.10", None),
     ],
 )
 def test_dnsmasq_matching(config: str, names: list[tuple[str, str]] | None) -> None:
     assert dnsmasq_names(config) == names
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        ([], []),
+        (["--server=10.96.0.10"], None),
+        (["--server", "10.96.0.10"], None),
+        (["-S", "10.96.0.10"], None),
+        (["-S10.96.0.10"], None),
+        (
+            ["--server=/pypi.org/10.96.0.10", "--conf-file=/etc/sandboxkit/dnsmasq.conf"],
+            [("pypi.org", "exact-and-below")],
+        ),
+    ],
+)
+def test_the_resolver_command_line_counts(args: list[str], names: object) -> None:
+    assert dnsmasq_names("no-resolv\naddress=/#/", args, "/etc/sandboxkit/dnsmasq.conf") == names
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "says"),
+    [
+        ("rev-server=0.0.0.0/1,10.96.0.10", [], "rev-server=0.0.0.0/1,10.96.0.10 forwards reverse"),
+        ("server=/ip6.arpa/10.96.0.10", [], "server=/ip6.arpa/10.96.0.10 forwards reverse"),
+        ("server=/10.in-addr.arpa/10.96.0.10", [], "forwards reverse names (10.in-addr.arpa)"),
+        ("", ["--rev-server", "10.0.0.0/8,10.96.0.10"], "rev-server=10.0.0.0/8,10.96.0.10"),
+        ("conf-dir=/etc/dnsmasq.d", [], "conf-dir=/etc/dnsmasq.d reads names or upstreams"),
+        ("", ["--conf-file=/tmp/other.conf"], "conf-file=/tmp/other.conf reads names"),
+        ("", ["-r", "/etc/resolv.conf"], "resolv-file=/etc/resolv.conf reads names"),
+        ("servers-file=/etc/servers", [], "servers-file=/etc/servers reads names"),
+    ],
+)
+def test_what_the_reader_cannot_model_is_refused(config: str, args: list[str], says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        dnsmasq_names(f"no-resolv\naddress=/#/\n{config}", args, "/etc/sandboxkit/dnsmasq.conf")
 
 
 # --- the shipped and allowlist stacks ----------------------------------------------------------

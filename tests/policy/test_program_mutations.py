@@ -22,7 +22,8 @@ from sandboxkit.render import render_stack
 from support import Ran, invoke_cli, make_project
 
 PROJECT = Path(__file__).resolve().parents[2]
-EXAMPLE = PROJECT / "docs" / "examples" / "aws-microvm.yaml"
+EXAMPLES = PROJECT / "docs" / "examples"
+EXAMPLE = EXAMPLES / "aws-microvm.yaml"
 
 PROGRAM = '''\
 import pulumi
@@ -83,6 +84,7 @@ class Row:
     policy: str
     says: str
     code: int = 1
+    example: str = "aws-microvm"
 
 
 NOTHING = Row("nothing", "", "", "", code=0)
@@ -274,6 +276,67 @@ AWS_ROWS = (
 )
 
 
+RESOLVER_CONFIG = "kubernetes:core/v1:ConfigMap", "kubernetes-resolver-config"
+
+
+def _resolver_line(line: str) -> str:
+    """A program body that appends ``line`` to the kit resolver's dnsmasq configuration."""
+    return f"""
+    def edit(props):
+        data = dict(props["data"])
+        data["dnsmasq.conf"] = data["dnsmasq.conf"] + {line!r} + "\\n"
+        props["data"] = data
+
+    transform(*{RESOLVER_CONFIG!r}, edit)
+    """
+
+
+KUBERNETES_ROWS = tuple(
+    Row(door, body, policy, says, example=example)
+    # gcp-gke renders no resolver (its allowlist takes IP entries only).
+    for example in ("kubernetes",)
+    for door, body, policy, says in (
+        (
+            f"{example}: every name forwarded by server=/#/",
+            _resolver_line("server=/#/10.96.0.10#53"),
+            "SBX-NET-007",
+            "forward every name upstream",
+        ),
+        (
+            f"{example}: reverse names forwarded by rev-server",
+            _resolver_line("rev-server=0.0.0.0/1,10.96.0.10"),
+            "SBX-NET-008",
+            "rev-server=0.0.0.0/1,10.96.0.10 forwards reverse names",
+        ),
+        (
+            f"{example}: reverse names forwarded for ip6.arpa",
+            _resolver_line("server=/ip6.arpa/10.96.0.10"),
+            "SBX-NET-008",
+            "server=/ip6.arpa/10.96.0.10 forwards reverse names",
+        ),
+        (
+            f"{example}: a default upstream on the resolver's command line",
+            """
+            def edit(props):
+                spec = dict(props["spec"])
+                template = dict(spec["template"])
+                pod = dict(template["spec"])
+                container = dict(pod["containers"][0])
+                container["args"] = [*container["args"], "--server=10.96.0.10"]
+                pod["containers"] = [container, *pod["containers"][1:]]
+                template["spec"] = pod
+                spec["template"] = template
+                props["spec"] = spec
+
+            transform("kubernetes:apps/v1:Deployment", "kubernetes-resolver", edit)
+            """,
+            "SBX-NET-007",
+            "forward every name upstream",
+        ),
+    )
+)
+
+
 def test_the_programs_own_project_renders_the_kits_resources(tmp_path: Path) -> None:
     own = render_stack(program_project(tmp_path, "", EXAMPLE.read_text(), "dev"), "t")
     (tmp_path / "kit").mkdir()
@@ -306,9 +369,19 @@ def test_a_resource_the_program_adds_is_rendered_beside_the_components(tmp_path:
     assert list(rendered.outputs) == ["aws-microvm", "acme"]
 
 
-@pytest.mark.parametrize("row", [NOTHING, *AWS_ROWS], ids=lambda row: row.door)
+@pytest.mark.parametrize(
+    "row",
+    [
+        NOTHING,
+        Row("nothing (kubernetes)", "", "", "", 0, "kubernetes"),
+        *AWS_ROWS,
+        *KUBERNETES_ROWS,
+    ],
+    ids=lambda row: row.door,
+)
 def test_each_door_a_program_opens_fails_the_gate(row: Row, tmp_path: Path) -> None:
-    ran = check(program_project(tmp_path, row.body, EXAMPLE.read_text()))
+    example = (EXAMPLES / f"{row.example}.yaml").read_text()
+    ran = check(program_project(tmp_path, row.body, example))
     assert ran.returncode == row.code, ran.stdout + ran.stderr
     if row.code == 1:
         assert any(

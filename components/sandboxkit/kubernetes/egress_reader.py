@@ -70,6 +70,7 @@ CILIUM_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
 GKE_FQDN_POLICY = "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
 SANDBOX_TEMPLATE_KIND = "SandboxTemplate"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 NP_DOC = (
     "Kubernetes NetworkPolicy: egress ipBlock (cidr, except) and ports "
@@ -406,24 +407,90 @@ def _gke_connect(view: ResourceView) -> Iterator[Grant]:
 # --- Resolution ---------------------------------------------------------------------------------
 
 
-def dnsmasq_names(config: str) -> list[Named] | None:
-    """The names a dnsmasq configuration forwards upstream, read as dnsmasq(8) matches them
-    (the most specific ``--server`` / ``--address`` domain wins); ``None`` when it forwards
-    every name: a ``server=`` without domain does, even beside ``address=/#/`` (measured with
-    dnsmasq 2.90: an unlisted name was forwarded)."""
+# dnsmasq(8) 2.90 options that read names or upstreams from somewhere the render does not hold.
+_UNREAD_SOURCES = ("resolv-file", "servers-file", "conf-dir", "conf-file", "conf-script")
+_REVERSE_ZONES = ("in-addr.arpa", "ip6.arpa")
+# Short forms of the options above and of server/address/local (dnsmasq(8) 2.90 OPTIONS).
+_SHORT = {"S": "server", "A": "address", "r": "resolv-file", "C": "conf-file", "7": "conf-dir"}
+
+
+def dnsmasq_options(args: Sequence[str]) -> list[tuple[str, str]]:
+    """``(option, value)`` of a dnsmasq command line (``--server=x``, ``--server x``,
+    ``-S x``, ``-Sx``); a flag's value is ``""``."""
+    found: list[tuple[str, str]] = []
+    items = list(args)
+    index = 0
+    while index < len(items):
+        item = str(items[index])
+        index += 1
+        if item.startswith("--"):
+            key, eq, value = item[2:].partition("=")
+            if not eq and key in (*_SHORT.values(), "rev-server", "local") and index < len(items):
+                value, index = str(items[index]), index + 1
+            found.append((key, value))
+        elif item.startswith("-") and len(item) > 1 and item[1] in _SHORT:
+            value = item[2:]
+            if not value and index < len(items):
+                value, index = str(items[index]), index + 1
+            found.append((_SHORT[item[1]], value))
+    return found
+
+
+def dnsmasq_names(
+    config: str, args: Sequence[str] = (), config_path: str | None = None
+) -> list[Named] | None:
+    """The names a dnsmasq configuration (its file and its command line ``args``) forwards
+    upstream, read as dnsmasq(8) 2.90 matches them (the most specific ``--server`` /
+    ``--address`` / ``--local`` domain wins); ``None`` when it forwards every name: a
+    ``server=`` without domain, or with the domain ``#`` ("matches any domain"), does, even
+    beside ``address=/#/`` (measured with dnsmasq 2.90: an unlisted name was forwarded), and so
+    does a configuration without ``no-resolv`` (the upstreams of /etc/resolv.conf).
+
+    Raises:
+        ValueError: for what the reader does not model: reverse names forwarded
+            (``rev-server``, a ``server`` for ``in-addr.arpa`` / ``ip6.arpa``: names under a
+            zone the caller owns carry data), or names read from a file the render does not
+            hold (``resolv-file``, ``servers-file``, ``conf-dir``, a ``conf-file`` other than
+            ``config_path``).
+    """
+    options: list[tuple[str, str]] = []
+    for line in config.splitlines():
+        text = line.strip()
+        if text and not text.startswith("#"):
+            key, _, value = text.partition("=")
+            options.append((key.strip(), value.strip()))
+    options += dnsmasq_options(args)
     forwarded: list[str] = []
     refused: set[str] = set()
-    default_server = False
-    for line in config.splitlines():
-        key, _, value = line.strip().partition("=")
+    every = "no-resolv" not in {key for key, _ in options}
+    for key, value in options:
+        if key in _UNREAD_SOURCES and not (key == "conf-file" and value == config_path):
+            raise ValueError(
+                f"dnsmasq option {key}={value} reads names or upstreams from a file the render "
+                "does not hold"
+            )
+        if key == "rev-server":
+            raise ValueError(
+                f"dnsmasq option rev-server={value} forwards reverse names (in-addr.arpa, "
+                "ip6.arpa): a zone the caller owns carries data in its names"
+            )
         domains = value.split("/")[1:-1] if value.startswith("/") else []
+        upstream = value.split("/")[-1] if value.startswith("/") else value
         if key == "address" and domains:
             refused.update(domains)
         elif key == "server" and not domains:
-            default_server = True
-        elif key == "server" and value.split("/")[-1]:
+            every = True
+        elif key == "server" and upstream:
+            if "#" in domains:
+                every = True
+            reverse = [d for d in domains if d.strip(".").endswith(_REVERSE_ZONES)]
+            if reverse or any(d.strip(".") == "arpa" for d in domains):
+                raise ValueError(
+                    f"dnsmasq option server={value} forwards reverse names ({', '.join(domains)}):"
+                    " a zone the caller owns carries data in its names"
+                )
             forwarded += [d for d in domains if d != "#"]
-    if default_server:
+    if every:
         return None
     found: list[Named] = []
     for domain in dict.fromkeys(forwarded):
@@ -433,6 +500,19 @@ def dnsmasq_names(config: str) -> list[Named] | None:
             found.append((domain, "exact"))
         else:
             found.append((domain, "exact-and-below"))
+    return found
+
+
+def resolver_command_line(resources: Sequence[ResourceView]) -> list[str]:
+    """The command line of the kit's resolver Deployment (every container's ``command`` and
+    ``args``): pods labelled ``RESOLVER_POD_LABEL``."""
+    found: list[str] = []
+    for view in resources:
+        labels = as_dict(view.at("spec.template.metadata.labels"))
+        if view.type == DEPLOYMENT and RESOLVER_POD_LABEL in labels:
+            for container in as_dicts(view.at("spec.template.spec.containers")):
+                found += [str(a) for a in as_list(container.get("command"))]
+                found += [str(a) for a in as_list(container.get("args"))]
     return found
 
 
@@ -578,7 +658,7 @@ def _resolve(
     names: list[Named] = [("*", "any")]
     doc, basis = CLUSTER_DNS_DOC, "platform-doc"
     if config is not None:
-        forwarded = dnsmasq_names(config)
+        forwarded = dnsmasq_names(config, resolver_command_line(resources), CONFIG_PATH)
         names = [("*", "any")] if forwarded is None else forwarded
         doc, basis = RESOLVER_DOC, "kit-code"
     if paths.names is not None:

@@ -47,14 +47,17 @@ from sandboxkit.kubernetes import pod_guard
 from sandboxkit.kubernetes.egress_reader import (
     CILIUM_POLICY,
     CONFIG_MAP,
+    DEPLOYMENT,
     GKE_FQDN_POLICY,
     NETWORK_POLICY,
     admits_dns,
     dnsmasq_names,
     peer_kind,
+    resolver_command_line,
     resolver_config,
     selects,
 )
+from sandboxkit.kubernetes.resolver import CONFIG_PATH
 
 SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
@@ -270,7 +273,7 @@ def _templates_without_policy(
 
 # --- SBX-NET-007 -------------------------------------------------------------------------------
 
-_DNS_TYPES = (NETWORK_POLICY, CILIUM_POLICY, CONFIG_MAP)
+_DNS_TYPES = (NETWORK_POLICY, CILIUM_POLICY, CONFIG_MAP, DEPLOYMENT)
 _L3_PEERS = ("toEndpoints", "toFQDNs", "toCIDR", "toCIDRSet", "toEntities", "toServices")
 # Peers of an L4 rule on port 53 whose DNS Cilium's L7 DNS rule would otherwise filter.
 _POD_PEERS = frozenset({"resolver", "cluster", "every-pod"})
@@ -350,15 +353,29 @@ def _network_policy_dns_doors(
 
 
 def _resolver_doors(views: Sequence[ResourceView]) -> Iterator[tuple[str, str]]:
+    command_line = resolver_command_line(views)
     for view in views:
         config = resolver_config(view)
-        if config is not None and dnsmasq_names(config) is None:
+        if config is None:
+            continue
+        try:
+            forwarded = dnsmasq_names(config, command_line, CONFIG_PATH)
+        except ValueError as unread:
+            yield (
+                view.name,
+                f"ConfigMap {view.name}: {unread}; the gate cannot verify which names the "
+                "kit's resolver forwards: forward only the allowlisted names (the kit's "
+                "resolver configuration does).",
+            )
+            continue
+        if forwarded is None:
             yield (
                 view.name,
                 f"ConfigMap {view.name} makes the kit's resolver forward every name upstream "
-                "(a 'server=' line without a domain), so sandbox queries reach a recursive "
-                "resolver; forward only the allowlisted names (the kit's resolver "
-                "configuration does).",
+                "(a 'server=' without a domain or for '#', in it or on the resolver's command "
+                "line, or no 'no-resolv'), so sandbox "
+                "queries reach a recursive resolver; forward only the allowlisted names (the "
+                "kit's resolver configuration does).",
             )
 
 

@@ -155,13 +155,30 @@ class RuntimeClassSettings(BaseModel):
 ResolverUpstream = Literal["kube-dns", "node-local-dns", "metadata-server"]
 
 
+_SERVICE_ADDRESS = (
+    "the IPv4 address of the kube-dns Service (kubectl -n kube-system get service kube-dns)"
+)
+
+
 def _ipv4(value: str) -> str:
     try:
-        return str(ipaddress.IPv4Address(value))
+        address = ipaddress.IPv4Address(value)
     except ValueError:
+        raise ValueError(_SERVICE_ADDRESS) from None
+    # A Service's ClusterIP is a unicast address of the service range: 0.0.0.0, loopback
+    # (the pod itself), link-local, multicast and 240.0.0.0/4 never name the cluster's DNS.
+    if (
+        address.is_unspecified
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+    ):
         raise ValueError(
-            "the IPv4 address of the kube-dns Service (kubectl -n kube-system get service kube-dns)"
-        ) from None
+            f"{_SERVICE_ADDRESS}: a unicast ClusterIP, never an unspecified, loopback, "
+            "link-local, multicast or reserved address"
+        )
+    return str(address)
 
 
 class ResolverSettings(BaseModel):
