@@ -63,7 +63,6 @@ SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
 ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 WARM_POOL = "kubernetes:*:SandboxWarmPool"
 
 KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
