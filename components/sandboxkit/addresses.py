@@ -362,6 +362,22 @@ def _embedding_of(address: IPAddress, block: Block | None) -> tuple[Embedding, C
     return None
 
 
+def embedded_ipv4(address: IPAddress) -> tuple[IPv4Address, ...]:
+    """Every IPv4 address an IPv6 ``address`` may carry, under every form of ``EMBEDDINGS``
+    whose network holds it (NAT64, 6to4, Teredo's server and client, ISATAP under any prefix,
+    mapped, compatible, SIIT), whatever row decides the address; ``()`` for an IPv4 address.
+
+    What the address is judged by stays ``judge_address``'s; this is what a refusal by address
+    (a listed resolver or platform endpoint) must also look at, so that no IPv6 spelling of a
+    refused IPv4 address passes.
+    """
+    if not isinstance(address, IPv6Address):
+        return ()
+    plain = IPv6Address(int(address))
+    found = (v4 for form in EMBEDDINGS if plain in form.network for _, v4 in form.carried(plain))
+    return tuple(dict.fromkeys(found))
+
+
 def judge_address(address: IPAddress) -> AddressJudgement:
     """Judge one address against the kit's registries (module docstring: the rule).
 

@@ -61,6 +61,10 @@ JWT_MAX_LIFETIME_BINDING: Final = "JWT_MAX_LIFETIME_SECONDS"
 SANDBOX_ID_KEY_BINDING: Final = "SANDBOX_ID_KEY"
 # JSON: {"mode": "deny"|"allowlist"|"open", "allow": [{"host", "port", "wildcard"}]}.
 EGRESS_POLICY_BINDING: Final = "EGRESS_POLICY"
+# The container image the wrangler config runs (``sandboxkit cloudflare-config``): no Pulumi
+# resource holds a Containers application, so the Worker carries its image for the gate
+# (SBX-SEC-003) as plain text.
+CONTAINER_IMAGE_BINDING: Final = "CONTAINER_IMAGE"
 IDLE_TIMEOUT_BINDING: Final = "IDLE_TIMEOUT_SECONDS"
 MAX_LIFETIME_BINDING: Final = "MAX_LIFETIME_SECONDS"
 EXEC_TIMEOUT_BINDING: Final = "EXEC_TIMEOUT_SECONDS"
@@ -79,6 +83,11 @@ LAUNCHER_EXEC_TIMEOUT_SECONDS: Final = "EXEC_TIMEOUT_SECONDS"
 LAUNCHER_REPLAY_WINDOW_SECONDS: Final = "REPLAY_WINDOW_SECONDS"
 LAUNCHER_CONTROL_PLANE_URL: Final = "CONTROL_PLANE_URL"
 LAUNCHER_EXECUTION_ROLE_ARN: Final = "EXECUTION_ROLE_ARN"
+# The tag on the launcher function and the MicroVM image naming the AWS accounts whose layers
+# and base images the stack trusts (its own included), joined by "-" (SBX-SEC-004).
+TRUSTED_ACCOUNTS_TAG: Final = "sandboxkit-trusted-accounts"
+# The tag on the worker-credential key's secret giving its longest life, days (SBX-SES-003).
+MAX_AGE_TAG: Final = "sandboxkit-max-age-days"
 # A Lambda function whose environment has both of these starts MicroVMs: the pack finds the
 # launcher by them.
 LAUNCHER_MARKERS: Final = (LAUNCHER_IMAGE_ARN, LAUNCHER_CONNECTOR_ARN)
@@ -87,6 +96,9 @@ LAUNCHER_MARKERS: Final = (LAUNCHER_IMAGE_ARN, LAUNCHER_CONNECTOR_ARN)
 INTERNET_EGRESS_CONNECTOR: Final = "INTERNET_EGRESS"
 
 # --- Egress ------------------------------------------------------------------------------------
+# DNS (RFC 1035 section 4.2) and DNS over TLS (RFC 7858 section 3.1): a host reached on these
+# ports is a resolver, a DNS channel to anywhere, whatever its name.
+RESOLVER_PORTS: Final = (53, 853)
 # Destinations that mean "everywhere": never an allowlist entry, and what SBX-NET-001 looks for.
 EVERYWHERE: Final = ("0.0.0.0/0", "::/0")
 EVERYTHING_ENTRIES: Final = frozenset({"*", *EVERYWHERE, "0.0.0.0", "::"})

@@ -48,7 +48,7 @@ from typing import Final, Literal
 import idna
 from publicsuffixlist import PSLFILE, PublicSuffixList
 
-from sandboxkit.addresses import IPAddress, address_of
+from sandboxkit.addresses import IPAddress, address_of, embedded_ipv4
 from sandboxkit.boundary import INTERNAL_SUFFIXES
 
 # RFC 1123 label: letters, digits and inner hyphens, 1 to 63 characters.
@@ -295,13 +295,22 @@ def channel_refusal(host: str, *, wildcard: bool = False) -> str | None:
         wildcard: whether the entry is ``*.host``.
     """
     address = address_of(host)
+    # An IPv6 address is refused for every IPv4 address it may carry too (an ISATAP identifier
+    # under a public prefix is public, yet reaches the resolver it spells).
+    carried = embedded_ipv4(address) if address is not None else ()
     for endpoint in channel_endpoints():
-        if endpoint.covers(host, address, wildcard=wildcard):
+        spelled = next(
+            (a for a in carried if endpoint.covers(a.compressed, a, wildcard=wildcard)), None
+        )
+        if spelled is not None or endpoint.covers(host, address, wildcard=wildcard):
             pattern = f"*.{host}" if wildcard else host
             what = f"{endpoint.what} ({endpoint.source})"
-            subject = (
-                f"is {what}" if pattern == endpoint.host else f"reaches {endpoint.host}, {what}"
-            )
+            if spelled is not None:
+                subject = f"is an IPv6 form of {endpoint.host}, {what}"
+            elif pattern == endpoint.host:
+                subject = f"is {what}"
+            else:
+                subject = f"reaches {endpoint.host}, {what}"
             return (
                 f"{pattern} {subject}: {_CHANNEL_WHY[endpoint.kind]} (the kit's list of such "
                 "endpoints is partial: each target's resolution and egress controls stop the rest)"

@@ -51,7 +51,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from sandboxkit.addresses import IPAddress, address_of, judge_address, open_admits
+from sandboxkit.addresses import (
+    IPAddress,
+    address_of,
+    embedded_ipv4,
+    judge_address,
+    open_admits,
+)
 from sandboxkit.boundary import EVERYTHING_ENTRIES
 from sandboxkit.dns_names import (
     channel_refusal,
@@ -199,7 +205,9 @@ def _ip_rule(address: IPAddress, port: int) -> EgressRule:
     if not judgement.public:
         carried = judgement.ipv4
         # An IPv6 form of a listed resolver is refused for what it carries, never rewritten.
-        channel = next(filter(None, (channel_refusal(a.compressed) for a in carried)), None)
+        # Every form unwrapped, including an ISATAP identifier under a non-public prefix.
+        spelled = embedded_ipv4(address)
+        channel = next(filter(None, (channel_refusal(a.compressed) for a in spelled)), None)
         if channel:
             advice = channel
         elif judgement.embedding is not None and all(judge_address(a).public for a in carried):

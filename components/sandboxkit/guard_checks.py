@@ -20,6 +20,7 @@ from sandboxkit.dns_names import channel_refusal
 from sandboxkit.egress_contract import parse_rule
 from sandboxkit.guard import CheckContext, dig, items, number, numbers
 from sandboxkit.policy_rules import ACCEPTED_REFERENCES
+from sandboxkit.value_formats import pinned_by_digest
 
 # --- SBX-NET-001: egress ports ------------------------------------------------------------------
 
@@ -342,15 +343,12 @@ def mapped_variables(variables: Any) -> list[Variable]:
     return [(str(k), variables, k) for k in variables] if isinstance(variables, Mapping) else []
 
 
-DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
-
-
 def unpinned_images(kind: str, name: str, images: Sequence[Any]) -> Iterator[str]:
     """SBX-SEC-003: a sentence for each image reference of ``kind`` ``name`` without a
-    ``@sha256:<64 hex>`` digest."""
+    ``@sha256:<64 hex>`` digest (``sandboxkit.value_formats.pinned_by_digest``)."""
     # Unknown values (an image from another resource's output) are not strings: not judged.
     for image in images:
-        if isinstance(image, str) and not DIGEST.search(image):
+        if isinstance(image, str) and not pinned_by_digest(image):
             yield (
                 f"{kind} {name} runs image {image} by tag, which can be moved to other "
                 "content; pin it by digest (image@sha256:<64 hex digits>)."

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sandboxkit.boundary import RESOLVER_PORTS
 from sandboxkit.credentials import CREDENTIAL_SHAPES
 from sandboxkit.effective_egress import (
     EffectiveEgress,
@@ -37,6 +38,7 @@ from sandboxkit.guard import (
     Handler,
     StackHandler,
     StackResource,
+    numbers,
     target_views,
     unreadable_egress,
     walk_strings,
@@ -195,6 +197,9 @@ def _contract_differences(
             )
             continue
         contract = _declared_contract(declared)
+        yield from (
+            (message, urns.get(target)) for message in _control_plane_ports(target, contract, ctx)
+        )
         differences = compare(effective, contract, contract_probes(contract, effective))
         # One report per run of consecutive ports: a grant on a port range is one finding.
         for difference, last_port in port_runs(differences):
@@ -206,6 +211,28 @@ def _contract_differences(
                 "target's component unchanged for this profile (sandboxkit preview "
                 "--explain-egress shows every probe).",
                 (_urn_of(grants[0], urns) if grants else None) or urns.get(target),
+            )
+
+
+def _control_plane_ports(target: str, contract: EgressContract, ctx: CheckContext) -> Iterator[str]:
+    """A sentence for each control-plane entry on a resolver port (in every mode: a DNS channel
+    to anywhere) and, with egress ``deny``, on a port outside ``controlPlanePorts`` (the only
+    egress a deny stack has is its control plane's own API)."""
+    allowed = {int(p) for p in ctx.setting("controlPlanePorts")}
+    for rule in contract.control_plane:
+        if rule.port in RESOLVER_PORTS:
+            yield (
+                f"{target} grants control-plane host {rule} on resolver port {rule.port}: a host "
+                "reached on a DNS port is a DNS channel to any name, whatever it is called; "
+                f"remove it from sandboxkit:{target}.controlPlaneHosts (sandboxes resolve names "
+                "only through their target's own resolver)."
+            )
+        elif contract.mode == "deny" and rule.port not in allowed:
+            yield (
+                f"{target} grants control-plane host {rule} on port {rule.port} with egress deny, "
+                f"where a control plane is reached on port {numbers(sorted(allowed))} only; "
+                f"write the host without a port in sandboxkit:{target}.controlPlaneHosts, or add "
+                "the port to sbx-net-008's controlPlanePorts in the pack config once reviewed."
             )
 
 

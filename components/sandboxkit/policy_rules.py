@@ -135,8 +135,11 @@ EGRESS_CLOSED = PolicyRule(
     config_schema={
         "allowedPorts": {
             "type": "array",
-            # A TCP/UDP port number (RFC 793, 768): 0, 70000 and -5 name no port.
-            "items": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "items": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 65535,
+            },
             "uniqueItems": True,
             "default": [443, 80, 53],
             "description": (
@@ -251,14 +254,16 @@ MATCHES_CONTRACT = PolicyRule(
     description=(
         "Checks, with each target's egress reader over the resources its component created and "
         "those the project's program adds outside every component, that no target grants what "
-        "the egress contract cannot express (a wildcard admitting its apex "
-        "or one label only, a name on every port, a name matched only as the client claims it) "
-        "and, for the contracts in the policy's config (sandboxkit check fills them from the "
-        "stack's profile), that every probe derived from the entries (the name, one and two labels "
+        "the egress contract cannot express (a wildcard admitting its apex or one label only, a "
+        "name on every port, a name matched only as the client claims it) and, for the "
+        "contracts in the policy's config (sandboxkit check fills them from the stack's "
+        "profile), that every probe derived from the entries (the name, one and two labels "
         "below, the apex, another port, the metadata address and its NAT64 form) is admitted "
         "exactly when the contract admits it. A target the stack lists without a contract in "
-        "the config is reported as having none (run sandboxkit pack-config), and a target "
-        "whose reader refuses its resources as not verifiable, never skipped."
+        "the config is reported as having none (run sandboxkit pack-config), and a target whose "
+        "reader refuses its resources as not verifiable, never skipped. Prohibits control-plane "
+        "entries on a resolver port (53, 853: a DNS channel) and, with egress deny, on a port "
+        "beyond controlPlanePorts."
     ),
     remediation=(
         "Deploy each target's component unchanged for the stack's profile; sandboxkit preview "
@@ -293,8 +298,59 @@ MATCHES_CONTRACT = PolicyRule(
             "description": (
                 "Each target's egress contract, by target name: the profile's egress mode and "
                 "allow entries, and the target's control-plane entries (host:port). sandboxkit "
-                "check sets it from the stack, and sandboxkit pack-config writes it for the "
-                "Pulumi CLI; a target without one is a finding (run pack-config), never a pass."
+                "check sets it from the stack, and sandboxkit pack-config writes it for the Pulumi "
+                "CLI; a target without one is a finding (run pack-config), never a pass."
+            ),
+        },
+        "controlPlanePorts": {
+            "type": "array",
+            "items": {
+                "type": "integer",
+            },
+            "default": [443],
+            "description": (
+                "Ports a deny stack's control-plane hosts may be reached on: HTTPS, what an agent "
+                "platform's API serves. A control-plane entry on another port is reported; one on "
+                "a resolver port (53, 853) is reported in every mode."
+            ),
+        },
+    },
+)
+
+CONTROL_PLANE_BOUNDED = PolicyRule(
+    id="SBX-NET-009",
+    name="The cluster's control plane faces a bounded set of networks",
+    severity=Severity.HIGH,
+    scope=Scope.RESOURCE,
+    description=(
+        "Checks that a GKE cluster's control plane has no public endpoint unless the stack "
+        "acknowledges it with a reason (sandboxkit:gcp-gke.publicEndpointReason), that its master "
+        "authorized networks number at most GKE's 50 (GKE API v1 "
+        "MasterAuthorizedNetworksConfig.cidr_blocks) and that their union, not each entry, holds "
+        "at most the configured number of public addresses: splitting a wide block into many "
+        "narrow ones passes a per-entry cap."
+    ),
+    remediation=(
+        "Keep sandboxkit:gcp-gke.privateEndpoint true (or give publicEndpointReason) and list only "
+        "the few networks that administer the cluster in masterAuthorizedNetworks."
+    ),
+    config_schema={
+        "maxAuthorizedIpv4Addresses": {
+            "type": "integer",
+            "default": 16777216,
+            "description": (
+                "Most public IPv4 addresses the union of a cluster's authorized networks may hold: "
+                "2^24, one /8, the widest single entry the kit's config takes. Private-use (RFC "
+                "1918) blocks are not counted."
+            ),
+        },
+        "minAuthorizedIpv6Prefix": {
+            "type": "integer",
+            "default": 32,
+            "description": (
+                "The union of a cluster's IPv6 authorized networks may hold at most as many "
+                "addresses as one block of this prefix length (32: a /32, the widest single IPv6 "
+                "entry the kit's config takes)."
             ),
         },
     },
@@ -460,6 +516,16 @@ AUTHENTICATED_WORKER = PolicyRule(
             "default": False,
             "description": "Allow the workers.dev subdomain for sandbox Workers.",
         },
+        "maxTokenLifetimeSeconds": {
+            "type": "integer",
+            "default": 900,
+            "description": (
+                "Longest exp - iat a sandbox Worker accepts on a client token "
+                "(JWT_MAX_LIFETIME_SECONDS), seconds: 15 minutes, the access-token lifetime "
+                "OWASP's JSON Web Token Cheat Sheet gives as its example and the kit's default; a "
+                "stolen token opens a tenant's sandboxes until it expires."
+            ),
+        },
     },
 )
 
@@ -470,11 +536,13 @@ SIGNED_WEBHOOKS = PolicyRule(
     scope=Scope.RESOURCE,
     description=(
         "Checks that a sandbox launcher function is given the webhook signing secret it verifies "
-        "every webhook with."
+        "every webhook with, accepts a signed webhook only within a short replay window, and that "
+        "the key it signs worker credentials with is replaced within a bounded age."
     ),
     remediation=(
-        "Pass the launcher the webhook secret's reference (a Secrets Manager ARN) and keep the "
-        "kit's signature check."
+        "Pass the launcher the webhook secret's reference (a Secrets Manager ARN), keep the kit's "
+        "signature check and keep replayWindowSeconds and workerCredentialKeyMaxAgeDays within the "
+        "pack's ceilings."
     ),
     config_schema={
         "webhookSecretVariables": {
@@ -484,6 +552,26 @@ SIGNED_WEBHOOKS = PolicyRule(
             },
             "default": ["WEBHOOK_SECRET"],
             "description": "Name fragments of the launcher variable naming the secret.",
+        },
+        "maxReplayWindowSeconds": {
+            "type": "integer",
+            "default": 300,
+            "description": (
+                "Longest webhook timestamp skew a launcher accepts (REPLAY_WINDOW_SECONDS), "
+                "seconds: five minutes, the tolerance of Stripe's (docs.stripe.com/webhooks, "
+                "'Prevent replay attacks') and Slack's "
+                "(api.slack.com/authentication/verifying-requests-from-slack) signed requests; a "
+                "captured webhook can be replayed for that long."
+            ),
+        },
+        "maxCredentialKeyAgeDays": {
+            "type": "integer",
+            "default": 90,
+            "description": (
+                "Longest life of the key that signs worker credentials (the "
+                "sandboxkit-max-age-days tag of its secret), days: 90, the rotation period of CIS "
+                "AWS Foundations Benchmark v3.0.0 control 1.14 for access keys."
+            ),
         },
     },
 )
@@ -702,6 +790,23 @@ DIGEST_PINNED = PolicyRule(
     ),
 )
 
+TRUSTED_SOURCES = PolicyRule(
+    id="SBX-SEC-004",
+    name="Launcher code and base images come from trusted accounts",
+    severity=Severity.HIGH,
+    scope=Scope.RESOURCE,
+    description=(
+        "Checks that every Lambda layer of a MicroVM launcher (code that runs beside both HMAC "
+        "keys) and every MicroVM base image comes from AWS itself or from an account the stack "
+        "names as trusted (sandboxkit:aws-microvm.trustedAccounts and assumeRole's account, tagged "
+        "sandboxkit-trusted-accounts on the resource)."
+    ),
+    remediation=(
+        "Use layers and base images from your own account or AWS, or list the account that "
+        "publishes them in sandboxkit:aws-microvm.trustedAccounts once you trust it."
+    ),
+)
+
 
 # --- K8S: sandbox pods are hardened ---------------------------------------------------------------
 
@@ -826,13 +931,14 @@ OUTSIDE_THE_STACK = PolicyRule(
     description=(
         "Checks that every object the sandboxes depend on but the stack does not create (a "
         "referenced RuntimeClass, whose handler decides the sandbox; an existing GKE cluster, "
-        "whose settings decide network policy, private nodes and workload identity) is one the "
-        "organisation accepts on purpose: the gate cannot see its settings, so it reports 'cannot "
-        "verify' for it."
+        "whose settings decide network policy, private nodes and workload identity; an existing "
+        "namespace, whose Pod Security label and other NetworkPolicies decide what its pods may "
+        "do) is one the organisation accepts on purpose: the gate cannot see its settings, so it "
+        "reports 'cannot verify' for it."
     ),
     remediation=(
-        "Let the kit create the object (runtimeClass.create: true, no existingCluster), or check "
-        "it yourself and list it in acceptedExternalReferences."
+        "Let the kit create the object (runtimeClass.create: true, createNamespace: true, no "
+        "existingCluster), or check it yourself and list it in acceptedExternalReferences."
     ),
     config_schema={
         ACCEPTED_REFERENCES: {
@@ -840,14 +946,15 @@ OUTSIDE_THE_STACK = PolicyRule(
             "items": {
                 "type": "string",
                 "pattern": (
-                    "^(RuntimeClass/[a-z0-9]([-a-z0-9]*[a-z0-9])?|projects/[^/]+/locations/[^/]+/clusters/[^/]+)$"
+                    "^((RuntimeClass|Namespace)/[a-z0-9]([-a-z0-9]*[a-z0-9])?|projects/[^/]+/locations/[^/]+/clusters/[^/]+)$"
                 ),
             },
             "default": [],
             "description": (
                 "Objects outside the stack the organisation has checked and accepts: "
                 "RuntimeClass/<name> for a RuntimeClass the kubernetes target references, "
-                "projects/<project>/locations/<region>/clusters/<name> for a gcp-gke "
+                "Namespace/<name> for an existing namespace sandboxes run in (createNamespace: "
+                "false), projects/<project>/locations/<region>/clusters/<name> for a gcp-gke "
                 "existingCluster."
             ),
         },
@@ -864,6 +971,7 @@ CATALOGUE: tuple[PolicyRule, ...] = (
     NAMES_BY_NAME,
     SANDBOX_DNS_FILTERED,
     MATCHES_CONTRACT,
+    CONTROL_PLANE_BOUNDED,
     LEAST_PRIVILEGE,
     NO_GUEST_IDENTITY,
     NO_PUBLIC_INVOKER,
@@ -882,6 +990,7 @@ CATALOGUE: tuple[PolicyRule, ...] = (
     PLAINTEXT_ENV,
     NO_CREDENTIALS,
     DIGEST_PINNED,
+    TRUSTED_SOURCES,
     READ_ONLY_ROOT,
     NO_CAPABILITIES,
     NON_ROOT,

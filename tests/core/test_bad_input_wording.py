@@ -124,11 +124,15 @@ CLOUDRUN = """\
   sandboxkit:gcp-cloudrun:
     project: example-sandboxkit-dev
     region: europe-west1
-    image: europe-docker.pkg.dev/example-sandboxkit-dev/agents/launcher@sha256:{digest}
-    sandboxImage: europe-docker.pkg.dev/example-sandboxkit-dev/agents/sandbox@sha256:{digest}
+    image: europe-docker.pkg.dev/example-sandboxkit-dev/agents/launcher@sha256:{launcher}
+    sandboxImage: europe-docker.pkg.dev/example-sandboxkit-dev/agents/sandbox@sha256:{sandbox}
     invokers: ["serviceAccount:agents@example-sandboxkit-dev.iam.gserviceaccount.com"]
     unenforced: [limits.maxLifetimeSeconds]
-""".format(digest="0d4f6c1e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d")
+""".format(
+    # Two images: one digest under both names would be the launcher's image as the sandbox's.
+    launcher="0d4f6c1e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d",
+    sandbox="5d3f0c6f8e2b9a1c4d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c",
+)
 
 K8S_EXEC = (
     "; on kubernetes also acknowledge it with sandboxkit:kubernetes.unenforced: "

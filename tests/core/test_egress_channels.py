@@ -110,6 +110,59 @@ def test_a_listed_endpoint_exits_2_naming_the_key_value_reason_and_resolver(
     assert problems("kubernetes", allow(entry)) == [Problem(KEY, entry, ENTRY + message)]
 
 
+# Issue 32: an ISATAP identifier under a public prefix is a public address, and it passed in
+# prod though it spells 8.8.8.8. Every form is unwrapped before the list is read, whether the
+# form's prefix already makes the address non-public (NAT64, 6to4, Teredo, mapped, compatible,
+# SIIT: refused as non-public, naming the resolver) or not (ISATAP: refused as the resolver).
+@pytest.mark.parametrize(
+    ("entry", "address"),
+    [
+        ("[2600:1f18::200:5efe:808:808]:443", "2600:1f18::200:5efe:808:808"),
+        ("[2600:1f18::5efe:808:808]:853", "2600:1f18::5efe:808:808"),
+        ("[2600:1f18::200:5efe:8.8.4.4]", "2600:1f18::200:5efe:808:404"),
+    ],
+)
+def test_an_isatap_form_of_a_resolver_is_refused_as_the_resolver(entry: str, address: str) -> None:
+    resolver = "8.8.4.4" if address.endswith("404") else "8.8.8.8"
+    message = f"{address} is an IPv6 form of {resolver}, {GOOGLE_DNS}"
+    assert problems("kubernetes", allow(entry)) == [Problem(KEY, entry, ENTRY + message)]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "[64:ff9b::808:808]",  # NAT64 well-known prefix
+        "[64:ff9b:1::808:808]",  # NAT64 local-use prefix, /96 position
+        "[2002:808:808::1]",  # 6to4
+        "[2001:0:808:808::1]",  # Teredo server
+        "[2001:0:1:1::f7f7:f7f7]",  # Teredo client (8.8.8.8 inverted)
+        "[fe80::200:5efe:808:808]",  # ISATAP under a non-public prefix
+        "[::ffff:8.8.8.8]",  # IPv4-mapped
+        "[::8.8.8.8]",  # IPv4-compatible
+        "[::ffff:0:808:808]",  # SIIT
+    ],
+)
+def test_every_ipv6_form_of_a_resolver_is_refused_naming_it(entry: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_rule(entry)
+    assert "8.8.8.8" in str(caught.value)
+    assert str(caught.value).endswith(f"8.8.8.8 is {GOOGLE_DNS}")
+
+
+def test_the_pack_reports_an_isatap_form_of_a_resolver() -> None:
+    assert list(cidr_problems("NetworkPolicy", "sbx", "2600:1f18::200:5efe:808:808/128", ())) == [
+        "NetworkPolicy sbx allows 2600:1f18::200:5efe:808:808/128: 2600:1f18::200:5efe:808:808 "
+        f"is an IPv6 form of 8.8.8.8, {GOOGLE_DNS}. Replace it with the exact public hosts "
+        "sandboxes need."
+    ]
+
+
+def test_an_isatap_form_of_a_public_host_is_still_accepted() -> None:
+    assert parse_rule("[2600:1f18::200:5efe:8c52:7003]") == EgressRule(
+        "2600:1f18::200:5efe:8c52:7003", 443, "ip"
+    )
+
+
 @pytest.mark.parametrize(
     ("entry", "rule"),
     [

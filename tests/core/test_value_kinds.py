@@ -13,7 +13,12 @@ from sandboxkit.config import ConfigSource, StackSpec, load_stack, read_stack_fi
 from sandboxkit.errors import REDACTED, ConfigError, Problem
 from sandboxkit.project import stack_file
 from sandboxkit.targets import TARGET_MODULES, get_target
-from sandboxkit.value_formats import MIN_SHARED_SECRET_LENGTH
+from sandboxkit.value_formats import (
+    MIN_SHARED_SECRET_LENGTH,
+    ImageIdentity,
+    pinned_by_digest,
+    same_image,
+)
 from support import stack_values
 
 IMAGE_EXPECTED = (
@@ -419,3 +424,56 @@ def test_secure_holding_no_ciphertext_is_refused(tmp_path: Path, held: str) -> N
             "--secret --path 'sandboxkit:cloudflare.tokenSigningKey' <value>",
         )
     ]
+
+
+# -- image identity (issue 32): one image by any spelling -----------------------------------------
+
+DIGEST = "sha256:" + "0d" * 32
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # A digest names the content, whatever the name or tag written before it.
+        (f"us-docker.pkg.dev/p/a/launcher@{DIGEST}", f"us-docker.pkg.dev/p/a/launcher:x@{DIGEST}"),
+        (f"us-docker.pkg.dev/p/a/launcher@{DIGEST}", f"ghcr.io/other/name@{DIGEST}"),
+        # The registry host is case-insensitive and its default port is no other registry.
+        ("us-docker.pkg.dev/p/a/launcher:1", "US-Docker.Pkg.Dev/p/a/launcher:1"),
+        ("ghcr.io/x/y:1", "ghcr.io:443/x/y:1"),
+        ("registry.example.com/x/y:1", "registry.example.com:80/x/y:1"),
+        # Docker Hub, as the Docker CLI resolves a name without a registry.
+        ("python:3.12", "docker.io/library/python:3.12"),
+        ("python", "index.docker.io/library/python:latest"),
+        ("someone/tool:1", "docker.io/someone/tool:1"),
+        # A digest on one side only: the same repository with no differing tag may be it.
+        (f"ghcr.io/x/y@{DIGEST}", "ghcr.io/x/y:1"),
+        (f"ghcr.io/x/y:1@{DIGEST}", "ghcr.io/x/y:1"),
+    ],
+)
+def test_one_image_by_another_spelling_is_the_same_image(first: str, second: str) -> None:
+    assert same_image(first, second) and same_image(second, first)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (f"ghcr.io/x/y@{DIGEST}", "ghcr.io/x/y@sha256:" + "1d" * 32),
+        (f"ghcr.io/x/y:1@{DIGEST}", "ghcr.io/x/y:2"),
+        ("ghcr.io/x/y:1", "ghcr.io/x/y:2"),
+        ("ghcr.io/x/y:1", "ghcr.io:8443/x/y:1"),
+        ("ghcr.io/x/y:1", "ghcr.io/x/z:1"),
+        ("localhost:5000/y:1", "localhost/y:1"),
+    ],
+)
+def test_different_images_are_different(first: str, second: str) -> None:
+    assert not same_image(first, second) and not same_image(second, first)
+
+
+def test_identity_normalises_host_port_hub_and_digest() -> None:
+    assert ImageIdentity.of(f"Index.Docker.IO:443/python:3@{DIGEST}") == ImageIdentity(
+        "docker.io/library/python", "3", DIGEST
+    )
+    assert pinned_by_digest(f"ghcr.io/x/y@{DIGEST}")
+    assert not pinned_by_digest("ghcr.io/x/y:1")
+    assert not pinned_by_digest("ghcr.io/x/y@sha256:0d0d")
+    assert not pinned_by_digest("ghcr.io/x/y@SHA256:" + "0D" * 32)

@@ -381,6 +381,29 @@ def test_a_cloudrun_stack_without_a_sandbox_image_is_refused_with_the_reason() -
     )
 
 
+@pytest.mark.parametrize(
+    ("launcher_image", "sandbox_image"),
+    [
+        # Issue 32: the launcher's digest under another tag passed, as did the registry host in
+        # upper case or with its default port.
+        (f"example.com/l@sha256:{'0d' * 32}", f"example.com/l:sandbox@sha256:{'0d' * 32}"),
+        (f"example.com/l@sha256:{'0d' * 32}", f"example.com/s@sha256:{'0d' * 32}"),
+        ("example.com/l:1", "EXAMPLE.com/l:1"),
+        ("example.com/l:1", "example.com:443/l:1"),
+        ("docker.io/library/python:3", "python:3"),
+    ],
+)
+def test_the_launcher_image_by_another_spelling_is_refused(
+    launcher_image: str, sandbox_image: str
+) -> None:
+    settings = {**CLOUDRUN, "image": launcher_image, "sandboxImage": sandbox_image}
+    assert problems("gcp-cloudrun", settings) == {
+        "sandboxkit:gcp-cloudrun.sandboxImage": f"an image other than the launcher's "
+        f"({launcher_image}): a sandbox running the launcher image reads everything the "
+        "launcher holds"
+    }
+
+
 def test_sandboxes_never_run_the_launcher_image() -> None:
     launcher = (
         "an image other than the launcher's (example.com/l:1): a sandbox running the launcher "
@@ -401,3 +424,25 @@ def test_sandboxes_never_run_the_launcher_image() -> None:
         "sandboxkit:gcp-cloudrun.templates[2].name": "a name not used yet (python, sandbox; "
         "'sandbox' is the kit's template of sandboxImage)",
     }
+
+
+def test_more_than_gkes_50_authorized_networks_are_refused() -> None:
+    # GKE API v1 MasterAuthorizedNetworksConfig.cidr_blocks: "up to 50 external networks".
+    networks = [f"203.0.{n}.0/24" for n in range(51)]
+    found = problems(
+        "gcp-gke", {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": networks}
+    )
+    assert list(found) == ["sandboxkit:gcp-gke.masterAuthorizedNetworks"]
+    assert "at most 50" in found["sandboxkit:gcp-gke.masterAuthorizedNetworks"]
+    load("gcp-gke", {**GKE, "privateEndpoint": False, "masterAuthorizedNetworks": networks[:50]})
+
+
+def test_a_public_endpoint_reason_needs_a_public_endpoint() -> None:
+    reason = "the deployer runs outside the VPC until the bastion exists"
+    assert problems("gcp-gke", {**GKE, "publicEndpointReason": reason}) == {
+        "sandboxkit:gcp-gke.publicEndpointReason": "no reason while privateEndpoint is true (the "
+        "reason acknowledges a public control-plane endpoint, privateEndpoint: false)"
+    }
+    spec = load("gcp-gke", {**GKE, "privateEndpoint": False, "publicEndpointReason": reason})
+    settings = spec.settings["gcp-gke"]
+    assert isinstance(settings, GkeSettings) and settings.public_endpoint_reason == reason

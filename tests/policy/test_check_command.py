@@ -303,7 +303,7 @@ def test_sarif_validates_and_points_at_the_key_to_fix(project_copy: Path, shared
     jsonschema.validate(log, schema)
     (run,) = log["runs"]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
-    assert len(rules) == 35
+    assert len(rules) == 37
     rule = rules["SBX-NET-001"]
     assert rule["help"]["text"].startswith("Set sandboxkit:profile.egress.mode to deny")
     assert rule["properties"]["security-severity"] == "9.5"
@@ -380,7 +380,7 @@ def test_text_names_the_policies_the_pack_config_disabled(project_copy: Path) ->
     assert result.returncode == 0
     assert result.stdout == (
         "Stack prod (prod): 0 violation(s), 0 mandatory, 0 advisory\n"
-        f"  disabled by the pack config (35): {', '.join(ALL_POLICY_IDS)}\n"
+        f"  disabled by the pack config (37): {', '.join(ALL_POLICY_IDS)}\n"
         "  checkov: skipped (--no-checkov)\n"
         "  passed\n"
     )
@@ -404,7 +404,7 @@ def test_json_summary_counts_disabled_policies(project_copy: Path) -> None:
         "mandatory": 0,
         "advisory": 0,
         "accepted": 0,
-        "disabled": 35,
+        "disabled": 37,
     }
 
 

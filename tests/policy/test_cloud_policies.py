@@ -224,7 +224,7 @@ HAPPY: dict[str, dict[str, Any]] = {
     "gcp:container/cluster:Cluster": {
         "datapathProvider": "ADVANCED_DATAPATH",
         "enableFqdnNetworkPolicy": True,
-        "privateClusterConfig": {"enablePrivateNodes": True},
+        "privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateEndpoint": True},
     },
     "gcp:container/nodePool:NodePool": {
         "nodeConfig": {
@@ -241,6 +241,11 @@ HAPPY: dict[str, dict[str, Any]] = {
             {"type": "plain_text", "name": "IDLE_TIMEOUT_SECONDS", "text": "600"},
             {"type": "plain_text", "name": "MAX_LIFETIME_SECONDS", "text": "3600"},
             {"type": "plain_text", "name": "EXEC_TIMEOUT_SECONDS", "text": "300"},
+            {
+                "type": "plain_text",
+                "name": "CONTAINER_IMAGE",
+                "text": "registry.cloudflare.com/a/sandbox@sha256:" + "5d" * 32,
+            },
         ],
         "observability": {"enabled": True},
         "content": WORKER_MODULE.read_text(encoding="utf-8"),

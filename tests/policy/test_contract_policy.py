@@ -91,7 +91,7 @@ def no_contract(target: str) -> tuple[str, str]:
     )
 
 
-DEV_WITHOUT_CONTRACTS = [no_contract("kubernetes"), no_contract("aws-microvm")]
+DEV_WITHOUT_CONTRACTS = [no_contract(t) for t in ("kubernetes", "aws-microvm", "local")]
 
 
 def test_the_plain_prod_config_reports_every_missing_contract_as_mandatory(
@@ -277,6 +277,7 @@ def test_a_target_its_reader_refuses_is_reported_not_skipped(
     assert contract_reports(analyzer, everything, contracts=False, document=off) == [
         no_contract("kubernetes"),
         *expected,
+        no_contract("local"),
     ]
 
 

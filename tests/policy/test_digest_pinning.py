@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pack_calls import resource_reports
 
 import support as testing
 from sandboxkit import gate
@@ -20,6 +21,7 @@ from sandboxkit.guard_checks import unpinned_images
 
 PROJECT = Path(__file__).resolve().parents[2]
 TAGGED = "ghcr.io/example/agent-python-sandbox:3.12"
+LAUNCHER_TAGGED = "us-docker.pkg.dev/example-sandboxkit-prod/agents/launcher:1"
 PINNED = "ghcr.io/example/agent-python-sandbox@sha256:" + "5d3f0c6f" * 8
 POLICY = "SBX-SEC-003"
 
@@ -75,6 +77,11 @@ def test_shipped_prod_images_are_all_pinned(prod: gate.CheckResult) -> None:
             "Cloud Run service",
         ),
         (_image("azure-sessions", TAGGED), "azure-sessions-pool", "Session pool"),
+        # Issue 32: the container of the Worker's Durable Objects, held by no Pulumi resource,
+        # passed by tag; the Worker carries it for the gate.
+        (_image("cloudflare", TAGGED), "cloudflare-script", "Worker"),
+        # The launcher's own image is judged by the same rule.
+        (_image("gcp-cloudrun", LAUNCHER_TAGGED), "gcp-cloudrun-service", "Cloud Run service"),
     ],
     ids=[
         "kubernetes",
@@ -83,6 +90,8 @@ def test_shipped_prod_images_are_all_pinned(prod: gate.CheckResult) -> None:
         "cloudrun-template",
         "cloudrun-sandbox-image",
         "azure-sessions",
+        "cloudflare",
+        "cloudrun-launcher",
     ],
 )
 def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
@@ -99,14 +108,26 @@ def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
     new = [v for v in result.violations if (v.policy, v.urn) not in before]
     assert {(v.policy, v.urn.rsplit("::", 1)[-1]) for v in new} == {(POLICY, resource)}
     (violation,) = new
+    tagged = LAUNCHER_TAGGED if "launcher" in violation.message else TAGGED
     assert violation.message == (
-        f"{kind} {resource} runs image {TAGGED} by tag, which can be moved to other content; "
+        f"{kind} {resource} runs image {tagged} by tag, which can be moved to other content; "
         "pin it by digest (image@sha256:<64 hex digits>)."
     )
     assert violation.severity == "medium"
     # prod's pack config makes every policy mandatory.
     assert violation.enforcement == "mandatory"
     assert result.failed
+
+
+def test_the_kits_resolver_image_is_judged_as_a_sandbox_image() -> None:
+    # The resolver answers every sandbox's DNS (allowlist stacks deploy it; prod's deny does not).
+    deployment = {"spec": {"template": {"spec": {"containers": [{"image": TAGGED}]}}}}
+    assert resource_reports("sbx-sec-003", "kubernetes:apps/v1:Deployment", deployment) == [
+        f"Deployment r runs image {TAGGED} by tag, which can be moved to other content; pin it "
+        "by digest (image@sha256:<64 hex digits>)."
+    ]
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"] = PINNED
+    assert resource_reports("sbx-sec-003", "kubernetes:apps/v1:Deployment", deployment) == []
 
 
 def test_pinned_cloud_run_template_is_silent(analyzer: gate.InProcessAnalyzer) -> None:

@@ -12,6 +12,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pack_calls import stack_reports
 
 import support as testing
@@ -66,6 +67,35 @@ def test_a_launcher_without_templates_exposes_its_filesystem() -> None:
             f"urn::{RUN}::r0",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        # Issue 32: a digest names the content, whatever tag or name is written before it.
+        "us-docker.pkg.dev/p/agents/launcher:sandbox@sha256:" + "0d" * 32,
+        "us-docker.pkg.dev/p/agents/other@sha256:" + "0d" * 32,
+        # The registry host in another case or with its default port is the same registry.
+        "US-Docker.pkg.dev/p/agents/launcher@sha256:" + "0d" * 32,
+        "us-docker.pkg.dev:443/p/agents/launcher@sha256:" + "0d" * 32,
+    ],
+)
+def test_the_launcher_image_by_another_spelling_is_no_separation(spelling: str) -> None:
+    same = service(sandboxes={"templates": [{"name": "sandbox", "image": spelling}]})
+    assert stack_reports(POLICY, [(RUN, same)]) == [
+        (
+            f"Sandbox template sandbox of Cloud Run service r0 runs the launcher's own image "
+            f"{spelling} (the launcher's {LAUNCHER_IMAGE}), so its sandboxes read everything "
+            "the launcher holds; give it a separate sandbox image.",
+            f"urn::{RUN}::r0",
+        )
+    ]
+
+
+def test_the_launcher_repository_under_another_digest_is_another_image() -> None:
+    other = "us-docker.pkg.dev/p/agents/launcher@sha256:" + "1d" * 32
+    apart = service(sandboxes={"templates": [{"name": "sandbox", "image": other}]})
+    assert stack_reports(POLICY, [(RUN, apart)]) == []
 
 
 def test_a_template_of_the_launcher_image_is_no_separation() -> None:

@@ -1250,6 +1250,148 @@ ROWS = [
 ]
 
 
+LAUNCHER_DIGEST = "sha256:0d4f6c1e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d"
+# 48 public /8s: about 19% of IPv4, each within the per-entry cap (issue 32, weakening 3).
+PUBLIC_SLASH_EIGHTS = [f"{first}.0.0.0/8" for first in range(11, 59)]
+FOREIGN_ACCOUNT = "999999999999"
+
+
+def _template_image(image: str) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        inputs["template"]["sandboxes"]["templates"][0]["image"] = image
+
+    return change
+
+
+def _gke_public(values: dict[str, Any]) -> None:
+    values["gcp-gke"].update(privateEndpoint=False, masterAuthorizedNetworks=PUBLIC_SLASH_EIGHTS)
+
+
+def _network_policy_peer(cidr: str) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["egress"].append({"to": [{"ipBlock": {"cidr": cidr}}], "ports": HTTPS})
+
+    return change
+
+
+# Issue 32: weakenings the prod gate passed, one row per item.
+ISSUE_32_ROWS = [
+    # 1. Images by tag wherever the kit runs one (the cloudflare container had no check).
+    Row(
+        "cloudflare-image-by-tag",
+        "prod",
+        _caught(("SBX-SEC-003", WORKER)),
+        config=_setting("cloudflare", "image", "docker.io/someone/anything:latest"),
+        targets=("cloudflare",),
+    ),
+    # 2. The launcher's digest under another tag (config refuses it; a fork's render).
+    Row(
+        "sandbox-template-is-the-launcher-by-digest",
+        "prod",
+        _caught(("SBX-SES-004", RUN)),
+        inputs=_edit(
+            RUN,
+            _template_image(
+                f"us-docker.pkg.dev/example-sandboxkit-prod/agents/launcher:sandbox@{LAUNCHER_DIGEST}"
+            ),
+        ),
+    ),
+    # 3. A public control plane behind 48 /8s.
+    Row(
+        "gke-public-endpoint-wide-networks",
+        "prod",
+        _caught(("SBX-NET-009", "gcp-gke-cluster")),
+        config=_gke_public,
+        targets=("gcp-gke",),
+    ),
+    # 4. A namespace the stack does not create.
+    Row(
+        "kubernetes-existing-namespace",
+        "prod",
+        _caught(("SBX-K8S-009", TEMPLATE)),
+        config=_setting("kubernetes", "createNamespace", False),
+        targets=KUBERNETES_ONLY,
+    ),
+    # 5. A deny stack's control plane on a resolver port, and on a port beyond 443.
+    Row(
+        "control-plane-on-a-resolver-port",
+        "prod",
+        _caught(("SBX-NET-008", "aws-microvm")),
+        config=_setting("aws-microvm", "controlPlaneHosts", ["pastebin.com", "ns1.example.net:53"]),
+        targets=("aws-microvm",),
+    ),
+    Row(
+        "control-plane-beyond-443-in-deny",
+        "prod",
+        # 8443 is also beyond SBX-NET-001's allowedPorts, for the firewall and the connector.
+        _caught(
+            ("SBX-NET-008", "aws-microvm"),
+            ("SBX-NET-001", "aws-microvm-fw-domains"),
+            ("SBX-NET-001", "aws-microvm-connector-sg"),
+        ),
+        config=_setting("aws-microvm", "controlPlaneHosts", ["telemetry.example.com:8443"]),
+        targets=("aws-microvm",),
+    ),
+    # 6. 8.8.8.8 as an ISATAP identifier under a public prefix (config refuses it as an entry).
+    Row(
+        "network-policy-to-an-isatap-resolver",
+        "prod",
+        _caught(
+            ("SBX-NET-002", "kubernetes-network-policy"),
+            ("SBX-NET-008", "kubernetes-network-policy"),
+        ),
+        inputs=_edit(
+            "kubernetes-network-policy", _network_policy_peer("2600:1f18::200:5efe:808:808/128")
+        ),
+    ),
+    # 7. Ceilings inside the documented ranges, and code from another account.
+    Row(
+        "replay-window-an-hour",
+        "prod",
+        _caught(("SBX-SES-003", LAUNCHER)),
+        config=_setting("aws-microvm", "replayWindowSeconds", 3600),
+        targets=("aws-microvm",),
+    ),
+    Row(
+        "credential-key-a-year",
+        "prod",
+        _caught(("SBX-SES-003", "aws-microvm-credential-key")),
+        config=_setting("aws-microvm", "workerCredentialKeyMaxAgeDays", 365),
+        targets=("aws-microvm",),
+    ),
+    Row(
+        "client-tokens-an-hour",
+        "prod",
+        _caught(("SBX-SES-002", WORKER)),
+        config=_setting("cloudflare", "tokenMaxLifetimeSeconds", 3600),
+        targets=("cloudflare",),
+    ),
+    Row(
+        "launcher-layer-from-another-account",
+        "prod",
+        _caught(("SBX-SEC-004", LAUNCHER)),
+        config=_setting(
+            "aws-microvm",
+            "launcherLayers",
+            [f"arn:aws:lambda:eu-west-1:{FOREIGN_ACCOUNT}:layer:anything:1"],
+        ),
+        targets=("aws-microvm",),
+    ),
+    Row(
+        "base-image-from-another-account",
+        "prod",
+        _caught(("SBX-SEC-004", IMAGE)),
+        config=_setting(
+            "aws-microvm",
+            "baseImageArn",
+            f"arn:aws:lambda:eu-west-1:{FOREIGN_ACCOUNT}:microvm-image:anything",
+        ),
+        targets=("aws-microvm",),
+    ),
+]
+ROWS += ISSUE_32_ROWS
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_weakened_default_is_caught_by_exactly_its_policy_at_its_prod_level(
     row: Row, analyzer: gate.Analyzer
@@ -1306,6 +1448,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-NET-006",
         "SBX-NET-007",
         "SBX-NET-008",
+        "SBX-NET-009",
         "SBX-IAM-001",
         "SBX-IAM-002",
         "SBX-IAM-003",
@@ -1326,6 +1469,7 @@ def test_every_policy_has_a_row() -> None:
         "SBX-SEC-001",
         "SBX-SEC-002",
         "SBX-SEC-003",
+        "SBX-SEC-004",
         *(f"SBX-K8S-00{n}" for n in range(1, 10)),
     }
 

@@ -72,8 +72,8 @@ def test_requirements_build_an_isolated_env_that_serves_the_pack(
         check=True,
     )
     count, location = imported.stdout.split()
-    assert int(count) == 35
+    assert int(count) == 37
     assert location.startswith(str(venv))
     with gate.pack_process(pack, python=str(python)) as stub:
         info = stub.GetAnalyzerInfo(empty_pb2.Empty())
-    assert len(info.policies) == 35
+    assert len(info.policies) == 37

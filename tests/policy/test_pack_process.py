@@ -54,7 +54,7 @@ def test_get_analyzer_info_lists_every_policy(stub: Any, analyzer: gate.InProces
     assert info.supportsConfig
     names = [p.name for p in info.policies]
     assert names == [p.name for p in analyzer.GetAnalyzerInfo(empty_pb2.Empty()).policies]
-    assert len(names) == 35
+    assert len(names) == 37
     net_001 = next(p for p in info.policies if p.name == "sbx-net-001")
     assert net_001.severity == proto.POLICY_SEVERITY_CRITICAL
     assert net_001.enforcementLevel == proto.ADVISORY

@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.boundary import STACK_LABEL
+from sandboxkit.boundary import STACK_LABEL, TRUSTED_ACCOUNTS_TAG
 
 
 def policy_document(*statements: dict[str, Any]) -> dict[str, Any]:
@@ -144,3 +144,9 @@ class Children:
             f"{self.name}-{part}-policy", role=role.id, policy=policy, opts=self.opts
         )
         return role, grant
+
+
+def trusted_tags(tags: dict[str, str], accounts: tuple[str, ...]) -> dict[str, str]:
+    """``tags`` plus ``TRUSTED_ACCOUNTS_TAG`` naming ``accounts`` (12-digit ids joined by
+    ``-``) when there are any: what SBX-SEC-004 reads on the launcher and the image."""
+    return {**tags, TRUSTED_ACCOUNTS_TAG: "-".join(accounts)} if accounts else tags

@@ -14,6 +14,9 @@ from sandboxkit.boundary import (
     LAUNCHER_EXECUTION_ROLE_ARN,
     LAUNCHER_IDLE_TIMEOUT_SECONDS,
     LAUNCHER_MAX_DURATION_SECONDS,
+    LAUNCHER_REPLAY_WINDOW_SECONDS,
+    MAX_AGE_TAG,
+    TRUSTED_ACCOUNTS_TAG,
 )
 from sandboxkit.guard import (
     CheckContext,
@@ -26,6 +29,9 @@ from sandboxkit.guard import (
     of_kind,
     refuse_unknown,
 )
+from sandboxkit.guard import (
+    number as shown,
+)
 from sandboxkit.guard_checks import (
     count_problems,
     identity_allowed,
@@ -33,6 +39,7 @@ from sandboxkit.guard_checks import (
     mapped_variables,
     matching,
     retention_problems,
+    seconds_of,
     time_problems,
 )
 from sandboxkit.policy_rules import (
@@ -45,6 +52,7 @@ from sandboxkit.policy_rules import (
     SIGNED_WEBHOOKS,
     SOURCE_PINNED,
     TIME_LIMITS,
+    TRUSTED_SOURCES,
 )
 
 ROLE = "aws:iam/role:Role"
@@ -52,6 +60,7 @@ ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 FUNCTION = egress_guard.FUNCTION
+SECRET = "aws:secretsmanager/secret:Secret"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 # AWS managed policies that amount to administrator rights.
@@ -264,6 +273,75 @@ def _webhook_secret(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
         )
 
 
+def _replay_window(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = launcher_env(props)
+    if variables is None or variables.get(LAUNCHER_REPLAY_WINDOW_SECONDS) is None:
+        return  # the launcher's own default (300 s) applies
+    seconds = seconds_of(variables.get(LAUNCHER_REPLAY_WINDOW_SECONDS))
+    ceiling = ctx.setting("maxReplayWindowSeconds")
+    if seconds is None or seconds > ceiling:
+        yield (
+            f"Launcher function {ctx.name} accepts webhooks up to "
+            f"{variables.get(LAUNCHER_REPLAY_WINDOW_SECONDS)} s old "
+            f"({LAUNCHER_REPLAY_WINDOW_SECONDS}), beyond the ceiling of {shown(ceiling)} s, so a "
+            "captured webhook can be replayed that long; lower "
+            "sandboxkit:aws-microvm.replayWindowSeconds."
+        )
+
+
+def _credential_key_age(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    tags = props.get("tags")
+    if not isinstance(tags, Mapping) or MAX_AGE_TAG not in tags:
+        return  # not the kit's worker-credential key
+    days = seconds_of(tags.get(MAX_AGE_TAG))
+    ceiling = ctx.setting("maxCredentialKeyAgeDays")
+    if days is None or days > ceiling:
+        yield (
+            f"Secret {ctx.name} lets the worker-credential signing key live "
+            f"{tags.get(MAX_AGE_TAG)} days ({MAX_AGE_TAG}), beyond the ceiling of "
+            f"{shown(ceiling)} days; lower sandboxkit:aws-microvm.workerCredentialKeyMaxAgeDays "
+            "and replace the key within it."
+        )
+
+
+# --- SBX-SEC-004 -------------------------------------------------------------------------------
+
+# The account field of a MicroVM base image ARN AWS manages (``arn:aws:lambda:<region>:aws:...``).
+AWS_OWNED = "aws"
+
+
+def _trusted(props: Mapping[str, Any]) -> set[str]:
+    tags = props.get("tags")
+    text = tags.get(TRUSTED_ACCOUNTS_TAG) if isinstance(tags, Mapping) else None
+    return {AWS_OWNED, *(text.split("-") if isinstance(text, str) and text else ())}
+
+
+def _untrusted(what: str, arn: Any, trusted: set[str]) -> Iterator[str]:
+    parts = arn.split(":") if isinstance(arn, str) else []
+    account = parts[4] if len(parts) > 4 else ""
+    if isinstance(arn, str) and account not in trusted:
+        yield (
+            f"{what} {arn} from account {account or '(none)'}, which the stack does not "
+            "trust; use one from your own account or AWS, or list the account in "
+            f"sandboxkit:aws-microvm.trustedAccounts once you trust it."
+        )
+
+
+def _launcher_layers(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if launcher_env(props) is None:
+        return
+    trusted = _trusted(props)
+    for layer in items(props.get("layers")):
+        yield from _untrusted(f"Launcher function {ctx.name} runs layer", layer, trusted)
+
+
+def _base_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The kit's MicrovmImage holds the service's request under ``image``; the provider's Image
+    # takes it at the top.
+    arn = dig(props, "image.baseImageArn") or props.get("baseImageArn")
+    yield from _untrusted(f"MicroVM image {ctx.name} builds on base image", arn, _trusted(props))
+
+
 # --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------
 
 
@@ -407,5 +485,23 @@ HANDLERS = (
         egress_guard.MICROVM_IMAGES,
         _image_env,
         "MicroVM images: plain environment variables",
+    ),
+    Handler(
+        SIGNED_WEBHOOKS, (FUNCTION,), _replay_window, "the launcher function: its replay window"
+    ),
+    Handler(
+        SIGNED_WEBHOOKS, (SECRET,), _credential_key_age, "the worker credential key secret: its age"
+    ),
+    Handler(
+        TRUSTED_SOURCES,
+        (FUNCTION,),
+        _launcher_layers,
+        "the launcher function: its layers' accounts",
+    ),
+    Handler(
+        TRUSTED_SOURCES,
+        egress_guard.MICROVM_IMAGES,
+        _base_image,
+        "MicroVM images: the base image's account",
     ),
 )

@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, SourceContext, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document, trusted_tags
 from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.microvm_image import MicrovmImage
 from sandboxkit.aws.plan import AwsAccess, MicrovmSandboxArgs
@@ -110,7 +110,7 @@ def image(kit: Children, args: MicrovmSandboxArgs, access: AwsAccess) -> Microvm
         f"{kit.name}-image",
         image=spec,
         access=access,
-        tags=kit.tags,
+        tags=trusted_tags(kit.tags, args["trusted_accounts"]),
         # The build assumes the role at once: it must already read the artifact and log.
         opts=kit.after(grant, logs),
     )

@@ -132,6 +132,9 @@ class MicrovmSandboxArgs(TypedDict, total=False):
     """Reserved concurrency of the launcher Lambda."""
     launcher_layers: tuple[str, ...]
     """Lambda layer ARNs of the launcher."""
+    trusted_accounts: tuple[str, ...]
+    """12-digit AWS accounts whose layers and base images the stack trusts besides AWS's own
+    (``assumeRole``'s account and ``trustedAccounts``), tagged on the launcher and the image."""
     dns_firewall_mutation_protection: bool
     """``MutationProtection`` ``ENABLED`` on the DNS Firewall association (blocks its delete)."""
     log_retention_days: int

@@ -123,6 +123,9 @@ _LAYER_VERSION_ARN = re.compile(
     r"^arn:aws[a-zA-Z-]*:lambda:(eusc-)?[a-z]{2}((-gov)|(-iso([a-z]?)))?-[a-z]+-\d:\d{12}:"
     r"layer:[a-zA-Z0-9_-]+:[0-9]+$"
 )
+# Trusted accounts travel as one tag value of "-"-joined 12-digit ids: AWS tag values hold at
+# most 256 characters (Tagging AWS resources, "Tag naming limits and requirements"), 19 ids.
+MAX_TRUSTED_ACCOUNTS = 19
 # A function takes at most five layers (Lambda quotas, "Function layers: five layers",
 # docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
 MAX_LAYERS = 5
@@ -245,7 +248,8 @@ class MicrovmSettings(TargetSettings):
         launcherLayers: Lambda layer version ARNs for the launcher
             (``arn:aws:lambda:<region>:<account>:layer:<name>:<version>``, at most 5). None is
             needed for ``lambda-microvms``: the launcher package bundles its own boto3
-            (``sandboxkit.aws.launcher_package``).
+            (``sandboxkit.aws.launcher_package``). Each from an account the stack trusts
+            (SBX-SEC-004): the launcher holds both HMAC keys.
         dnsFirewallMutationProtection: ``true`` (default) sets the DNS Firewall association's
             ``MutationProtection`` ``ENABLED``: nobody can disassociate the rule group from the
             VPC (and so switch name filtering off) while it is on. It also refuses the kit's
@@ -253,6 +257,10 @@ class MicrovmSettings(TargetSettings):
             with ``RSLVR-02307`` (terraform-provider-aws #21278). Set it ``false`` and run
             ``pulumi up`` first (an in-place update), then destroy or replace; set it back
             after a replacement (docs/running-for-real.md).
+        trustedAccounts: 12-digit AWS accounts (at most 19) whose launcher layers and MicroVM
+            base images the stack trusts besides AWS's own (``aws``) and ``assumeRole``'s
+            account; list the stack's own account here when ``assumeRole`` is not set (the gate
+            cannot know where a stack deploys before it runs).
     """
 
     region: Annotated[str, Field(pattern=_REGION)]
@@ -287,6 +295,10 @@ class MicrovmSettings(TargetSettings):
         None, alias="launcherConcurrency"
     )
     launcher_layers: tuple[str, ...] = Field((), alias="launcherLayers")
+    trusted_accounts: Annotated[
+        tuple[Annotated[str, Field(pattern=r"^[0-9]{12}$")], ...],
+        Field(max_length=MAX_TRUSTED_ACCOUNTS),
+    ] = Field((), alias="trustedAccounts")
     dns_firewall_mutation_protection: bool = Field(
         DEFAULT_DNS_FIREWALL_MUTATION_PROTECTION, alias="dnsFirewallMutationProtection"
     )
@@ -323,7 +335,13 @@ class MicrovmSettings(TargetSettings):
                     )
         return data
 
-    @field_validator("control_plane_hosts", "availability_zones", "launcher_layers", mode="before")
+    @field_validator(
+        "control_plane_hosts",
+        "availability_zones",
+        "launcher_layers",
+        "trusted_accounts",
+        mode="before",
+    )
     @classmethod
     def _tuple(cls, value: object) -> object:
         return tuple(value) if isinstance(value, list) else value
@@ -451,6 +469,13 @@ class MicrovmSettings(TargetSettings):
                     ".availabilityZones", list(self.availability_zones), f"zones of {self.region}"
                 )
         return self
+
+    def trusted(self) -> tuple[str, ...]:
+        """The accounts whose layers and base images the stack trusts besides AWS's own:
+        ``assumeRole``'s account (the stack's own, when the settings name it) and
+        ``trustedAccounts``, in that order, each once."""
+        own = (self.assume_role.role_arn.split(":")[4],) if self.assume_role else ()
+        return tuple(dict.fromkeys((*own, *self.trusted_accounts)))
 
     def base_image(self) -> str:
         """The base image ARN: ``baseImageArn`` or the AWS-managed al2023 image of ``region``."""
@@ -621,6 +646,7 @@ def microvm_args(
         ingress_port=settings.ingress_port,
         launcher_concurrency=settings.launcher_concurrency or profile.pool.max_concurrent,
         launcher_layers=settings.launcher_layers,
+        trusted_accounts=settings.trusted(),
         dns_firewall_mutation_protection=settings.dns_firewall_mutation_protection,
         log_retention_days=log_retention(profile.audit.log_retention_days),
         labels=context.labels(),

@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from sandboxkit.aws.children import Children, SourceContext, policy_document
+from sandboxkit.aws.children import Children, SourceContext, policy_document, trusted_tags
 from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.image import LAMBDA_PRINCIPAL
 from sandboxkit.aws.launcher_package import launcher_package
@@ -28,6 +28,7 @@ from sandboxkit.boundary import (
     LAUNCHER_MAX_DURATION_SECONDS,
     LAUNCHER_REPLAY_WINDOW_SECONDS,
     LAUNCHER_WEBHOOK_SECRET_ARN,
+    MAX_AGE_TAG,
 )
 from sandboxkit.secrets import SecretValue
 
@@ -98,7 +99,7 @@ def launcher(
         args["worker_credential_key"],
         f"sandboxkit worker-credential signing key (launcher and platform only); "
         f"replace within {max_age} days",
-        {**kit.tags, "sandboxkit-max-age-days": max_age},
+        {**kit.tags, MAX_AGE_TAG: max_age},
     )
     logs = kit.log_group("launcher-logs")
     role_arn = execution_role[0].arn if execution_role is not None else None
@@ -138,7 +139,7 @@ def launcher(
         layers=list(args["launcher_layers"]),
         environment={"variables": environment},
         logging_config={"log_format": "JSON", "log_group": logs.name},
-        tags=kit.tags,
+        tags=trusted_tags(kit.tags, args["trusted_accounts"]),
         opts=kit.after(*ready),
     )
     # An HTTP API rather than a function URL: one POST route only, stage throttling, access

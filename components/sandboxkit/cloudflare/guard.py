@@ -8,9 +8,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.boundary import (
+    CONTAINER_IMAGE_BINDING,
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
     IDLE_TIMEOUT_BINDING,
+    JWT_MAX_LIFETIME_BINDING,
     JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
@@ -23,6 +25,7 @@ from sandboxkit.guard import (
     StackResource,
     dig,
     items,
+    number,
     of_kind,
     plain_binding_entries,
     plain_bindings,
@@ -32,13 +35,16 @@ from sandboxkit.guard_checks import (
     inline_secrets,
     listed_variables,
     matching,
+    seconds_of,
     time_problems,
+    unpinned_images,
 )
 from sandboxkit.policy_rules import (
     ALLOWLIST_SPECIFIC,
     AUDIT_LOGS,
     AUTHENTICATED_WORKER,
     DEFAULT_DENY,
+    DIGEST_PINNED,
     EGRESS_CLOSED,
     PLAINTEXT_ENV,
     SERVER_CHOSEN_IDS,
@@ -183,6 +189,42 @@ def _plain_secrets(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
     yield from inline_secrets("Worker", ctx.name, listed_variables(plain, "text"), ctx)
 
 
+def _token_lifetime(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if not _bindings(props, "durable_object_namespace"):
+        return
+    text = plain_bindings(props).get(JWT_MAX_LIFETIME_BINDING)
+    if text is None:
+        return  # SBX-SES-001 reports a Worker without client-token checks
+    seconds = seconds_of(text)
+    ceiling = ctx.setting("maxTokenLifetimeSeconds")
+    if seconds is None or seconds > ceiling:
+        yield (
+            f"Worker {ctx.name} accepts client tokens spanning up to {text} s "
+            f"({JWT_MAX_LIFETIME_BINDING}), beyond the ceiling of {number(ceiling)} s, so a "
+            "stolen token opens its tenant's sandboxes that long; lower "
+            "sandboxkit:cloudflare.tokenMaxLifetimeSeconds."
+        )
+
+
+# --- SBX-SEC-003 -------------------------------------------------------------------------------
+
+
+def _container_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The Worker's Durable Objects start the wrangler config's container; the image it runs is
+    # the one the Worker carries (no Pulumi resource holds a Containers application).
+    if not _bindings(props, "durable_object_namespace"):
+        return
+    image = plain_bindings(props).get(CONTAINER_IMAGE_BINDING)
+    if image is None:
+        yield (
+            f"Worker {ctx.name} does not name the container image its sandboxes run (plain "
+            f"binding {CONTAINER_IMAGE_BINDING}), so the gate cannot tell whether it is pinned; "
+            "deploy the kit's component, which carries sandboxkit:cloudflare.image."
+        )
+        return
+    yield from unpinned_images("Worker", ctx.name, [image])
+
+
 HANDLERS = (
     Handler(
         EGRESS_CLOSED,
@@ -228,4 +270,11 @@ HANDLERS = (
     ),
     StackHandler(AUDIT_LOGS, _workers_without_observability, "each Worker: observability enabled"),
     Handler(PLAINTEXT_ENV, (WORKERS_SCRIPT,), _plain_secrets, "the Worker's plain_text bindings"),
+    Handler(
+        AUTHENTICATED_WORKER,
+        (WORKERS_SCRIPT,),
+        _token_lifetime,
+        "the Worker: client tokens' maximum lifetime",
+    ),
+    Handler(DIGEST_PINNED, (WORKERS_SCRIPT,), _container_image, "the Worker's container image"),
 )

@@ -19,6 +19,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field, field_validator
 
 from sandboxkit.boundary import (
+    CONTAINER_IMAGE_BINDING,
     EGRESS_POLICY_BINDING,
     EXEC_TIMEOUT_BINDING,
     IDLE_TIMEOUT_BINDING,
@@ -348,7 +349,11 @@ def worker_sandbox_args(
         compatibility_date=settings.compatibility_date,
         token_signing_key=settings.token_signing_key,
         sandbox_id_key=settings.sandbox_id_key,
-        plain_vars={**worker_vars(profile), **token_vars(settings, script)},
+        plain_vars={
+            **worker_vars(profile),
+            **token_vars(settings, script),
+            CONTAINER_IMAGE_BINDING: settings.image,
+        },
         workers_dev=settings.workers_dev,
         instance_type=instance_type_for(profile.limits.vcpu, profile.limits.memory_mib).name,
     )

@@ -531,6 +531,12 @@ def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     yield from unpinned_images("SandboxTemplate", ctx.name, images)
 
 
+def _resolver_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The kit's resolver answers every sandbox's DNS: its image is judged as a sandbox's is.
+    images = [c.get("image") for c in containers_of(dig(props, "spec.template.spec", {}) or {})]
+    yield from unpinned_images("Deployment", ctx.name, images)
+
+
 HANDLERS = (
     *pod_guard.HANDLERS,
     Handler(
@@ -617,4 +623,10 @@ HANDLERS = (
         PLAINTEXT_ENV, SANDBOX_POD_KINDS, _pod_env, "sandbox pods: plain environment variables"
     ),
     Handler(DIGEST_PINNED, SANDBOX_POD_KINDS, _pod_images, "sandbox pods: image digests"),
+    Handler(
+        DIGEST_PINNED,
+        (DEPLOYMENT,),
+        _resolver_images,
+        "the kit's resolver Deployment: image digests",
+    ),
 )

@@ -174,6 +174,41 @@ def _external_runtime_classes(
             yield message, template.urn
 
 
+# What the gate checks on a namespace the stack creates, and so cannot on an existing one.
+NAMESPACE_UNSEEN = (
+    "whether it enforces Pod Security restricted (SBX-K8S-007) and which other "
+    "NetworkPolicies it holds: policies are additive, so one that allows all egress there "
+    "voids the kit's deny"
+)
+
+
+def _external_namespaces(
+    resources: Sequence[StackResource], ctx: CheckContext
+) -> Iterator[tuple[str, str | None]]:
+    # A namespace is created when the same target's component registered a Namespace by that
+    # name; otherwise its labels and the other policies in it are the cluster's secret.
+    created = {
+        (target_of(r.props), dig(r.props, "metadata.name"))
+        for r in of_kind(resources, ":Namespace")
+    }
+    reported: set[tuple[str | None, str]] = set()
+    for template in of_kind(resources, ":SandboxTemplate"):
+        target, name = target_of(template.props), dig(template.props, "metadata.namespace")
+        if not isinstance(name, str) or (target, name) in created or (target, name) in reported:
+            continue
+        reported.add((target, name))
+        message = outside_the_stack(
+            ctx,
+            f"Namespace/{name}",
+            f"namespace {name}, which SandboxTemplate {template.name} runs its sandbox pods in",
+            NAMESPACE_UNSEEN,
+            f"set sandboxkit:{target}.createNamespace to true so the kit creates it with Pod "
+            "Security restricted",
+        )
+        if message:
+            yield message, template.urn
+
+
 HANDLERS = (
     Handler(READ_ONLY_ROOT, SANDBOX_POD_KINDS, _read_only, "sandbox pods: readOnlyRootFilesystem"),
     Handler(
@@ -211,5 +246,10 @@ HANDLERS = (
         OUTSIDE_THE_STACK,
         _external_runtime_classes,
         "a RuntimeClass the stack uses but does not create",
+    ),
+    StackHandler(
+        OUTSIDE_THE_STACK,
+        _external_namespaces,
+        "a sandbox namespace the stack uses but does not create",
     ),
 )

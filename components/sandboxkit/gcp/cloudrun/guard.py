@@ -48,6 +48,7 @@ from sandboxkit.policy_rules import (
     SIZE_LIMITS,
     TIME_LIMITS,
 )
+from sandboxkit.value_formats import same_image
 
 SERVICE = "gcp:cloudrunv2/service:Service"
 FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
@@ -309,12 +310,17 @@ def _template_problems(service: StackResource, launchers: list[Mapping[str, Any]
             "templates with a separate sandbox image (sandboxkit:gcp-cloudrun.sandboxImage)."
         )
         return
-    launcher_images = {c.get("image") for c in launchers}
+    launcher_images = [str(c.get("image")) for c in launchers if isinstance(c.get("image"), str)]
     for template in templates:
-        if template.get("image") in launcher_images:
+        image = template.get("image")
+        # One image by any name: a digest names the content, a host in another case or with
+        # its default port the same registry (sandboxkit.value_formats.same_image).
+        same = next((i for i in launcher_images if same_image(str(image), i)), None)
+        if isinstance(image, str) and same is not None:
+            shown = image if image == same else f"{image} (the launcher's {same})"
             yield (
                 f"Sandbox template {template.get('name')} of Cloud Run service {service.name} "
-                f"runs the launcher's own image {template.get('image')}, so its sandboxes read "
+                f"runs the launcher's own image {shown}, so its sandboxes read "
                 "everything the launcher holds; give it a separate sandbox image."
             )
     names = sorted(str(t.get("name")) for t in templates)

@@ -37,7 +37,7 @@ from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
-from sandboxkit.value_formats import ImageReference
+from sandboxkit.value_formats import ImageReference, same_image
 
 TARGET = "gcp-cloudrun"
 
@@ -258,7 +258,8 @@ class CloudRunSettings(GcpSettings):
             f"an image other than the launcher's ({self.image}): a sandbox running the "
             "launcher image reads everything the launcher holds"
         )
-        if self.sandbox_image == self.image:
+        # One image by any name (a digest names the content): ``same_image``.
+        if same_image(self.sandbox_image, self.image):
             errors.append(FieldError(".sandboxImage", self.sandbox_image, launcher))
         seen = {SANDBOX_TEMPLATE}
         for index, template in enumerate(self.templates):
@@ -272,7 +273,7 @@ class CloudRunSettings(GcpSettings):
                     )
                 )
             seen.add(template.name)
-            if template.image == self.image:
+            if same_image(template.image, self.image):
                 errors.append(FieldError(f".templates[{index}].image", template.image, launcher))
         if errors:
             raise FieldError.first_of(errors)

@@ -16,7 +16,12 @@ import pulumi_kubernetes as k8s
 
 from sandboxkit.boundary import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
-from sandboxkit.gcp.gke.plan import GVISOR_NODE_LABEL, GVISOR_TOLERATION, GkeAgentSandboxArgs
+from sandboxkit.gcp.gke.plan import (
+    GVISOR_NODE_LABEL,
+    GVISOR_TOLERATION,
+    GkeAgentSandboxArgs,
+    cluster_description,
+)
 from sandboxkit.kubernetes.agent_sandbox import AgentSandbox
 
 # Project roles of the node service account. roles/container.defaultNodeServiceAccount is GKE's
@@ -290,7 +295,7 @@ class GkeAgentSandbox(pulumi.ComponentResource):
             project=project,
             location=region,
             name=object_name,
-            description="sandboxkit: GKE Agent Sandbox",
+            description=cluster_description(args["public_endpoint_reason"]),
             network=network.id,
             subnetwork=subnet.id,
             min_master_version=args["min_master_version"],

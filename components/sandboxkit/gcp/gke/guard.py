@@ -3,12 +3,18 @@ node pool; the agent-sandbox objects on it are the kubernetes target's, re-expor
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from sandboxkit.addresses import private_use_reason
 from sandboxkit.boundary import NODE_POOL_LABEL, SYSTEM_NODE_POOL
 from sandboxkit.gcp import guard as gcp_guard
-from sandboxkit.gcp.gke.plan import cluster_reference
+from sandboxkit.gcp.gke.plan import (
+    MAX_AUTHORIZED_NETWORKS,
+    PUBLIC_ENDPOINT_MARK,
+    cluster_reference,
+)
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -16,11 +22,14 @@ from sandboxkit.guard import (
     StackResource,
     UnknownInputError,
     dig,
+    items,
+    number,
     of_kind,
 )
-from sandboxkit.guard_checks import identity_allowed, outside_the_stack
+from sandboxkit.guard_checks import identity_allowed, network_of, outside_the_stack
 from sandboxkit.kubernetes import guard as kubernetes_guard
 from sandboxkit.policy_rules import (
+    CONTROL_PLANE_BOUNDED,
     DEFAULT_DENY,
     NO_GUEST_IDENTITY,
     OUTSIDE_THE_STACK,
@@ -40,6 +49,51 @@ def _datapath(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
             f"GKE cluster {ctx.name} does not use Dataplane V2, so sandbox network and FQDN "
             "policies are not enforced; set datapathProvider to ADVANCED_DATAPATH."
         )
+
+
+# --- SBX-NET-009 -------------------------------------------------------------------------------
+
+
+def _control_plane(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    if dig(props, "privateClusterConfig.enablePrivateEndpoint") is not True:
+        description = props.get("description")
+        if not (isinstance(description, str) and PUBLIC_ENDPOINT_MARK in description):
+            yield (
+                f"GKE cluster {ctx.name} has a public control-plane endpoint, reachable from "
+                "the internet by whoever holds a credential and an authorized address; set "
+                "sandboxkit:gcp-gke.privateEndpoint to true, or acknowledge it with "
+                "sandboxkit:gcp-gke.publicEndpointReason."
+            )
+    blocks = [
+        b.get("cidrBlock")
+        for b in items(dig(props, "masterAuthorizedNetworksConfig.cidrBlocks"))
+        if isinstance(b, Mapping)
+    ]
+    if len(blocks) > MAX_AUTHORIZED_NETWORKS:
+        yield (
+            f"GKE cluster {ctx.name} lists {len(blocks)} master authorized networks; GKE takes "
+            f"at most {MAX_AUTHORIZED_NETWORKS} (GKE API v1 MasterAuthorizedNetworksConfig."
+            "cidr_blocks); list only the networks that administer the cluster."
+        )
+    networks = [n for n in map(network_of, map(str, blocks)) if n is not None]
+    public = [n for n in networks if private_use_reason(n) is not None]
+    # The union, not each entry: overlapping or adjacent blocks count once.
+    ipv4 = ipaddress.collapse_addresses(n for n in public if isinstance(n, ipaddress.IPv4Network))
+    ipv6 = ipaddress.collapse_addresses(n for n in public if isinstance(n, ipaddress.IPv6Network))
+    bounds = (
+        (ipv4, ctx.setting("maxAuthorizedIpv4Addresses"), "public IPv4 addresses"),
+        (ipv6, 2 ** (128 - int(ctx.setting("minAuthorizedIpv6Prefix"))), "IPv6 addresses"),
+    )
+    for union, bound, what in bounds:
+        held: int = sum(n.num_addresses for n in union)
+        if held > bound:
+            yield (
+                f"GKE cluster {ctx.name}'s master authorized networks together hold {held} "
+                f"{what}, more than the {number(bound)} sbx-net-009 allows, so the control "
+                "plane faces that much of the internet however narrow each entry is; list only "
+                "the networks that administer the cluster in "
+                "sandboxkit:gcp-gke.masterAuthorizedNetworks."
+            )
 
 
 # --- SBX-IAM-002 -------------------------------------------------------------------------------
@@ -131,5 +185,11 @@ HANDLERS = (
         OUTSIDE_THE_STACK,
         _external_clusters,
         "an existingCluster the stack uses but does not create",
+    ),
+    Handler(
+        CONTROL_PLANE_BOUNDED,
+        (CLUSTER,),
+        _control_plane,
+        "GKE clusters: private endpoint and master authorized networks",
     ),
 )

@@ -28,6 +28,14 @@ def cluster_reference(project: object, location: object, name: object) -> str:
     return f"projects/{project}/locations/{location}/clusters/{name}"
 
 
+# GKE's limit on authorized networks: MasterAuthorizedNetworksConfig.cidr_blocks "define up to 50
+# external networks" (GKE API v1, google.cloud.container.v1 MasterAuthorizedNetworksConfig).
+MAX_AUTHORIZED_NETWORKS = 50
+# What the cluster's description says after the kit's text when the stack acknowledges a public
+# control-plane endpoint (publicEndpointReason); SBX-NET-009 reads it.
+PUBLIC_ENDPOINT_MARK = "; public control-plane endpoint acknowledged: "
+
+
 class GkeAgentSandboxArgs(TypedDict, total=False):
     """Inputs of ``GkeAgentSandbox``; ``spec.gke_args`` builds them from a profile and settings."""
 
@@ -41,6 +49,10 @@ class GkeAgentSandboxArgs(TypedDict, total=False):
     """Add the node pool to this cluster instead of creating network and cluster."""
     private_endpoint: bool
     """The control plane has no public endpoint."""
+    public_endpoint_reason: str | None
+    """Why the control plane keeps a public endpoint (``privateEndpoint: false``), written into
+    the cluster's description after ``PUBLIC_ENDPOINT_MARK`` for SBX-NET-009; ``None`` when not
+    acknowledged."""
     control_plane_access: str
     """``dns`` (the kubeconfig names the DNS-based endpoint, open to IAM-authorized traffic)
     or ``authorizedNetworks`` (the IP endpoint)."""
@@ -74,3 +86,12 @@ class GkeAgentSandboxArgs(TypedDict, total=False):
     """The kit's labels."""
     sandbox: AgentSandboxArgs
     """The ``AgentSandbox`` inputs (gVisor runtime class, toleration, node selector)."""
+
+
+def cluster_description(public_endpoint_reason: str | None) -> str:
+    """The created cluster's description: the kit's text, then ``PUBLIC_ENDPOINT_MARK`` and the
+    stack's reason when it acknowledges a public control-plane endpoint."""
+    text = "sandboxkit: GKE Agent Sandbox"
+    return (
+        f"{text}{PUBLIC_ENDPOINT_MARK}{public_endpoint_reason}" if public_endpoint_reason else text
+    )

@@ -22,6 +22,7 @@ from sandboxkit.gcp.deployer import apply_hint, gcp_document
 from sandboxkit.gcp.gke.plan import (
     GVISOR_NODE_LABEL,
     GVISOR_TOLERATION,
+    MAX_AUTHORIZED_NETWORKS,
     GkeAgentSandboxArgs,
     cluster_reference,
 )
@@ -135,7 +136,12 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
             pods. The kit cannot see them: the gate reports the cluster as cannot verify
             (SBX-K8S-009, mandatory in prod) unless the pack config accepts
             ``projects/<project>/locations/<region>/clusters/<name>``.
-        privateEndpoint: the control plane has no public endpoint (created cluster only).
+        privateEndpoint: the control plane has no public endpoint (created cluster only). A
+            public one is a finding of SBX-NET-009 (mandatory in prod) unless
+            ``publicEndpointReason`` acknowledges it.
+        publicEndpointReason: why the control plane keeps a public endpoint (10 to 500
+            characters), only with ``privateEndpoint: false``; written into the cluster's
+            description, where the gate reads it.
         controlPlaneAccess: how the deployer's ``pulumi up`` reaches the control plane to
             create the Kubernetes objects. ``dns`` (default): through the cluster's DNS-based
             endpoint (``controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic``),
@@ -147,10 +153,13 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
             outside network reaches during the same ``pulumi up``.
         releaseChannel: GKE release channel, ``RAPID``, ``REGULAR`` (default) or ``STABLE``:
             GKE upgrades the control plane and nodes within it (created cluster only).
-        masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, each at most
-            a /8 (IPv4) or /32 (IPv6) wide (``0.0.0.0/0``, ``::/0`` and other blocks that wide
-            are refused) and of public or private-use space only: loopback, link-local,
-            documentation and other special-purpose blocks of IANA's registry are refused.
+        masterAuthorizedNetworks: CIDR blocks allowed to reach the control plane, at most 50
+            (GKE API v1 ``MasterAuthorizedNetworksConfig.cidr_blocks``: "up to 50 external
+            networks"), each at most a /8 (IPv4) or /32 (IPv6) wide (``0.0.0.0/0``, ``::/0``
+            and other blocks that wide are refused) and of public or private-use space only:
+            loopback, link-local, documentation and other special-purpose blocks of IANA's
+            registry are refused. The gate bounds the union of the public ones (SBX-NET-009),
+            so many entries cannot add up to a wide control plane.
         masterCidr: the control plane's private /28; none of the four ranges (this one,
             ``subnetCidr``, ``podsCidr``, ``servicesCidr``) may overlap another. Each of the
             four lies inside one private-use (RFC 1918) block of IANA's special-purpose
@@ -180,15 +189,18 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
         Field(None, alias="existingCluster")
     )
     private_endpoint: bool = Field(True, alias="privateEndpoint")
+    public_endpoint_reason: Annotated[str, Field(min_length=10, max_length=500)] | None = Field(
+        None, alias="publicEndpointReason"
+    )
     control_plane_access: Literal["dns", "authorizedNetworks"] = Field(
         DEFAULT_CONTROL_PLANE_ACCESS, alias="controlPlaneAccess"
     )
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = Field(
         DEFAULT_RELEASE_CHANNEL, alias="releaseChannel"
     )
-    master_authorized_networks: Annotated[tuple[AuthorizedNetwork, ...], Field(strict=False)] = (
-        Field((), alias="masterAuthorizedNetworks")
-    )
+    master_authorized_networks: Annotated[
+        tuple[AuthorizedNetwork, ...], Field(strict=False, max_length=MAX_AUTHORIZED_NETWORKS)
+    ] = Field((), alias="masterAuthorizedNetworks")
     master_cidr: PrivateCidr = Field(DEFAULT_MASTER_CIDR, alias="masterCidr")
     subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
     pods_cidr: PrivateCidr = Field(DEFAULT_PODS_CIDR, alias="podsCidr")
@@ -231,6 +243,17 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
                 [],
                 "the deployer's range with controlPlaneAccess authorizedNetworks (no network "
                 "may reach the IP endpoint otherwise), or controlPlaneAccess dns",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _reason_for_a_public_endpoint(self) -> GkeSettings:
+        if self.public_endpoint_reason is not None and self.private_endpoint:
+            raise FieldError(
+                ".publicEndpointReason",
+                self.public_endpoint_reason,
+                "no reason while privateEndpoint is true (the reason acknowledges a public "
+                "control-plane endpoint, privateEndpoint: false)",
             )
         return self
 
@@ -293,6 +316,7 @@ def gke_args(
         object_name=context.object_name("sbx-", 24),
         existing_cluster=settings.existing_cluster,
         private_endpoint=settings.private_endpoint,
+        public_endpoint_reason=settings.public_endpoint_reason,
         control_plane_access=settings.control_plane_access,
         release_channel=settings.release_channel,
         master_authorized_networks=settings.master_authorized_networks,
