@@ -279,6 +279,7 @@ def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseMo
 # expression (tests/core/test_config_hints.py fails on a pattern missing here).
 PATTERN_WORDS: Mapping[str, str] = {
     r"\S": "non-blank text",
+    r"^[0-9]{12}$": "a 12-digit AWS account id",
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$": (
         "a DNS label: 1 to 63 lower-case letters, digits or hyphens, starting and ending with a "
         "letter or digit"

@@ -101,5 +101,6 @@ def test_wrangler_deploy_dry_run_accepts_the_prod_config(
     assert "--dry-run: exiting now." in ran.stdout
     assert (
         "sandboxkit-prod-sandbox (registry.cloudflare.com/00000000000000000000000000000000/"
-        "agent-python-sandbox:v1.4.2)" in ran.stdout
+        "agent-python-sandbox@sha256:f3489ae353880d468484dec67df602fb8d5393913d56c97ded44835a7e9f1d38)"
+        in ran.stdout
     )
