@@ -215,3 +215,17 @@ def test_a_target_the_stack_does_not_list_exits_2(target: str, message: str) -> 
     ran = invoke_cli("deployer-policy", "--stack", "staging", "--target", target, cwd=ROOT)
     assert (ran.returncode, ran.stdout) == (2, "")
     assert message in ran.stderr
+
+
+def test_the_aws_document_is_the_one_aws_deployer_derives_from_the_plan(
+    renders: list[RenderedStack],
+) -> None:
+    from sandboxkit.aws.deployer import plan_deployer_policy
+
+    for rendered in _cases(renders, "aws-microvm"):
+        types = cloud_types(resource_views(rendered, "aws-microvm"))
+        plan = rendered.spec.plans["aws-microvm"]
+        expected = plan_deployer_policy(types, plan, stack=rendered.stack, component="aws-microvm")
+        found = _policy(rendered, "aws-microvm")
+        assert found.document == expected
+        assert found.document["Statement"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit
 
@@ -26,6 +27,8 @@ from sandboxkit.aws.plan import (
     MicrovmSandboxArgs,
 )
 from sandboxkit.aws.worker.build import HOOKS_PORT
+from sandboxkit.deployer import DeployerPolicy, MissingGrantError, cloud_types
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import EgressRule, parse_rule
 from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem, did_you_mean
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
@@ -739,6 +742,37 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
         from sandboxkit.aws.microvm import MicrovmSandbox
 
         return MicrovmSandbox(self.name, plan)
+
+    def deployer_policy(
+        self,
+        context: KitContext,
+        settings: MicrovmSettings,
+        resources: Sequence[ResourceView],
+    ) -> DeployerPolicy:
+        """The deployer's IAM policy document for the rendered resources (``aws.deployer``),
+        scoped to the stack's region and launcher layers.
+
+        Raises:
+            MissingGrantError: for a rendered resource type ``aws.deployer`` has no actions for.
+        """
+        from sandboxkit.aws.deployer import deployer_policy
+
+        try:
+            document = deployer_policy(
+                cloud_types(resources),
+                region=settings.region,
+                component=self.name,
+                stack=context.stack,
+                layers=settings.launcher_layers,
+            )
+        except LookupError as exc:
+            raise MissingGrantError(str(exc)) from None
+        return DeployerPolicy(
+            self.name,
+            document,
+            "Attach it to the role or user that runs pulumi up and pulumi destroy "
+            "(aws iam put-role-policy --policy-document file://<this output>).",
+        )
 
 
 SPEC = MicrovmTarget()
