@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 import textwrap
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -40,6 +41,8 @@ from sandboxkit.targets import TARGET_MODULES, KitContext, TargetSpec, get_targe
 
 if TYPE_CHECKING:
     from sandboxkit.checkov_bridge.runner import CheckovReport
+    from sandboxkit.local.plan import LocalPlan
+    from sandboxkit.local.runner import AuditLog
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -917,6 +920,43 @@ def main() -> None:
     sys.exit(code)
 
 
+def _local_plan(stack: str, project_dir: Path | None) -> LocalPlan:
+    """The ``local`` plan of ``stack`` (``sandboxkit run`` and ``verify``).
+
+    Raises:
+        ConfigError: bad stack config, or a stack that does not list ``local``.
+    """
+    spec = load_stack_file(project_root(project_dir), stack)
+    if "local" not in spec.targets:
+        raise ConfigError(
+            Problem(
+                "sandboxkit:targets",
+                list(spec.targets),
+                "a list including local (sandboxkit run and verify run the local target's sandbox)",
+            )
+        )
+    plan: LocalPlan = spec.plans["local"]
+    return plan
+
+
+@contextlib.contextmanager
+def _local_audit(plan: LocalPlan) -> Iterator[AuditLog]:
+    """The plan's audit log, open while a ``local`` sandbox runs; a host that cannot enforce a
+    limit (``HostError``) exits 2 with its reason."""
+    from sandboxkit.local.isolation import HostError
+    from sandboxkit.local.runner import AuditLog
+    from sandboxkit.local.spec import audit_path
+
+    audit = AuditLog(audit_path(plan), plan["retention_days"])
+    try:
+        yield audit
+    except HostError as exc:
+        _say(f"sandboxkit: error: {exc}")
+        raise typer.Exit(EXIT_CONFIG) from None
+    finally:
+        audit.close()
+
+
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
     stack: StackOption,
@@ -933,39 +973,17 @@ def run(
 ) -> None:
     """Run CMD in a local sandbox under STACK's profile (the stack lists the local target);
     exit with CMD's code (126/127 as a shell gives them, 137 when a limit killed it)."""
-    from sandboxkit.local.isolation import HostError
-    from sandboxkit.local.runner import AuditLog, run_sandbox
-    from sandboxkit.local.spec import audit_path
+    from sandboxkit.local.runner import run_sandbox
 
     try:
-        spec = load_stack_file(project_root(project_dir), stack)
-        if "local" not in spec.targets:
-            raise ConfigError(
-                Problem(
-                    "sandboxkit:targets",
-                    list(spec.targets),
-                    "a list including local (sandboxkit run runs the local target's sandbox)",
-                )
-            )
+        plan = _local_plan(stack, project_dir)
         if workdir is not None and not workdir.is_dir():
             raise ConfigError(Problem("--workdir", str(workdir), "an existing folder"))
     except ConfigError as exc:
         raise fail_config(exc) from None
-    plan = spec.plans["local"]
-    audit = AuditLog(audit_path(plan), plan["retention_days"])
-    try:
-        result = run_sandbox(
-            plan,
-            command,
-            seed=None if workdir is None else workdir.resolve(),
-            audit=audit,
-            stack=stack,
-        )
-    except HostError as exc:
-        _say(f"sandboxkit: error: {exc}")
-        raise typer.Exit(EXIT_CONFIG) from None
-    finally:
-        audit.close()
+    with _local_audit(plan) as audit:
+        seed = None if workdir is None else workdir.resolve()
+        result = run_sandbox(plan, command, seed=seed, audit=audit, stack=stack)
     for limit in result.limits_hit:
         _say(f"sandboxkit: the sandbox hit {limit}")
     raise typer.Exit(result.exit_code)
@@ -986,10 +1004,7 @@ def verify(
 ) -> None:
     """Try --explain-egress's probes from inside a real sandbox of STACK and print each
     observed answer beside the contract's; exit 1 on any difference (local target only)."""
-    from sandboxkit.local.isolation import HostError
     from sandboxkit.local.network import NamespaceSockets
-    from sandboxkit.local.runner import AuditLog
-    from sandboxkit.local.spec import audit_path
     from sandboxkit.local.verify import print_observations
     from sandboxkit.local.verify import verify as verify_plan
 
@@ -998,11 +1013,7 @@ def verify(
             raise ConfigError(
                 Problem("--target", target, "local (the one target whose sandbox runs here)")
             )
-        spec = load_stack_file(project_root(project_dir), stack)
-        if "local" not in spec.targets:
-            raise ConfigError(
-                Problem("sandboxkit:targets", list(spec.targets), "a list including local")
-            )
+        plan = _local_plan(stack, project_dir)
         netns = None if uplink_netns is None else os.open(uplink_netns, os.O_RDONLY)
     except ConfigError as exc:
         raise fail_config(exc) from None
@@ -1014,16 +1025,11 @@ def verify(
                 )
             )
         ) from None
-    plan = spec.plans["local"]
-    audit = AuditLog(audit_path(plan), plan["retention_days"])
     sockets = None if netns is None else NamespaceSockets(netns)
     try:
-        observations = verify_plan(plan, audit=audit, sockets=sockets, stack=stack)
-    except HostError as exc:
-        _say(f"sandboxkit: error: {exc}")
-        raise typer.Exit(EXIT_CONFIG) from None
+        with _local_audit(plan) as audit:
+            observations = verify_plan(plan, audit=audit, sockets=sockets, stack=stack)
     finally:
-        audit.close()
         if sockets is not None:
             sockets.close()
     print_observations(observations)
