@@ -213,6 +213,41 @@ class ExternalConfig:
     apply: str
 
 
+@dataclass(frozen=True)
+class EgressAcceptance:
+    """What of an egress profile a target accepts; its ``plan`` refuses the rest with a
+    ``ConfigError`` naming the key (each refusal is documented in its ``docs/targets`` page).
+
+    The property tests (tests/core/test_egress_properties.py) generate profiles within it and
+    require each to render, and the target's reader to admit exactly what the contract admits;
+    a refusal of anything declared here fails them.
+
+    Attributes:
+        allowlist: ``mode: allowlist`` is accepted (``deny`` always is).
+        open: ``mode: open`` is accepted.
+        names: exact-name entries (``pypi.org:443``).
+        wildcards: wildcard entries (``*.pythonhosted.org:443``).
+        ipv4: IPv4 literal entries (``140.82.112.3:443``).
+        ipv6: IPv6 literal entries (``[2a04:4e42::223]:443``).
+        ports: the only ports an entry may name; ``None`` for any port from 1 to 65535.
+        settings: the target settings (camelCase key, value) all of the above needs, over a
+            stack's own: kubernetes takes names with ``fqdnPolicy: cilium`` only.
+    """
+
+    allowlist: bool = True
+    open: bool = True
+    names: bool = True
+    wildcards: bool = True
+    ipv4: bool = True
+    ipv6: bool = True
+    ports: tuple[int, ...] | None = None
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    def admits_port(self, port: int) -> bool:
+        """Whether an entry may name ``port``."""
+        return self.ports is None or port in self.ports
+
+
 SettingsT = TypeVar("SettingsT", bound=TargetSettings)
 PlanT = TypeVar("PlanT")
 
@@ -231,9 +266,15 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
     settings_model: type[SettingsT]
     caps: ClassVar[tuple[Cap, ...]] = ()
     # The Pulumi SDK packages ``component`` imports, directly or through the kit's modules
-    # (tests/core/test_parallel_render.py holds this to the import graph): an offline render shares
-    # targets out between processes by them (``sandboxkit.parallel``).
-    sdks: ClassVar[tuple[str, ...]]
+    # (tests/core/test_parallel_render.py holds this to the import graph), each with the CPU
+    # seconds importing what the kit uses of it takes on the 2-CPU reference machine
+    # (benchmarks/README.md, "Branch par-render"): an offline render
+    # shares targets out between processes by them (``sandboxkit.parallel``). Targets that use
+    # one SDK state the same seconds for it (the same test holds them to it).
+    sdks: ClassVar[Mapping[str, float]]
+    # What of an egress profile the target accepts (the property tests' bounds); ``None`` only
+    # for a target that enforces no egress mode (every registered target declares one).
+    accepts: ClassVar[EgressAcceptance | None]
 
     @abstractmethod
     def plan(self, profile: SandboxProfile, settings: SettingsT, context: KitContext) -> PlanT:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit
 
@@ -34,6 +34,7 @@ from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem, did_yo
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -660,7 +661,8 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
     """The ``aws-microvm`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_aws",)
+    sdks: ClassVar[Mapping[str, float]] = {"pulumi_aws": 0.55}
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(ipv6=False)
     settings_model = MicrovmSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.maxLifetimeSeconds", None, MAX_DURATION_SECONDS, MAX_DURATION_SOURCE),

@@ -17,7 +17,7 @@ does about it:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -38,6 +38,7 @@ from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -330,7 +331,10 @@ class AzureSessionsTarget(TargetSpec[AzureSessionsSettings, SessionPoolSandboxAr
     """The ``azure-sessions`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_azure_native",)
+    sdks: ClassVar[Mapping[str, float]] = {"pulumi_azure_native": 0.15}
+    # A session pool's egress is EgressEnabled or EgressDisabled: no allowlist, and open would
+    # reach non-public addresses too (``check_sessions``).
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(allowlist=False, open=False)
     settings_model = AzureSessionsSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         COOLDOWN_CAP,

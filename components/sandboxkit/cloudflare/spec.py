@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -42,6 +42,7 @@ from sandboxkit.errors import ConfigError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     ExternalConfig,
     KitComponent,
@@ -363,7 +364,12 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     """The ``cloudflare`` target."""
 
     name: ClassVar[str] = "cloudflare"
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_cloudflare",)
+    # What the kit imports of pulumi_cloudflare (its resource modules, ``sdk_parts``), not the
+    # whole package: 0.41 of its 0.85 s.
+    sdks: ClassVar[Mapping[str, float]] = {"pulumi_cloudflare": 0.35}
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(
+        open=False, ipv4=False, ipv6=False, ports=(80, 443)
+    )
     settings_model = CloudflareSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.vcpu", None, INSTANCE_TYPES[-1].vcpu, _LIMITS_SOURCE),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -21,6 +22,7 @@ from sandboxkit.local.plan import TARGET, LocalPlan
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -199,7 +201,8 @@ class LocalTarget(TargetSpec[LocalSettings, LocalPlan]):
     """The ``local`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ()
+    sdks: ClassVar[Mapping[str, float]] = {}
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance()
     settings_model = LocalSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         # A bubblewrap sandbox is one cgroup on this host: the CPU quota cannot exceed the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, Field, model_validator
@@ -26,10 +26,17 @@ from sandboxkit.gcp.gke.plan import (
     GkeAgentSandboxArgs,
     cluster_reference,
 )
-from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
+from sandboxkit.gcp.settings import (
+    GCP_SDKS,
+    LOG_RETENTION_CAP,
+    AuthorizedNetwork,
+    GcpSettings,
+    PrivateCidr,
+)
 from sandboxkit.kubernetes.deployer import binding_hint, deployer_cluster_role
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
+    KUBERNETES_SDKS,
     RuntimeClassSettings,
     SandboxObjectSettings,
     check_names_enforceable,
@@ -38,7 +45,14 @@ from sandboxkit.kubernetes.spec import (
     sandbox_args,
 )
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
+from sandboxkit.targets import (
+    Cap,
+    EgressAcceptance,
+    Enforcement,
+    KitComponent,
+    KitContext,
+    TargetSpec,
+)
 
 TARGET = "gcp-gke"
 
@@ -340,7 +354,10 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
     """The ``gcp-gke`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_gcp", "pulumi_kubernetes")
+    sdks: ClassVar[Mapping[str, float]] = {**GCP_SDKS, **KUBERNETES_SDKS}
+    # GKE FQDNNetworkPolicy cannot enforce the kit's resolver's answers: IP entries only
+    # (``check_names_enforceable``).
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(names=False, wildcards=False)
     settings_model = GkeSettings
     caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP, *KUBERNETES_CAPS)
 
