@@ -14,6 +14,8 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
@@ -69,27 +71,43 @@ class Cap:
         minimum: the smallest accepted value, or ``None``.
         maximum: the largest accepted value, or ``None``.
         source: the provider doc or API field the bound comes from.
+        step: the platform's precision: a value is a whole multiple of it (``0.001`` vCPU on
+            Kubernetes, whose CPU quantities count millicores), or ``None``. A value between
+            two steps is refused rather than rounded: the target would run another size than
+            the profile says (``0.0015`` vCPU rendered as ``2m`` is a third more).
     """
 
     field: str
     minimum: float | None
     maximum: float | None
     source: str
+    step: float | None = None
 
     def admits(self, value: float) -> bool:
-        """Whether ``value`` lies within the bound."""
-        return (self.minimum is None or value >= self.minimum) and (
-            self.maximum is None or value <= self.maximum
+        """Whether ``value`` lies within the bound and, with a ``step``, on one."""
+        return (
+            (self.minimum is None or value >= self.minimum)
+            and (self.maximum is None or value <= self.maximum)
+            and (self.step is None or on_step(value, self.step))
         )
 
     def describe(self) -> str:
-        """The bound as words, e.g. ``from 300 to 3600``."""
+        """The bound as words, e.g. ``from 300 to 3600``, ``at least 0.001, in steps of
+        0.001``."""
         low, high = plain_number(self.minimum), plain_number(self.maximum)
         if self.minimum is not None and self.maximum is not None:
-            return f"from {low} to {high}"
-        if self.maximum is not None:
-            return f"at most {high}"
-        return f"at least {low}"
+            words = f"from {low} to {high}"
+        elif self.maximum is not None:
+            words = f"at most {high}"
+        else:
+            words = f"at least {low}"
+        return words if self.step is None else f"{words}, in steps of {Decimal(str(self.step)):f}"
+
+
+def on_step(value: float, step: float) -> bool:
+    """Whether ``value`` is a whole multiple of ``step``, both read as the decimals they are
+    written as (``0.3`` is three steps of ``0.1``, though not in binary floating point)."""
+    return (Fraction(str(value)) / Fraction(str(step))).denominator == 1
 
 
 def plain_number(value: object) -> str:

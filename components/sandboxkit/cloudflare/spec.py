@@ -33,6 +33,7 @@ from sandboxkit.cloudflare.deployer import cloudflare_policy
 from sandboxkit.cloudflare.plan import (
     DEFAULT_COMPATIBILITY_DATE,
     MAIN_MODULE,
+    MAX_COMPATIBILITY_DATE,
     MIN_COMPATIBILITY_DATE,
     WorkerSandboxArgs,
 )
@@ -154,7 +155,9 @@ class CloudflareSettings(TargetSettings):
         workersDev: expose the Worker on ``<script>.<subdomain>.workers.dev``; default false
             (reach it through a route or custom domain you own).
         compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD`` naming a real
-            day, at least 2025-11-17 (the Worker's egress gateway needs ``ctx.exports``).
+            day, at least 2025-11-17 (the Worker's egress gateway needs ``ctx.exports``) and at
+            most ``MAX_COMPATIBILITY_DATE`` (2026-07-30, the date of the workerd the kit ships:
+            Cloudflare refuses a date in the future, and the Worker's tests run that workerd).
     """
 
     account_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] = Field(alias="accountId")
@@ -182,6 +185,12 @@ class CloudflareSettings(TargetSettings):
             raise ValueError(
                 f"{MIN_COMPATIBILITY_DATE} or later: the Worker's egress gateway needs "
                 "ctx.exports, and without it the Worker refuses to start containers"
+            )
+        if value > MAX_COMPATIBILITY_DATE:
+            raise ValueError(
+                f"{MAX_COMPATIBILITY_DATE} or earlier, the newest date the workerd the kit "
+                "ships supports (a later one runs nowhere the Worker is tested, and "
+                f"Cloudflare refuses a date in the future); e.g. {DEFAULT_COMPATIBILITY_DATE}"
             )
         return value
 

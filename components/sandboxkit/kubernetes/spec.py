@@ -101,7 +101,8 @@ KUBERNETES_SDKS: Final[Mapping[str, float]] = {"pulumi_kubernetes": 0.2}
 MAX_UID = 2**32 - 2
 # The smallest memory limit runc and containerd start a container with, MiB.
 MIN_CONTAINER_MEMORY_MIB = 6
-# Kubernetes CPU quantities are precise to 1m; a smaller vCPU would render as "0m" (no limit).
+# Kubernetes CPU quantities are precise to 1m: a smaller vCPU would render as "0m" (no limit),
+# one between two millicores as the nearer (0.0015 as 2m, a third more than asked).
 KUBERNETES_CAPS = (
     Cap(
         "limits.vcpu",
@@ -109,6 +110,7 @@ KUBERNETES_CAPS = (
         None,
         "Kubernetes resource units: CPU precision finer than 1m is not allowed "
         "(kubernetes.io/docs/concepts/configuration/manage-resources-containers)",
+        step=0.001,
     ),
     Cap(
         "limits.memoryMiB",
