@@ -354,7 +354,7 @@ def checkov_document(report: CheckovReport, stacks: list[str]) -> dict[str, Any]
         "stacks": stacks,
         "violations": [f.violation() for f in report.failures],
         "accepted": [
-            Violation(**f.violation(), reason=f.accepted.reason).document()
+            Violation(**f.violation(), line=None, file=None, reason=f.accepted.reason).document()
             for f in report.accepted
             if f.accepted is not None
         ],
