@@ -26,12 +26,7 @@ from rich.tree import Tree
 from sandboxkit import __version__
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
-from sandboxkit.explain import (
-    TargetEgress,
-    explain_stack,
-    explanation_document,
-    resource_views,
-)
+from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.progress import Step, no_steps, rendering, terminal_steps
@@ -804,7 +799,7 @@ def deployer_policy(
             )
         context = KitContext(stack, rendered.spec.environment, target)
         found = get_target(target).deployer_policy(
-            context, rendered.spec.settings[target], resource_views(rendered, target)
+            context, rendered.spec.settings[target], rendered.target_views(target)
         )
         if found is None:
             raise ConfigError(
