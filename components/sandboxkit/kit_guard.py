@@ -31,10 +31,9 @@ from sandboxkit.effective_egress import (
     inexpressible,
     port_runs,
 )
-from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
-    EVERY_TYPE,
     CheckContext,
     Handler,
     StackHandler,
@@ -46,6 +45,7 @@ from sandboxkit.guard import (
 )
 from sandboxkit.policy_rules import MATCHES_CONTRACT, NAMES_BY_NAME, NO_CREDENTIALS, PolicyRule
 from sandboxkit.targets import TARGET_MODULES, get_target, parts_by_target
+from sandboxkit.type_tokens import EVERY_TYPE
 
 # --- SBX-SEC-002: credentials in plain inputs ----------------------------------------------------
 
@@ -156,14 +156,6 @@ def _names_by_address(
             )
 
 
-def _declared_contract(declared: Mapping[str, Any]) -> EgressContract:
-    return EgressContract(
-        declared["mode"],
-        tuple(parse_rule(str(entry)) for entry in declared["allow"]),
-        tuple(parse_rule(str(entry)) for entry in declared["controlPlane"]),
-    )
-
-
 def _contract_differences(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
@@ -198,7 +190,7 @@ def _contract_differences(
                 None,
             )
             continue
-        contract = _declared_contract(declared)
+        contract = EgressContract.from_config(declared)
         yield from (
             (message, urns.get(target)) for message in _control_plane_ports(target, contract, ctx)
         )

@@ -23,7 +23,7 @@ from sandboxkit.effective_egress import (
     port_runs,
     port_text,
 )
-from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.egress_contract import CONNECTION_PROTOCOLS, EgressContract, parse_rule
 
 DOC: Basis = "platform-doc"
 NFW = "Network Firewall RulesSourceList: a target '.x' matches x and every name below it"
@@ -171,7 +171,7 @@ def test_a_grant_admits_the_protocols_of_how_it_is_matched(
     grant: Grant, admitted: set[str]
 ) -> None:
     effective = EffectiveEgress("t", (grant,), ())
-    asked = ("tls", "http", "tcp", "udp")
+    asked = CONNECTION_PROTOCOLS
     assert {p for p in asked if effective.admits("pypi.org", 443, p)} == admitted
 
 
