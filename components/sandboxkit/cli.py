@@ -341,11 +341,18 @@ def preview(
 
 
 def checkov_document(report: CheckovReport, stacks: list[str]) -> dict[str, Any]:
-    """The JSON document of ``sandboxkit checkov --json``."""
+    """The JSON document of ``sandboxkit checkov --json``: an accepted finding at the level it
+    would fail at, with ``"accepted": true`` and the baseline entry's ``reason``."""
+    from sandboxkit.gate.results import Violation
+
     return {
         "stacks": stacks,
         "violations": [f.violation() for f in report.failures],
-        "accepted": [f.violation() for f in report.accepted],
+        "accepted": [
+            Violation(**f.violation(), line=None, file=None, reason=f.accepted.reason).document()
+            for f in report.accepted
+            if f.accepted is not None
+        ],
         "coverage": report.coverage(),
         "summary": {
             "passed": sum(f.passed for f in report.findings),
