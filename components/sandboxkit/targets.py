@@ -251,6 +251,11 @@ class EgressAcceptance:
         ports: the only ports an entry may name; ``None`` for any port from 1 to 65535.
         settings: the target settings (camelCase key, value) all of the above needs, over a
             stack's own: kubernetes takes names with ``fqdnPolicy: cilium`` only.
+        plain_tcp_by_address: the target matches names by the addresses they resolved to
+            (Cloud NGFW FQDN objects), so plain TCP to a listed name's addresses, naming no
+            host, passes: the one answer its reader may give unlike the contract (a
+            ``plain-tcp`` probe admitted by ``resolved-address`` grants; SBX-NET-006 reports
+            it, mandatory in prod).
     """
 
     allowlist: bool = True
@@ -261,6 +266,7 @@ class EgressAcceptance:
     ipv6: bool = True
     ports: tuple[int, ...] | None = None
     settings: tuple[tuple[str, Any], ...] = ()
+    plain_tcp_by_address: bool = False
 
     def admits_port(self, port: int) -> bool:
         """Whether an entry may name ``port``."""

@@ -171,6 +171,7 @@ def test_every_token_the_reader_reads_lives_in_the_targets_module_and_matches_ev
     assert {t for h in guard.HANDLERS if isinstance(h, Handler) for t in h.types} - {
         EVERY_TYPE
     } <= home
+    assert {sink.type for sink in getattr(guard, "SECRET_SINKS", ())} <= home
     kinds = all_kinds()
     for token in sorted(read | home, key=str):
         other = variant(token.token)
@@ -293,6 +294,7 @@ def _pool(path: tuple[str | int, ...], value: Any) -> Edit:
 
 
 SESSION = ("customContainerTemplate", "containers", 0)
+KEY = "AKIAABCDEFGHIJKLMNOP"
 IN_REACH = ("managedIdentitySettings", 0, "lifecycle")
 SESSIONS_CAP = ("scaleConfiguration", "maxConcurrentSessions")
 POOL_EDITS: dict[str, tuple[Edit, set[str]]] = {
@@ -305,6 +307,9 @@ POOL_EDITS: dict[str, tuple[Edit, set[str]]] = {
     "no size limits": (_pool((*SESSION, "resources"), {}), {"SBX-RES-001"}),
     "too many sessions": (_pool(SESSIONS_CAP, 10_000), {"SBX-RES-003"}),
     "image by tag": (_pool((*SESSION, "image"), "ghcr.io/example/agent:latest"), {"SBX-SEC-003"}),
+    # A credential in the pool's secrets is where it belongs; in a plain variable it is not.
+    "key in secrets": (_pool(("secrets",), [{"name": "key", "value": KEY}]), set()),
+    "key in env": (_pool((*SESSION, "env"), [{"name": "KEY", "value": KEY}]), {"SBX-SEC-002"}),
 }
 
 
