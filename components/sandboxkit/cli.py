@@ -534,6 +534,8 @@ def check(
                 )
     except ConfigError as exc:
         raise fail_config(exc) from None
+    except gate.MissingToolsError as exc:
+        raise fail_checkov(exc) from None
     except checkov_errors() as exc:
         raise fail_checkov(exc, "; or pass --no-checkov to skip checkov explicitly") from None
     if output is CheckFormat.JSON:

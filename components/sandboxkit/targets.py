@@ -32,6 +32,7 @@ from sandboxkit.cloud_names import derived_name
 from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import EffectiveEgress, ResourceView
 from sandboxkit.egress_contract import EgressRule
+from sandboxkit.errors import MissingTool
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
@@ -335,6 +336,11 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
         """What the stack uses but another owner created, so neither the kit nor the gate can
         see its settings: one sentence each, warned by ``preview`` (the gate reports the same
         objects under SBX-K8S-009). None by default."""
+        return ()
+
+    def missing_tools(self) -> tuple[MissingTool, ...]:
+        """What the gate runs to judge a stack listing this target that this machine lacks
+        (``sandboxkit check`` names them all at once, before it renders). None by default."""
         return ()
 
     def control_plane(self, settings: SettingsT) -> tuple[EgressRule, ...]:
