@@ -24,10 +24,13 @@ import pytest
 
 import support as testing
 from sandboxkit import gate, kit_guard, targets
+from sandboxkit.azure.deployer import GRANTS, azure_policy
 from sandboxkit.catalog import all_kinds, kind_of
 from sandboxkit.checkov_bridge.mapping import export_type, setting_for
-from sandboxkit.effective_egress import EffectiveEgress
+from sandboxkit.deployer import MissingGrantError, granted
+from sandboxkit.effective_egress import EffectiveEgress, ResourceView
 from sandboxkit.guard import Handler
+from sandboxkit.kubernetes.deployer import deployer_cluster_role
 from sandboxkit.policy_rules import SIZE_LIMITS
 from sandboxkit.render import RenderedStack
 from sandboxkit.type_tokens import EVERY_TYPE, VERSIONED_PACKAGES, TypeToken, without_version
@@ -362,3 +365,27 @@ def test_kubernetes_objects_of_another_api_version_are_judged_and_read_the_same(
     read = grants(plain, target, names)
     assert read.connect
     assert grants(other, target, names) == read
+
+
+def test_the_deployer_policy_of_versioned_tokens_is_the_plain_ones(
+    azure_prod: RenderedStack,
+) -> None:
+    # Each rendered type takes its target's deployer entry (TypeToken.matches): a versioned
+    # pool or object needs what the plain one needs, never a missing-permission refusal.
+    def azure(rendered: RenderedStack) -> Any:
+        views = rendered.target_views("azure-sessions")
+        return azure_policy("azure-sessions", "sub", "rg", None, views).document
+
+    other = versioned(azure_prod, _azure)
+    assert VERSIONED_POOL in {r.type for r in other.resources}
+    assert azure(other) == azure(azure_prod)
+    dev = _render("dev", ("kubernetes",))
+
+    def role(rendered: RenderedStack) -> Any:
+        return deployer_cluster_role("kubernetes", "dev", rendered.target_views("kubernetes"))
+
+    assert role(versioned(dev, _kubernetes)) == role(dev)
+    with pytest.raises(MissingGrantError, match=r"azure-native:app/v20240202preview:Job"):
+        granted(
+            "azure-sessions", GRANTS, [ResourceView.of(variant("azure-native:app:Job"), "j", {})]
+        )
