@@ -26,46 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sandboxkit.aws import type_tokens as tokens
 from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.image import BUILD_EGRESS_CONNECTOR
 from sandboxkit.aws.plan import MicrovmSandboxArgs
-from sandboxkit.aws.type_tokens import (
-    API,
-    API_ROUTE,
-    COMPONENT,
-    CONNECTOR,
-    DNS_ASSOCIATION,
-    DNS_FIREWALL_CONFIG,
-    DNS_GROUP,
-    DNS_LIST,
-    DNS_RULE,
-    EIP,
-    FIREWALL,
-    FIREWALL_LOGGING,
-    FIREWALL_POLICY_DOCUMENT,
-    FLOW_LOG,
-    FUNCTION,
-    INTEGRATION,
-    INTERNET_GATEWAY,
-    KIT_MICROVM_IMAGE,
-    LOG_GROUP,
-    NAT_GATEWAY,
-    PERMISSION,
-    POLICY,
-    PROVIDER,
-    ROLE,
-    ROLE_POLICY,
-    ROUTE,
-    ROUTE_ASSOCIATION,
-    ROUTE_TABLE,
-    RULE_GROUP,
-    SECRET,
-    SECRET_VERSION,
-    SECURITY_GROUP,
-    STAGE,
-    SUBNET,
-    VPC,
-)
 from sandboxkit.deployer import grant_of
 from sandboxkit.type_tokens import TypeToken
 
@@ -126,9 +90,9 @@ _RESOLVER_TAGS = (
 GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
     # The explicit provider and the component itself call nothing; the provider's
     # get_caller_identity pins every trust policy to the account.
-    PROVIDER: (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
-    COMPONENT: (),
-    VPC: (
+    tokens.PROVIDER: (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
+    tokens.COMPONENT: (),
+    tokens.VPC: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateVpc",
@@ -141,7 +105,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeSecurityGroups",
         ),
     ),
-    SUBNET: (
+    tokens.SUBNET: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSubnet",
@@ -151,7 +115,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    INTERNET_GATEWAY: (
+    tokens.INTERNET_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateInternetGateway",
@@ -161,7 +125,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeInternetGateways",
         ),
     ),
-    ROUTE_TABLE: (
+    tokens.ROUTE_TABLE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRouteTable",
@@ -169,7 +133,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    ROUTE_ASSOCIATION: (
+    tokens.ROUTE_ASSOCIATION: (
         _ec2(
             "Ec2Networking",
             "ec2:AssociateRouteTable",
@@ -178,7 +142,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    ROUTE: (
+    tokens.ROUTE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRoute",
@@ -187,7 +151,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    EIP: (
+    tokens.EIP: (
         _ec2(
             "Ec2Networking",
             "ec2:AllocateAddress",
@@ -197,7 +161,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeAddressesAttribute",
         ),
     ),
-    NAT_GATEWAY: (
+    tokens.NAT_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateNatGateway",
@@ -205,7 +169,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeNatGateways",
         ),
     ),
-    SECURITY_GROUP: (
+    tokens.SECURITY_GROUP: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSecurityGroup",
@@ -219,11 +183,11 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    FLOW_LOG: (
+    tokens.FLOW_LOG: (
         _ec2("Ec2Networking", "ec2:CreateFlowLogs", "ec2:DeleteFlowLogs", "ec2:DescribeFlowLogs"),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    LOG_GROUP: (
+    tokens.LOG_GROUP: (
         Grant(
             "KitLogGroups",
             (
@@ -239,7 +203,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         Grant("ListLogGroups", ("logs:DescribeLogGroups",), ("*",), regional=True),
     ),
-    ROLE: (
+    tokens.ROLE: (
         Grant(
             "KitRoles",
             (
@@ -257,14 +221,14 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_ROLES,),
         ),
     ),
-    ROLE_POLICY: (
+    tokens.ROLE_POLICY: (
         Grant(
             "KitRoles",
             ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"),
             (_ROLES,),
         ),
     ),
-    POLICY: (
+    tokens.POLICY: (
         Grant(
             "KitPolicies",
             (
@@ -281,7 +245,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ("arn:aws:iam::*:policy/{name}-*",),
         ),
     ),
-    SECRET: (
+    tokens.SECRET: (
         Grant(
             "KitSecrets",
             (
@@ -296,7 +260,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    SECRET_VERSION: (
+    tokens.SECRET_VERSION: (
         Grant(
             "KitSecrets",
             (
@@ -308,7 +272,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    CONNECTOR: (
+    tokens.CONNECTOR: (
         Grant(
             "KitConnector",
             (
@@ -322,7 +286,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    FUNCTION: (
+    tokens.FUNCTION: (
         Grant(
             "KitLauncher",
             (
@@ -345,14 +309,14 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    PERMISSION: (
+    tokens.PERMISSION: (
         Grant(
             "KitLauncher",
             ("lambda:AddPermission", "lambda:RemovePermission", "lambda:GetPolicy"),
             ("arn:aws:lambda:{region}:*:function:{name}-launcher-*",),
         ),
     ),
-    KIT_MICROVM_IMAGE: (
+    tokens.KIT_MICROVM_IMAGE: (
         Grant(
             "KitImage",
             (
@@ -374,28 +338,28 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (managed_connector_arn("{region}", BUILD_EGRESS_CONNECTOR),),
         ),
     ),
-    API: (
+    tokens.API: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             (*_APIS, "arn:aws:apigateway:{region}::/tags/*"),
         ),
     ),
-    INTEGRATION: (
+    tokens.INTEGRATION: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    API_ROUTE: (
+    tokens.API_ROUTE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    STAGE: (
+    tokens.STAGE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
@@ -403,7 +367,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    FIREWALL_POLICY_DOCUMENT: (
+    tokens.FIREWALL_POLICY_DOCUMENT: (
         Grant(
             "KitFirewall",
             (
@@ -417,7 +381,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_FIREWALL_POLICY,),
         ),
     ),
-    RULE_GROUP: (
+    tokens.RULE_GROUP: (
         Grant(
             "KitFirewall",
             (
@@ -432,7 +396,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_RULE_GROUPS,),
         ),
     ),
-    FIREWALL: (
+    tokens.FIREWALL: (
         Grant(
             "KitFirewall",
             (
@@ -463,7 +427,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    FIREWALL_LOGGING: (
+    tokens.FIREWALL_LOGGING: (
         Grant(
             "KitFirewall",
             (
@@ -474,7 +438,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    DNS_LIST: (
+    tokens.DNS_LIST: (
         Grant(
             "KitDnsFirewall",
             (
@@ -488,7 +452,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_RESOLVER.replace("{kind}", "firewall-domain-list"),),
         ),
     ),
-    DNS_GROUP: (
+    tokens.DNS_GROUP: (
         Grant(
             "KitDnsFirewall",
             (
@@ -500,7 +464,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_RESOLVER.replace("{kind}", "firewall-rule-group"),),
         ),
     ),
-    DNS_RULE: (
+    tokens.DNS_RULE: (
         Grant(
             "KitDnsFirewall",
             (
@@ -515,7 +479,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    DNS_ASSOCIATION: (
+    tokens.DNS_ASSOCIATION: (
         Grant(
             "KitDnsFirewall",
             (
@@ -532,7 +496,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
-    DNS_FIREWALL_CONFIG: (
+    tokens.DNS_FIREWALL_CONFIG: (
         Grant(
             "KitDnsFirewall",
             (
