@@ -12,17 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_mutations import (
-    PROD_CONFIG,
-    PROJECT,
-    ROWS,
-    Row,
-    _baseline,
-    _values,
-    analyzer,  # noqa: F401  (the module's fixture, used by name)
-    render,
-)
+from test_mutations import PROD_CONFIG, PROJECT, ROWS, Row, _baseline, _values, render
 
+import support as testing
 from sandboxkit import gate
 
 # The imperative a fix starts with, after the cause ("...; set X to Y.").
@@ -32,6 +24,12 @@ FIX_VERBS = (
     "allow", "scope", "bind", "pass", "attach", "include", "omit", "write", "run", "name",
     "accept", "check", "let", "leave", "widen", "narrow", "restore", "create", "make", "match",
 )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> testing.RememberingAnalyzer:
+    """The pack in this process, as the mutation table asks it."""
+    return testing.RememberingAnalyzer(gate.InProcessAnalyzer(gate.pack_dir(PROJECT)))
 
 
 def changed_keys(before: Any, after: Any, path: str = "") -> Iterator[str]:
