@@ -85,6 +85,13 @@ _RESOLVER_TAGS = (
     "route53resolver:ListTagsForResource",
 )
 
+
+def _dns_firewall(kinds: tuple[str, ...], *actions: str) -> Grant:
+    # Route 53 Resolver's DNS Firewall calls on resources of these ARN resource types, any id
+    # (the service names them by a generated id, rslvr-fdl-..., never by the kit's name).
+    return Grant("KitDnsFirewall", actions, tuple(_RESOLVER.replace("{kind}", k) for k in kinds))
+
+
 GRANTS: Mapping[str, tuple[Grant, ...]] = {
     # The explicit provider and the component itself call nothing; the provider's
     # get_caller_identity pins every trust policy to the account.
@@ -437,72 +444,51 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         _VENDED_LOGS,
     ),
     "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList": (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallDomainList",
-                "route53resolver:GetFirewallDomainList",
-                "route53resolver:UpdateFirewallDomains",
-                "route53resolver:ListFirewallDomains",
-                "route53resolver:DeleteFirewallDomainList",
-                *_RESOLVER_TAGS,
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-domain-list"),),
+        _dns_firewall(
+            ("firewall-domain-list",),
+            "route53resolver:CreateFirewallDomainList",
+            "route53resolver:GetFirewallDomainList",
+            "route53resolver:UpdateFirewallDomains",
+            "route53resolver:ListFirewallDomains",
+            "route53resolver:DeleteFirewallDomainList",
+            *_RESOLVER_TAGS,
         ),
     ),
     "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup": (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallRuleGroup",
-                "route53resolver:GetFirewallRuleGroup",
-                "route53resolver:DeleteFirewallRuleGroup",
-                *_RESOLVER_TAGS,
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-rule-group"),),
+        _dns_firewall(
+            ("firewall-rule-group",),
+            "route53resolver:CreateFirewallRuleGroup",
+            "route53resolver:GetFirewallRuleGroup",
+            "route53resolver:DeleteFirewallRuleGroup",
+            *_RESOLVER_TAGS,
         ),
     ),
     "aws:route53/resolverFirewallRule:ResolverFirewallRule": (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallRule",
-                "route53resolver:UpdateFirewallRule",
-                "route53resolver:DeleteFirewallRule",
-                "route53resolver:ListFirewallRules",
-            ),
-            (
-                _RESOLVER.replace("{kind}", "firewall-rule-group"),
-                _RESOLVER.replace("{kind}", "firewall-domain-list"),
-            ),
+        _dns_firewall(
+            ("firewall-rule-group", "firewall-domain-list"),
+            "route53resolver:CreateFirewallRule",
+            "route53resolver:UpdateFirewallRule",
+            "route53resolver:DeleteFirewallRule",
+            "route53resolver:ListFirewallRules",
         ),
     ),
     "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation": (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:AssociateFirewallRuleGroup",
-                "route53resolver:GetFirewallRuleGroupAssociation",
-                "route53resolver:UpdateFirewallRuleGroupAssociation",
-                "route53resolver:DisassociateFirewallRuleGroup",
-                *_RESOLVER_TAGS,
-            ),
-            (
-                _RESOLVER.replace("{kind}", "firewall-rule-group-association"),
-                _RESOLVER.replace("{kind}", "firewall-rule-group"),
-            ),
+        _dns_firewall(
+            ("firewall-rule-group-association", "firewall-rule-group"),
+            "route53resolver:AssociateFirewallRuleGroup",
+            "route53resolver:GetFirewallRuleGroupAssociation",
+            "route53resolver:UpdateFirewallRuleGroupAssociation",
+            "route53resolver:DisassociateFirewallRuleGroup",
+            *_RESOLVER_TAGS,
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
     "aws:route53/resolverFirewallConfig:ResolverFirewallConfig": (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:UpdateFirewallConfig",
-                "route53resolver:GetFirewallConfig",
-                "route53resolver:ListFirewallConfigs",
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-config"),),
+        _dns_firewall(
+            ("firewall-config",),
+            "route53resolver:UpdateFirewallConfig",
+            "route53resolver:GetFirewallConfig",
+            "route53resolver:ListFirewallConfigs",
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
