@@ -73,19 +73,14 @@ RESOLVE_SOURCE: Final = (
     "outbound configuration decides which DNS lookups resolve'); untested here, see the Worker "
     "README, DNS"
 )
-# The port each interception method routes (Non-HTTP traffic: only 80 and 443 are intercepted).
-_PORTS: Final = {
-    "interceptOutboundHttp": 80,
-    "interceptAllOutboundHttp": 80,
-    "interceptOutboundHttps": 443,
-}
-# What each method's interceptions carry: the platform routes a container's HTTP by its Host, its
-# HTTPS (TLS) by its SNI; other bytes on 80 and 443 match no interception and never leave
-# (enableInternet: false).
-_PROTOCOLS: Final[Mapping[str, frozenset[ConnectionProtocol]]] = {
-    "interceptOutboundHttp": frozenset({"http"}),
-    "interceptAllOutboundHttp": frozenset({"http"}),
-    "interceptOutboundHttps": frozenset({"tls"}),
+# The port each interception method routes and what it carries (Non-HTTP traffic: only 80 and
+# 443 are intercepted): the platform routes a container's HTTP by its Host, its HTTPS (TLS) by
+# its SNI; other bytes on 80 and 443 match no interception and never leave (enableInternet:
+# false).
+_ROUTES: Final[Mapping[str, tuple[int, ConnectionProtocol]]] = {
+    "interceptOutboundHttp": (80, "http"),
+    "interceptAllOutboundHttp": (80, "http"),
+    "interceptOutboundHttps": (443, "tls"),
 }
 # Names a catch-all (open) policy is checked on besides the derived probes: public, any port.
 _OPEN_PROBES: Final = (("example.com", 443), ("example.com", 80), ("example.com", 8443))
@@ -228,8 +223,8 @@ def _pattern(step: Interception) -> str:
 
 
 def _connect_grants(step: Interception, resource: str) -> Iterator[Grant]:
-    port = frozenset({_PORTS[step.method]})
-    protocols = _PROTOCOLS[step.method]
+    routed, protocol = _ROUTES[step.method]
+    port, protocols = frozenset({routed}), frozenset({protocol})
     host, scope = _name_scope(_pattern(step))
     yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource, (), protocols)
     if scope == "any":
@@ -261,7 +256,7 @@ def _verify(worker: WorkerDecider, policy: str, grants: list[Grant]) -> None:
         for port in g.ports
     ]
     # The Worker decides the HTTP(S) requests the platform routes to it, so it is asked the
-    # probes that carry a name; plain TCP never reaches it (see _PROTOCOLS).
+    # probes that carry a name; plain TCP never reaches it (see _ROUTES).
     probes = [p for p in derive_probes(rules) if p.protocol != "tcp"]
     if any(g.scope == "any" for g in grants):
         probes += [Probe.usual(host, port, "entry") for host, port in _OPEN_PROBES]
