@@ -66,7 +66,10 @@ def scan_credentials(resource_type: str, props: Mapping[str, Any]) -> Iterator[t
     for path, text in walk_strings(props):
         if re.split(r"[.\[]", path, maxsplit=1)[0] in skipped:
             continue
-        if resource_type.endswith(":WorkersScript") and _secret_binding_text(props, path):
+        # pulumi-cloudflare's WorkersScript and the kit's WranglerScript share the shape.
+        if resource_type.endswith((":WorkersScript", ":WranglerScript")) and _secret_binding_text(
+            props, path
+        ):
             continue
         for label, shape in CREDENTIAL_SHAPES.items():
             if shape.search(text):

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from sandboxkit.boundary import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare.catalog import WORKER_SCRIPTS
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
@@ -173,7 +173,7 @@ def read_egress(
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for script in resources:
-        policy = egress_policy_text(script) if script.type == WORKERS_SCRIPT else None
+        policy = egress_policy_text(script) if script.type in WORKER_SCRIPTS else None
         if policy is None:
             continue
         resource = f"{script.type} {script.name}"

@@ -16,7 +16,7 @@ from sandboxkit.boundary import (
     JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare.catalog import WORKER_SCRIPTS
 from sandboxkit.cloudflare.egress_reader import worker_code_problems
 from sandboxkit.guard import (
     CheckContext,
@@ -26,7 +26,6 @@ from sandboxkit.guard import (
     dig,
     items,
     number,
-    of_kind,
     plain_binding_entries,
     plain_bindings,
 )
@@ -172,7 +171,7 @@ def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 def _workers_without_observability(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    for script in of_kind(resources, "index/workersScript:WorkersScript"):
+    for script in (r for r in resources if r.resource_type in WORKER_SCRIPTS):
         if dig(script.props, "observability.enabled") is not True:
             yield (
                 f"Worker {script.name} has observability off, so commands leave no audit "
@@ -228,31 +227,31 @@ def _container_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
 HANDLERS = (
     Handler(
         EGRESS_CLOSED,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_egress,
         "the Worker's EGRESS_POLICY binding: mode and ports",
     ),
     Handler(
         ALLOWLIST_SPECIFIC,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_entries,
         "the Worker's EGRESS_POLICY allowlist entries",
     ),
     Handler(
         DEFAULT_DENY,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_code,
         "the Worker's code and compatibility flags: the kit's module, global_fetch_strictly_public",
     ),
     Handler(
         SERVER_CHOSEN_IDS,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _id_key,
         "the Worker: a secret sandbox id key and token verification key",
     ),
     Handler(
         AUTHENTICATED_WORKER,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _auth_key,
         "the Worker: client tokens verified with a secret key",
     ),
@@ -264,17 +263,17 @@ HANDLERS = (
     ),
     Handler(
         TIME_LIMITS,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_limits,
         "the Worker's idle, exec and lifetime limits",
     ),
     StackHandler(AUDIT_LOGS, _workers_without_observability, "each Worker: observability enabled"),
-    Handler(PLAINTEXT_ENV, (WORKERS_SCRIPT,), _plain_secrets, "the Worker's plain_text bindings"),
+    Handler(PLAINTEXT_ENV, WORKER_SCRIPTS, _plain_secrets, "the Worker's plain_text bindings"),
     Handler(
         AUTHENTICATED_WORKER,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _token_lifetime,
         "the Worker: client tokens' maximum lifetime",
     ),
-    Handler(DIGEST_PINNED, (WORKERS_SCRIPT,), _container_image, "the Worker's container image"),
+    Handler(DIGEST_PINNED, WORKER_SCRIPTS, _container_image, "the Worker's container image"),
 )
