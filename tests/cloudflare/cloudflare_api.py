@@ -296,7 +296,9 @@ def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
     message = BytesParser(policy=HTTP).parsebytes(
         f"Content-Type: {content_type}\r\n\r\n".encode() + body
     )
-    return {
-        str(part.get_param("name", header="content-disposition")): part.get_payload(decode=True)
-        for part in message.iter_parts()
-    }
+    parts = {}
+    for part in message.iter_parts():
+        payload = part.get_payload(decode=True)
+        assert isinstance(payload, bytes)
+        parts[str(part.get_param("name", header="content-disposition"))] = payload
+    return parts

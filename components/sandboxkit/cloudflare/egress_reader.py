@@ -1,7 +1,8 @@
 """The ``cloudflare`` target's effective egress, read from its rendered Worker script only.
 
 Reader of issue 12 for this target: ``read_egress(resources)`` takes the rendered resources (as
-``ResourceView``s), finds each ``WorkersScript`` and its ``EGRESS_POLICY`` plain-text binding,
+``ResourceView``s), finds each Worker script (``catalog.WORKER_SCRIPTS``: the kit's
+``WranglerScript``, or pulumi-cloudflare's ``WorkersScript``) and its ``EGRESS_POLICY`` binding,
 and lets the Worker's own code say what that policy admits (``decide.WorkerDecider``, the
 JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it:
 
@@ -152,7 +153,7 @@ def read_egress(
     """What the rendered ``WorkersScript``s let a sandbox reach (module docstring).
 
     Args:
-        resources: the target's rendered resources; only ``WorkersScript``s are read. A script
+        resources: the target's rendered resources; only Worker scripts are read. A script
             without a readable ``EGRESS_POLICY`` grants nothing (the Worker then denies every
             request and refuses to start containers).
         decider: a running ``WorkerDecider`` to ask; default: one per process, started when a
