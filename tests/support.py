@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import gc
 import http.server
 import json
+import os
 import shutil
 import sys
 import threading
@@ -36,7 +38,7 @@ from sandboxkit.render import (
     render_source,
     render_stack,
 )
-from sandboxkit.targets import get_target
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 _frozen_with_modules = 0
 
@@ -86,6 +88,28 @@ def invoke_cli(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> R
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+# Set (to anything) to rewrite the golden files after a deliberate change of the kit's output.
+UPDATE_GOLDEN = "SANDBOXKIT_UPDATE_GOLDEN"
+
+
+def assert_golden_text(path: Path, text: str) -> None:
+    """``text`` equals the golden file ``path`` byte for byte; with ``UPDATE_GOLDEN`` set in
+    the environment the file is written first (a deliberate change, reviewed in its diff)."""
+    if os.environ.get(UPDATE_GOLDEN):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: run with {UPDATE_GOLDEN}=1 to record it"
+    golden = path.read_bytes()
+    if text.encode() != golden:
+        diff = difflib.unified_diff(
+            golden.decode().splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile="output",
+        )
+        raise AssertionError(f"the output differs from {path.name}:\n" + "".join(diff))
 
 
 class RememberingAnalyzer:
@@ -225,8 +249,11 @@ def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
     return copy.deepcopy(dict(read_stack_file(stack_file(project_dir, stack)).values))
 
 
-OPEN_EGRESS_REFUSED_BY = frozenset({"azure-sessions", "cloudflare"})
-"""Targets whose spec refuses ``profile.egress.mode: open`` at config load (exit 2)."""
+OPEN_EGRESS_REFUSED_BY = frozenset(
+    name for name in TARGET_MODULES if (accepts := get_target(name).accepts) and not accepts.open
+)
+"""Targets whose spec refuses ``profile.egress.mode: open`` at config load (exit 2), as each
+declares (``TargetSpec.accepts``): azure-sessions and cloudflare."""
 
 
 def open_egress(values: dict[str, Any], prefix: str = "") -> None:

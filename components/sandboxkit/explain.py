@@ -20,15 +20,14 @@ from sandboxkit.effective_egress import (
     EffectiveEgress,
     Inexpressible,
     Probe,
-    ResourceView,
     Verdict,
     compare,
     contract_probes,
     inexpressible,
 )
-from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
-from sandboxkit.render import RenderedStack, to_display, top_level
-from sandboxkit.targets import TARGET_MODULES, get_target
+from sandboxkit.egress_contract import EgressContract, destination_of
+from sandboxkit.render import RenderedStack
+from sandboxkit.targets import get_target
 
 
 @dataclass(frozen=True)
@@ -57,46 +56,10 @@ class TargetEgress:
         return self.effective is not None and not self.differences and not self.findings
 
 
-def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
-    """The rendered resources ``target``'s reader reads, as readers take them (plain values;
-    secrets stay ``[secret]``): those ``target``'s component owns and those the project's
-    program registered outside every target's component (a route, a rule, a policy it adds
-    around the components), which may change any target's path (``guard.target_views``)."""
-    by_urn = {r.urn: r for r in rendered.resources}
-    return [
-        ResourceView.of(r.type, r.name, to_display(r.inputs))
-        for r in rendered.resources
-        if (owner := top_level(r, by_urn).name) == target or owner not in TARGET_MODULES
-    ]
-
-
-def target_contract(rendered: RenderedStack, target: str) -> EgressContract:
-    """The egress contract of listed ``target``: the stack's profile plus the target's
-    control-plane hosts (``TargetSpec.control_plane``)."""
-    control_plane: tuple[EgressRule, ...] = get_target(target).control_plane(
-        rendered.spec.settings[target]
-    )
-    return EgressContract.of(rendered.spec.profile.egress, control_plane)
-
-
-def contracts_config(rendered: RenderedStack) -> dict[str, dict[str, Any]]:
-    """Every listed target's egress contract as SBX-NET-008's ``contracts`` config: target ->
-    ``{"mode", "allow", "controlPlane"}``, entries as ``host:port`` strings."""
-    contracts = {}
-    for target in rendered.spec.targets:
-        contract = target_contract(rendered, target)
-        contracts[target] = {
-            "mode": contract.mode,
-            "allow": [str(rule) for rule in contract.rules],
-            "controlPlane": [str(rule) for rule in contract.control_plane],
-        }
-    return contracts
-
-
 def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
     """Explain one listed target's egress (see the module docstring)."""
-    contract = target_contract(rendered, target)
-    effective = get_target(target).read_egress(resource_views(rendered, target))
+    contract = rendered.spec.contract(target)
+    effective = get_target(target).read_egress(rendered.target_views(target))
     probes = contract_probes(contract, effective)
     if effective is None:
         return TargetEgress(target, contract, probes, None, (), ())

@@ -28,6 +28,7 @@ rules, peers) before it does, and ``walk_strings`` skips unknowns.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -37,6 +38,7 @@ from sandboxkit.effective_egress import ResourceView
 from sandboxkit.policy_rules import PolicyRule, Scope
 from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.targets import TARGET_MODULES, plain_number
+from sandboxkit.type_tokens import TypeToken
 
 
 class CheckContext(Protocol):
@@ -68,12 +70,28 @@ class CheckContext(Protocol):
 
 
 class StackResource(Protocol):
-    """One resource of the stack as a stack check sees it (pulumi-policy's ``PolicyResource``)."""
+    """One resource of the stack as a stack check sees it: pulumi-policy's ``PolicyResource``
+    in the pack, ``render.RenderedStackResource`` for the offline render."""
 
-    resource_type: str
-    props: Mapping[str, Any]
-    urn: str
-    name: str
+    @property
+    def resource_type(self) -> str:
+        """The type token."""
+        ...
+
+    @property
+    def props(self) -> Mapping[str, Any]:
+        """The inputs (camelCase keys)."""
+        ...
+
+    @property
+    def urn(self) -> str:
+        """The resource's URN."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The logical name."""
+        ...
 
     @property
     def parent(self) -> StackResource | None:
@@ -275,10 +293,6 @@ Check = Callable[[Mapping[str, Any], CheckContext], Iterable[str]]
 StackCheck = Callable[[Sequence[StackResource], CheckContext], Iterable[tuple[str, str | None]]]
 
 
-# The type pattern of a check that reads every resource (SBX-SEC-002's credential scan).
-EVERY_TYPE = "*"
-
-
 def _refuse_scope(rule: PolicyRule, scope: Scope, record: str) -> None:
     if not isinstance(rule, PolicyRule):
         raise TypeError(
@@ -299,25 +313,32 @@ class Handler:
     Attributes:
         rule: the catalogue's rule (``sandboxkit.policy_rules``, a resource policy); the check
             runs with its severity, enforcement level and config.
-        types: the resource type tokens the check reads (``aws:lambda/function:Function``),
-            ``kubernetes:*:<Kind>`` for a kind in any API group and version, or ``EVERY_TYPE``.
+        types: the resource types the check reads, from the target's ``type_tokens.py``
+            (``TypeToken.matches``: any API version of each), or ``type_tokens.EVERY_TYPE``.
         check: ``(props, ctx) -> sentences``: one full sentence per violation, saying what is
             wrong and the fix; nothing for a resource that complies.
         covers: what the check reads, for people (``"session pools: container CPU and
             memory"``); the pack's description and ``docs/policy-gate.md`` list it.
 
     Raises:
-        TypeError: when ``rule`` is not a catalogue rule (an id as text).
+        TypeError: when ``rule`` is not a catalogue rule (an id as text), or a type is text
+            instead of a ``TypeToken``.
         ValueError: when ``rule`` is a stack policy.
     """
 
     rule: PolicyRule
-    types: tuple[str, ...]
+    types: tuple[TypeToken, ...]
     check: Check
     covers: str
 
     def __post_init__(self) -> None:
         _refuse_scope(self.rule, Scope.RESOURCE, "Handler")
+        for token in self.types:
+            if not isinstance(token, TypeToken):
+                raise TypeError(
+                    f"Handler for {self.rule.id} names type {token!r}: name the target's "
+                    "TypeToken (its type_tokens.py), whose match takes in every API version"
+                )
 
     @property
     def policy(self) -> str:
@@ -326,7 +347,7 @@ class Handler:
 
     def applies_to(self, resource_type: str) -> bool:
         """Whether the check reads resources of ``resource_type``."""
-        return any(type_matches(resource_type, pattern) for pattern in self.types)
+        return any(token.matches(resource_type) for token in self.types)
 
 
 @dataclass(frozen=True)
@@ -358,29 +379,55 @@ class StackHandler:
         return self.rule.id
 
 
-def type_matches(resource_type: str, pattern: str) -> bool:
-    """Exact match, ``EVERY_TYPE``, or ``kubernetes:*:<Kind>`` for any API group/version of a
-    kind."""
-    if pattern == EVERY_TYPE:
-        return True
-    if pattern.startswith("kubernetes:*:"):
-        return (
-            resource_type.startswith("kubernetes:")
-            and resource_type.rsplit(":", 1)[-1] == pattern.rsplit(":", 1)[-1]
-        )
-    return resource_type == pattern
+@dataclass(frozen=True)
+class SecretSink:
+    """Where one resource type stores secrets by design: SBX-SEC-002 (credentials in plain
+    inputs) does not read there. A target declares its sinks in its folder's ``guard.py``
+    (``SECRET_SINKS``).
+
+    Attributes:
+        type: the resource type (any API version of it).
+        inputs: top-level inputs that are secret stores (a Kubernetes Secret's ``data``).
+        holds: for an input that mixes secrets and plain values, ``(props, path) -> bool``:
+            whether the string at ``path`` (``bindings[0].text``) is one the resource stores
+            as a secret; ``None`` when ``inputs`` say it all.
+    """
+
+    type: TypeToken
+    inputs: tuple[str, ...] = ()
+    holds: Callable[[Mapping[str, Any], str], bool] | None = None
+
+    def stores(self, props: Mapping[str, Any], path: str) -> bool:
+        """Whether the string at input ``path`` (``data.token``, ``bindings[1].text``) is in
+        this sink."""
+        if re.split(r"[.\[]", path, maxsplit=1)[0] in self.inputs:
+            return True
+        return self.holds is not None and self.holds(props, path)
 
 
-def of_kind(resources: Sequence[StackResource], suffix: str) -> list[StackResource]:
-    """The resources whose type token ends with ``suffix`` (``:NetworkPolicy``,
-    ``lambdamicrovms/image:Image``), in stack order."""
-    return [r for r in resources if r.resource_type.endswith(suffix)]
+def of_kind(resources: Sequence[StackResource], *tokens: TypeToken) -> list[StackResource]:
+    """The resources of one of ``tokens`` (``TypeToken.matches``: any API version), in stack
+    order."""
+    return [r for r in resources if any(t.matches(r.resource_type) for t in tokens)]
+
+
+# The type of the stack's own resource, the root of every parent chain when the engine hands
+# it to a stack policy.
+STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 def owner_of(resource: StackResource) -> str:
-    """The name of the resource's top-level ancestor: the target whose component created it
-    (``sandboxkit.program`` names each target's component after the target)."""
-    while resource.parent is not None:
+    """Who owns a resource of the stack: the name of its top-level ancestor below the stack's
+    own resource (``STACK_TYPE``). That is the target whose component created it
+    (``sandboxkit.program`` names each target's component after the target), or for what the
+    project's program created outside every component, that resource's own top ancestor.
+
+    The one rule of ownership by parents: the gate's stack checks ask it of pulumi-policy's
+    resources, the render (``RenderedStack.target_of``, the checkov export, explain-egress)
+    of ``render.RenderedStackResource``. The per-resource checks, which see no parent, read
+    the kit's label instead (``labelled_target``).
+    """
+    while resource.parent is not None and resource.parent.resource_type != STACK_TYPE:
         resource = resource.parent
     return resource.name
 
@@ -478,8 +525,10 @@ def labels_of(props: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
-def target_of(props: Mapping[str, Any]) -> str | None:
-    """The kit target that created the resource, from its labels."""
+def labelled_target(props: Mapping[str, Any]) -> str | None:
+    """The kit target that created the resource, from its labels (``TARGET_LABEL``): what a
+    per-resource check, which sees no parent, knows of ownership (``owner_of`` otherwise);
+    ``None`` for a resource without the label."""
     value = labels_of(props).get(TARGET_LABEL)
     return value if isinstance(value, str) else None
 
@@ -503,10 +552,6 @@ def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
         except UnknownInputError:
             continue
         yield from walk_strings(child, _child_path(path, key))
-
-
-# Kinds whose pod template is a sandbox (kubernetes-sigs/agent-sandbox, any API version).
-SANDBOX_POD_KINDS = ("kubernetes:*:SandboxTemplate", "kubernetes:*:Sandbox")
 
 
 def sandbox_pod_spec(props: Mapping[str, Any]) -> Mapping[str, Any]:

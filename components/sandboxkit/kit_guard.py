@@ -15,7 +15,7 @@ targets' in registry order; ``coverage`` says, per rule, which targets' handlers
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,12 +30,12 @@ from sandboxkit.effective_egress import (
     inexpressible,
     port_runs,
 )
-from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
-    EVERY_TYPE,
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     numbers,
@@ -44,44 +44,38 @@ from sandboxkit.guard import (
     walk_strings,
 )
 from sandboxkit.policy_rules import MATCHES_CONTRACT, NAMES_BY_NAME, NO_CREDENTIALS, PolicyRule
-from sandboxkit.targets import TARGET_MODULES, get_target, parts_by_target
+from sandboxkit.targets import TARGET_MODULES, get_target, parts_by_target, target_parts
+from sandboxkit.type_tokens import EVERY_TYPE
 
 # --- SBX-SEC-002: credentials in plain inputs ----------------------------------------------------
 
-# Inputs that are secret stores: a credential there is where it belongs.
-SECRET_SINKS = {
-    "kubernetes:core/v1:Secret": ("data", "stringData"),
-    "aws:secretsmanager/secretVersion:SecretVersion": ("secretString", "secretBinary"),
-    "gcp:secretmanager/secretVersion:SecretVersion": ("secretData",),
-    "azure-native:app:ContainerAppsSessionPool": ("secrets",),
-    "azure-native:app:ManagedEnvironment": ("appLogsConfiguration",),
-}
+
+def secret_sinks(resource_type: str) -> tuple[SecretSink, ...]:
+    """The secret stores the registered targets declare (``SECRET_SINKS`` of each folder's
+    ``guard.py``) for resources of ``resource_type``: a credential there is where it belongs."""
+    return tuple(
+        s for s in _declared_sinks(tuple(TARGET_MODULES.items())) if s.type.matches(resource_type)
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _declared_sinks(registry: tuple[tuple[str, str], ...]) -> tuple[SecretSink, ...]:
+    # Keyed by the registry's contents: a target registered later (a test's fake one) counts.
+    del registry
+    return tuple(target_parts("guard", "SECRET_SINKS"))
 
 
 def scan_credentials(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(input path, what it looks like)`` for each credential-shaped string in ``props``."""
-    skipped = SECRET_SINKS.get(resource_type, ())
+    sinks = secret_sinks(resource_type)
     # walk_strings skips unknown inputs: a value computed from another resource, or a secret,
     # is not text the stack wrote, so it never decides this policy.
     for path, text in walk_strings(props):
-        if re.split(r"[.\[]", path, maxsplit=1)[0] in skipped:
-            continue
-        # pulumi-cloudflare's WorkersScript and the kit's WranglerScript share the shape.
-        if resource_type.endswith((":WorkersScript", ":WranglerScript")) and _secret_binding_text(
-            props, path
-        ):
+        if any(sink.stores(props, path) for sink in sinks):
             continue
         for label, shape in CREDENTIAL_SHAPES.items():
             if shape.search(text):
                 yield path, label
-
-
-def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
-    match = re.fullmatch(r"bindings\[(\d+)\]\.text", path)
-    if not match:
-        return False
-    binding = props["bindings"][int(match.group(1))]
-    return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
 
 
 def _credentials(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
@@ -157,14 +151,6 @@ def _names_by_address(
             )
 
 
-def _declared_contract(declared: Mapping[str, Any]) -> EgressContract:
-    return EgressContract(
-        declared["mode"],
-        tuple(parse_rule(str(entry)) for entry in declared["allow"]),
-        tuple(parse_rule(str(entry)) for entry in declared["controlPlane"]),
-    )
-
-
 def _contract_differences(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
@@ -199,7 +185,7 @@ def _contract_differences(
                 None,
             )
             continue
-        contract = _declared_contract(declared)
+        contract = EgressContract.from_config(declared)
         yield from (
             (message, urns.get(target)) for message in _control_plane_ports(target, contract, ctx)
         )

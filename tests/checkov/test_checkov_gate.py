@@ -10,7 +10,6 @@ process is tests/policy/test_check_command.py's entry-point test.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,15 @@ from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
 from sandboxkit.render import RenderedStack
-from support import Ran, invoke_cli, kit_program, open_egress, shipped_render, with_input
+from support import (
+    Ran,
+    assert_golden_text,
+    invoke_cli,
+    kit_program,
+    open_egress,
+    shipped_render,
+    with_input,
+)
 
 TEMPLATE_TYPE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 LOG_GROUP_URN = (
@@ -46,8 +53,6 @@ READ_ONLY_ROOT = (
 )
 TAGGED_IMAGE = "ghcr.io/example/agent-python-sandbox:3.12"
 GOLDEN_DIR = Path(__file__).parent / "golden"
-# Set to rewrite the golden files after a deliberate change of the gate's output.
-UPDATE_GOLDEN = "SANDBOXKIT_UPDATE_GOLDEN"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
 CM = ("checkov", "mandatory")
 
@@ -69,11 +74,8 @@ def run_check(*args: str, cwd: Path, checkov: Path) -> Ran:
 def assert_golden(name: str, returncode: int, document: dict[str, Any]) -> None:
     """The exit code and the whole JSON document equal ``golden/check-<name>.json``, recorded
     from the gate before it overlapped checkov with CrossGuard (checkov's findings sorted)."""
-    path = GOLDEN_DIR / f"check-{name}.json"
     found = {"exit_code": returncode, "document": document}
-    if os.environ.get(UPDATE_GOLDEN):
-        path.write_text(json.dumps(found, indent=2) + "\n")
-    assert found == json.loads(path.read_text())
+    assert_golden_text(GOLDEN_DIR / f"check-{name}.json", json.dumps(found, indent=2) + "\n")
 
 
 def weakened_project(root: Path) -> Path:
@@ -167,7 +169,17 @@ def test_accepted_findings_are_listed_apart_with_the_baselines_reason(
     accepted = {(a["policy"], a["urn"]): a for a in document["accepted"]}
     probe = accepted[("CKV_K8S_8", template_urn("prod"))]
     assert probe["reason"] == reasons[("CKV_K8S_8", TEMPLATE_TYPE)]
-    assert probe["enforcement"] == "advisory" and probe["source"] == "checkov"
+    # Issue 31 item 18: prod's level, not "advisory", with the acceptance said beside it.
+    assert (probe["enforcement"], probe["accepted"], probe["source"]) == (
+        "mandatory",
+        True,
+        "checkov",
+    )
+    assert {a["enforcement"] for a in document["accepted"]} == {"mandatory"}
+    # Accepted findings never count toward the gate's mandatory violations.
+    assert document["summary"]["mandatory"] == sum(
+        v["enforcement"] == "mandatory" for v in document["violations"]
+    )
     assert accepted[("CKV_AWS_338", LOG_GROUP_URN)]["reason"].startswith("Retention follows")
     assert all(a["reason"] for a in document["accepted"])
     assert not {a["policy"] for a in document["accepted"]} & {
@@ -254,7 +266,7 @@ def test_sarif_with_both_sources_validates_with_rule_metadata_and_locations(
     run = runs["checkov"]
     rules = run["tool"]["driver"]["rules"]
     results = [r for r in run["results"] if r["properties"]["stack"] == "prod"]
-    (result,) = results
+    (result,) = [r for r in results if "suppressions" not in r]
     rule = rules[result["ruleIndex"]]
     assert rule["id"] == result["ruleId"] == "CKV_K8S_22"
     assert (
@@ -269,8 +281,25 @@ def test_sarif_with_both_sources_validates_with_rule_metadata_and_locations(
     stack_lines = (PROJECT_DIR / "stacks/Pulumi.prod.yaml").read_text().splitlines()
     assert stack_lines[line - 1] == "  sandboxkit:kubernetes:"
     assert location["logicalLocations"][0]["fullyQualifiedName"] == template_urn("prod")
-    (dev_result,) = [r for r in run["results"] if r["properties"]["stack"] == "dev"]
+    (dev_result,) = [
+        r for r in run["results"] if r["properties"]["stack"] == "dev" and "suppressions" not in r
+    ]
     assert dev_result["level"] == "warning"
+    # The baseline's acceptances in SARIF's place for them, each at its stack's level.
+    reasons = {(e.check, e.pattern): e.reason for e in load_baseline(PROJECT_DIR)}
+    suppressed = [r for r in results if "suppressions" in r]
+    probe = next(r for r in suppressed if r["ruleId"] == "CKV_K8S_8")
+    assert (probe["level"], probe["suppressions"]) == (
+        "error",
+        [
+            {
+                "kind": "external",
+                "status": "accepted",
+                "justification": reasons[("CKV_K8S_8", TEMPLATE_TYPE)],
+            }
+        ],
+    )
+    assert len(suppressed) == writable_root["prod"].summary()["accepted"]
     assert {r["ruleId"] for r in runs["sandbox-guard"]["results"]} >= {"SBX-K8S-001"}
 
 

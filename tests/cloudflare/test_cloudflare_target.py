@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from sandboxkit import cli
 from sandboxkit.cloudflare import spec as cf_spec
-from sandboxkit.cloudflare.catalog import WRANGLER_SCRIPT
 from sandboxkit.cloudflare.deployer import cloudflare_policy
 from sandboxkit.cloudflare.spec import (
     SPEC,
@@ -25,6 +24,7 @@ from sandboxkit.cloudflare.spec import (
     instance_type_for,
     worker_sandbox_args,
 )
+from sandboxkit.cloudflare.type_tokens import WRANGLER_SCRIPT
 from sandboxkit.cloudflare.workers import WorkerSandbox
 from sandboxkit.cloudflare.wrangler import script_inputs as planned_inputs
 from sandboxkit.cloudflare.wrangler import wrangler_config
@@ -37,7 +37,7 @@ from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import KitContext
 from support import named, one, shipped_render
 
-SCRIPT = WRANGLER_SCRIPT
+SCRIPT = WRANGLER_SCRIPT.token
 SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 ACCOUNT = "0" * 32
 IMAGE = "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1"

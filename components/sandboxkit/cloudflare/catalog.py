@@ -7,17 +7,16 @@ See ``sandboxkit.catalog``: mock outputs for the offline render and checkov expo
 from __future__ import annotations
 
 from sandboxkit.catalog import TF_CLOUDFLARE, ResourceKind, TerraformType
-from sandboxkit.cloudflare.wrangler_script import RESOURCE_TYPE as WRANGLER_SCRIPT
-
-# A Worker script: its bindings carry EGRESS_POLICY, limits and keys (egress_reader.py reads it).
-# The kit's is the WranglerScript (wrangler uploads it); a stack may hold pulumi-cloudflare's
-# WorkersScript instead, in the same shape, and the reader and the pack judge both.
-WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
-WORKER_SCRIPTS = (WRANGLER_SCRIPT, WORKERS_SCRIPT)
+from sandboxkit.cloudflare.type_tokens import (
+    PROVIDER,
+    WORKERS_SCRIPT,
+    WORKERS_SUBDOMAIN,
+    WRANGLER_SCRIPT,
+)
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        WORKERS_SCRIPT,
+        WORKERS_SCRIPT.token,
         export=TerraformType(
             "cloudflare_workers_script",
             TF_CLOUDFLARE,
@@ -25,7 +24,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        WRANGLER_SCRIPT,
+        WRANGLER_SCRIPT.token,
         # The script wrangler uploads, exported as the Workers script it is: its bindings and
         # observability have terraform-provider-cloudflare's shape, so checkov's Workers checks
         # (CKV_SBX_22) read it; the container, routes and migration ledger ride along as data.
@@ -45,12 +44,12 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain",
+        WORKERS_SUBDOMAIN.token,
         export=TerraformType("cloudflare_workers_script_subdomain", TF_CLOUDFLARE),
         settings={"CKV_SBX_23": "workersDev"},
     ),
     ResourceKind(
-        "pulumi:providers:cloudflare",
+        PROVIDER.token,
         not_exported=(
             "provider configuration (API token), not a Cloudflare resource; checkov's "
             "resource checks do not read it"

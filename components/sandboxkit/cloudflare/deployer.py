@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT, WRANGLER_SCRIPT
+from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT, WORKERS_SUBDOMAIN, WRANGLER_SCRIPT
 from sandboxkit.deployer import DeployerPolicy, granted, union
 from sandboxkit.effective_egress import ResourceView
 
@@ -23,9 +23,9 @@ ROUTE_GROUPS = ("Workers Routes Write", "Zone Read")
 
 GRANTS: dict[str, tuple[str, ...]] = {
     # wrangler deploy uploads the script and creates or modifies its container application.
-    WRANGLER_SCRIPT: (CONTAINERS_WRITE, SCRIPTS_WRITE),
-    WORKERS_SCRIPT: (SCRIPTS_WRITE,),
-    "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain": (SCRIPTS_WRITE,),
+    WRANGLER_SCRIPT.token: (CONTAINERS_WRITE, SCRIPTS_WRITE),
+    WORKERS_SCRIPT.token: (SCRIPTS_WRITE,),
+    WORKERS_SUBDOMAIN.token: (SCRIPTS_WRITE,),
 }
 
 # Pushing the image to Cloudflare's registry before the first deploy (`wrangler containers
@@ -34,7 +34,7 @@ WRANGLER_GROUPS = (CONTAINERS_WRITE,)
 
 
 def _has_zone_routes(view: ResourceView) -> bool:
-    routes = view.props.get("routes") if view.type == WRANGLER_SCRIPT else None
+    routes = view.props.get("routes") if WRANGLER_SCRIPT.matches(view.type) else None
     return isinstance(routes, list) and any(
         isinstance(r, dict) and not r.get("customDomain") for r in routes
     )

@@ -1,7 +1,7 @@
 """The ``cloudflare`` target's effective egress, read from its rendered Worker script only.
 
 Reader of issue 12 for this target: ``read_egress(resources)`` takes the rendered resources (as
-``ResourceView``s), finds each Worker script (``catalog.WORKER_SCRIPTS``: the kit's
+``ResourceView``s), finds each Worker script (``type_tokens.WORKER_SCRIPTS``: the kit's
 ``WranglerScript``, or pulumi-cloudflare's ``WorkersScript``) and its ``EGRESS_POLICY`` binding,
 and lets the Worker's own code say what that policy admits (``decide.WorkerDecider``, the
 JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it:
@@ -47,10 +47,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from sandboxkit.boundary import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.cloudflare.catalog import WORKER_SCRIPTS
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
+from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS
 from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
@@ -174,7 +174,8 @@ def read_egress(
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for script in resources:
-        policy = egress_policy_text(script) if script.type in WORKER_SCRIPTS else None
+        kit_or_provider = any(t.matches(script.type) for t in WORKER_SCRIPTS)
+        policy = egress_policy_text(script) if kit_or_provider else None
         if policy is None:
             continue
         resource = f"{script.type} {script.name}"

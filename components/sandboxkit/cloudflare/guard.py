@@ -4,6 +4,7 @@ bindings carry the egress policy, limits and keys) and its workers.dev subdomain
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -16,16 +17,18 @@ from sandboxkit.boundary import (
     JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
-from sandboxkit.cloudflare.catalog import WORKER_SCRIPTS
 from sandboxkit.cloudflare.egress_reader import worker_code_problems
+from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS, WORKERS_SUBDOMAIN
 from sandboxkit.guard import (
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     dig,
     items,
     number,
+    of_kind,
     plain_binding_entries,
     plain_bindings,
 )
@@ -49,8 +52,6 @@ from sandboxkit.policy_rules import (
     SERVER_CHOSEN_IDS,
     TIME_LIMITS,
 )
-
-WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 
 
 def _egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -171,7 +172,7 @@ def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 def _workers_without_observability(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    for script in (r for r in resources if r.resource_type in WORKER_SCRIPTS):
+    for script in of_kind(resources, *WORKER_SCRIPTS):
         if dig(script.props, "observability.enabled") is not True:
             yield (
                 f"Worker {script.name} has observability off, so commands leave no audit "
@@ -223,6 +224,18 @@ def _container_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
         return
     yield from unpinned_images("Worker", ctx.name, [image])
 
+
+def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
+    """Whether ``path`` is the text of a ``secret_text`` binding (a Worker secret)."""
+    match = re.fullmatch(r"bindings\[(\d+)\]\.text", path)
+    if not match:
+        return False
+    binding = props["bindings"][int(match.group(1))]
+    return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
+
+
+# A secret_text binding holds a Worker secret: SBX-SEC-002 does not read its text.
+SECRET_SINKS = tuple(SecretSink(t, holds=_secret_binding_text) for t in WORKER_SCRIPTS)
 
 HANDLERS = (
     Handler(

@@ -46,8 +46,6 @@ import pulumi.dynamic
 from sandboxkit.cloudflare.plan import MAIN_MODULE
 from sandboxkit.cloudflare.wrangler import secret_texts, wrangler_config
 
-# The engine's type token.
-RESOURCE_TYPE = "pulumi-python:dynamic/cloudflare:WranglerScript"
 # Inputs whose change needs a new script: a script lives in one account under one name.
 REPLACING_INPUTS = ("accountId", "scriptName")
 # Inputs that say who calls the API, not what is deployed.

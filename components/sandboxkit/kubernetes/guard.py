@@ -15,20 +15,20 @@ from sandboxkit.boundary import (
 )
 from sandboxkit.effective_egress import ResourceView, as_dicts
 from sandboxkit.guard import (
-    SANDBOX_POD_KINDS,
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     containers_of,
     dig,
     items,
     judge_each,
+    labelled_target,
     number,
     of_kind,
     resource_views,
     sandbox_pod_spec,
-    target_of,
 )
 from sandboxkit.guard_checks import (
     PortSpan,
@@ -45,11 +45,6 @@ from sandboxkit.guard_checks import (
 )
 from sandboxkit.kubernetes import pod_guard
 from sandboxkit.kubernetes.egress_reader import (
-    CILIUM_POLICY,
-    CONFIG_MAP,
-    DEPLOYMENT,
-    GKE_FQDN_POLICY,
-    NETWORK_POLICY,
     admits_dns,
     dnsmasq_names,
     peer_kind,
@@ -58,6 +53,20 @@ from sandboxkit.kubernetes.egress_reader import (
     selects,
 )
 from sandboxkit.kubernetes.resolver import CONFIG_PATH
+from sandboxkit.kubernetes.type_tokens import (
+    CILIUM_POLICY,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    GKE_FQDN_POLICY,
+    NETWORK_POLICY,
+    RESOURCE_QUOTA,
+    ROLE_BINDINGS,
+    ROLES,
+    SANDBOX_POD_KINDS,
+    SANDBOX_TEMPLATE,
+    SECRET,
+    WARM_POOL,
+)
 from sandboxkit.policy_rules import (
     ALLOWLIST_SPECIFIC,
     BOUNDED_POOLS,
@@ -72,12 +81,7 @@ from sandboxkit.policy_rules import (
     SIZE_LIMITS,
     TIME_LIMITS,
 )
-
-SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
-ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
-ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
-RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-WARM_POOL = "kubernetes:*:SandboxWarmPool"
+from sandboxkit.type_tokens import of_type
 
 KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
 
@@ -263,8 +267,8 @@ def _covers(selector: Any, pod_labels: Mapping[str, str]) -> bool:
 def _templates_without_policy(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    policies = of_kind(resources, ":NetworkPolicy")
-    for template in of_kind(resources, ":SandboxTemplate"):
+    policies = of_kind(resources, NETWORK_POLICY)
+    for template in of_kind(resources, SANDBOX_TEMPLATE):
         namespace = dig(template.props, "metadata.namespace")
         pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
         # Same target (cluster) and namespace: two targets may use the same namespace name.
@@ -272,7 +276,7 @@ def _templates_without_policy(
             p
             for p in policies
             if dig(p.props, "metadata.namespace") == namespace
-            and target_of(p.props) == target_of(template.props)
+            and labelled_target(p.props) == labelled_target(template.props)
             and "Egress" in items(dig(p.props, "spec.policyTypes"))
             and _covers(dig(p.props, "spec.podSelector"), pod_labels)
         ]
@@ -408,16 +412,16 @@ def _sandbox_dns(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     urns = {r.name: r.urn for r in resources}
-    views = [v for v in resource_views(resources, "kubernetes:") if v.type in _DNS_TYPES]
+    views = of_type(resource_views(resources, "kubernetes:"), *_DNS_TYPES)
     nps = [
         v
         for v in views
-        if v.type == NETWORK_POLICY and _selects_sandboxes(v.at("spec.podSelector"))
+        if NETWORK_POLICY.matches(v.type) and _selects_sandboxes(v.at("spec.podSelector"))
     ]
     cnps = [
         v
         for v in views
-        if v.type == CILIUM_POLICY and _selects_sandboxes(v.at("spec.endpointSelector"))
+        if CILIUM_POLICY.matches(v.type) and _selects_sandboxes(v.at("spec.endpointSelector"))
     ]
     if _reaches_internet(nps, cnps):
         return  # SBX-NET-001 reports it; a DNS tunnel takes out nothing more.
@@ -473,7 +477,7 @@ def _pod_deadline(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _quota_pods(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    if target_of(props) is None:
+    if labelled_target(props) is None:
         return
     yield from count_problems(
         f"ResourceQuota {ctx.name}",
@@ -502,19 +506,18 @@ def _quota_per_namespace(
 ) -> Iterator[tuple[str, str | None]]:
     # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
     quotas = {
-        (target_of(r.props), dig(r.props, "metadata.namespace"))
-        for r in resources
-        if r.resource_type == RESOURCE_QUOTA and dig(r.props, "spec.hard.pods")
+        (labelled_target(r.props), dig(r.props, "metadata.namespace"))
+        for r in of_kind(resources, RESOURCE_QUOTA)
+        if dig(r.props, "spec.hard.pods")
     }
-    for r in resources:
-        if r.resource_type.endswith(":SandboxTemplate"):
-            namespace = dig(r.props, "metadata.namespace")
-            if (target_of(r.props), namespace) not in quotas:
-                yield (
-                    f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
-                    "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
-                    r.urn,
-                )
+    for r in of_kind(resources, SANDBOX_TEMPLATE):
+        namespace = dig(r.props, "metadata.namespace")
+        if (labelled_target(r.props), namespace) not in quotas:
+            yield (
+                f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
+                "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
+                r.urn,
+            )
 
 
 # --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------
@@ -536,6 +539,9 @@ def _resolver_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
     images = [c.get("image") for c in containers_of(dig(props, "spec.template.spec", {}) or {})]
     yield from unpinned_images("Deployment", ctx.name, images)
 
+
+# A Secret holds secrets: SBX-SEC-002 does not read its data.
+SECRET_SINKS = (SecretSink(SECRET, ("data", "stringData")),)
 
 HANDLERS = (
     *pod_guard.HANDLERS,

@@ -25,7 +25,8 @@ from typing import Any
 
 from sandboxkit.deployer import DeployerPolicy, granted
 from sandboxkit.effective_egress import ResourceView
-from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
+from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
+from sandboxkit.type_tokens import of_type
 
 DEBIAN_PACKAGES = ("bubblewrap", "libseccomp2")
 CGROUP_CONTROLLERS = ("cpu", "memory", "pids")
@@ -34,7 +35,7 @@ GATEWAY_CAPABILITIES = ("CAP_NET_ADMIN", "CAP_SYS_ADMIN")
 # What each rendered type needs written on the host (``deployer.granted`` refuses a type
 # missing here).
 GRANTS: dict[str, str] = {
-    EGRESS_GATEWAY_POLICY: "policyFile: written by pulumi up, removed by pulumi destroy",
+    EGRESS_GATEWAY_POLICY.token: "policyFile: written by pulumi up, removed by pulumi destroy",
 }
 
 
@@ -52,7 +53,7 @@ def local_policy(target: str, resources: Sequence[ResourceView]) -> DeployerPoli
         MissingGrantError: for a resource type ``GRANTS`` lacks.
     """
     granted(target, GRANTS, resources)
-    policies = [v for v in resources if v.type == EGRESS_GATEWAY_POLICY]
+    policies = of_type(resources, EGRESS_GATEWAY_POLICY)
     writes: dict[str, list[str]] = {}
     for view in policies:
         for key, what in (
