@@ -235,11 +235,21 @@ def test_routes_and_custom_domains_reach_the_script_in_order(
     assert script_inputs(engine)["routes"] == routes
 
 
-def test_the_api_token_is_the_stacks_secret_and_absent_without_one(
+def test_the_api_token_is_absent_without_the_stacks_secret(
     engine: Recorder, worker_module: Path
 ) -> None:
     build(engine, worker_module)
     assert script_inputs(engine).get("apiToken") is None
+
+
+def test_the_api_token_is_the_stacks_secret(
+    engine: Recorder, worker_module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pulumi-cloudflare's own key: the provider hands the same secret to wrangler.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"cloudflare:apiToken": "cf-token-value"}))
+    build(engine, worker_module)
+    token = script_inputs(engine)["apiToken"]
+    assert is_secret_value(token) and token["value"] == "cf-token-value"
 
 
 def test_secret_bindings_are_pulumi_secrets(engine: Recorder, worker_module: Path) -> None:

@@ -9,8 +9,10 @@ cloudflare/workers-sdk#705, #6953; wrangler-legacy#1992). wrangler reads the liv
 ``migration_tag`` (``GET /accounts/{account}/workers/services/{script}``) and uploads only the
 migrations after it as ``{old_tag, new_tag, steps}``, none once the last is applied
 (developers.cloudflare.com/durable-objects/reference/durable-objects-migrations/), and it
-creates or modifies the Containers application bound to the Durable Object
-(developers.cloudflare.com/containers/get-started/). This dynamic resource runs it:
+creates or modifies the Containers application bound to the Durable Object, after the Worker
+is live and not transactionally: a rollout error can follow a Worker already serving
+(developers.cloudflare.com/containers/deploy/), so a failed deploy is re-run by the next
+``pulumi up``, which deploys again. This dynamic resource runs it:
 
 - create and update: ``wrangler deploy --config wrangler.json --secrets-file secrets.json`` in
   a private temporary folder holding the module, the config (``wrangler.wrangler_config``) and
@@ -24,9 +26,12 @@ creates or modifies the Containers application bound to the Durable Object
 Credentials: the API token reaches wrangler as ``CLOUDFLARE_API_TOKEN`` in its environment,
 never its arguments: the ``apiToken`` input (the stack's secret ``cloudflare:apiToken``) when
 set, else the deployer's own ``CLOUDFLARE_API_TOKEN``
-(developers.cloudflare.com/workers/wrangler/system-environment-variables/). Secrets never reach
-the outputs (``apiToken`` is dropped) and are struck from any wrangler output an error quotes.
-The image must be in a registry Cloudflare pulls from first (``wrangler containers push``).
+(developers.cloudflare.com/workers/wrangler/system-environment-variables/). The token stays a
+Pulumi secret in the outputs too (``additional_secret_outputs``): ``pulumi destroy`` hands the
+provider the outputs only, and ``wrangler delete`` needs it. Secrets are struck from any wrangler
+output an error quotes.
+The image must be in a registry Cloudflare pulls from first (``wrangler containers push``;
+developers.cloudflare.com/containers/image-management/).
 """
 
 from __future__ import annotations
@@ -96,8 +101,8 @@ class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
     """Create, diff, update and delete one Worker script through ``wrangler``.
 
     Inputs: ``wrangler.script_inputs`` plus ``apiToken`` (secret, or ``None`` for the
-    environment's ``CLOUDFLARE_API_TOKEN``). Outputs: the inputs without ``apiToken``. The id
-    is ``<accountId>/<scriptName>``.
+    environment's ``CLOUDFLARE_API_TOKEN``). Outputs: the inputs (``apiToken`` a secret). The
+    id is ``<accountId>/<scriptName>``.
 
     Attributes:
         command: the wrangler command line prefix; ``None`` for ``wrangler_command()``.
@@ -158,10 +163,6 @@ class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
                 work,
             )
 
-    @staticmethod
-    def _outs(props: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in props.items() if k not in CREDENTIAL_INPUTS}
-
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         """``wrangler deploy``: the first upload carries every migration (no ``old_tag``).
 
@@ -169,9 +170,7 @@ class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
             WranglerError: when wrangler is missing or the deploy fails.
         """
         self._deploy(props)
-        return pulumi.dynamic.CreateResult(
-            f"{props['accountId']}/{props['scriptName']}", self._outs(props)
-        )
+        return pulumi.dynamic.CreateResult(f"{props['accountId']}/{props['scriptName']}", props)
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
@@ -194,7 +193,7 @@ class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
             WranglerError: when the deploy fails (the previous version keeps serving).
         """
         self._deploy(news)
-        return pulumi.dynamic.UpdateResult(self._outs(news))
+        return pulumi.dynamic.UpdateResult(news)
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """``wrangler delete NAME --force``, then ``wrangler containers delete ID`` for each of
@@ -221,7 +220,7 @@ class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
 class WranglerScript(pulumi.dynamic.Resource, module="cloudflare", name="WranglerScript"):
     """A Worker script deployed by wrangler (see the module docstring).
 
-    Outputs: the inputs (``wrangler.script_inputs``), without ``apiToken``; ``script_name``
+    Outputs: the inputs (``wrangler.script_inputs``, ``apiToken`` a secret); ``script_name``
     is the script's name once it is deployed.
     """
 
