@@ -8,8 +8,10 @@ reader runs on the offline render and inside the policy pack, because it reads
 ``ResourceView``s: a type token, a name and plain JSON-like props.
 
 ``compare`` checks an ``EffectiveEgress`` against the ``EgressContract`` on ``Probe``s derived
-from a stack's entries (``derive_probes``) and returns each difference marked wider or
-narrower; ``inexpressible`` flags, without a profile, grants no contract can express.
+from a stack's entries (``derive_probes``), each a host, a port and the protocol it carries
+(``tls``, ``http``, plain ``tcp``, ``udp``: a grant matched by name admits only what carries the
+name), and returns each difference marked wider or narrower; ``inexpressible`` flags,
+without a profile, grants no contract can express.
 
 Core layer: this module reads the egress model and its tables only; no provider SDK, no render.
 
@@ -28,14 +30,22 @@ Example (a reader's result, checked)::
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from ipaddress import ip_network
 from typing import Any, Final, Literal, TypeAlias
 
 from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks, public_address_in
 from sandboxkit.dns_names import is_at_or_below, is_below, registrable_domain
-from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
+from sandboxkit.egress_contract import (
+    CONNECTION_PROTOCOLS,
+    NAMED_PROTOCOLS,
+    TCP_PROTOCOLS,
+    ConnectionProtocol,
+    EgressContract,
+    EgressRule,
+    destination_of,
+)
 
 JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 
@@ -137,6 +147,16 @@ documented platform behaviour, not testable here (``Grant.source`` cites the doc
 
 Ports = frozenset[int] | Literal["any"]
 
+# What a connection grant admits when its reader says nothing narrower: a grant matched by a name
+# (SNI or Host) admits the protocols that carry one; a grant matched by address, any TCP.
+DEFAULT_PROTOCOLS: Final[Mapping[Enforcement, frozenset[ConnectionProtocol]]] = {
+    "name-l7": NAMED_PROTOCOLS,
+    "claimed-name": NAMED_PROTOCOLS,
+    "resolved-address": TCP_PROTOCOLS,
+    "address": TCP_PROTOCOLS,
+    "query-name": frozenset(),
+}
+
 _ANY_NAME = "*"
 
 
@@ -168,12 +188,20 @@ class Grant:
             field) for platform behaviour.
         resource: the resource the reader read it from (``type name``), for explanations.
         excluded: CIDR blocks an address grant takes out (NetworkPolicy ``except``).
+        protocols: what a connection grant admits (``ConnectionProtocol``); empty (the
+            default) means ``DEFAULT_PROTOCOLS`` of its enforcement: ``tls`` and ``http`` for
+            a grant matched by name (``name-l7``, ``claimed-name``), any TCP (``tcp``, ``tls``,
+            ``http``) for one matched by address (``address``, ``resolved-address``: a
+            plain-TCP connection to the name's addresses passes too). A reader narrows it
+            where the platform checks one protocol only (Cilium ``serverNames``: ``tls``).
+            Resolution grants have none.
 
     Raises:
         ValueError: for a host that is neither a name nor an address/CIDR for its enforcement,
             a scope an address grant cannot have, ``*`` without scope ``any``, an empty or
-            out-of-range port set, an empty source, or exclusions on a name grant or outside
-            the block.
+            out-of-range port set, an empty source, exclusions on a name grant or outside
+            the block, protocols on a resolution grant, or a grant matched by name admitting
+            a protocol that carries no name (``tcp``, ``udp``).
     """
 
     host: str
@@ -184,10 +212,12 @@ class Grant:
     source: str
     resource: str = ""
     excluded: tuple[str, ...] = ()
+    protocols: frozenset[ConnectionProtocol] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.source:
             raise ValueError(f"grant {self.host}: a source citation is required")
+        self._normalize_protocols()
         if self.ports != "any":
             if not self.ports or not all(1 <= p <= 65535 for p in self.ports):
                 raise ValueError(f"grant {self.host}: ports are 'any' or a set of 1 to 65535")
@@ -196,6 +226,21 @@ class Grant:
             self._normalize_network()
         else:
             self._normalize_name()
+
+    def _normalize_protocols(self) -> None:
+        default = DEFAULT_PROTOCOLS[self.enforced]
+        protocols = frozenset(self.protocols) or default
+        unknown = sorted(protocols - set(CONNECTION_PROTOCOLS))
+        if unknown:
+            raise ValueError(f"grant {self.host}: protocols {unknown} are not protocols")
+        if self.enforced == "query-name" and self.protocols:
+            raise ValueError(f"resolution grant {self.host}: a query has no protocols")
+        if self.enforced in ("name-l7", "claimed-name") and not protocols <= NAMED_PROTOCOLS:
+            raise ValueError(
+                f"grant {self.host}: matched by name, it admits tls or http only (plain tcp "
+                "and udp carry no name to match)"
+            )
+        object.__setattr__(self, "protocols", protocols)
 
     def _normalize_network(self) -> None:
         try:
@@ -231,6 +276,10 @@ class Grant:
     def covers_port(self, port: int) -> bool:
         """Whether the grant opens TCP ``port``."""
         return self.ports == "any" or port in self.ports
+
+    def covers_protocol(self, protocol: ConnectionProtocol) -> bool:
+        """Whether the grant admits connections carrying ``protocol``."""
+        return protocol in self.protocols
 
     def matches_name(self, name: str) -> bool:
         """Whether a name grant matches ``name`` (normal form) by its scope."""
@@ -273,7 +322,26 @@ class Grant:
         what = f"{self.host} ({self.scope})" if self.network is None else self.host
         if self.excluded:
             what += f" except {', '.join(self.excluded)}"
+        if self.protocols != DEFAULT_PROTOCOLS[self.enforced]:
+            ports += f" ({protocol_text(self.protocols)} only)"
         return f"{what} on {ports}, {ENFORCEMENT_TEXT[self.enforced]} [{self.basis}: {self.source}]"
+
+
+def protocol_text(protocols: Iterable[ConnectionProtocol]) -> str:
+    """Protocols in ``CONNECTION_PROTOCOLS`` order joined by ``/``: ``tls/http``."""
+    given = set(protocols)
+    return "/".join(p for p in CONNECTION_PROTOCOLS if p in given)
+
+
+def merge_protocols(grants: Iterable[Grant]) -> tuple[Grant, ...]:
+    """``grants`` with those alike but for their protocols as one grant admitting all of them
+    (a name's TLS SNI rule and its HTTP Host rule: one grant for ``tls/http``), first place
+    kept; duplicates once."""
+    merged: dict[Grant, frozenset[ConnectionProtocol]] = {}
+    for grant in grants:
+        key = replace(grant, protocols=DEFAULT_PROTOCOLS[grant.enforced])
+        merged[key] = merged.get(key, frozenset()) | grant.protocols
+    return tuple(replace(key, protocols=protocols) for key, protocols in merged.items())
 
 
 @lru_cache(maxsize=1024)
@@ -332,18 +400,24 @@ class EffectiveEgress:
             if grant.enforced == "query-name":
                 raise ValueError(f"connection grant {grant}: query-name is for resolution")
 
-    def admits(self, host: str, port: int) -> Verdict:
-        """Whether a sandbox may connect to ``host`` on TCP ``port``.
+    def admits(self, host: str, port: int, protocol: ConnectionProtocol) -> Verdict:
+        """Whether a sandbox may connect to ``host`` on ``port`` carrying ``protocol``.
 
         An address is admitted by an address grant holding it; a name by a name grant
         matching it, or by an address grant that holds every address ``open`` admits (the
-        name reaches whatever public address it resolves to). Text that is neither an address
-        nor a fully qualified name is never admitted.
+        name reaches whatever public address it resolves to); in each case only by grants
+        admitting ``protocol`` (``Grant.protocols``: a plain-TCP connection to a name passes
+        a grant matched by resolved address, never one matched by SNI or Host). Text that is
+        neither an address nor a fully qualified name is never admitted.
         """
         destination = destination_of(host)
         if destination is None:
             return Verdict(False)
-        found = tuple(g for g in self.connect if g.covers_port(port) and _admits(g, destination))
+        found = tuple(
+            g
+            for g in self.connect
+            if g.covers_port(port) and g.covers_protocol(protocol) and _admits(g, destination)
+        )
         return Verdict(bool(found), found)
 
     def resolves(self, name: str) -> Verdict:
@@ -364,7 +438,15 @@ def _admits(grant: Grant, destination: IPAddress | str) -> bool:
 # --- Probes --------------------------------------------------------------------------------------
 
 ProbeKind = Literal[
-    "entry", "one-below", "two-below", "apex", "other-port", "metadata", "metadata-nat64", "grant"
+    "entry",
+    "plain-tcp",
+    "one-below",
+    "two-below",
+    "apex",
+    "other-port",
+    "metadata",
+    "metadata-nat64",
+    "grant",
 ]
 
 # Labels a probe adds below a name: chosen so no real entry is likely to name them.
@@ -377,6 +459,17 @@ METADATA_PROBES: Final[tuple[tuple[str, ProbeKind], ...]] = (
 METADATA_PORT: Final = 80
 # Tried in order when a stack's entries use no other port.
 _SPARE_PORTS = (8443, 443, 80, 22)
+# The port whose name probes speak HTTP (every other name probe speaks TLS).
+HTTP_PORT: Final = 80
+
+
+def client_protocol(host: str, port: int) -> ConnectionProtocol:
+    """The protocol a probe of ``host`` on ``port`` speaks unless it says otherwise: ``http``
+    to a name on port 80, ``tls`` to a name on any other port (what the client of a name
+    entry sends: the name in the Host or the SNI), ``tcp`` to an address."""
+    if not isinstance(destination_of(host), str):
+        return "tcp"
+    return "http" if port == HTTP_PORT else "tls"
 
 
 @dataclass(frozen=True)
@@ -386,6 +479,9 @@ class Probe:
     Attributes:
         host: a name in normal form or an address text.
         port: TCP port.
+        protocol: what the probe carries (``ConnectionProtocol``; ``client_protocol`` gives
+            the usual one): ``tls`` with the host as SNI, ``http`` with the host as Host,
+            ``tcp`` plain bytes (to a name: to an address it resolved to, naming nothing).
         kind: how it was derived (``ProbeKind``).
         origin: the entry it derives from (``*.pythonhosted.org:443``); ``""`` for the
             metadata probes.
@@ -393,12 +489,18 @@ class Probe:
 
     host: str
     port: int
+    protocol: ConnectionProtocol
     kind: ProbeKind
     origin: str = ""
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    @classmethod
+    def usual(cls, host: str, port: int, kind: ProbeKind, origin: str = "") -> Probe:
+        """A probe speaking ``client_protocol(host, port)``."""
+        return cls(host, port, client_protocol(host, port), kind, origin)
 
 
 def _other_ports(rule: EgressRule, rules: Sequence[EgressRule]) -> list[int]:
@@ -410,9 +512,9 @@ def _other_ports(rule: EgressRule, rules: Sequence[EgressRule]) -> list[int]:
 def _probes_of(rule: EgressRule, rules: Sequence[EgressRule]) -> Iterable[Probe]:
     origin = str(rule)
     if rule.kind == "ip":
-        yield Probe(rule.host, rule.port, "entry", origin)
+        yield Probe.usual(rule.host, rule.port, "entry", origin)
         for port in _other_ports(rule, rules):
-            yield Probe(rule.host, port, "other-port", origin)
+            yield Probe.usual(rule.host, port, "other-port", origin)
         return
     one, two = (
         f"{PROBE_LABELS[0]}.{rule.host}",
@@ -420,14 +522,25 @@ def _probes_of(rule: EgressRule, rules: Sequence[EgressRule]) -> Iterable[Probe]
     )
     name = rule.host if rule.kind == "name" else one
     if rule.kind == "name":
-        yield Probe(name, rule.port, "entry", origin)
-    yield Probe(one, rule.port, "one-below", origin)
-    yield Probe(two, rule.port, "two-below", origin)
+        yield Probe.usual(name, rule.port, "entry", origin)
+    # The same name and port with no SNI and no Host: a name entry never admits it.
+    yield Probe(name, rule.port, "tcp", "plain-tcp", origin)
+    yield Probe.usual(one, rule.port, "one-below", origin)
+    yield Probe.usual(two, rule.port, "two-below", origin)
     apex = rule.host if rule.kind == "wildcard" else registrable_domain(rule.host)
     if apex is not None and apex != name:
-        yield Probe(apex, rule.port, "apex", origin)
+        yield Probe.usual(apex, rule.port, "apex", origin)
     for port in _other_ports(rule, rules):
-        yield Probe(name, port, "other-port", origin)
+        yield Probe.usual(name, port, "other-port", origin)
+
+
+def _grant_protocol(grant: Grant, host: str, port: int) -> ConnectionProtocol:
+    # The usual protocol when the grant admits it, else one it admits: a grant no entry
+    # explains is asked in a protocol it opens (an HTTP-only grant on 443 too).
+    usual = client_protocol(host, port)
+    if grant.covers_protocol(usual):
+        return usual
+    return next(p for p in CONNECTION_PROTOCOLS if grant.covers_protocol(p))
 
 
 def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
@@ -444,11 +557,17 @@ def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
             else public_address_in(network, [ip_network(block) for block in grant.excluded])
         )
         if address is not None:
-            yield from (Probe(str(address), p, "grant", grant.resource) for p in ports)
+            host = str(address)
+            yield from (
+                Probe(host, p, _grant_protocol(grant, host, p), "grant", grant.resource)
+                for p in ports
+            )
         return
     below = grant.scope in ("below", "one-label")
     host = f"{PROBE_LABELS[0]}.{grant.host}" if below else grant.host
-    yield from (Probe(host, port, "grant", grant.resource) for port in ports)
+    yield from (
+        Probe(host, p, _grant_protocol(grant, host, p), "grant", grant.resource) for p in ports
+    )
 
 
 def derive_probes(
@@ -458,7 +577,13 @@ def derive_probes(
 ) -> tuple[Probe, ...]:
     """The probes for a stack's entries, a target's control-plane hosts and what a target grants.
 
-    Per name entry: the name itself (exact entries), one and two labels below it
+    Each probe carries a protocol: ``client_protocol``'s (``http`` to a name on port 80,
+    ``tls`` to a name on other ports, ``tcp`` to an address) but for the ``plain-tcp`` probes
+    and a grant's (asked in a protocol it admits).
+
+    Per name entry: the name itself (exact entries) and, with protocol ``tcp``, the same name
+    (for ``*.x`` one label below) on the same port with no SNI and no Host (``plain-tcp``:
+    every target must refuse it); one and two labels below it
     (``sbx-probe.``, ``sbx-probe-2.sbx-probe.``), the apex (``x`` for ``*.x``; the registrable
     domain of an exact name when it differs), and on every other port the entries use (8443
     when they use one port) the name, or for ``*.x`` the name one label below. Per IP entry:
@@ -468,15 +593,15 @@ def derive_probes(
     single address, or for a block its lowest address ``open`` mode admits outside the grant's
     exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port);
     grants of every name are left to the entries' probes and to SBX-NET-001. Each
-    ``(host, port)`` once, first derivation kept, in derivation order.
+    ``(host, port, protocol)`` once, first derivation kept, in derivation order.
     """
     listed = [*rules, *control_plane]
-    found: dict[tuple[str, int], Probe] = {}
+    found: dict[tuple[str, int, ConnectionProtocol], Probe] = {}
     derived = [p for rule in listed for p in _probes_of(rule, listed)]
-    derived += [Probe(host, METADATA_PORT, kind) for host, kind in METADATA_PROBES]
+    derived += [Probe.usual(host, METADATA_PORT, kind) for host, kind in METADATA_PROBES]
     derived += [p for grant in grants for p in _probes_of_grant(grant)]
     for probe in derived:
-        found.setdefault((probe.host, probe.port), probe)
+        found.setdefault((probe.host, probe.port, probe.protocol), probe)
     return tuple(found.values())
 
 
@@ -522,6 +647,8 @@ class Difference:
         what = str(self.probe) if self.question == "connect" else f"resolving {self.probe.host}"
         if last_port is not None and last_port != self.probe.port:
             what += f"-{last_port}"
+        if self.question == "connect":
+            what += f" over {self.probe.protocol}"
         origin = f" ({self.probe.kind} of {self.probe.origin})" if self.probe.origin else ""
         if self.direction == "wider":
             by = "; ".join(str(g) for g in self.verdict.grants)
@@ -532,13 +659,13 @@ class Difference:
 def compare(
     effective: EffectiveEgress, contract: EgressContract, probes: Iterable[Probe]
 ) -> tuple[Difference, ...]:
-    """Every probe the target answers unlike the contract: connections for each probe, then
-    resolution for each distinct probe name, in probe order."""
+    """Every probe the target answers unlike the contract: connections for each probe (its
+    host, port and protocol), then resolution for each distinct probe name, in probe order."""
     probes = tuple(probes)
     found: list[Difference] = []
     for probe in probes:
-        verdict = effective.admits(probe.host, probe.port)
-        if verdict.admitted != contract.admits(probe.host, probe.port):
+        verdict = effective.admits(probe.host, probe.port, probe.protocol)
+        if verdict.admitted != contract.admits(probe.host, probe.port, probe.protocol):
             found.append(Difference(probe, "connect", _direction(verdict), verdict))
     asked: set[str] = set()
     for probe in probes:
@@ -553,8 +680,8 @@ def compare(
 
 def port_runs(differences: Iterable[Difference]) -> tuple[tuple[Difference, int], ...]:
     """``differences`` with each run of neighbours that differ only in consecutive ports (a
-    connection probe of the same host, kind and origin, answered the same way by the same
-    grants) as one: ``(first difference, last port of the run)``, in the given order. A grant
+    connection probe of the same host, protocol, kind and origin, answered the same way by the
+    same grants) as one: ``(first difference, last port of the run)``, in the given order. A grant
     on a port range (Cilium ``endPort``) then reads as one difference, not one per port."""
     runs: list[tuple[Difference, int]] = []
     for difference in differences:
@@ -563,9 +690,16 @@ def port_runs(differences: Iterable[Difference]) -> tuple[tuple[Difference, int]
             alike = (
                 first.question == difference.question == "connect"
                 and difference.probe.port == last + 1
-                and (first.probe.host, first.probe.kind, first.probe.origin, first.direction)
+                and (
+                    first.probe.host,
+                    first.probe.protocol,
+                    first.probe.kind,
+                    first.probe.origin,
+                    first.direction,
+                )
                 == (
                     difference.probe.host,
+                    difference.probe.protocol,
                     difference.probe.kind,
                     difference.probe.origin,
                     difference.direction,

@@ -23,6 +23,7 @@ from typing import Any
 from sandboxkit.boundary import RESOLVER_PORTS
 from sandboxkit.credentials import CREDENTIAL_SHAPES
 from sandboxkit.effective_egress import (
+    Difference,
     EffectiveEgress,
     Grant,
     compare,
@@ -145,7 +146,8 @@ def _names_by_address(
             yield (
                 f"{target} admits {grant.host} by resolved address only ({grant.resource}): "
                 "any site on that name's addresses passes, such as another customer of the "
-                "same CDN; use a target that checks the name itself (TLS SNI or HTTP Host), "
+                "same CDN, and so does plain TCP to them naming no host (no TLS SNI, no HTTP "
+                "Host); use a target that checks the name itself (TLS SNI or HTTP Host), "
                 "or accept it in the pack config (sbx-net-006 advisory).",
                 _urn_of(grant, urns),
             )
@@ -191,7 +193,7 @@ def _contract_differences(
         )
         differences = compare(effective, contract, contract_probes(contract, effective))
         # One report per run of consecutive ports: a grant on a port range is one finding.
-        for difference, last_port in port_runs(differences):
+        for difference, last_port in port_runs(d for d in differences if not _by_address(d)):
             # A wider answer is on the resource granting it; a narrower one on the component.
             grants = difference.verdict.grants
             yield (
@@ -201,6 +203,19 @@ def _contract_differences(
                 "--explain-egress shows every probe).",
                 (_urn_of(grants[0], urns) if grants else None) or urns.get(target),
             )
+
+
+def _by_address(difference: Difference) -> bool:
+    """Whether ``difference`` is plain TCP to a name admitted only by grants matched by the
+    name's resolved addresses: SBX-NET-006's finding on those grants (which says so, and which
+    the pack config may accept), not a second one here."""
+    grants = difference.verdict.grants
+    return (
+        difference.direction == "wider"
+        and difference.probe.protocol == "tcp"
+        and bool(grants)
+        and all(g.enforced == "resolved-address" for g in grants)
+    )
 
 
 def _control_plane_ports(target: str, contract: EgressContract, ctx: CheckContext) -> Iterator[str]:

@@ -30,7 +30,7 @@ def pool(**props: Any) -> ResourceView:
 def test_egress_disabled_grants_nothing() -> None:
     effective = read_egress([pool(sessionNetworkConfiguration={"status": "EgressDisabled"})])
     assert (effective.connect, effective.resolve) == ((), ())
-    assert effective.admits("169.254.169.254", 80).admitted is False
+    assert effective.admits("169.254.169.254", 80, "http").admitted is False
     assert effective.resolves("x.attacker.example").admitted is False
 
 
@@ -46,7 +46,7 @@ def test_egress_disabled_grants_nothing() -> None:
 def test_anything_but_egress_disabled_opens_everything(props: dict[str, Any]) -> None:
     effective = read_egress([pool(**props)])
     for host, port in (("151.101.0.223", 8443), ("2606:4700::1111", 22), ("a.example.com", 25)):
-        verdict = effective.admits(host, port)
+        verdict = effective.admits(host, port, "tls")
         assert verdict.admitted is True
         assert {g.source for g in verdict.grants} == {NETWORK_DOC}
     assert effective.resolves("x.attacker.example").admitted is True

@@ -136,11 +136,11 @@ def test_the_path_reads_every_link() -> None:
     ],
 )
 def test_what_each_connection_gets(host: str, port: int, admitted: bool) -> None:
-    assert read_egress(render()).admits(host, port).admitted is admitted
+    assert read_egress(render()).admits(host, port, "tls").admitted is admitted
 
 
 def test_names_are_enforced_by_resolved_address_only_and_say_so() -> None:
-    verdict = read_egress(render()).admits("pypi.org", 443)
+    verdict = read_egress(render()).admits("pypi.org", 443, "tls")
     assert verdict.enforced == ("resolved address only",)
     ((grant,),) = [verdict.grants]
     assert (grant.basis, grant.source) == ("platform-doc", FQDN_DOC)
@@ -167,22 +167,22 @@ def test_without_the_catch_all_every_name_resolves() -> None:
 
 def test_without_the_association_the_implied_allow_opens_everything() -> None:
     effective = read_egress(without(render(), "association"))
-    verdict = effective.admits("151.101.0.223", 8443)
+    verdict = effective.admits("151.101.0.223", 8443, "tcp")
     assert verdict.admitted is True
     assert verdict.grants[0].source == IMPLIED_DOC
 
 
 def test_without_nat_only_non_public_parts_remain() -> None:
     effective = read_egress(without(render(), "nat", "deny-non-public-ipv4", "deny-all-ipv4"))
-    assert effective.admits("pypi.org", 443).admitted is False
-    assert effective.admits("151.101.0.223", 443).admitted is False
-    assert effective.admits("10.8.0.5", 443).admitted is True
+    assert effective.admits("pypi.org", 443, "tls").admitted is False
+    assert effective.admits("151.101.0.223", 443, "tcp").admitted is False
+    assert effective.admits("10.8.0.5", 443, "tcp").admitted is True
 
 
 def test_private_ranges_only_sends_public_traffic_past_every_control() -> None:
     for egress in ("PRIVATE_RANGES_ONLY", None):
         effective = read_egress(render(egress=egress))
-        assert effective.admits("x.attacker.example", 8443).admitted is True
+        assert effective.admits("x.attacker.example", 8443, "tls").admitted is True
         assert effective.resolves("x.attacker.example").admitted is True
 
 
@@ -191,9 +191,11 @@ def test_an_ipv6_allow_needs_an_ipv6_subnet() -> None:
         "allow-ipv6-443", 1002, "allow", destIpRanges=["2606:4700::1/128"], layer4Configs=HTTPS
     )
     resources = [*render(), allow6]
-    assert read_egress(resources).admits("2606:4700::1", 443).admitted is False
+    assert read_egress(resources).admits("2606:4700::1", 443, "tcp").admitted is False
     dual = res("gcp:compute/subnetwork:Subnetwork", "subnet", network=NET, stackType="IPV4_IPV6")
-    assert read_egress(replaced(resources, dual)).admits("2606:4700::1", 443).admitted is True
+    assert (
+        read_egress(replaced(resources, dual)).admits("2606:4700::1", 443, "tcp").admitted is True
+    )
 
 
 def test_services_without_a_sandbox_launcher_are_not_read() -> None:
@@ -236,7 +238,13 @@ def test_the_component_admits_and_resolves_exactly_what_the_contract_does(
     rules = tuple(parse_rule(e) for e in egress.get("allow", []))
     contract = EgressContract(egress["mode"], rules)
     effective = read_egress(rendered(engine, egress))
-    assert compare(effective, contract, derive_probes(rules)) == ()
+    # Cloud NGFW FQDN objects match the addresses a name resolved to: plain TCP to them (no
+    # SNI, no Host) passes too, the one difference, and on every name entry (SBX-NET-006).
+    found = compare(effective, contract, derive_probes(rules))
+    assert [(str(d.probe), d.probe.protocol, d.direction) for d in found] == [
+        (str(r), "tcp", "wider") for r in rules if r.kind == "name"
+    ]
+    assert all(d.verdict.enforced == ("resolved address only",) for d in found)
 
 
 def test_allowlist_names_are_the_only_finding(engine: Recorder) -> None:

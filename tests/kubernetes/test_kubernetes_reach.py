@@ -95,9 +95,9 @@ def test_network_policy_docs_example() -> None:
         },
     )
     egress = read_egress([template(), policy])
-    assert egress.admits("93.184.216.34", 5978)
-    assert not egress.admits("93.184.216.34", 443)
-    assert not egress.admits("93.184.217.1", 5978)
+    assert egress.admits("93.184.216.34", 5978, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
+    assert not egress.admits("93.184.217.1", 5978, "tcp")
     # No DNS egress at all: even the cluster's resolver is out of reach.
     assert not egress.resolves("example.com")
 
@@ -118,9 +118,9 @@ def test_pods_no_policy_isolates_reach_everything() -> None:
     # Cilium: an egress rule isolates, unless enableDefaultDeny.egress is false.
     world = {"toCIDR": ["93.184.216.34/32"]}
     cilium = {"endpointSelector": {"matchLabels": SANDBOX}, "egress": [world]}
-    assert not read_egress([template(), view(CNP, cilium)]).admits("1.0.0.0", 443)
+    assert not read_egress([template(), view(CNP, cilium)]).admits("1.0.0.0", 443, "tcp")
     permissive = {**cilium, "enableDefaultDeny": {"egress": False}}
-    assert read_egress([template(), view(CNP, permissive)]).admits("1.0.0.0", 443)
+    assert read_egress([template(), view(CNP, permissive)]).admits("1.0.0.0", 443, "tcp")
 
 
 def test_label_selectors_read_match_expressions() -> None:
@@ -153,7 +153,7 @@ def test_a_cilium_policy_naming_the_pods_namespace_selects_them() -> None:
     placed = ResourceView(pod.type, pod.name, {**pod.props, "metadata": {"namespace": "sbx"}})
     selector = {"matchLabels": {**SANDBOX, "k8s:io.kubernetes.pod.namespace": "sbx"}}
     wide = {"endpointSelector": selector, "egress": [{"toEntities": ["world"]}]}
-    assert read_egress([placed, view(CNP, wide)]).admits("1.0.0.0", 443)
+    assert read_egress([placed, view(CNP, wide)]).admits("1.0.0.0", 443, "tcp")
 
 
 def test_cilium_rule_lists_clusterwide_policies_and_entities_are_read() -> None:
@@ -171,14 +171,14 @@ def test_cilium_rule_lists_clusterwide_policies_and_entities_are_read() -> None:
     }
     in_specs = ResourceView(CNP, "p", {"specs": [fenced, to_world_v4]})
     egress = read_egress([template(), in_specs])
-    assert egress.admits("1.0.0.0", 443) and not egress.admits("2000::", 443)
+    assert egress.admits("1.0.0.0", 443, "tcp") and not egress.admits("2000::", 443, "tcp")
     clusterwide = ResourceView(
         "kubernetes:cilium.io/v2:CiliumClusterwideNetworkPolicy",
         "c",
         {"spec": {**fenced, "egress": [{"toEntities": ["world-ipv6"]}]}},
     )
     egress = read_egress([template(), view(CNP, fenced), clusterwide])
-    assert egress.admits("2000::", 443) and not egress.admits("1.0.0.0", 443)
+    assert egress.admits("2000::", 443, "tcp") and not egress.admits("1.0.0.0", 443, "tcp")
 
 
 def test_cilium_peers_the_reader_cannot_place_are_refused() -> None:
@@ -305,12 +305,12 @@ def test_cilium_layer7_dns_docs_example() -> None:
     assert egress.resolves("a.api.cilium.io")
     assert not egress.resolves("a.b.cilium.io")
     assert not egress.resolves("x.attacker.example")
-    assert egress.admits("sub.cilium.io", 80)
+    assert egress.admits("sub.cilium.io", 80, "http")
     # "DNS queries to anothersub.cilium.io are allowed but connections to the returned IPs
     # are not"; any name in the pattern's label passes (read as one label below).
-    assert not egress.admits("anothersub.cilium.io", 80)
-    assert egress.admits("special-region1-service.api.cilium.io", 80)
-    assert not egress.admits("sub.cilium.io", 443)
+    assert not egress.admits("anothersub.cilium.io", 80, "http")
+    assert egress.admits("special-region1-service.api.cilium.io", 80, "http")
+    assert not egress.admits("sub.cilium.io", 443, "tls")
 
 
 def test_sni_docs_example_matches_the_name_at_l7() -> None:
@@ -334,11 +334,11 @@ def test_sni_docs_example_matches_the_name_at_l7() -> None:
         annotations={"sandboxkit/cilium-version": "1.18"},
     )
     egress = read_egress([template(), policy])
-    assert egress.admits("one.one.one.one", 443).enforced == (
+    assert egress.admits("one.one.one.one", 443, "tls").enforced == (
         "name at L7 (SNI/Host checked against the destination)",
     )
     # "Any other attempt to another SNI (for example, with cilium.io) will be rejected."
-    assert not egress.admits("cilium.io", 443)
+    assert not egress.admits("cilium.io", 443, "tls")
 
 
 @pytest.mark.parametrize(
@@ -443,19 +443,19 @@ def test_the_allowlist_stack_matches_the_contract(allowlist: RenderedStack) -> N
 def test_names_are_matched_at_l7_on_their_own_port_only(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
     l7 = ("name at L7 (SNI/Host checked against the destination)",)
-    assert egress.admits("pypi.org", 443).enforced == l7
-    assert egress.admits("deb.debian.org", 80).enforced == l7
-    assert egress.admits("mirror.example.org", 8443).enforced == l7
-    assert not egress.admits("pypi.org", 80)
-    assert not egress.admits("deb.debian.org", 443)
-    assert not egress.admits("mirror.example.org", 443)
+    assert egress.admits("pypi.org", 443, "tls").enforced == l7
+    assert egress.admits("deb.debian.org", 80, "http").enforced == l7
+    assert egress.admits("mirror.example.org", 8443, "tls").enforced == l7
+    assert not egress.admits("pypi.org", 80, "http")
+    assert not egress.admits("deb.debian.org", 443, "tls")
+    assert not egress.admits("mirror.example.org", 443, "tls")
 
 
 def test_a_wildcard_never_admits_or_resolves_its_apex(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
-    assert egress.admits("a.b.files.pythonhosted.org", 443)
+    assert egress.admits("a.b.files.pythonhosted.org", 443, "tls")
     assert egress.resolves("a.b.files.pythonhosted.org")
-    assert not egress.admits("pythonhosted.org", 443)
+    assert not egress.admits("pythonhosted.org", 443, "tls")
     assert not egress.resolves("pythonhosted.org")
 
 
@@ -465,19 +465,19 @@ def test_dns_is_no_tunnel_and_the_metadata_server_is_out_of_reach(
     egress = effective(allowlist)
     assert not egress.resolves("x.attacker.example")
     assert not egress.resolves("metadata.google.internal")
-    assert egress.admits("93.184.216.34", 8443)
-    assert not egress.admits("93.184.216.34", 443)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
     for port in (80, 53):
-        assert not egress.admits("169.254.169.254", port)
-        assert not egress.admits("169.254.20.10", port)
-        assert not egress.admits("64:ff9b::a9fe:a9fe", port)
+        assert not egress.admits("169.254.169.254", port, "tcp")
+        assert not egress.admits("169.254.20.10", port, "tcp")
+        assert not egress.admits("64:ff9b::a9fe:a9fe", port, "tcp")
 
 
 def test_gke_takes_ip_entries_and_resolves_nothing() -> None:
     rendered = render("prod", "gcp-gke", {"mode": "allowlist", "allow": ["93.184.216.34:8443"]})
     egress = effective(rendered, "gcp-gke")
     assert egress.target == "gcp-gke"
-    assert egress.admits("93.184.216.34", 8443)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
     assert not egress.resolves("pypi.org")
     assert explain_target(rendered, "gcp-gke").matches_contract
 
@@ -499,8 +499,8 @@ def test_plain_network_policy_takes_ip_entries_as_ip_blocks_and_resolves_nothing
     ]
     assert not [r for r in rendered.resources if r.type == CNP]
     egress = effective(rendered)
-    assert egress.admits("93.184.216.34", 8443)
-    assert not egress.admits("93.184.216.34", 443)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
     assert not egress.resolves("pypi.org")
     assert explain_target(rendered, "kubernetes").matches_contract
 
@@ -512,9 +512,9 @@ def test_open_resolves_through_the_kit_resolver_and_reaches_public_addresses_onl
     rendered = render("prod", target, {"mode": "open"})
     egress = effective(rendered, target)
     assert egress.resolves("x.example")
-    assert egress.admits("x.example", 22)
-    assert not egress.admits("169.254.169.254", 80)
-    assert not egress.admits("10.1.2.3", 443)
+    assert egress.admits("x.example", 22, "tls")
+    assert not egress.admits("169.254.169.254", 80, "http")
+    assert not egress.admits("10.1.2.3", 443, "tcp")
     assert [str(d) for d in explain_target(rendered, target).differences] == []
 
 
@@ -603,7 +603,7 @@ def test_without_server_names_names_are_matched_by_resolved_address_only(
         path = ("spec", "egress", index, "toPorts", 0, key)
         weakened = testing.with_input(weakened, "kubernetes-fqdn-policy", path, testing.REMOVE)
     egress = effective(weakened)
-    assert egress.admits("pypi.org", 443).enforced == ("resolved address only",)
+    assert egress.admits("pypi.org", 443, "tls").enforced == ("resolved address only",)
     kinds = {f.kind for f in inexpressible(egress)}
     assert kinds == {"resolved-address-only"}
 
@@ -615,6 +615,6 @@ def test_an_unannotated_policy_reads_the_double_star_as_one_label(
         allowlist, "kubernetes-fqdn-policy", ("metadata", "annotations"), testing.REMOVE
     )
     egress = effective(weakened)
-    assert egress.admits("files.pythonhosted.org", 443)
-    assert not egress.admits("a.b.files.pythonhosted.org", 443)
+    assert egress.admits("files.pythonhosted.org", 443, "tls")
+    assert not egress.admits("a.b.files.pythonhosted.org", 443, "tls")
     assert "one-label-wildcard" in {f.kind for f in inexpressible(egress)}

@@ -273,6 +273,24 @@ AWS_ROWS = (
         "SBX-NET-008",
         "'rslvr-fdl-0123456789abcdef', which no rendered",
     ),
+    Row(
+        "plain TCP on a listed name's port passed beside its tls.sni and http.host rules",
+        """
+        def plain(props):
+            group = dict(props["rule_group"])
+            source = dict(group["rules_source"])
+            source["rules_string"] += (
+                "\\npass tcp $HOME_NET any -> $EXTERNAL_NET 443 "
+                "(flow:to_server, established; sid:1999999; rev:1;)"
+            )
+            group["rules_source"] = source
+            props["rule_group"] = group
+
+        transform("aws:networkfirewall/ruleGroup:RuleGroup", "aws-microvm-fw-domains", plain)
+        """,
+        "SBX-NET-008",
+        "wider: pypi.org:443 over tcp (plain-tcp of pypi.org:443) is admitted by 0.0.0.0/0",
+    ),
 )
 
 
@@ -332,6 +350,29 @@ KUBERNETES_ROWS = tuple(
             """,
             "SBX-NET-007",
             "forward every name upstream",
+        ),
+        (
+            # Without serverNames, toFQDNs admits any TCP to the names' addresses: plain TCP
+            # (no SNI) to pypi.org:443 passes, which the contract never admits.
+            f"{example}: the names' TLS serverNames dropped from the Cilium policy",
+            """
+            def edit(props):
+                spec = dict(props["spec"])
+                spec["egress"] = [
+                    {**rule, "toPorts": [
+                        {k: v for k, v in port.items() if k != "serverNames"}
+                        for port in rule.get("toPorts", [])
+                    ]}
+                    for rule in spec["egress"]
+                ]
+                props["spec"] = spec
+
+            transform("kubernetes:cilium.io/v2:CiliumNetworkPolicy", "kubernetes-fqdn-policy", edit)
+            """,
+            "SBX-NET-006",
+            "admits pypi.org by resolved address only (CiliumNetworkPolicy "
+            "kubernetes-fqdn-policy): any site on that name's addresses passes, such as another "
+            "customer of the same CDN, and so does plain TCP to them naming no host",
         ),
     )
 )

@@ -26,10 +26,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sandboxkit.aws import type_tokens as tokens
 from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.image import BUILD_EGRESS_CONNECTOR
 from sandboxkit.aws.plan import MicrovmSandboxArgs
-from sandboxkit.aws.type_tokens import FIREWALL_POLICY_DOCUMENT, KIT_MICROVM_IMAGE
+from sandboxkit.deployer import grant_of
+from sandboxkit.type_tokens import TypeToken
 
 
 @dataclass(frozen=True)
@@ -85,12 +87,12 @@ _RESOLVER_TAGS = (
     "route53resolver:ListTagsForResource",
 )
 
-GRANTS: Mapping[str, tuple[Grant, ...]] = {
+GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
     # The explicit provider and the component itself call nothing; the provider's
     # get_caller_identity pins every trust policy to the account.
-    "pulumi:providers:aws": (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
-    "sandboxkit:index:MicrovmSandbox": (),
-    "aws:ec2/vpc:Vpc": (
+    tokens.PROVIDER: (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
+    tokens.COMPONENT: (),
+    tokens.VPC: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateVpc",
@@ -103,7 +105,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeSecurityGroups",
         ),
     ),
-    "aws:ec2/subnet:Subnet": (
+    tokens.SUBNET: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSubnet",
@@ -113,7 +115,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    "aws:ec2/internetGateway:InternetGateway": (
+    tokens.INTERNET_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateInternetGateway",
@@ -123,7 +125,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeInternetGateways",
         ),
     ),
-    "aws:ec2/routeTable:RouteTable": (
+    tokens.ROUTE_TABLE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRouteTable",
@@ -131,7 +133,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": (
+    tokens.ROUTE_ASSOCIATION: (
         _ec2(
             "Ec2Networking",
             "ec2:AssociateRouteTable",
@@ -140,7 +142,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    "aws:ec2/route:Route": (
+    tokens.ROUTE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRoute",
@@ -149,7 +151,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    "aws:ec2/eip:Eip": (
+    tokens.EIP: (
         _ec2(
             "Ec2Networking",
             "ec2:AllocateAddress",
@@ -159,7 +161,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeAddressesAttribute",
         ),
     ),
-    "aws:ec2/natGateway:NatGateway": (
+    tokens.NAT_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateNatGateway",
@@ -167,7 +169,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeNatGateways",
         ),
     ),
-    "aws:ec2/securityGroup:SecurityGroup": (
+    tokens.SECURITY_GROUP: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSecurityGroup",
@@ -181,11 +183,11 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    "aws:ec2/flowLog:FlowLog": (
+    tokens.FLOW_LOG: (
         _ec2("Ec2Networking", "ec2:CreateFlowLogs", "ec2:DeleteFlowLogs", "ec2:DescribeFlowLogs"),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    "aws:cloudwatch/logGroup:LogGroup": (
+    tokens.LOG_GROUP: (
         Grant(
             "KitLogGroups",
             (
@@ -201,7 +203,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         Grant("ListLogGroups", ("logs:DescribeLogGroups",), ("*",), regional=True),
     ),
-    "aws:iam/role:Role": (
+    tokens.ROLE: (
         Grant(
             "KitRoles",
             (
@@ -219,14 +221,14 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_ROLES,),
         ),
     ),
-    "aws:iam/rolePolicy:RolePolicy": (
+    tokens.ROLE_POLICY: (
         Grant(
             "KitRoles",
             ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"),
             (_ROLES,),
         ),
     ),
-    "aws:iam/policy:Policy": (
+    tokens.POLICY: (
         Grant(
             "KitPolicies",
             (
@@ -243,7 +245,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:iam::*:policy/{name}-*",),
         ),
     ),
-    "aws:secretsmanager/secret:Secret": (
+    tokens.SECRET: (
         Grant(
             "KitSecrets",
             (
@@ -258,7 +260,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    "aws:secretsmanager/secretVersion:SecretVersion": (
+    tokens.SECRET_VERSION: (
         Grant(
             "KitSecrets",
             (
@@ -270,7 +272,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    "aws:lambda/coreNetworkConnector:CoreNetworkConnector": (
+    tokens.CONNECTOR: (
         Grant(
             "KitConnector",
             (
@@ -284,7 +286,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    "aws:lambda/function:Function": (
+    tokens.FUNCTION: (
         Grant(
             "KitLauncher",
             (
@@ -307,14 +309,14 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    "aws:lambda/permission:Permission": (
+    tokens.PERMISSION: (
         Grant(
             "KitLauncher",
             ("lambda:AddPermission", "lambda:RemovePermission", "lambda:GetPolicy"),
             ("arn:aws:lambda:{region}:*:function:{name}-launcher-*",),
         ),
     ),
-    KIT_MICROVM_IMAGE.token: (
+    tokens.KIT_MICROVM_IMAGE: (
         Grant(
             "KitImage",
             (
@@ -336,28 +338,28 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (managed_connector_arn("{region}", BUILD_EGRESS_CONNECTOR),),
         ),
     ),
-    "aws:apigatewayv2/api:Api": (
+    tokens.API: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             (*_APIS, "arn:aws:apigateway:{region}::/tags/*"),
         ),
     ),
-    "aws:apigatewayv2/integration:Integration": (
+    tokens.INTEGRATION: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    "aws:apigatewayv2/route:Route": (
+    tokens.API_ROUTE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    "aws:apigatewayv2/stage:Stage": (
+    tokens.STAGE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
@@ -365,7 +367,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    FIREWALL_POLICY_DOCUMENT.token: (
+    tokens.FIREWALL_POLICY_DOCUMENT: (
         Grant(
             "KitFirewall",
             (
@@ -379,7 +381,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_FIREWALL_POLICY,),
         ),
     ),
-    "aws:networkfirewall/ruleGroup:RuleGroup": (
+    tokens.RULE_GROUP: (
         Grant(
             "KitFirewall",
             (
@@ -394,7 +396,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_RULE_GROUPS,),
         ),
     ),
-    "aws:networkfirewall/firewall:Firewall": (
+    tokens.FIREWALL: (
         Grant(
             "KitFirewall",
             (
@@ -425,7 +427,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    "aws:networkfirewall/loggingConfiguration:LoggingConfiguration": (
+    tokens.FIREWALL_LOGGING: (
         Grant(
             "KitFirewall",
             (
@@ -436,7 +438,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList": (
+    tokens.DNS_LIST: (
         Grant(
             "KitDnsFirewall",
             (
@@ -450,7 +452,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_RESOLVER.replace("{kind}", "firewall-domain-list"),),
         ),
     ),
-    "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup": (
+    tokens.DNS_GROUP: (
         Grant(
             "KitDnsFirewall",
             (
@@ -462,7 +464,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_RESOLVER.replace("{kind}", "firewall-rule-group"),),
         ),
     ),
-    "aws:route53/resolverFirewallRule:ResolverFirewallRule": (
+    tokens.DNS_RULE: (
         Grant(
             "KitDnsFirewall",
             (
@@ -477,7 +479,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation": (
+    tokens.DNS_ASSOCIATION: (
         Grant(
             "KitDnsFirewall",
             (
@@ -494,7 +496,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
-    "aws:route53/resolverFirewallConfig:ResolverFirewallConfig": (
+    tokens.DNS_FIREWALL_CONFIG: (
         Grant(
             "KitDnsFirewall",
             (
@@ -510,18 +512,19 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
 
 
 def grants_for(resource_type: str) -> tuple[Grant, ...]:
-    """The grants of one rendered resource type.
+    """The grants of one rendered resource type (any API version of a listed type).
 
     Raises:
         LookupError: for a type without an entry in :data:`GRANTS` (its permissions are not
             known, so the document would be short of them).
     """
-    if resource_type not in GRANTS:
+    found = grant_of(GRANTS, resource_type)
+    if found is None:
         raise LookupError(
             f"{resource_type}: sandboxkit.aws.deployer.GRANTS lists no deployer permissions "
             "for it; add its provider's calls there"
         )
-    return GRANTS[resource_type]
+    return found[0]
 
 
 def deployer_policy(

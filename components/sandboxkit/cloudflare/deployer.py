@@ -16,16 +16,17 @@ from collections.abc import Sequence
 from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT, WORKERS_SUBDOMAIN, WRANGLER_SCRIPT
 from sandboxkit.deployer import DeployerPolicy, granted, union
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.type_tokens import TypeToken
 
 SCRIPTS_WRITE = "Workers Scripts Write"
 CONTAINERS_WRITE = "Containers Write"
 ROUTE_GROUPS = ("Workers Routes Write", "Zone Read")
 
-GRANTS: dict[str, tuple[str, ...]] = {
+GRANTS: dict[TypeToken, tuple[str, ...]] = {
     # wrangler deploy uploads the script and creates or modifies its container application.
-    WRANGLER_SCRIPT.token: (CONTAINERS_WRITE, SCRIPTS_WRITE),
-    WORKERS_SCRIPT.token: (SCRIPTS_WRITE,),
-    WORKERS_SUBDOMAIN.token: (SCRIPTS_WRITE,),
+    WRANGLER_SCRIPT: (CONTAINERS_WRITE, SCRIPTS_WRITE),
+    WORKERS_SCRIPT: (SCRIPTS_WRITE,),
+    WORKERS_SUBDOMAIN: (SCRIPTS_WRITE,),
 }
 
 # Pushing the image to Cloudflare's registry before the first deploy (`wrangler containers

@@ -59,7 +59,7 @@ from sandboxkit.effective_egress import (
     Scope,
     derive_probes,
 )
-from sandboxkit.egress_contract import EgressRule
+from sandboxkit.egress_contract import ConnectionProtocol, EgressRule
 
 TARGET: Final = "cloudflare"
 CONNECT_SOURCE: Final = (
@@ -74,11 +74,14 @@ RESOLVE_SOURCE: Final = (
     "outbound configuration decides which DNS lookups resolve'); untested here, see the Worker "
     "README, DNS"
 )
-# The port each interception method routes (Non-HTTP traffic: only 80 and 443 are intercepted).
-_PORTS: Final = {
-    "interceptOutboundHttp": 80,
-    "interceptAllOutboundHttp": 80,
-    "interceptOutboundHttps": 443,
+# The port each interception method routes and what it carries (Non-HTTP traffic: only 80 and
+# 443 are intercepted): the platform routes a container's HTTP by its Host, its HTTPS (TLS) by
+# its SNI; other bytes on 80 and 443 match no interception and never leave (enableInternet:
+# false).
+_ROUTES: Final[Mapping[str, tuple[int, ConnectionProtocol]]] = {
+    "interceptOutboundHttp": (80, "http"),
+    "interceptAllOutboundHttp": (80, "http"),
+    "interceptOutboundHttps": (443, "tls"),
 }
 # Names a catch-all (open) policy is checked on besides the derived probes: public, any port.
 _OPEN_PROBES: Final = (("example.com", 443), ("example.com", 80), ("example.com", 8443))
@@ -222,13 +225,22 @@ def _pattern(step: Interception) -> str:
 
 
 def _connect_grants(step: Interception, resource: str) -> Iterator[Grant]:
-    port = frozenset({_PORTS[step.method]})
+    routed, protocol = _ROUTES[step.method]
+    port, protocols = frozenset({routed}), frozenset({protocol})
     host, scope = _name_scope(_pattern(step))
-    yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource)
+    yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource, (), protocols)
     if scope == "any":
         for block, excluded in (("0.0.0.0/0", NON_PUBLIC_IPV4), ("::/0", NON_PUBLIC_IPV6)):
             yield Grant(
-                block, "exact", port, "address", "kit-code", CONNECT_SOURCE, resource, excluded
+                block,
+                "exact",
+                port,
+                "address",
+                "kit-code",
+                CONNECT_SOURCE,
+                resource,
+                excluded,
+                protocols,
             )
 
 
@@ -245,15 +257,17 @@ def _verify(worker: WorkerDecider, policy: str, grants: list[Grant]) -> None:
         if g.scope in ("exact", "below") and g.network is None and g.ports != "any"
         for port in g.ports
     ]
-    probes = list(derive_probes(rules))
+    # The Worker decides the HTTP(S) requests the platform routes to it, so it is asked the
+    # probes that carry a name; plain TCP never reaches it (see _ROUTES).
+    probes = [p for p in derive_probes(rules) if p.protocol != "tcp"]
     if any(g.scope == "any" for g in grants):
-        probes += [Probe(host, port, "entry") for host, port in _OPEN_PROBES]
+        probes += [Probe.usual(host, port, "entry") for host, port in _OPEN_PROBES]
     effective = EffectiveEgress(TARGET, tuple(grants), ())
     answers = worker.probe(policy, [(p.host, p.port) for p in probes])
     wrong = [
         f"{probe}: the Worker {'admits' if answer.admitted else 'refuses'} it ({answer.reason})"
         for probe, answer in zip(probes, answers, strict=True)
-        if effective.admits(probe.host, probe.port).admitted != answer.admitted
+        if effective.admits(probe.host, probe.port, probe.protocol).admitted != answer.admitted
     ]
     if wrong:
         raise WorkerReadError(

@@ -54,6 +54,7 @@ from sandboxkit.effective_egress import (
     as_dicts,
     as_list,
 )
+from sandboxkit.egress_contract import ConnectionProtocol
 from sandboxkit.kubernetes.cilium import (
     MULTI_LABEL_PATTERNS,
     SNI_EXACT,
@@ -340,6 +341,13 @@ def _selector_scope(selector: Mapping[str, Any], version: CiliumVersion) -> Name
     return None
 
 
+# Cilium's Envoy admits a connection on a port with serverNames only as TLS naming one of them,
+# and on a port with HTTP rules only as HTTP requests they admit: plain TCP is dropped either way
+# (docs.cilium.io, policy language, "TLS SNI" and "Layer 7 Examples").
+_TLS: Final[frozenset[ConnectionProtocol]] = frozenset({"tls"})
+_HTTP: Final[frozenset[ConnectionProtocol]] = frozenset({"http"})
+
+
 def _name_grants(
     selectors: list[Named], to_port: Mapping[str, Any], version: CiliumVersion, where: str
 ) -> Iterator[Grant]:
@@ -353,14 +361,18 @@ def _name_grants(
     if servers and version >= SNI_EXACT:
         admitted = [n for s in servers if (n := _server_name_scope(s, version)) is not None]
         for host, scope in intersect(selectors, admitted):
-            yield Grant(host, scope, ports, "name-l7", "platform-doc", SNI_DOC, where)
+            yield Grant(
+                host, scope, ports, "name-l7", "platform-doc", SNI_DOC, where, protocols=_TLS
+            )
         return
     if hosts and all(h for h in hosts):
         read = [_host_scope(h) for h in hosts]
         if all(n is not None for n in read):
             named = [n for n in read if n is not None]
             for host, scope in intersect(selectors, named):
-                yield Grant(host, scope, ports, "name-l7", "platform-doc", HOST_DOC, where)
+                yield Grant(
+                    host, scope, ports, "name-l7", "platform-doc", HOST_DOC, where, protocols=_HTTP
+                )
             return
     for host, scope in selectors:
         yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)

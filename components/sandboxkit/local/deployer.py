@@ -26,7 +26,7 @@ from typing import Any
 from sandboxkit.deployer import DeployerPolicy, granted
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
-from sandboxkit.type_tokens import of_type
+from sandboxkit.type_tokens import TypeToken, of_type
 
 DEBIAN_PACKAGES = ("bubblewrap", "libseccomp2")
 CGROUP_CONTROLLERS = ("cpu", "memory", "pids")
@@ -34,8 +34,8 @@ GATEWAY_CAPABILITIES = ("CAP_NET_ADMIN", "CAP_SYS_ADMIN")
 
 # What each rendered type needs written on the host (``deployer.granted`` refuses a type
 # missing here).
-GRANTS: dict[str, str] = {
-    EGRESS_GATEWAY_POLICY.token: "policyFile: written by pulumi up, removed by pulumi destroy",
+GRANTS: dict[TypeToken, str] = {
+    EGRESS_GATEWAY_POLICY: "policyFile: written by pulumi up, removed by pulumi destroy",
 }
 
 
