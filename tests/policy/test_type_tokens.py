@@ -21,6 +21,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from test_program_mutations import check as program_check
+from test_program_mutations import findings as program_findings
+from test_program_mutations import program_project
 
 import support as testing
 from sandboxkit import gate, kit_guard, targets
@@ -437,3 +440,44 @@ def test_targets_state_tokens_in_their_module_and_match_them_one_way(
 )
 def test_the_scan_finds_the_old_ways(line: str, pattern: re.Pattern[str]) -> None:
     assert pattern.search(line)
+
+
+def _pool_program(token: str) -> str:
+    """A program body registering its own session pool of ``token`` beside the kit's: egress
+    enabled, an image by tag, no container resources."""
+    return f"""
+    pulumi.CustomResource(
+        {token!r},
+        "acme-pool",
+        {{
+            "resourceGroupName": "rg-acme",
+            "sessionPoolName": "acme-pool",
+            "location": "westeurope",
+            "poolManagementType": "Dynamic",
+            "containerType": "CustomContainer",
+            "sessionNetworkConfiguration": {{"status": "EgressEnabled"}},
+            "customContainerTemplate": {{
+                "containers": [{{"name": "agent", "image": "ghcr.io/acme/agent:latest"}}]
+            }},
+        }},
+    )
+    """
+
+
+def test_a_programs_own_versioned_pool_fails_the_gate_as_a_plain_one(tmp_path: Path) -> None:
+    # pulumi-azure-native declares the versioned token as an alias of the pool
+    # (ContainerAppsSessionPool's alias_opts); a project's program may register either.
+    example = (PROJECT / "docs" / "examples" / "azure-sessions.yaml").read_text()
+    judged = {}
+    for token in (POOL_TOKEN, VERSIONED_POOL):
+        root = tmp_path / token.split(":")[1].replace("/", "-")
+        root.mkdir()
+        ran = program_check(program_project(root, _pool_program(token), example))
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+        judged[token] = sorted(
+            (policy, message.replace(VERSIONED_POOL, POOL_TOKEN))
+            for policy, message in program_findings(ran)
+        )
+    assert judged[VERSIONED_POOL] == judged[POOL_TOKEN]
+    on_pool = {policy for policy, message in judged[POOL_TOKEN] if "acme-pool" in message}
+    assert on_pool >= {"SBX-NET-001", "SBX-NET-008", "SBX-RES-001", "SBX-SEC-003"}

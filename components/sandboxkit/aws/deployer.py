@@ -87,6 +87,13 @@ _RESOLVER_TAGS = (
     "route53resolver:ListTagsForResource",
 )
 
+
+def _dns_firewall(kinds: tuple[str, ...], *actions: str) -> Grant:
+    # Route 53 Resolver's DNS Firewall calls on resources of these ARN resource types, any id
+    # (the service names them by a generated id, rslvr-fdl-..., never by the kit's name).
+    return Grant("KitDnsFirewall", actions, tuple(_RESOLVER.replace("{kind}", k) for k in kinds))
+
+
 GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
     # The explicit provider and the component itself call nothing; the provider's
     # get_caller_identity pins every trust policy to the account.
@@ -439,72 +446,51 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         _VENDED_LOGS,
     ),
     tokens.DNS_LIST: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallDomainList",
-                "route53resolver:GetFirewallDomainList",
-                "route53resolver:UpdateFirewallDomains",
-                "route53resolver:ListFirewallDomains",
-                "route53resolver:DeleteFirewallDomainList",
-                *_RESOLVER_TAGS,
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-domain-list"),),
+        _dns_firewall(
+            ("firewall-domain-list",),
+            "route53resolver:CreateFirewallDomainList",
+            "route53resolver:GetFirewallDomainList",
+            "route53resolver:UpdateFirewallDomains",
+            "route53resolver:ListFirewallDomains",
+            "route53resolver:DeleteFirewallDomainList",
+            *_RESOLVER_TAGS,
         ),
     ),
     tokens.DNS_GROUP: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallRuleGroup",
-                "route53resolver:GetFirewallRuleGroup",
-                "route53resolver:DeleteFirewallRuleGroup",
-                *_RESOLVER_TAGS,
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-rule-group"),),
+        _dns_firewall(
+            ("firewall-rule-group",),
+            "route53resolver:CreateFirewallRuleGroup",
+            "route53resolver:GetFirewallRuleGroup",
+            "route53resolver:DeleteFirewallRuleGroup",
+            *_RESOLVER_TAGS,
         ),
     ),
     tokens.DNS_RULE: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallRule",
-                "route53resolver:UpdateFirewallRule",
-                "route53resolver:DeleteFirewallRule",
-                "route53resolver:ListFirewallRules",
-            ),
-            (
-                _RESOLVER.replace("{kind}", "firewall-rule-group"),
-                _RESOLVER.replace("{kind}", "firewall-domain-list"),
-            ),
+        _dns_firewall(
+            ("firewall-rule-group", "firewall-domain-list"),
+            "route53resolver:CreateFirewallRule",
+            "route53resolver:UpdateFirewallRule",
+            "route53resolver:DeleteFirewallRule",
+            "route53resolver:ListFirewallRules",
         ),
     ),
     tokens.DNS_ASSOCIATION: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:AssociateFirewallRuleGroup",
-                "route53resolver:GetFirewallRuleGroupAssociation",
-                "route53resolver:UpdateFirewallRuleGroupAssociation",
-                "route53resolver:DisassociateFirewallRuleGroup",
-                *_RESOLVER_TAGS,
-            ),
-            (
-                _RESOLVER.replace("{kind}", "firewall-rule-group-association"),
-                _RESOLVER.replace("{kind}", "firewall-rule-group"),
-            ),
+        _dns_firewall(
+            ("firewall-rule-group-association", "firewall-rule-group"),
+            "route53resolver:AssociateFirewallRuleGroup",
+            "route53resolver:GetFirewallRuleGroupAssociation",
+            "route53resolver:UpdateFirewallRuleGroupAssociation",
+            "route53resolver:DisassociateFirewallRuleGroup",
+            *_RESOLVER_TAGS,
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
     tokens.DNS_FIREWALL_CONFIG: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:UpdateFirewallConfig",
-                "route53resolver:GetFirewallConfig",
-                "route53resolver:ListFirewallConfigs",
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-config"),),
+        _dns_firewall(
+            ("firewall-config",),
+            "route53resolver:UpdateFirewallConfig",
+            "route53resolver:GetFirewallConfig",
+            "route53resolver:ListFirewallConfigs",
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),

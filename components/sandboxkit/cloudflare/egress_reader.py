@@ -1,7 +1,8 @@
 """The ``cloudflare`` target's effective egress, read from its rendered Worker script only.
 
 Reader of issue 12 for this target: ``read_egress(resources)`` takes the rendered resources (as
-``ResourceView``s), finds each ``WorkersScript`` and its ``EGRESS_POLICY`` plain-text binding,
+``ResourceView``s), finds each Worker script (``type_tokens.WORKER_SCRIPTS``: the kit's
+``WranglerScript``, or pulumi-cloudflare's ``WorkersScript``) and its ``EGRESS_POLICY`` binding,
 and lets the Worker's own code say what that policy admits (``decide.WorkerDecider``, the
 JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it:
 
@@ -49,7 +50,7 @@ from sandboxkit.boundary import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBL
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
-from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT
+from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS
 from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
@@ -155,7 +156,7 @@ def read_egress(
     """What the rendered ``WorkersScript``s let a sandbox reach (module docstring).
 
     Args:
-        resources: the target's rendered resources; only ``WorkersScript``s are read. A script
+        resources: the target's rendered resources; only Worker scripts are read. A script
             without a readable ``EGRESS_POLICY`` grants nothing (the Worker then denies every
             request and refuses to start containers).
         decider: a running ``WorkerDecider`` to ask; default: one per process, started when a
@@ -176,7 +177,8 @@ def read_egress(
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for script in resources:
-        policy = egress_policy_text(script) if WORKERS_SCRIPT.matches(script.type) else None
+        kit_or_provider = any(t.matches(script.type) for t in WORKER_SCRIPTS)
+        policy = egress_policy_text(script) if kit_or_provider else None
         if policy is None:
             continue
         resource = f"{script.type} {script.name}"
