@@ -160,7 +160,8 @@ class Grant:
         host: a DNS name (any form; kept in normal form) for a name grant, ``*`` with scope
             ``any``; an address or CIDR block (kept as a CIDR) for an address grant.
         scope: what a name grant matches (``Scope``); ``exact`` for an address grant.
-        ports: TCP ports, or ``"any"``; resolution grants use ``"any"``.
+        ports: TCP ports (UDP ports for a grant in ``EffectiveEgress.udp``), or ``"any"``;
+            resolution grants use ``"any"``.
         enforced: how the platform matches it; ``address`` for address grants (and only
             them); ``query-name`` for resolution grants (and only them).
         basis: ``kit-code`` or ``platform-doc``.
@@ -314,21 +315,25 @@ class EffectiveEgress:
         connect: grants for TCP connections.
         resolve: grants for name resolution: name grants, ports ``"any"``, enforced
             ``query-name``.
+        udp: grants for UDP datagrams (so QUIC, HTTP/3) leaving for the internet; the path to
+            the target's own resolver is not one of them (``resolve`` models what it answers).
+            Empty where the target opens no UDP out.
 
     Raises:
-        ValueError: for a resolution grant that is not such a name grant, or a connection
-            grant enforced ``query-name``.
+        ValueError: for a resolution grant that is not such a name grant, or a connection or
+            UDP grant enforced ``query-name``.
     """
 
     target: str
     connect: tuple[Grant, ...]
     resolve: tuple[Grant, ...]
+    udp: tuple[Grant, ...] = ()
 
     def __post_init__(self) -> None:
         for grant in self.resolve:
             if grant.enforced != "query-name" or grant.ports != "any":
                 raise ValueError(f"resolution grant {grant}: query-name, on any port")
-        for grant in self.connect:
+        for grant in (*self.connect, *self.udp):
             if grant.enforced == "query-name":
                 raise ValueError(f"connection grant {grant}: query-name is for resolution")
 
@@ -344,6 +349,15 @@ class EffectiveEgress:
         if destination is None:
             return Verdict(False)
         found = tuple(g for g in self.connect if g.covers_port(port) and _admits(g, destination))
+        return Verdict(bool(found), found)
+
+    def admits_udp(self, host: str, port: int) -> Verdict:
+        """Whether a sandbox may send UDP to ``host`` on ``port``: as ``admits``, over the
+        ``udp`` grants."""
+        destination = destination_of(host)
+        if destination is None:
+            return Verdict(False)
+        found = tuple(g for g in self.udp if g.covers_port(port) and _admits(g, destination))
         return Verdict(bool(found), found)
 
     def resolves(self, name: str) -> Verdict:
@@ -492,7 +506,7 @@ def contract_probes(
 
 # --- Comparison ----------------------------------------------------------------------------------
 
-Question = Literal["connect", "resolve"]
+Question = Literal["connect", "resolve", "udp"]
 Direction = Literal["wider", "narrower"]
 
 
@@ -502,7 +516,8 @@ class Difference:
 
     Attributes:
         probe: the probe.
-        question: ``connect`` (host and port) or ``resolve`` (the name).
+        question: ``connect`` (host and TCP port), ``resolve`` (the name) or ``udp`` (host
+            and UDP port).
         direction: ``wider`` when the target admits what the contract refuses, ``narrower``
             when it refuses what the contract admits.
         verdict: the target's answer (its grants say why it admits).
@@ -519,7 +534,11 @@ class Difference:
     def describe(self, last_port: int | None = None) -> str:
         """The difference in words; ``last_port`` names the probe's port as a range up to it,
         for a run of differences alike but for their consecutive ports (``port_runs``)."""
-        what = str(self.probe) if self.question == "connect" else f"resolving {self.probe.host}"
+        what = {
+            "connect": str(self.probe),
+            "resolve": f"resolving {self.probe.host}",
+            "udp": f"UDP to {self.probe}",
+        }[self.question]
         if last_port is not None and last_port != self.probe.port:
             what += f"-{last_port}"
         origin = f" ({self.probe.kind} of {self.probe.origin})" if self.probe.origin else ""
@@ -533,7 +552,10 @@ def compare(
     effective: EffectiveEgress, contract: EgressContract, probes: Iterable[Probe]
 ) -> tuple[Difference, ...]:
     """Every probe the target answers unlike the contract: connections for each probe, then
-    resolution for each distinct probe name, in probe order."""
+    resolution for each distinct probe name, in probe order; then, when the target grants UDP,
+    every UDP probe (the metadata probes and each UDP grant's own, ``derive_probes``) the
+    target admits and the contract refuses (``EgressContract.admits_udp``). UDP is compared in
+    the wider direction only: the contract tolerates UDP in ``open`` mode, it never owes it."""
     probes = tuple(probes)
     found: list[Difference] = []
     for probe in probes:
@@ -548,7 +570,25 @@ def compare(
         verdict = effective.resolves(probe.host)
         if verdict.admitted != contract.may_resolve(probe.host):
             found.append(Difference(probe, "resolve", _direction(verdict), verdict))
+    if effective.udp:
+        for probe in _udp_probes(effective):
+            verdict = effective.admits_udp(probe.host, probe.port)
+            if verdict and not contract.admits_udp(probe.host, probe.port):
+                found.append(Difference(probe, "udp", "wider", verdict))
     return tuple(found)
+
+
+def _udp_probes(effective: EffectiveEgress) -> tuple[Probe, ...]:
+    """``derive_probes`` over the UDP grants (the metadata probes and each grant's own), and
+    for a UDP grant of every name (which ``derive_probes`` leaves to the entries) a name below
+    ``example.com`` on each of its ports (``_SPARE_PORTS[1]``, 443, for every port)."""
+    every_name = [
+        Probe(f"{PROBE_LABELS[0]}.example.com", port, "grant", grant.resource)
+        for grant in effective.udp
+        if grant.scope == "any"
+        for port in (sorted(grant.ports) if grant.ports != "any" else [_SPARE_PORTS[1]])
+    ]
+    return (*derive_probes((), (), effective.udp), *every_name)
 
 
 def port_runs(differences: Iterable[Difference]) -> tuple[tuple[Difference, int], ...]:
@@ -561,7 +601,8 @@ def port_runs(differences: Iterable[Difference]) -> tuple[tuple[Difference, int]
         if runs:
             first, last = runs[-1]
             alike = (
-                first.question == difference.question == "connect"
+                first.question == difference.question
+                and first.question in ("connect", "udp")
                 and difference.probe.port == last + 1
                 and (first.probe.host, first.probe.kind, first.probe.origin, first.direction)
                 == (
@@ -589,6 +630,7 @@ FindingKind = Literal[
     "one-label-wildcard",
     "claimed-name-only",
     "resolved-address-only",
+    "udp",
 ]
 
 _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
@@ -598,6 +640,7 @@ _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
     "claimed-name-only": "matched by the name the client claims, not where it connects",
     "resolved-address-only": "matched by the addresses the name resolved to, so any site "
     "on those addresses passes",
+    "udp": "UDP (so QUIC) out of the sandbox; a contract admits UDP in open mode only",
 }
 
 
@@ -607,10 +650,11 @@ class Inexpressible:
 
     Attributes:
         kind: ``apex-by-wildcard``, ``name-on-every-port``, ``one-label-wildcard``,
-            ``claimed-name-only`` (the contract cannot express these four) or
+            ``claimed-name-only`` (the contract cannot express these four),
             ``resolved-address-only`` (expressible, but any site sharing the addresses
-            passes: the policy gate decides whether that is allowed).
-        question: ``connect`` or ``resolve``.
+            passes: the policy gate decides whether that is allowed) or ``udp`` (a UDP grant:
+            only an ``open`` contract admits UDP).
+        question: ``connect``, ``resolve`` or ``udp``.
         grant: the grant.
     """
 
@@ -627,7 +671,7 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
 
     Connection grants: scope ``exact-and-below`` or ``one-label``; a name grant (scope other
     than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``.
-    Resolution grants: scope ``exact-and-below`` or ``one-label``.
+    Resolution grants: scope ``exact-and-below`` or ``one-label``. Every UDP grant (``udp``).
     """
     found: list[Inexpressible] = []
     asked: tuple[tuple[Question, tuple[Grant, ...]], ...] = (
@@ -650,4 +694,5 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
                 if grant.enforced == "resolved-address":
                     kinds.append("resolved-address-only")
             found += [Inexpressible(k, question, grant) for k in kinds]
+    found += [Inexpressible("udp", "udp", grant) for grant in effective.udp]
     return tuple(found)

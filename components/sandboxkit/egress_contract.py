@@ -28,6 +28,10 @@ What each mode admits (``EgressContract.admits``), for a destination host and po
   public, never an IPv6 form of an IPv4 address) and any name that is not internal, on any
   port; the address a name resolves to is then judged as an address.
 
+UDP (so QUIC and HTTP/3; ``EgressContract.admits_udp``): none in ``deny`` and ``allowlist``,
+whose entries name TCP services; in ``open`` what ``open`` admits. The path to the target's own
+resolver is name resolution, judged below, not UDP of the sandbox's own.
+
 Which names may resolve (``EgressContract.may_resolve``): in ``deny`` the control-plane names
 only; in ``allowlist`` the listed names (exact, or below a wildcard) and the control-plane
 names; in ``open`` any name.
@@ -434,3 +438,10 @@ class EgressContract:
         if not isinstance(destination, str):
             return False
         return self.mode == "open" or any(r.covers(destination) for r in self._listed())
+
+    def admits_udp(self, host: str, port: int) -> bool:
+        """Whether a sandbox may send UDP (so QUIC) to ``host`` on ``port``: in ``open`` mode
+        what ``admits`` admits, in ``deny`` and ``allowlist`` nothing (entries name TCP
+        services; a sandbox's DNS goes to its target's own resolver, which ``may_resolve``
+        judges, never to a UDP destination of its own)."""
+        return self.mode == "open" and self.admits(host, port)

@@ -85,4 +85,20 @@ def test_enabled_egress_is_wider_than_open_so_the_target_refuses_open() -> None:
     assert [(str(d.probe), d.question, d.direction) for d in differences] == [
         ("169.254.169.254:80", "connect", "wider"),
         ("[64:ff9b::a9fe:a9fe]:80", "connect", "wider"),
+        # The switch names no protocol: UDP (QUIC) reaches the same addresses.
+        ("169.254.169.254:80", "udp", "wider"),
+        ("[64:ff9b::a9fe:a9fe]:80", "udp", "wider"),
     ]
+
+
+def test_disabled_egress_grants_no_udp_and_enabled_egress_udp_everywhere() -> None:
+    disabled = read_egress([pool(sessionNetworkConfiguration={"status": "EgressDisabled"})])
+    enabled = read_egress([pool(sessionNetworkConfiguration={"status": "EgressEnabled"})])
+    assert disabled.udp == ()
+    assert [g.host for g in enabled.udp] == ["0.0.0.0/0", "::/0"]
+    assert enabled.admits_udp("203.0.113.7", 443)
+    differences = compare(enabled, EgressContract("deny"), ())
+    (difference,) = [d for d in differences if str(d.probe) == "169.254.169.254:80"]
+    assert difference.describe().startswith(
+        "wider: UDP to 169.254.169.254:80 is admitted by 0.0.0.0/0 on every port, address"
+    )

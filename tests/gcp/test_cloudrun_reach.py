@@ -13,6 +13,7 @@ from sandboxkit.gcp.cloudrun.egress_reader import (
     DNS_ASSUMPTION,
     FQDN_DOC,
     IMPLIED_DOC,
+    RULE,
     dns_tunnels,
     read_egress,
     rebinding_holes,
@@ -264,3 +265,44 @@ def test_a_rebinding_hole_is_an_allowed_name_reaching_a_non_public_address() -> 
         (h.rule, h.name, h.address) for h in holes
     }
     assert {h.service for h in holes} == {"service"}
+
+
+def test_udp_is_read_by_the_same_rules_and_the_deny_all_takes_it() -> None:
+    """The kit's deny-all rules take every protocol: no UDP leaves; an allow of udp 443 (QUIC)
+    before them, or of every protocol, opens exactly its destinations on UDP."""
+    assert read_egress(render()).udp == ()
+    quic = fw_rule(
+        "allow-quic",
+        500,
+        "allow",
+        destIpRanges=["0.0.0.0/0"],
+        layer4Configs=[{"ipProtocol": "udp", "ports": ["443"]}],
+    )
+    opened = read_egress([*render(), quic])
+    assert [(g.host, g.ports, g.resource) for g in opened.udp] == [
+        ("0.0.0.0/0", frozenset({443}), f"{RULE} allow-quic")
+    ]
+    assert opened.admits_udp("203.0.113.7", 443)
+    assert not opened.admits_udp("203.0.113.7", 53)
+    assert not opened.admits("203.0.113.7", 443)  # TCP stays shut
+    everything = fw_rule("allow-all", 500, "allow", destFqdns=["pypi.org"])
+    by_name = read_egress([*render(), everything])
+    assert [(g.host, g.ports, g.enforced) for g in by_name.udp] == [
+        ("pypi.org", "any", "resolved-address")
+    ]
+    # By protocol number too (17 is UDP).
+    numbered = fw_rule(
+        "allow-17",
+        500,
+        "allow",
+        destIpRanges=["203.0.113.0/24"],
+        layer4Configs=[{"ipProtocol": "17"}],
+    )
+    assert read_egress([*render(), numbered]).admits_udp("203.0.113.9", 443)
+
+
+def test_private_ranges_only_sends_udp_past_every_control() -> None:
+    effective = read_egress(render("PRIVATE_RANGES_ONLY"))
+    assert [g.host for g in effective.udp] == ["0.0.0.0/0", "::/0"]
+    differences = compare(effective, EgressContract("deny"), ())
+    assert "wider: UDP to 169.254.169.254:80" in str(differences[0])

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 import support as testing
-from sandboxkit.effective_egress import EffectiveEgress, JSONValue, ResourceView, inexpressible
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    JSONValue,
+    ResourceView,
+    compare,
+    inexpressible,
+)
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.explain import explain_target, resource_views
 from sandboxkit.gcp.gke.egress_reader import read_egress as read_gke
 from sandboxkit.kubernetes.egress_reader import dnsmasq_names, pattern_scope, read_egress, selects
@@ -257,9 +264,14 @@ def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name()
     )
     # The door of issue 13: every name resolves through kube-dns.
     assert egress.resolves("x.attacker.example")
+    # No toPorts: every protocol, so UDP (QUIC) to the name's addresses too.
+    assert [(g.host, g.ports, g.enforced) for g in egress.udp] == [
+        ("my-remote-service.com", "any", "resolved-address")
+    ]
     assert [f.kind for f in inexpressible(egress)] == [
         "name-on-every-port",
         "resolved-address-only",
+        "udp",
     ]
 
 
@@ -618,3 +630,69 @@ def test_an_unannotated_policy_reads_the_double_star_as_one_label(
     assert egress.admits("files.pythonhosted.org", 443)
     assert not egress.admits("a.b.files.pythonhosted.org", 443)
     assert "one-label-wildcard" in {f.kind for f in inexpressible(egress)}
+
+
+def test_udp_is_read_from_every_policy_kind_and_the_dns_path_is_not_udp_out() -> None:
+    """UDP (QUIC) to an address block or a name leaves; UDP 53 to the resolver's pods is the
+    DNS path (resolution), not a UDP grant."""
+    quic = [{"protocol": "UDP", "port": 443}]
+    np = view(
+        NP,
+        {
+            "podSelector": {"matchLabels": SANDBOX},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": quic},
+                {
+                    "to": [{"podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                    "ports": [{"protocol": "UDP", "port": 53}],
+                },
+                {
+                    "to": [{"ipBlock": {"cidr": "93.184.216.34/32"}}],
+                    "ports": [{"protocol": "TCP", "port": 443}],
+                },
+            ],
+        },
+    )
+    egress = read_egress([template(), np])
+    assert [(g.host, g.ports, g.resource) for g in egress.udp] == [
+        ("0.0.0.0/0", frozenset({443}), "NetworkPolicy p")
+    ]
+    assert not egress.admits("203.0.113.7", 443)  # the UDP rule opens no TCP
+    cilium = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toEntities": ["world"],
+                    "toPorts": [{"ports": [{"port": "443", "protocol": "ANY"}]}],
+                },
+                {
+                    "toFQDNs": [{"matchName": "pypi.org"}],
+                    "toPorts": [
+                        {"ports": [{"port": "443", "protocol": "UDP"}], "serverNames": ["pypi.org"]}
+                    ],
+                },
+            ],
+        },
+    )
+    egress = read_egress([template(), cilium])
+    assert [(g.host, g.enforced) for g in egress.udp] == [
+        ("0.0.0.0/0", "address"),
+        ("::/0", "address"),
+        # serverNames bind TLS on TCP only: a datagram passes by the name's addresses.
+        ("pypi.org", "resolved-address"),
+    ]
+    assert [(g.host, g.enforced) for g in egress.connect] == [
+        ("0.0.0.0/0", "address"),
+        ("::/0", "address"),
+    ]
+
+
+def test_the_shipped_allowlist_opens_no_udp(allowlist: RenderedStack) -> None:
+    assert effective(allowlist).udp == ()
+    open_mode = effective(render("dev", "kubernetes", {"mode": "open"}))
+    # Open mode's rule names no port: every protocol to the public blocks, as open admits.
+    assert [g.host for g in open_mode.udp] == ["0.0.0.0/0", "::/0"]
+    assert [d for d in compare(open_mode, EgressContract("open"), ()) if d.question == "udp"] == []

@@ -337,6 +337,82 @@ KUBERNETES_ROWS = tuple(
 )
 
 
+def _network_policy_udp(name: str) -> str:
+    """A program body giving NetworkPolicy ``name`` an egress rule for UDP 443 (QUIC) to every
+    IPv4 address."""
+    return f"""
+    def quic(props):
+        spec = dict(props["spec"])
+        rule = {{"to": [{{"ipBlock": {{"cidr": "0.0.0.0/0"}}}}], "ports": [{{"protocol": "UDP", "port": 443}}]}}
+        spec["egress"] = [*spec["egress"], rule]
+        props["spec"] = spec
+
+    transform("kubernetes:networking.k8s.io/v1:NetworkPolicy", {name!r}, quic)
+    """
+
+
+UDP_ROWS = (
+    *(
+        Row(
+            f"{example}: udp 443 to every address in the sandbox NetworkPolicy",
+            _network_policy_udp(policy),
+            "SBX-NET-008",
+            "wider: UDP to 1.0.0.0:443 (grant of NetworkPolicy",
+            example=example,
+        )
+        for example, policy in (
+            ("kubernetes", "kubernetes-network-policy"),
+            ("gcp-gke", "gcp-gke-agent-sandbox-network-policy"),
+        )
+    ),
+    Row(
+        "gcp-cloudrun: an allow of udp 443 added to the kit's firewall policy, outside the "
+        "components",
+        """
+        from pulumi_gcp.compute import NetworkFirewallPolicyRule
+
+        NetworkFirewallPolicyRule(
+            "acme-quic",
+            firewall_policy="sbx-t-run-egress",
+            priority=100,
+            action="allow",
+            direction="EGRESS",
+            match={"dest_ip_ranges": ["0.0.0.0/0"], "layer4_configs": [{"ip_protocol": "udp", "ports": ["443"]}]},
+        )
+        """,
+        "SBX-NET-008",
+        "wider: UDP to 0.0.0.0:443 (grant of gcp:compute/networkFirewallPolicyRule",
+        example="gcp-cloudrun",
+    ),
+    Row(
+        "azure-sessions: the pool's egress switched on",
+        """
+        def enabled(props):
+            props["session_network_configuration"] = {"status": "EgressEnabled"}
+
+        transform("azure-native:app:ContainerAppsSessionPool", "azure-sessions-pool", enabled)
+        """,
+        "SBX-NET-008",
+        "wider: UDP to 1.0.0.0:8443 (grant of azure-native:app:ContainerAppsSessionPool",
+        example="azure-sessions",
+    ),
+    Row(
+        "cloudflare: the Worker starts its containers with the internet on",
+        """
+        def internet(props):
+            props["content"] = props["content"].replace(
+                "enableInternet: false", "enableInternet: true"
+            )
+
+        transform("cloudflare:index/workersScript:WorkersScript", "cloudflare-script", internet)
+        """,
+        "SBX-NET-003",
+        "does not run the kit's Worker code",
+        example="cloudflare",
+    ),
+)
+
+
 def test_the_programs_own_project_renders_the_kits_resources(tmp_path: Path) -> None:
     own = render_stack(program_project(tmp_path, "", EXAMPLE.read_text(), "dev"), "t")
     (tmp_path / "kit").mkdir()
@@ -376,6 +452,7 @@ def test_a_resource_the_program_adds_is_rendered_beside_the_components(tmp_path:
         Row("nothing (kubernetes)", "", "", "", 0, "kubernetes"),
         *AWS_ROWS,
         *KUBERNETES_ROWS,
+        *UDP_ROWS,
     ],
     ids=lambda row: row.door,
 )

@@ -8,8 +8,8 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
 - ``NetworkPolicy`` selecting the sandbox pods (its ``podSelector``, ``matchLabels`` and
   ``matchExpressions``, holds for the pod template's labels): egress rules add up; an
   ``ipBlock`` admits its block less ``except`` on the rule's TCP ports (no ``ports``: every
-  port; a rule without ``to``: every address). Pod and namespace peers are in-cluster, not
-  internet reach. Enforced by address
+  port of every protocol; a rule without ``to``: every address). Pod and namespace peers are
+  in-cluster, not internet reach. Enforced by address
   (https://kubernetes.io/docs/concepts/services-networking/network-policies/).
 - ``CiliumNetworkPolicy`` and ``CiliumClusterwideNetworkPolicy`` rules (``spec`` and each of
   ``specs``) selecting them: ``toCIDR``/``toCIDRSet``/``toEntities`` (``world``, ``all``,
@@ -24,6 +24,11 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
 - ``FQDNNetworkPolicy`` (GKE): ``name`` exact, ``pattern`` ``*.x`` read as one label below
   ``x`` (the depth is not stated in the GKE docs read; assumed as Cilium's, to confirm on a
   first deploy); by resolved address only.
+- UDP (so QUIC, HTTP/3), ``EffectiveEgress.udp``: the same rules read for their UDP ports (a
+  port list left out holds every protocol; Cilium's ``ANY`` both): address peers as addresses,
+  Cilium and GKE names by resolved address only (Envoy checks ``serverNames`` and HTTP rules on
+  TCP). Pod and namespace peers, the sandbox's DNS path to the resolver among them, stay
+  in-cluster and give no UDP grant.
 - Resolution follows the pod template's DNS: ``dnsPolicy: None`` with loopback nameservers
   resolves nothing; the kit's resolver (its ConfigMap's dnsmasq configuration, read with
   dnsmasq's documented matching and run by ``tests/kubernetes/test_sandbox_resolver.py``)
@@ -202,16 +207,17 @@ def _port_numbers(port: Mapping[str, Any]) -> tuple[str, set[int] | None]:
     return protocol, set(range(first, last + 1))
 
 
-def _tcp_ports(ports: Iterable[Mapping[str, Any]]) -> Ports | None:
-    """TCP ports of a port list: ``"any"`` for an empty list or a named port, ``None`` when it
-    lists UDP only."""
+def _ports_of(ports: Iterable[Mapping[str, Any]], protocol: str = "TCP") -> Ports | None:
+    """The ``protocol`` (``TCP`` or ``UDP``) ports of a port list: ``"any"`` for an empty list
+    (every protocol) or a named port, ``None`` when it lists other protocols only. Cilium's
+    ``ANY`` holds both."""
     found: set[int] = set()
     listed = list(ports)
     if not listed:
         return "any"
     for port in listed:
-        protocol, numbers = _port_numbers(port)
-        if protocol not in ("TCP", "ANY"):
+        listed_protocol, numbers = _port_numbers(port)
+        if listed_protocol not in (protocol, "ANY"):
             continue
         if numbers is None:
             return "any"
@@ -306,10 +312,10 @@ def _address_grant(cidr: str, ports: Ports, excluded: Iterable[str], where: str,
     return Grant(cidr, "exact", ports, "address", "platform-doc", doc, where, tuple(excluded))
 
 
-def _np_connect(view: ResourceView) -> Iterator[Grant]:
+def _np_connect(view: ResourceView, protocol: str = "TCP") -> Iterator[Grant]:
     where = f"NetworkPolicy {view.name}"
     for rule in as_list(view.at("spec.egress")):
-        ports = _tcp_ports(as_list(as_dict(rule).get("ports")))
+        ports = _ports_of(as_list(as_dict(rule).get("ports")), protocol)
         if ports is None:
             continue
         peers = as_list(as_dict(rule).get("to"))
@@ -336,10 +342,20 @@ def _selector_scope(selector: Mapping[str, Any], version: CiliumVersion) -> Name
 
 
 def _name_grants(
-    selectors: list[Named], to_port: Mapping[str, Any], version: CiliumVersion, where: str
+    selectors: list[Named],
+    to_port: Mapping[str, Any],
+    version: CiliumVersion,
+    where: str,
+    protocol: str = "TCP",
 ) -> Iterator[Grant]:
-    ports = _tcp_ports(as_list(to_port.get("ports")))
+    ports = _ports_of(as_list(to_port.get("ports")), protocol)
     if ports is None:
+        return
+    if protocol != "TCP":
+        # Envoy checks serverNames and HTTP rules on TCP only: a datagram to the name's
+        # addresses passes by address.
+        for host, scope in selectors:
+            yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)
         return
     servers = [str(s) for s in as_list(to_port.get("serverNames"))]
     hosts = [
@@ -361,7 +377,7 @@ def _name_grants(
         yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)
 
 
-def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
+def _cilium_connect(view: ResourceView, protocol: str = "TCP") -> Iterator[Grant]:
     where = f"CiliumNetworkPolicy {view.name}"
     version = _version(view)
     for rule in as_dicts(view.at("spec.egress")):
@@ -371,7 +387,7 @@ def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
         ]
         if selectors:
             for to_port in to_ports:
-                yield from _name_grants(selectors, to_port, version, where)
+                yield from _name_grants(selectors, to_port, version, where, protocol)
             continue
         unread = sorted(_UNREAD_PEERS & set(rule))
         if unread:
@@ -384,15 +400,15 @@ def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
         for entity in dict.fromkeys(str(e) for e in as_list(rule.get("toEntities"))):
             blocks += [b for b in _WORLD.get(entity, ()) if b not in blocks]
         for to_port in to_ports:
-            ports = _tcp_ports(as_list(to_port.get("ports")))
+            ports = _ports_of(as_list(to_port.get("ports")), protocol)
             if ports is not None:
                 yield from (_address_grant(b, ports, (), where, CIDR_DOC) for b in blocks)
 
 
-def _gke_connect(view: ResourceView) -> Iterator[Grant]:
+def _gke_connect(view: ResourceView, protocol: str = "TCP") -> Iterator[Grant]:
     where = f"FQDNNetworkPolicy {view.name}"
     for rule in as_list(view.at("spec.egress")):
-        ports = _tcp_ports(as_list(as_dict(rule).get("ports")))
+        ports = _ports_of(as_list(as_dict(rule).get("ports")), protocol)
         if ports is None:
             continue
         for match in as_dicts(as_dict(rule).get("matches")):
@@ -679,11 +695,14 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
 
     Returns:
         Connection grants (addresses; names by resolved address, and at L7 where Envoy checks
-        them) and resolution grants, the union over every SandboxTemplate read. No
-        SandboxTemplate: nothing is read, nothing admitted.
+        them), resolution grants and UDP grants (the same rules' UDP ports to addresses and
+        names outside the cluster; pod and namespace peers, the path to the resolver among
+        them, are in-cluster), the union over every SandboxTemplate read. No SandboxTemplate:
+        nothing is read, nothing admitted.
     """
     connect: list[Grant] = []
     resolve: list[Grant] = []
+    udp: list[Grant] = []
     resources = _cilium_rules(resources)
     for pods in _sandbox_pods(resources):
         nps = _policies(resources, NETWORK_POLICY, pods)
@@ -694,8 +713,15 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
             # Kubernetes admits all egress of a pod no policy isolates.
             where = f"SandboxTemplate {pods.template}"
             connect += [_address_grant(c, "any", (), where, NP_DOC) for c in _EVERYWHERE]
-        connect += [g for v in nps for g in _np_connect(v)]
-        connect += [g for v in cnps for g in _cilium_connect(v)]
-        connect += [g for v in gke for g in _gke_connect(v)]
+            udp += [_address_grant(c, "any", (), where, NP_DOC) for c in _EVERYWHERE]
+        for protocol, found in (("TCP", connect), ("UDP", udp)):
+            found += [g for v in nps for g in _np_connect(v, protocol)]
+            found += [g for v in cnps for g in _cilium_connect(v, protocol)]
+            found += [g for v in gke for g in _gke_connect(v, protocol)]
         resolve += _resolve(resources, pods, nps, cnps, isolated)
-    return EffectiveEgress(target, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))
+    return EffectiveEgress(
+        target,
+        tuple(dict.fromkeys(connect)),
+        tuple(dict.fromkeys(resolve)),
+        tuple(dict.fromkeys(udp)),
+    )

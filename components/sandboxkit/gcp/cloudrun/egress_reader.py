@@ -21,7 +21,9 @@ Cloud enforces it, nothing of the kit runs at that point.
    (instances have no external address); an IPv6 destination needs a subnet that carries IPv6
    (``stackType`` other than ``IPV4_ONLY``, the default). Without a way out a grant keeps only
    its non-public parts, which the subnet routes reach.
-5. **The metadata server.** Firewall rules never apply to it, but sandboxes "don't have access
+5. **UDP** (so QUIC): the same path read for the rules' ``udp`` and ``all`` layer 4 configs
+   (``EffectiveEgress.udp``); the kit's deny-all rules take every protocol.
+6. **The metadata server.** Firewall rules never apply to it, but sandboxes "don't have access
    to ... the Google Cloud metadata server" (``SANDBOX_DOC``): no grant.
 
 Resources are linked by the values a render passes between them: the service's
@@ -206,7 +208,9 @@ def _resolution(path: SandboxPath) -> list[Grant]:
     return grants
 
 
-def _connections(path: SandboxPath) -> list[Grant]:
+def _connections(path: SandboxPath, protocol: str = "tcp") -> list[Grant]:
+    """What the path admits on ``protocol`` (``tcp``; ``udp``: Cloud NAT translates UDP as
+    well, https://cloud.google.com/nat/docs/overview)."""
     if path.vpc_egress != "ALL_TRAFFIC":
         resource = f"{SERVICE} {path.service}"
         return [
@@ -215,7 +219,7 @@ def _connections(path: SandboxPath) -> list[Grant]:
         ]
     families = frozenset({4, 6} if path.ipv6 else {4})
     grants: list[Grant] = []
-    for item in allowed(path.rules, families):
+    for item in allowed(path.rules, families, protocol):
         resource = f"{RULE} {item.rule}" if item.rule else "the VPC's implied egress rule"
         if item.fqdn is not None:
             if path.internet:
@@ -261,8 +265,14 @@ def _block_grants(path: SandboxPath, item: Allowed, resource: str) -> list[Grant
 
 
 def path_egress(path: SandboxPath) -> EffectiveEgress:
-    """One launcher service's effective egress."""
-    return EffectiveEgress(TARGET, tuple(_connections(path)), tuple(_resolution(path)))
+    """One launcher service's effective egress (UDP by the same rules' ``udp`` and ``all``
+    layer 4 configs)."""
+    return EffectiveEgress(
+        TARGET,
+        tuple(_connections(path)),
+        tuple(_resolution(path)),
+        tuple(_connections(path, "udp")),
+    )
 
 
 def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
@@ -270,7 +280,8 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     found = [path_egress(path) for path in sandbox_paths(resources)]
     connect = dict.fromkeys(g for egress in found for g in egress.connect)
     resolve = dict.fromkeys(g for egress in found for g in egress.resolve)
-    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve))
+    udp = dict.fromkeys(g for egress in found for g in egress.udp)
+    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve), tuple(udp))
 
 
 def dns_tunnels(resources: Iterable[ResourceView]) -> list[str]:
