@@ -13,6 +13,7 @@ from sandboxkit.gcp.cloudrun.egress_reader import (
     DNS_ASSUMPTION,
     FQDN_DOC,
     IMPLIED_DOC,
+    POLICY,
     RULE,
     dns_tunnels,
     read_egress,
@@ -69,6 +70,7 @@ def render(egress: str | None = "ALL_TRAFFIC") -> list[ResourceView]:
     return [
         res("gcp:cloudrunv2/service:Service", "service", template=template),
         res("gcp:compute/subnetwork:Subnetwork", "subnet", network=NET, ipCidrRange="10.8.0.0/24"),
+        res("gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy", "policy", name="egress"),
         res(
             "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation",
             "association",
@@ -306,3 +308,71 @@ def test_private_ranges_only_sends_udp_past_every_control() -> None:
     assert [g.host for g in effective.udp] == ["0.0.0.0/0", "::/0"]
     differences = compare(effective, EgressContract("deny"), ())
     assert "wider: UDP to 169.254.169.254:80" in str(differences[0])
+
+
+OPEN_443 = {"destIpRanges": ["0.0.0.0/0"], "layer4Configs": HTTPS}
+WITH_RULES = "gcp:compute/networkFirewallPolicyWithRules:NetworkFirewallPolicyWithRules"
+ASSOCIATION = "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation"
+
+
+def test_rules_are_read_by_the_policy_they_belong_to() -> None:
+    """A rule of the associated policy counts whether it names the policy by name or by id; a
+    rule of a policy no association attaches to the network never does."""
+    by_id = replaced(
+        [*render(), fw_rule("acme-open", 100, "allow", **OPEN_443)],
+        res(
+            RULE,
+            "acme-open",
+            ruleName="acme-open",
+            firewallPolicy="projects/acme/global/firewallPolicies/egress",
+            direction="EGRESS",
+            action="allow",
+            priority=100,
+            match=OPEN_443,
+        ),
+    )
+    assert read_egress(by_id).admits("203.0.113.7", 443)
+    elsewhere = res(
+        RULE,
+        "acme-elsewhere",
+        ruleName="acme-elsewhere",
+        firewallPolicy="unattached",
+        direction="EGRESS",
+        action="allow",
+        priority=100,
+        match=OPEN_443,
+    )
+    unattached = [*render(), res(POLICY, "acme-policy", name="unattached"), elsewhere]
+    assert not read_egress(unattached).admits("203.0.113.7", 443)
+    assert read_egress(unattached) == read_egress(render())
+
+
+def test_inline_rules_of_an_associated_policy_are_read() -> None:
+    inline = res(
+        WITH_RULES,
+        "acme-inline",
+        name="acme-inline",
+        rules=[
+            {"priority": 10, "action": "allow", "direction": "EGRESS", "match": OPEN_443},
+            {"priority": 20, "action": "allow", "direction": "INGRESS", "match": OPEN_443},
+        ],
+    )
+    attach = res(ASSOCIATION, "acme-attach", firewallPolicy="acme-inline", attachmentTarget=NET)
+    # Not associated: its rules do not count.
+    assert not read_egress([*render(), inline]).admits("203.0.113.7", 443)
+    verdict = read_egress([*render(), inline, attach]).admits("203.0.113.7", 443)
+    assert [g.resource for g in verdict.grants] == [f"{RULE} acme-inline.rules[0]"]
+
+
+def test_an_association_of_a_policy_the_render_does_not_create_cannot_be_verified() -> None:
+    existing = "projects/acme/global/firewallPolicies/1234567890"
+    attach = res(ASSOCIATION, "acme-attach", firewallPolicy=existing, attachmentTarget=NET)
+    with pytest.raises(
+        ValueError,
+        match="attaches firewall policy 'projects/acme/global/"
+        "firewallPolicies/1234567890' to the sandboxes' network, and no rendered",
+    ):
+        read_egress([*render(), attach])
+    # Attached to another network: not on the sandboxes' path.
+    other = res(ASSOCIATION, "acme-attach", firewallPolicy=existing, attachmentTarget="other-net")
+    assert read_egress([*render(), other]) == read_egress(render())

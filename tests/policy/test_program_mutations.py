@@ -77,7 +77,8 @@ def findings(ran: Ran) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Row:
-    """One door: the program ``body``, the exit code, and a text each named finding holds."""
+    """One door: the program ``body``, the exit code, a text a finding of ``policy`` holds, and
+    a policy that must find nothing (``absent``: the reader reads the change as harmless)."""
 
     door: str
     body: str
@@ -85,6 +86,7 @@ class Row:
     says: str
     code: int = 1
     example: str = "aws-microvm"
+    absent: str = ""
 
 
 NOTHING = Row("nothing", "", "", "", code=0)
@@ -343,7 +345,10 @@ def _network_policy_udp(name: str) -> str:
     return f"""
     def quic(props):
         spec = dict(props["spec"])
-        rule = {{"to": [{{"ipBlock": {{"cidr": "0.0.0.0/0"}}}}], "ports": [{{"protocol": "UDP", "port": 443}}]}}
+        rule = {{
+            "to": [{{"ipBlock": {{"cidr": "0.0.0.0/0"}}}}],
+            "ports": [{{"protocol": "UDP", "port": 443}}],
+        }}
         spec["egress"] = [*spec["egress"], rule]
         props["spec"] = spec
 
@@ -377,7 +382,10 @@ UDP_ROWS = (
             priority=100,
             action="allow",
             direction="EGRESS",
-            match={"dest_ip_ranges": ["0.0.0.0/0"], "layer4_configs": [{"ip_protocol": "udp", "ports": ["443"]}]},
+            match={
+                "dest_ip_ranges": ["0.0.0.0/0"],
+                "layer4_configs": [{"ip_protocol": "udp", "ports": ["443"]}],
+            },
         )
         """,
         "SBX-NET-008",
@@ -409,6 +417,74 @@ UDP_ROWS = (
         "SBX-NET-003",
         "does not run the kit's Worker code",
         example="cloudflare",
+    ),
+)
+
+
+def _ngfw_rule(name: str, policy: str, ranges: str) -> str:
+    """A program body declaring an allow rule of TCP 443 to ``ranges`` in ``policy``."""
+    return f"""
+    NetworkFirewallPolicyRule(
+        {name!r},
+        firewall_policy={policy!r},
+        priority=100,
+        action="allow",
+        direction="EGRESS",
+        match={{
+            "dest_ip_ranges": [{ranges!r}],
+            "layer4_configs": [{{"ip_protocol": "tcp", "ports": ["443"]}}],
+        }},
+    )
+    """
+
+
+NGFW_IMPORTS = """
+    from pulumi_gcp.compute import (
+        NetworkFirewallPolicy,
+        NetworkFirewallPolicyAssociation,
+        NetworkFirewallPolicyRule,
+    )
+"""
+
+NGFW_ROWS = (
+    Row(
+        "gcp-cloudrun: an allow rule added to the kit's policy by its id",
+        NGFW_IMPORTS
+        + _ngfw_rule(
+            "acme-open",
+            "projects/example-sandboxkit-dev/global/firewallPolicies/sbx-t-run-egress",
+            # A private address: the example has no Cloud NAT, so only the VPC's routes lead out.
+            "10.10.0.10/32",
+        ),
+        "SBX-NET-008",
+        "wider: 10.10.0.10:443 (grant of gcp:compute/networkFirewallPolicyRule",
+        example="gcp-cloudrun",
+    ),
+    Row(
+        # SBX-NET-002 judges every rule on its own; the reader reads only associated policies.
+        "gcp-cloudrun: an allow rule in a policy no association attaches to the network",
+        NGFW_IMPORTS
+        + '\n    NetworkFirewallPolicy("acme-policy", name="acme-unattached")\n'
+        + _ngfw_rule("acme-open", "acme-unattached", "10.10.0.10/32"),
+        "SBX-NET-002",
+        "Firewall policy rule acme-open allows 10.10.0.10/32",
+        example="gcp-cloudrun",
+        absent="SBX-NET-008",
+    ),
+    Row(
+        "gcp-cloudrun: an existing policy attached to the sandboxes' network by id",
+        NGFW_IMPORTS
+        + """
+    NetworkFirewallPolicyAssociation(
+        "acme-attach",
+        firewall_policy="projects/acme/global/firewallPolicies/1234567890",
+        attachment_target="gcp-cloudrun-network-275530699b3a",
+    )
+""",
+        "SBX-NET-008",
+        "attaches firewall policy 'projects/acme/global/firewallPolicies/1234567890' to the "
+        "sandboxes' network, and no rendered NetworkFirewallPolicy is that policy",
+        example="gcp-cloudrun",
     ),
 )
 
@@ -453,6 +529,7 @@ def test_a_resource_the_program_adds_is_rendered_beside_the_components(tmp_path:
         *AWS_ROWS,
         *KUBERNETES_ROWS,
         *UDP_ROWS,
+        *NGFW_ROWS,
     ],
     ids=lambda row: row.door,
 )
@@ -466,3 +543,5 @@ def test_each_door_a_program_opens_fails_the_gate(row: Row, tmp_path: Path) -> N
         ), findings(ran)
     if row.code == 0:
         assert findings(ran) == []
+    if row.absent:
+        assert [m for policy, m in findings(ran) if policy == row.absent] == []

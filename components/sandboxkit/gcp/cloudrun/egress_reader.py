@@ -29,11 +29,19 @@ Cloud enforces it, nothing of the kit runs at that point.
 Resources are linked by the values a render passes between them: the service's
 ``networkInterfaces[].network`` / ``subnetwork`` equal the association's ``attachmentTarget``,
 the response policy's ``networks[].networkUrl``, the subnets' and the router's ``network`` and
-the NAT's ``subnetworks[].name``; a rule whose ``firewallPolicy`` is a secret the render cannot
-read counts on every path unless it denies. Not read, so never counted as narrowing: the
-network's own settings (deleted default routes: a render does not link the network resource to
-its id) and VPC firewall rules (the kit sets ``BEFORE_CLASSIC_FIREWALL``, so the policy decides
-first).
+the NAT's ``subnetworks[].name``. Firewall rules are read by the policy they belong to: an
+association's ``firewallPolicy`` names a rendered policy (by name or by its
+``projects/<p>/global/firewallPolicies/<name>`` id, ``policy_key``), a
+``NetworkFirewallPolicy`` whose ``NetworkFirewallPolicyRule``s name it in their
+``firewallPolicy``, or a ``NetworkFirewallPolicyWithRules`` holding its rules inline; only the
+rules of the policies associated with the sandboxes' network count, whoever declares them (a
+component or the project's program). An association of a policy the render does not create is
+"cannot verify" (``ValueError``: its rules cannot be seen); a rule whose ``firewallPolicy`` is a
+secret the render cannot read counts on every path unless it denies. Not read, so never
+counted as narrowing: the network's own settings (deleted default routes: a render does not
+link the network resource to its id), VPC firewall rules (the kit sets
+``BEFORE_CLASSIC_FIREWALL``, so the policy decides first) and regional network firewall
+policies (evaluated after the global one, whose deny-all rules decide first).
 """
 
 from __future__ import annotations
@@ -62,6 +70,9 @@ SERVICE = "gcp:cloudrunv2/service:Service"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 ASSOCIATION = "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
+POLICY = "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy"
+# A policy holding its rules inline (``rules``: the fields of a NetworkFirewallPolicyRule).
+POLICY_WITH_RULES = "gcp:compute/networkFirewallPolicyWithRules:NetworkFirewallPolicyWithRules"
 ROUTER = "gcp:compute/router:Router"
 NAT = "gcp:compute/routerNat:RouterNat"
 RESPONSE_POLICY = "gcp:dns/responsePolicy:ResponsePolicy"
@@ -129,11 +140,65 @@ def _is_launcher(service: ResourceView) -> bool:
     )
 
 
+def policy_key(reference: object) -> str:
+    """The policy name a firewall policy reference names: the name itself, or the last
+    segment of ``projects/<p>/global/firewallPolicies/<name>`` (the id Google's API and
+    pulumi-gcp accept for ``firewallPolicy``), a self link included."""
+    text = str(reference)
+    marker = "/firewallPolicies/"
+    return text.rsplit(marker, 1)[-1] if marker in text else text
+
+
 def _in(rule: ResourceView, policies: Container[object]) -> bool:
-    """Whether a firewall policy rule is one of ``policies``'; a rule whose policy is a secret
-    the render cannot read may be, so it counts unless it denies (wider, never narrower)."""
+    """Whether a firewall policy rule is one of ``policies``' (names, ``policy_key``); a rule
+    whose policy is a secret the render cannot read may be, so it counts unless it denies
+    (wider, never narrower)."""
     policy = rule.props.get("firewallPolicy")
-    return policy in policies or (policy == UNKNOWN_SECRET and rule.props.get("action") != "deny")
+    return policy_key(policy) in policies or (
+        policy == UNKNOWN_SECRET and rule.props.get("action") != "deny"
+    )
+
+
+def _associated_policies(resources: Sequence[ResourceView], networks: set[object]) -> set[str]:
+    """The names of the firewall policies associated with ``networks``, each one a policy the
+    render creates (its rules are then all in the render: separate rule resources, or inline).
+
+    Raises:
+        ValueError: for an association of a policy no rendered policy is (an existing policy
+            by id, a secret the render cannot read): its rules cannot be seen.
+    """
+    rendered = {
+        policy_key(p.props.get("name", p.name))
+        for p in resources
+        if p.type in (POLICY, POLICY_WITH_RULES)
+    }
+    found: set[str] = set()
+    for association in _of(resources, ASSOCIATION):
+        if association.props.get("attachmentTarget") not in networks:
+            continue
+        reference = association.props.get("firewallPolicy")
+        if policy_key(reference) not in rendered:
+            raise ValueError(
+                f"{ASSOCIATION} {association.name} attaches firewall policy {reference!r} to the "
+                "sandboxes' network, and no rendered NetworkFirewallPolicy is that policy (one "
+                "the stack does not create, or a secret the render cannot read): its rules "
+                "cannot be seen, so what they admit is unknown"
+            )
+        found.add(policy_key(reference))
+    return found
+
+
+def _inline_rules(
+    resources: Sequence[ResourceView], policies: Container[str]
+) -> list[FirewallRule]:
+    """The egress rules a ``NetworkFirewallPolicyWithRules`` of ``policies`` holds inline, each
+    named ``<policy resource>.rules[<index>]``."""
+    return read_rules(
+        (f"{view.name}.rules[{index}]", rule)
+        for view in _of(resources, POLICY_WITH_RULES)
+        if policy_key(view.props.get("name", view.name)) in policies
+        for index, rule in enumerate(as_dicts(view.props.get("rules")))
+    )
 
 
 def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPath:
@@ -141,12 +206,9 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
     interfaces = as_dicts(service.at("template.vpcAccess.networkInterfaces"))
     networks = {i.get("network") for i in interfaces} - {None}
     subnets = {i.get("subnetwork") for i in interfaces} - {None}
-    policies = {
-        a.props.get("firewallPolicy")
-        for a in _of(resources, ASSOCIATION)
-        if a.props.get("attachmentTarget") in networks
-    }
+    policies = _associated_policies(resources, networks)
     rules = read_rules((r.name, r.props) for r in _of(resources, RULE) if _in(r, policies))
+    rules += _inline_rules(resources, policies)
     bound = {
         p.props.get("responsePolicyName")
         for p in _of(resources, RESPONSE_POLICY)
