@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import gc
 import http.server
 import json
+import os
 import shutil
 import sys
 import threading
@@ -86,6 +88,28 @@ def invoke_cli(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> R
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+# Set (to anything) to rewrite the golden files after a deliberate change of the kit's output.
+UPDATE_GOLDEN = "SANDBOXKIT_UPDATE_GOLDEN"
+
+
+def assert_golden_text(path: Path, text: str) -> None:
+    """``text`` equals the golden file ``path`` byte for byte; with ``UPDATE_GOLDEN`` set in
+    the environment the file is written first (a deliberate change, reviewed in its diff)."""
+    if os.environ.get(UPDATE_GOLDEN):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: run with {UPDATE_GOLDEN}=1 to record it"
+    golden = path.read_bytes()
+    if text.encode() != golden:
+        diff = difflib.unified_diff(
+            golden.decode().splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile="output",
+        )
+        raise AssertionError(f"the output differs from {path.name}:\n" + "".join(diff))
 
 
 class RememberingAnalyzer:

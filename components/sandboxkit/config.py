@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.errors import (
     MISSING,
     NOT_SHOWN,
@@ -180,6 +181,13 @@ class StackSpec:
     settings: Mapping[str, TargetSettings]
     plans: Mapping[str, Any]
     enforcement: Mapping[str, Mapping[str, Enforcement]]
+
+    def contract(self, target: str) -> EgressContract:
+        """The egress contract of listed ``target``: the profile's egress plus the target's
+        control-plane hosts (``TargetSpec.control_plane``). Raises ``KeyError`` for a target
+        the stack does not list."""
+        control_plane = get_target(target).control_plane(self.settings[target])
+        return EgressContract.of(self.profile.egress, control_plane)
 
 
 def _key(*parts: str | int) -> str:

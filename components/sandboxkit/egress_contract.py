@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from sandboxkit.addresses import (
     IPAddress,
@@ -372,6 +372,41 @@ class EgressSection(Protocol):
     def allow(self) -> tuple[EgressRule, ...]: ...
 
 
+# The contract's JSON form (``EgressContract.to_config``), as SBX-NET-008's ``contracts`` config
+# holds one per target and ``sandboxkit pack-config`` writes it: the profile's mode and entries
+# and the target's control-plane entries, each as ``host:port``.
+CONTRACT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "mode": {
+            "enum": list(EGRESS_MODES),
+        },
+        "allow": {
+            "type": "array",
+            "items": {
+                "type": "string",
+            },
+        },
+        "controlPlane": {
+            "type": "array",
+            "items": {
+                "type": "string",
+            },
+        },
+    },
+    "required": ["mode", "allow", "controlPlane"],
+    "additionalProperties": False,
+}
+
+
+def _parsed(key: str, entry: str) -> EgressRule:
+    """``parse_rule(entry)``, its refusal naming the contract's ``key`` and the entry."""
+    try:
+        return parse_rule(entry)
+    except ValueError as refused:
+        raise ValueError(f"{key} entry {entry!r}: {refused}") from None
+
+
 @dataclass(frozen=True)
 class EgressContract:
     """The reach one target owes a stack: the profile's egress plus the target's control plane.
@@ -405,6 +440,40 @@ class EgressContract:
     def of(cls, egress: EgressSection, control_plane: Iterable[EgressRule] = ()) -> EgressContract:
         """The contract of a profile's ``egress`` section for a target with ``control_plane``."""
         return cls(egress.mode, tuple(egress.allow), tuple(control_plane))
+
+    def to_config(self) -> dict[str, Any]:
+        """The contract as its JSON document (``CONTRACT_SCHEMA``): ``{"mode", "allow",
+        "controlPlane"}``, entries as ``host:port`` strings in the contract's order."""
+        return {
+            "mode": self.mode,
+            "allow": [str(rule) for rule in self.rules],
+            "controlPlane": [str(rule) for rule in self.control_plane],
+        }
+
+    @classmethod
+    def from_config(cls, document: Mapping[str, Any]) -> EgressContract:
+        """The contract a JSON document of ``CONTRACT_SCHEMA`` states (``to_config``'s
+        inverse), each entry parsed again (``parse_rule``).
+
+        Raises:
+            ValueError: for keys other than exactly ``mode``, ``allow`` and ``controlPlane``,
+                entries that are not lists of strings, an entry ``parse_rule`` refuses (the
+                message names the key and the entry), or a contract ``EgressContract``
+                refuses (its mode, entries with a mode other than ``allowlist``, a control-plane
+                entry that is not an exact name).
+        """
+        keys = set(document)
+        if keys != set(CONTRACT_SCHEMA["required"]):
+            given = ", ".join(sorted(keys)) or "none"
+            raise ValueError(f"a contract has the keys mode, allow and controlPlane, not {given}")
+        entries = {}
+        for key in ("allow", "controlPlane"):
+            listed = document[key]
+            listed_strings = isinstance(listed, Sequence) and not isinstance(listed, str)
+            if not listed_strings or not all(isinstance(entry, str) for entry in listed):
+                raise ValueError(f"a contract's {key} is a list of host:port strings")
+            entries[key] = tuple(_parsed(key, entry) for entry in listed)
+        return cls(document["mode"], entries["allow"], entries["controlPlane"])
 
     def _listed(self) -> tuple[EgressRule, ...]:
         return self.rules + self.control_plane

@@ -26,7 +26,7 @@ from sandboxkit.effective_egress import (
     contract_probes,
     inexpressible,
 )
-from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
+from sandboxkit.egress_contract import EgressContract, destination_of
 from sandboxkit.render import RenderedStack, to_display, top_level
 from sandboxkit.targets import TARGET_MODULES, get_target
 
@@ -70,32 +70,9 @@ def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
     ]
 
 
-def target_contract(rendered: RenderedStack, target: str) -> EgressContract:
-    """The egress contract of listed ``target``: the stack's profile plus the target's
-    control-plane hosts (``TargetSpec.control_plane``)."""
-    control_plane: tuple[EgressRule, ...] = get_target(target).control_plane(
-        rendered.spec.settings[target]
-    )
-    return EgressContract.of(rendered.spec.profile.egress, control_plane)
-
-
-def contracts_config(rendered: RenderedStack) -> dict[str, dict[str, Any]]:
-    """Every listed target's egress contract as SBX-NET-008's ``contracts`` config: target ->
-    ``{"mode", "allow", "controlPlane"}``, entries as ``host:port`` strings."""
-    contracts = {}
-    for target in rendered.spec.targets:
-        contract = target_contract(rendered, target)
-        contracts[target] = {
-            "mode": contract.mode,
-            "allow": [str(rule) for rule in contract.rules],
-            "controlPlane": [str(rule) for rule in contract.control_plane],
-        }
-    return contracts
-
-
 def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
     """Explain one listed target's egress (see the module docstring)."""
-    contract = target_contract(rendered, target)
+    contract = rendered.spec.contract(target)
     effective = get_target(target).read_egress(resource_views(rendered, target))
     probes = contract_probes(contract, effective)
     if effective is None:

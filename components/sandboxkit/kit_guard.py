@@ -30,7 +30,7 @@ from sandboxkit.effective_egress import (
     inexpressible,
     port_runs,
 )
-from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.egress_contract import EgressContract
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     EVERY_TYPE,
@@ -154,14 +154,6 @@ def _names_by_address(
             )
 
 
-def _declared_contract(declared: Mapping[str, Any]) -> EgressContract:
-    return EgressContract(
-        declared["mode"],
-        tuple(parse_rule(str(entry)) for entry in declared["allow"]),
-        tuple(parse_rule(str(entry)) for entry in declared["controlPlane"]),
-    )
-
-
 def _contract_differences(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
@@ -198,7 +190,7 @@ def _contract_differences(
                 None,
             )
             continue
-        contract = _declared_contract(declared)
+        contract = EgressContract.from_config(declared)
         yield from (
             (message, urns.get(target)) for message in _control_plane_ports(target, contract, ctx)
         )

@@ -4,10 +4,11 @@ A render's time is mostly importing the cloud SDKs its targets use (benchmarks/R
 ``pulumi_cloudflare`` alone imports 779 modules), and each target imports its own
 (``TargetSpec.sdks``). So ``render_stacks`` shares each stack's targets out between two
 processes: targets that use a common SDK stay together (each SDK is imported once), and the
-groups are balanced by ``SDK_IMPORT_SECONDS``. A forked child renders its share of every stack
-while this process renders the rest, then sends its shares back (``RenderedShare``, pickled
-through a pipe) and ``render.joined`` puts each stack together: the same ``RenderedStack`` a
-single render gives (tests/core/test_parallel_render.py compares them).
+groups are balanced by the seconds each SDK takes to import (also ``TargetSpec.sdks``). A
+forked child renders its share of every stack while this process renders the rest, then sends
+its shares back (``RenderedShare``, pickled through a pipe) and ``render.joined`` puts each
+stack together: the same ``RenderedStack`` a single render gives
+(tests/core/test_parallel_render.py compares them).
 
 Where a child cannot help or cannot run (one CPU, no ``os.fork`` or not Linux, a stack whose
 targets share one SDK, SDKs this process imported already, a stack file that does not load)
@@ -26,7 +27,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,20 +36,6 @@ from sandboxkit.errors import ConfigError
 from sandboxkit.project import stack_environment
 from sandboxkit.render import RenderedShare, RenderedStack, joined, render_share, render_stack
 from sandboxkit.targets import get_target
-
-# CPU seconds to import what the kit uses of each SDK, measured on the 2-CPU reference machine
-# (benchmarks/README.md, "Branch par-render"): the weights that balance the two shares.
-# pulumi_cloudflare's and pulumi_gcp's are for the resource modules the kit names, not their
-# packages' whole __init__ (``sdk_parts``): 0.41 of pulumi_cloudflare's 0.85 s (the two imports
-# side by side), and the gcp targets' render about 1.4 times aws-microvm's once compute loads
-# in part (benchmarks/README.md, "Main after the workerd decider, sdk_parts and launch").
-SDK_IMPORT_SECONDS: Mapping[str, float] = {
-    "pulumi_cloudflare": 0.35,
-    "pulumi_gcp": 0.55,
-    "pulumi_aws": 0.55,
-    "pulumi_kubernetes": 0.2,
-    "pulumi_azure_native": 0.15,
-}
 
 OnTarget = Callable[[str, str], None]
 
@@ -62,14 +49,16 @@ def shares(targets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
     Targets that use a common SDK (``TargetSpec.sdks``, linked through any chain) form one
     group. The first target's group stays here; the other groups, heaviest first (the sum of
-    their SDKs' ``SDK_IMPORT_SECONDS``), each go to the share that weighs less so far. The
-    child's share is empty when all targets form one group.
+    their SDKs' import seconds, ``TargetSpec.sdks``), each go to the share that weighs less so
+    far. The child's share is empty when all targets form one group.
 
     Raises:
         KeyError: for a name that is not a registered target.
     """
     groups: list[tuple[set[str], list[str]]] = []  # (its SDKs, its targets)
+    seconds: dict[str, float] = {}
     for target in targets:
+        seconds.update(get_target(target).sdks)
         sdks = set(get_target(target).sdks)
         linked = [group for group in groups if group[0] & sdks]
         merged: tuple[set[str], list[str]] = (sdks, [target])
@@ -80,10 +69,8 @@ def shares(targets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if not groups:
         return (), ()
 
-    heaviest = max(SDK_IMPORT_SECONDS.values())
-
     def weight(group: tuple[set[str], list[str]]) -> float:
-        return sum(SDK_IMPORT_SECONDS.get(sdk, heaviest) for sdk in group[0])
+        return sum(seconds[sdk] for sdk in group[0])
 
     first = next(group for group in groups if targets[0] in group[1])
     members: tuple[set[str], set[str]] = (set(first[1]), set())

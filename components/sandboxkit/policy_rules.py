@@ -24,6 +24,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from sandboxkit.egress_contract import CONTRACT_SCHEMA
 from sandboxkit.project import ENVIRONMENTS
 
 
@@ -273,28 +274,7 @@ MATCHES_CONTRACT = PolicyRule(
         "contracts": {
             "type": "object",
             "default": {},
-            "additionalProperties": {
-                "type": "object",
-                "properties": {
-                    "mode": {
-                        "enum": ["deny", "allowlist", "open"],
-                    },
-                    "allow": {
-                        "type": "array",
-                        "items": {
-                            "type": "string",
-                        },
-                    },
-                    "controlPlane": {
-                        "type": "array",
-                        "items": {
-                            "type": "string",
-                        },
-                    },
-                },
-                "required": ["mode", "allow", "controlPlane"],
-                "additionalProperties": False,
-            },
+            "additionalProperties": CONTRACT_SCHEMA,
             "description": (
                 "Each target's egress contract, by target name: the profile's egress mode and "
                 "allow entries, and the target's control-plane entries (host:port). sandboxkit "

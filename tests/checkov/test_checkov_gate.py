@@ -10,7 +10,6 @@ process is tests/policy/test_check_command.py's entry-point test.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,15 @@ from sandboxkit.cli import app
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.checkov_merge import CHECKOV_LEVELS, checkov_levels
 from sandboxkit.render import RenderedStack
-from support import Ran, invoke_cli, kit_program, open_egress, shipped_render, with_input
+from support import (
+    Ran,
+    assert_golden_text,
+    invoke_cli,
+    kit_program,
+    open_egress,
+    shipped_render,
+    with_input,
+)
 
 TEMPLATE_TYPE = "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"
 LOG_GROUP_URN = (
@@ -46,8 +53,6 @@ READ_ONLY_ROOT = (
 )
 TAGGED_IMAGE = "ghcr.io/example/agent-python-sandbox:3.12"
 GOLDEN_DIR = Path(__file__).parent / "golden"
-# Set to rewrite the golden files after a deliberate change of the gate's output.
-UPDATE_GOLDEN = "SANDBOXKIT_UPDATE_GOLDEN"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
 CM = ("checkov", "mandatory")
 
@@ -69,11 +74,8 @@ def run_check(*args: str, cwd: Path, checkov: Path) -> Ran:
 def assert_golden(name: str, returncode: int, document: dict[str, Any]) -> None:
     """The exit code and the whole JSON document equal ``golden/check-<name>.json``, recorded
     from the gate before it overlapped checkov with CrossGuard (checkov's findings sorted)."""
-    path = GOLDEN_DIR / f"check-{name}.json"
     found = {"exit_code": returncode, "document": document}
-    if os.environ.get(UPDATE_GOLDEN):
-        path.write_text(json.dumps(found, indent=2) + "\n")
-    assert found == json.loads(path.read_text())
+    assert_golden_text(GOLDEN_DIR / f"check-{name}.json", json.dumps(found, indent=2) + "\n")
 
 
 def weakened_project(root: Path) -> Path:

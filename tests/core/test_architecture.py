@@ -11,9 +11,14 @@ import re
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
+
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 PACKAGE = Path(__file__).resolve().parents[2] / "components" / "sandboxkit"
-TARGET_FOLDERS = ("aws", "azure", "cloudflare", "gcp", "kubernetes")
+PROJECT = PACKAGE.parents[1]
+# Each registered target's top folder (gcp-cloudrun and gcp-gke share gcp/).
+TARGET_FOLDERS = tuple(sorted({module.split(".")[1] for module in TARGET_MODULES.values()}))
 
 
 def _folder(module: str) -> str | None:
@@ -51,6 +56,31 @@ def test_a_private_name_from_another_target_is_caught(tmp_path: Path) -> None:
         "from sandboxkit.gcp.settings import _private_cidr\n"
     )
     assert cross_target_private_imports(tmp_path) == ["gcp/x.py: sandboxkit.kubernetes.spec._NAME"]
+
+
+# --- the lists of targets outside the registry (sandboxkit.targets.TARGET_MODULES) ------------
+
+
+def importlinter_contract(name_starts: str) -> dict[str, Any]:
+    """The import-linter contract of pyproject.toml whose name starts ``name_starts``."""
+    contracts = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in contracts["contracts"] if c["name"].startswith(name_starts)]
+    return contract
+
+
+def test_the_import_contracts_name_exactly_the_registered_targets() -> None:
+    layers = importlinter_contract("Layers: core, targets")["layers"]
+    # The targets' layer: independent siblings (``:``), between the program and the guard.
+    (targets_layer,) = [layer for layer in layers if ":" in layer]
+    assert tuple(part.strip() for part in targets_layer.split(":")) == TARGET_FOLDERS
+    independent = importlinter_contract("Targets are independent")["modules"]
+    assert independent == [f"sandboxkit.{folder}" for folder in TARGET_FOLDERS]
+
+
+def test_the_mypy_sdk_lists_are_the_registered_targets_sdks() -> None:
+    _, normal = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
+    # Each SDK's root package is followed (its shared modules are what every service imports).
+    assert [m for m in normal["module"] if "." not in m] == list(SDKS)
 
 
 # Shipped alone: the launcher runs in the Lambda Python runtime (which provides boto3 and
@@ -97,8 +127,7 @@ def test_an_import_of_the_kit_from_a_shipped_folder_is_caught(tmp_path: Path) ->
 
 # --- mypy reads the cloud SDKs only where the kit calls them (pyproject [tool.mypy]) -----------
 
-PROJECT = PACKAGE.parents[1]
-SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_cloudflare", "pulumi_gcp", "pulumi_kubernetes")
+SDKS = tuple(sorted({sdk for name in TARGET_MODULES for sdk in get_target(name).sdks}))
 CHECKED = ("components/sandboxkit", "tests", "policy-packs/sandbox-guard/policies", "benchmarks")
 
 

@@ -497,7 +497,9 @@ def test_kubernetes_vcpu_below_one_millicore_is_refused_with_the_source() -> Non
         load_stack(source(profile={"limits": {"vcpu": 0.0001}}), "test")
     [problem] = caught.value.problems
     assert problem.key == "sandboxkit:profile.limits.vcpu"
-    assert problem.expected.startswith("at least 0.001 for target kubernetes (source: Kubernetes")
+    assert problem.expected.startswith(
+        "at least 0.001, in steps of 0.001 for target kubernetes (source: Kubernetes"
+    )
 
 
 def test_every_bad_allowlist_entry_is_named() -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 import string
+from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.egress_contract import EgressContract, EgressRule, parse_rule
+from sandboxkit.egress_contract import CONTRACT_SCHEMA, EgressContract, EgressRule, parse_rule
 from sandboxkit.profile import Egress
 
 
@@ -205,3 +209,56 @@ def test_a_port_never_leaks_to_another_entry(
     assert admitted is any(
         p == port and (name.endswith(f".{h}") if w else name == h) for h, w, p in entries
     )
+
+
+# --- the JSON form (SBX-NET-008's contracts config, sandboxkit pack-config) --------------------
+
+
+def test_the_json_form_round_trips_and_fits_its_schema() -> None:
+    for contract in (ALLOWLIST, EgressContract("deny", (), CONTROL_PLANE), EgressContract("open")):
+        document = contract.to_config()
+        jsonschema.validate(document, CONTRACT_SCHEMA)
+        assert EgressContract.from_config(json.loads(json.dumps(document))) == contract
+    assert ALLOWLIST.to_config() == {
+        "mode": "allowlist",
+        "allow": [
+            "pypi.org:443",
+            "*.pythonhosted.org:443",
+            "github.com:80",
+            "140.82.112.3:53",
+            "[2a04:4e42::223]:853",
+        ],
+        "controlPlane": ["agents.example.com:443", "telemetry.example.com:8443"],
+    }
+
+
+# (document, the refusal's words, whether the schema alone refuses it)
+REFUSED_FORMS = [
+    ({"mode": "deny", "allow": []}, "the keys mode, allow and controlPlane, not allow, mode", True),
+    (
+        {"mode": "deny", "allow": [], "controlPlane": [], "extra": 1},
+        "not allow, controlPlane, extra, mode",
+        True,
+    ),
+    ({"mode": "deny", "allow": "pypi.org", "controlPlane": []}, "allow is a list of host", True),
+    ({"mode": "deny", "allow": [], "controlPlane": [443]}, "controlPlane is a list of host", True),
+    ({"mode": "closed", "allow": [], "controlPlane": []}, "mode 'closed' is not one of", True),
+    # Within the schema, refused by the contract's own rules.
+    ({"mode": "deny", "allow": ["pypi.org"], "controlPlane": []}, "only with mode allow", False),
+    ({"mode": "deny", "allow": [], "controlPlane": ["*.example.com"]}, "exact names", False),
+    (
+        {"mode": "allowlist", "allow": ["*"], "controlPlane": []},
+        "allow entry '*': this entry allows every destination",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("document", "message", "by_schema"), REFUSED_FORMS)
+def test_a_json_form_outside_the_contract_is_refused(
+    document: dict[str, Any], message: str, by_schema: bool
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        EgressContract.from_config(document)
+    errors = list(jsonschema.Draft202012Validator(CONTRACT_SCHEMA).iter_errors(document))
+    assert bool(errors) == by_schema

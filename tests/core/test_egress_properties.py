@@ -7,14 +7,14 @@ the offline engine with the prod stack's settings, its reader computes the effec
 every probe (those ``effective_egress.derive_probes`` gives plus generated names, depths, ports and
 non-public addresses) gets the same answer from the target and from the contract, for
 connections and for name resolution. What a target refuses is part of its documented
-limits (``ACCEPTS`` below); a refusal of anything else fails the test.
+limits (``TargetSpec.accepts``); a refusal of anything else fails the test.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.config import ConfigSource, load_stack, read_stack_file
 from sandboxkit.effective_egress import contract_probes
 from sandboxkit.egress_contract import parse_rule
+from sandboxkit.errors import ConfigError
 from sandboxkit.explain import TargetEgress, explain_target
 from sandboxkit.project import stack_file
 from sandboxkit.render import render_source
+from sandboxkit.targets import TARGET_MODULES, EgressAcceptance, get_target
 from support import freeze_new_imports
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -35,30 +37,12 @@ PROD = read_stack_file(stack_file(PROJECT, "prod"))
 EXAMPLES = 500
 
 
-@dataclass(frozen=True)
-class Accepts:
-    """What a target's allowlist accepts (each refusal is documented in its docs/targets page)."""
-
-    allowlist: bool = True
-    open: bool = True
-    names: bool = True
-    wildcards: bool = True
-    ipv4: bool = True
-    ipv6: bool = True
-    ports: tuple[int, ...] = (80, 443, 8443)
-    settings: tuple[tuple[str, Any], ...] = ()
-
-
-ACCEPTS: dict[str, Accepts] = {
-    "kubernetes": Accepts(settings=(("fqdnPolicy", "cilium"),)),
-    "aws-microvm": Accepts(ipv6=False),
-    # The generated names answer with addresses: no CNAME targets (required with names).
-    "gcp-cloudrun": Accepts(wildcards=False, ipv6=False, settings=(("cnameTargets", []),)),
-    "gcp-gke": Accepts(names=False, wildcards=False),
-    "azure-sessions": Accepts(allowlist=False, open=False),
-    "cloudflare": Accepts(open=False, ipv4=False, ipv6=False, ports=(80, 443)),
-    "local": Accepts(),
+# What each target accepts, as its spec declares it (``TargetSpec.accepts``).
+ACCEPTS: dict[str, EgressAcceptance] = {
+    name: accepts for name in TARGET_MODULES if (accepts := get_target(name).accepts) is not None
 }
+# The ports the generated entries name, as far as each target accepts them.
+PORTS = (80, 443, 8443)
 
 NAMES = ("pypi.org", "api.github.com", "files.example.com", "registry.npmjs.org")
 WILDCARD_PARENTS = ("pythonhosted.org", "example.com", "githubusercontent.example.net")
@@ -67,9 +51,9 @@ IPV6 = ("2a04:4e42:400::223", "2a04:4e42::223")
 LABELS = st.sampled_from(("a", "b", "sbx", "x-1", "deep"))
 
 
-def entries(accepts: Accepts) -> st.SearchStrategy[list[str]]:
+def entries(accepts: EgressAcceptance) -> st.SearchStrategy[list[str]]:
     """Allowlist entries the target accepts."""
-    ports = st.sampled_from(accepts.ports)
+    ports = st.sampled_from([port for port in PORTS if accepts.admits_port(port)])
     kinds: list[st.SearchStrategy[str]] = []
     if accepts.names:
         kinds.append(st.tuples(st.sampled_from(NAMES), ports).map(lambda e: f"{e[0]}:{e[1]}"))
@@ -84,7 +68,7 @@ def entries(accepts: Accepts) -> st.SearchStrategy[list[str]]:
     return st.lists(st.one_of(kinds), min_size=1, max_size=5, unique=True)
 
 
-def egress(accepts: Accepts) -> st.SearchStrategy[dict[str, Any]]:
+def egress(accepts: EgressAcceptance) -> st.SearchStrategy[dict[str, Any]]:
     """A profile's ``egress`` section the target accepts."""
     modes: list[st.SearchStrategy[dict[str, Any]]] = [st.just({"mode": "deny"})]
     if accepts.open:
@@ -117,7 +101,7 @@ def extra_probes(draw: st.DrawFn) -> list[tuple[str, int]]:
     return found
 
 
-def source(target: str, accepts: Accepts, egress_section: dict[str, Any]) -> ConfigSource:
+def source(target: str, accepts: EgressAcceptance, egress_section: dict[str, Any]) -> ConfigSource:
     """The prod stack's settings for ``target`` alone, with ``egress_section``."""
     settings_values = {**PROD.values[target], **dict(accepts.settings)}
     values = {
@@ -193,14 +177,14 @@ MIXED = (
 )
 
 
-def accepted(accepts: Accepts, entry: str) -> bool:
+def accepted(accepts: EgressAcceptance, entry: str) -> bool:
     rule = parse_rule(entry)
     kind_ok = {
         "name": accepts.names,
         "wildcard": accepts.wildcards,
         "ip": accepts.ipv6 if ":" in rule.host else accepts.ipv4,
     }[rule.kind]
-    return kind_ok and rule.port in accepts.ports
+    return kind_ok and accepts.admits_port(rule.port)
 
 
 @pytest.mark.parametrize(
@@ -225,8 +209,48 @@ def test_a_mixed_allowlist_explains_with_no_difference(target: str, allow: tuple
     check(target, section, [])
 
 
-def test_the_prod_targets_are_the_ones_checked() -> None:
+def test_every_registered_target_is_checked_and_prod_lists_each() -> None:
+    assert list(ACCEPTS) == list(TARGET_MODULES)
     assert set(ACCEPTS) == set(PROD.values["targets"])
+
+
+# An entry of each kind, on a port every target takes.
+ENTRY_OF_KIND = {
+    "names": "pypi.org:443",
+    "wildcards": "*.pythonhosted.org:443",
+    "ipv4": "140.82.112.3:443",
+    "ipv6": "[2a04:4e42::223]:443",
+}
+
+
+def declined(accepts: EgressAcceptance) -> list[dict[str, Any]]:
+    """An egress section for each thing ``accepts`` leaves out."""
+    sections: list[dict[str, Any]] = [] if accepts.open else [{"mode": "open"}]
+    for kind, entry in ENTRY_OF_KIND.items():
+        if not (accepts.allowlist and getattr(accepts, kind)):
+            sections.append({"mode": "allowlist", "allow": [entry]})
+    taken = [entry for kind, entry in ENTRY_OF_KIND.items() if getattr(accepts, kind)]
+    if accepts.allowlist and taken and accepts.ports is not None:
+        port = next(port for port in PORTS if not accepts.admits_port(port))
+        sections.append({"mode": "allowlist", "allow": [taken[0].replace(":443", f":{port}")]})
+    return sections
+
+
+@pytest.mark.parametrize("target", list(ACCEPTS))
+def test_what_a_target_does_not_accept_is_refused_naming_the_egress_key(target: str) -> None:
+    # The other side of the declaration: each thing left out is a config error (exit 2).
+    accepts = ACCEPTS[target]
+    sections = [(accepts, section) for section in declined(accepts)]
+    if accepts.settings:
+        # The settings it needs are needed: the prod stack's alone refuse a name entry.
+        without = replace(accepts, settings=())
+        sections.append((without, {"mode": "allowlist", "allow": [ENTRY_OF_KIND["names"]]}))
+    assert bool(sections) == (accepts != EgressAcceptance())
+    for declared, section in sections:
+        with pytest.raises(ConfigError) as caught:
+            load_stack(source(target, declared, section), "prod", "prod")
+        named = [key for key in caught.value.keys if "egress" in key or f":{target}." in key]
+        assert named, (section, str(caught.value))
 
 
 def test_generated_entries_are_valid_contract_entries() -> None:

@@ -117,7 +117,20 @@ def test_each_target_declares_the_sdks_its_component_imports() -> None:
     for name, module in TARGET_MODULES.items():
         imported = {m for m in graph.find_upstream_modules(module) if m.startswith("pulumi_")}
         assert set(get_target(name).sdks) == imported, name
-        assert imported <= set(parallel.SDK_IMPORT_SECONDS), name
+
+
+def test_targets_sharing_an_sdk_weigh_it_the_same() -> None:
+    seconds: dict[str, set[float]] = {}
+    for name in TARGET_MODULES:
+        for sdk, weight in get_target(name).sdks.items():
+            seconds.setdefault(sdk, set()).add(weight)
+    assert {sdk: len(weights) for sdk, weights in seconds.items()} == dict.fromkeys(seconds, 1)
+    assert all(weight > 0 for weights in seconds.values() for weight in weights)
+    # gcp-gke renders with the SDKs of gcp-cloudrun and kubernetes.
+    assert get_target("gcp-gke").sdks == {
+        **get_target("gcp-cloudrun").sdks,
+        **get_target("kubernetes").sdks,
+    }
 
 
 # --- the same render --------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import ClassVar
 
 from pydantic import Field
@@ -10,6 +11,7 @@ from pydantic import Field
 from fake_target.plan import FlyMachineArgs
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -36,7 +38,8 @@ class FlyTarget(TargetSpec[FlySettings, FlyMachineArgs]):
     """The ``flyio`` target."""
 
     name: ClassVar[str] = "flyio"
-    sdks: ClassVar[tuple[str, ...]] = ()  # plain pulumi components only
+    sdks: ClassVar[Mapping[str, float]] = {}  # plain pulumi components only
+    accepts: ClassVar[EgressAcceptance | None] = None  # a Fly machine has no egress filter
     settings_model = FlySettings
 
     def plan(

@@ -1,6 +1,6 @@
 """SBX-NET-008: each target's egress, read from the stack's resources, is the stack's contract.
 
-``sandboxkit check`` gives the pack the stack's contracts (``explain.contracts_config``); a pack
+``sandboxkit check`` gives the pack the stack's contracts (``pack_config.contracts_config``); a pack
 run without them (``pulumi preview --policy-pack`` with the plain config/<environment>.json)
 reports each listed target's missing contract (run ``sandboxkit pack-config``) and still what no
 contract expresses.
@@ -23,9 +23,8 @@ import support as testing
 from sandboxkit import gate
 from sandboxkit.boundary import NON_PUBLIC_IPV4
 from sandboxkit.cli import app
-from sandboxkit.explain import contracts_config
 from sandboxkit.gate.crossguard import analyze, configure
-from sandboxkit.gate.pack_config import CONTRACT_POLICY, policy_config
+from sandboxkit.gate.pack_config import CONTRACT_POLICY, contracts_config, policy_config
 from sandboxkit.render import RenderedStack, secret_wrap
 from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.targets import TARGET_MODULES

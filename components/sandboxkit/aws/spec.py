@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sandboxkit.addresses import private_use_reason
 from sandboxkit.aws.plan import (
@@ -34,6 +34,7 @@ from sandboxkit.errors import REDACTED, ConfigError, FieldError, Problem, did_yo
 from sandboxkit.profile import MAX_POOL_SIZE, PROFILE_KEY, SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -132,7 +133,57 @@ MAX_TRUSTED_ACCOUNTS = 19
 # A function takes at most five layers (Lambda quotas, "Function layers: five layers",
 # docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
 MAX_LAYERS = 5
-_BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+# General purpose bucket naming rules (docs.aws.amazon.com/AmazonS3/latest/userguide/
+# bucketnamingrules.html): 3 to 63 lower-case letters, digits, dots and hyphens, a letter or
+# digit at each end, no two adjacent dots, not an IP address, none of the reserved prefixes
+# and suffixes (S3 access point aliases, Object Lambda, Multi-Region Access Points,
+# directory and table buckets).
+BUCKET_NAMING_SOURCE = "docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
+_BUCKET_SHAPE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", re.ASCII)
+RESERVED_BUCKET_PREFIXES: Final = ("xn--", "sthree-", "amzn-s3-demo-")
+RESERVED_BUCKET_SUFFIXES: Final = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def bucket_name(value: str) -> str:
+    """``value`` when S3 takes it as a general purpose bucket name (``BUCKET_NAMING_SOURCE``).
+
+    Raises:
+        ValueError: naming the rule the name breaks: its length or alphabet (3 to 63 of
+            ``a-z 0-9 . -``, a letter or digit first and last), two adjacent dots, the form of
+            an IPv4 address (``192.168.1.1``), a reserved prefix (``RESERVED_BUCKET_PREFIXES``)
+            or suffix (``RESERVED_BUCKET_SUFFIXES``).
+    """
+    rules = (
+        (
+            "3 to 63 lower-case letters, digits, dots and hyphens, beginning and ending with "
+            "a letter or digit",
+            _BUCKET_SHAPE.match(value) is not None,
+        ),
+        ("no two adjacent dots", ".." not in value),
+        ("not an IP address", not _is_ipv4(value)),
+        *(
+            (f"no {p!r} prefix (reserved)", not value.startswith(p))
+            for p in RESERVED_BUCKET_PREFIXES
+        ),
+        *((f"no {x!r} suffix (reserved)", not value.endswith(x)) for x in RESERVED_BUCKET_SUFFIXES),
+    )
+    broken = next((rule for rule, holds in rules if not holds), None)
+    if broken is not None:
+        raise ValueError(
+            f"an S3 bucket name the bucket naming rules admit: {broken}, e.g. "
+            f"example-sandboxkit-artifacts (source: {BUCKET_NAMING_SOURCE})"
+        )
+    return value
+
+
+def _is_ipv4(value: str) -> bool:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return True
+
+
 # IAM matches * and ? anywhere in an action ("s3:Get*", "iam:?ut*"): each one grants a family.
 _ACTION_WILDCARDS = ("*", "?")
 
@@ -141,7 +192,8 @@ class WorkerArtifact(BaseModel):
     """``sandboxkit:aws-microvm.workerArtifact``: the worker's code zip in S3.
 
     Attributes:
-        bucket: S3 bucket name.
+        bucket: S3 bucket name, as the general purpose bucket naming rules admit it
+            (``bucket_name``).
         key: object key of the zip built by ``python -m sandboxkit.aws.worker.build --out DIR``
             (a deterministic zip with the worker and its Dockerfile), ending ``.zip``; the image
             build role may read that object only.
@@ -149,7 +201,7 @@ class WorkerArtifact(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    bucket: Annotated[str, Field(pattern=_BUCKET)]
+    bucket: Annotated[str, AfterValidator(bucket_name)]
     key: Annotated[str, Field(min_length=5, max_length=1024, pattern=r"^[^*?]+\.zip$")]
 
     @property
@@ -660,7 +712,8 @@ class MicrovmTarget(TargetSpec[MicrovmSettings, MicrovmSandboxArgs]):
     """The ``aws-microvm`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_aws",)
+    sdks: ClassVar[Mapping[str, float]] = {"pulumi_aws": 0.55}
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(ipv6=False)
     settings_model = MicrovmSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap("limits.maxLifetimeSeconds", None, MAX_DURATION_SECONDS, MAX_DURATION_SOURCE),

@@ -17,7 +17,8 @@ does about it:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -38,6 +39,7 @@ from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -65,6 +67,12 @@ _UUID = Annotated[
 ]
 # Resource group names: letters, digits, '.', '_', '-', '(' and ')', 1 to 90, not ending in '.'.
 _RESOURCE_GROUP = Annotated[str, Field(pattern=r"^[-\w.()]{0,89}[-\w()]$")]
+# A registry login server: DNS labels (RFC 1123) and an optional port, as an image reference's
+# registry part spells it (distribution/reference grammar: domain[:port]).
+_REGISTRY_HOST = re.compile(
+    r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+(:[1-9][0-9]{0,4})?$",
+    re.ASCII | re.IGNORECASE,
+)
 _USER_ASSIGNED_IDENTITY = (
     r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[-\w.()]+/providers/"
     r"Microsoft\.ManagedIdentity/userAssignedIdentities/[-\w]+$"
@@ -99,11 +107,31 @@ class IdentitySettings(_Strict):
             tokens for the identity.
         registryServer: registry host the identity pulls the custom container image from
             (e.g. ``example.azurecr.io``); custom containers only.
+            A host name with an optional port, as Container Apps'
+            ``registries[].server`` takes it: a URL (``https://...``), a path or an empty
+            value is refused, never dropped.
     """
 
     resource_id: Annotated[str, Field(pattern=_USER_ASSIGNED_IDENTITY)] = Field(alias="resourceId")
     lifecycle: str = DEFAULT_IDENTITY_LIFECYCLE
     registry_server: str | None = Field(None, alias="registryServer")
+
+    @field_validator("registry_server")
+    @classmethod
+    def _a_registry_host(cls, value: str | None) -> str:
+        # Runs only on a value the stack wrote: an empty registryServer is a mistake, not "none".
+        if value is None or not _REGISTRY_HOST.match(value):
+            hint = (
+                f"; drop the scheme: {value.split('://', 1)[1].split('/', 1)[0]}"
+                if value is not None and "://" in value
+                else ""
+            )
+            raise ValueError(
+                "a registry host name with an optional port, e.g. example.azurecr.io (the "
+                "login server Container Apps' registries[].server takes, no scheme or path), "
+                f"or leave registryServer out{hint}"
+            )
+        return value
 
     @field_validator("lifecycle")
     @classmethod
@@ -171,10 +199,11 @@ class AzureSessionsSettings(TargetSettings):
             raise FieldError(
                 ".image", self.image, "no image with containerType PythonLTS (Microsoft's image)"
             )
-        if not custom and self.identity is not None and self.identity.registry_server:
+        server = None if self.identity is None else self.identity.registry_server
+        if not custom and server is not None:
             raise FieldError(
                 ".identity.registryServer",
-                self.identity.registry_server,
+                server,
                 "no registry server with containerType PythonLTS",
             )
         return self
@@ -321,7 +350,7 @@ def session_pool_args(
     if settings.identity is not None:
         args["identity_resource_id"] = settings.identity.resource_id
         args["identity_lifecycle"] = settings.identity.lifecycle
-        if settings.identity.registry_server:
+        if settings.identity.registry_server is not None:
             args["registry_server"] = settings.identity.registry_server
     return args
 
@@ -330,7 +359,10 @@ class AzureSessionsTarget(TargetSpec[AzureSessionsSettings, SessionPoolSandboxAr
     """The ``azure-sessions`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_azure_native",)
+    sdks: ClassVar[Mapping[str, float]] = {"pulumi_azure_native": 0.15}
+    # A session pool's egress is EgressEnabled or EgressDisabled: no allowlist, and open would
+    # reach non-public addresses too (``check_sessions``).
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(allowlist=False, open=False)
     settings_model = AzureSessionsSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         COOLDOWN_CAP,

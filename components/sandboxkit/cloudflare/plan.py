@@ -28,6 +28,12 @@ COMPATIBILITY_FLAGS = ("global_fetch_strictly_public",)
 # 2025-11-17 on enable; the default is the date the Worker's tests and the kit's decider
 # (``decide.WorkerDecider``) run it with.
 MIN_COMPATIBILITY_DATE = "2025-11-17"
+# The newest date the workerd the kit ships (package-lock.json, node_modules/workerd
+# 1.20260730.1: a workerd release supports dates up to the one in its version) runs: the
+# Worker's tests cannot run it at a later date, and Cloudflare refuses a date still in the
+# future at upload. A fixed bound, not today's date, so one stack file validates the same on
+# every day; it moves with the workerd version (a test ties the two).
+MAX_COMPATIBILITY_DATE = "2026-07-30"
 DEFAULT_COMPATIBILITY_DATE = "2026-07-01"
 
 

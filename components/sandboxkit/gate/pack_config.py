@@ -16,7 +16,6 @@ import jsonschema
 from google.protobuf import json_format
 
 from sandboxkit.errors import ConfigError, Problem, did_you_mean
-from sandboxkit.explain import contracts_config
 from sandboxkit.gate.analyzer import ENFORCEMENT_NAMES, ENFORCEMENT_VALUES
 from sandboxkit.render import RenderedStack
 from sandboxkit.stackfile import read_json_file
@@ -47,9 +46,17 @@ def read_pack_config(path: Path) -> dict[str, Any]:
     return document
 
 
+def contracts_config(rendered: RenderedStack) -> dict[str, dict[str, Any]]:
+    """SBX-NET-008's ``contracts`` config for a rendered stack: each listed target's egress
+    contract (``StackSpec.contract``) in its JSON form (``EgressContract.to_config``), by
+    target name in the stack's order."""
+    spec = rendered.spec
+    return {target: spec.contract(target).to_config() for target in spec.targets}
+
+
 def stack_pack_config(rendered: RenderedStack, path: Path) -> dict[str, Any]:
     """The pack config file at ``path`` for one stack: SBX-NET-008's ``contracts`` property set
-    from the rendered stack (``explain.contracts_config``), whatever the file says, and its level
+    from the rendered stack (``contracts_config``), whatever the file says, and its level
     kept (a level string becomes ``enforcementLevel``). ``sandboxkit check`` runs the pack with
     it; ``sandboxkit pack-config`` writes it for ``pulumi preview --policy-pack-config``.
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Final
 
 from pydantic import AfterValidator, Field
 
 from sandboxkit.addresses import operator_network_reason, private_use_reason
 from sandboxkit.targets import Cap, TargetSettings
+
+# CPU seconds to import what both targets use of pulumi_gcp (``TargetSpec.sdks``): its resource
+# modules, not compute's whole __init__ (``sdk_parts``); about 1.4 times aws-microvm's render
+# once compute loads in part (benchmarks/README.md, "Main after the workerd decider, sdk_parts
+# and launch").
+GCP_SDKS: Final[Mapping[str, float]] = {"pulumi_gcp": 0.55}
 
 # Cloud Logging keeps a user-defined bucket's logs from 1 to 3650 days.
 LOG_RETENTION_CAP = Cap(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -25,6 +25,7 @@ from sandboxkit.kubernetes.resolver import resolver_config
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -93,11 +94,15 @@ _LARGE_CLUSTERS = (
     "Kubernetes supports at most 150,000 pods per cluster "
     "(kubernetes.io/docs/setup/best-practices/cluster-large)"
 )
+# CPU seconds to import what the kit uses of pulumi_kubernetes (``TargetSpec.sdks``; gcp-gke
+# renders with it too).
+KUBERNETES_SDKS: Final[Mapping[str, float]] = {"pulumi_kubernetes": 0.2}
 # Linux user ids are 32-bit; 4294967295 is (uid_t) -1, "no user" (setresuid(2)).
 MAX_UID = 2**32 - 2
 # The smallest memory limit runc and containerd start a container with, MiB.
 MIN_CONTAINER_MEMORY_MIB = 6
-# Kubernetes CPU quantities are precise to 1m; a smaller vCPU would render as "0m" (no limit).
+# Kubernetes CPU quantities are precise to 1m: a smaller vCPU would render as "0m" (no limit),
+# one between two millicores as the nearer (0.0015 as 2m, a third more than asked).
 KUBERNETES_CAPS = (
     Cap(
         "limits.vcpu",
@@ -105,6 +110,7 @@ KUBERNETES_CAPS = (
         None,
         "Kubernetes resource units: CPU precision finer than 1m is not allowed "
         "(kubernetes.io/docs/concepts/configuration/manage-resources-containers)",
+        step=0.001,
     ),
     Cap(
         "limits.memoryMiB",
@@ -469,7 +475,11 @@ class KubernetesTarget(TargetSpec[KubernetesSettings, AgentSandboxArgs]):
     """The ``kubernetes`` target."""
 
     name: ClassVar[str] = "kubernetes"
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_kubernetes",)
+    sdks: ClassVar[Mapping[str, float]] = KUBERNETES_SDKS
+    # Names need Cilium's DNS-aware policy (``check_names_enforceable``).
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(
+        settings=(("fqdnPolicy", "cilium"),)
+    )
     caps: ClassVar[tuple[Cap, ...]] = KUBERNETES_CAPS
     settings_model = KubernetesSettings
 

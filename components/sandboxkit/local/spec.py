@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -21,6 +22,7 @@ from sandboxkit.local.plan import TARGET, LocalPlan
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
+    EgressAcceptance,
     Enforcement,
     KitComponent,
     KitContext,
@@ -199,11 +201,22 @@ class LocalTarget(TargetSpec[LocalSettings, LocalPlan]):
     """The ``local`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ()
+    sdks: ClassVar[Mapping[str, float]] = {}
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance()
     settings_model = LocalSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         # A bubblewrap sandbox is one cgroup on this host: the CPU quota cannot exceed the
         # host's cores, checked when a command runs (os.cpu_count()); here only the kit's.
+        # The quota is microseconds per 100 ms period, at least 1 ms: a smaller vCPU would
+        # be raised to 0.01 without a word.
+        Cap(
+            "limits.vcpu",
+            0.01,
+            None,
+            "the CFS bandwidth quota, microseconds per 100,000 us period, is at least 1 ms "
+            "(kernel Documentation/scheduler/sched-bwc.rst: the minimum quota is 1ms)",
+            step=0.00001,
+        ),
         Cap(
             "limits.memoryMiB",
             16,

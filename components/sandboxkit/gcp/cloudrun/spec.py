@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -34,9 +34,16 @@ from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
 from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
 from sandboxkit.gcp.deployer import gcp_policy
 from sandboxkit.gcp.response_policy import response_rules
-from sandboxkit.gcp.settings import LOG_RETENTION_CAP, GcpSettings, PrivateCidr
+from sandboxkit.gcp.settings import GCP_SDKS, LOG_RETENTION_CAP, GcpSettings, PrivateCidr
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
+from sandboxkit.targets import (
+    Cap,
+    EgressAcceptance,
+    Enforcement,
+    KitComponent,
+    KitContext,
+    TargetSpec,
+)
 from sandboxkit.value_formats import ImageReference, same_image
 
 TARGET = "gcp-cloudrun"
@@ -546,7 +553,11 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     """The ``gcp-cloudrun`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
+    sdks: ClassVar[Mapping[str, float]] = GCP_SDKS
+    # Names need ``cnameTargets`` stated (``[]``: their answers are addresses, no CNAMEs).
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(
+        wildcards=False, ipv6=False, settings=(("cnameTargets", []),)
+    )
     settings_model = CloudRunSettings
     caps: ClassVar[tuple[Cap, ...]] = (
         Cap(

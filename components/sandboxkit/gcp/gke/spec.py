@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, Field, model_validator
@@ -26,10 +26,17 @@ from sandboxkit.gcp.gke.plan import (
     GkeAgentSandboxArgs,
     cluster_reference,
 )
-from sandboxkit.gcp.settings import LOG_RETENTION_CAP, AuthorizedNetwork, GcpSettings, PrivateCidr
+from sandboxkit.gcp.settings import (
+    GCP_SDKS,
+    LOG_RETENTION_CAP,
+    AuthorizedNetwork,
+    GcpSettings,
+    PrivateCidr,
+)
 from sandboxkit.kubernetes.deployer import binding_hint, deployer_cluster_role
 from sandboxkit.kubernetes.spec import (
     KUBERNETES_CAPS,
+    KUBERNETES_SDKS,
     RuntimeClassSettings,
     SandboxObjectSettings,
     check_names_enforceable,
@@ -38,7 +45,14 @@ from sandboxkit.kubernetes.spec import (
     sandbox_args,
 )
 from sandboxkit.profile import SandboxProfile
-from sandboxkit.targets import Cap, Enforcement, KitComponent, KitContext, TargetSpec
+from sandboxkit.targets import (
+    Cap,
+    EgressAcceptance,
+    Enforcement,
+    KitComponent,
+    KitContext,
+    TargetSpec,
+)
 
 TARGET = "gcp-gke"
 
@@ -81,6 +95,24 @@ DEFAULT_SUBNET_CIDR = "10.10.0.0/20"
 DEFAULT_PODS_CIDR = "10.16.0.0/14"
 DEFAULT_SERVICES_CIDR = "10.20.0.0/20"
 DEFAULT_MASTER_CIDR = "172.16.0.16/28"
+# The control plane's range is exactly a /28 (GKE API v1 PrivateClusterConfig
+# masterIpv4CidrBlock; "the range must be a /28",
+# https://cloud.google.com/kubernetes-engine/docs/how-to/legacy/network-isolation).
+MASTER_CIDR_PREFIX = 28
+MASTER_CIDR_SOURCE = (
+    "GKE PrivateClusterConfig.masterIpv4CidrBlock is a /28: "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/legacy/network-isolation"
+)
+# Each node takes a /24 of the pods range at GKE's default of 110 Pods per node, which the
+# kit's node pools keep (https://cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr,
+# "CIDR ranges for Standard clusters"); a regional cluster's pools run in three zones of the
+# region (https://cloud.google.com/kubernetes-engine/docs/concepts/regional-clusters).
+NODE_POD_RANGE_PREFIX = 24
+REGIONAL_ZONES = 3
+PODS_CIDR_SOURCE = (
+    "a /24 per node at GKE's default 110 Pods per node: "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr"
+)
 # The settings naming the four ranges, which must not overlap.
 _RANGE_KEYS = {
     "subnet_cidr": "subnetCidr",
@@ -107,6 +139,16 @@ def gke_version(text: str) -> tuple[int, int, int, int]:
         raise ValueError(f"a GKE minor version such as {DEFAULT_MIN_MASTER_VERSION} (1.X)")
     major, minor, patch, gke = (int(part or 0) for part in match.groups())
     return major, minor, patch, gke
+
+
+def _control_plane_range(value: str) -> str:
+    network = ipaddress.ip_network(value)
+    if network.prefixlen != MASTER_CIDR_PREFIX:
+        raise ValueError(
+            f"a /{MASTER_CIDR_PREFIX} such as {DEFAULT_MASTER_CIDR}, not a /{network.prefixlen}: "
+            f"write the 16 addresses the control plane takes as a /28 ({MASTER_CIDR_SOURCE})"
+        )
+    return value
 
 
 def _supports_agent_sandbox(text: str) -> str:
@@ -160,12 +202,17 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
             loopback, link-local, documentation and other special-purpose blocks of IANA's
             registry are refused. The gate bounds the union of the public ones (SBX-NET-009),
             so many entries cannot add up to a wide control plane.
-        masterCidr: the control plane's private /28; none of the four ranges (this one,
-            ``subnetCidr``, ``podsCidr``, ``servicesCidr``) may overlap another. Each of the
-            four lies inside one private-use (RFC 1918) block of IANA's special-purpose
-            registry (``0.0.0.0/16``, ``127.0.0.0/16``, ``169.254.0.0/16`` are refused).
+        masterCidr: the control plane's private range, exactly a /28 (GKE's
+            ``masterIpv4CidrBlock``; a bare address or another size is refused); none of the
+            four ranges (this one, ``subnetCidr``, ``podsCidr``, ``servicesCidr``) may overlap
+            another. Each of the four lies inside one private-use (RFC 1918) block of IANA's
+            special-purpose registry (``0.0.0.0/16``, ``127.0.0.0/16``, ``169.254.0.0/16``
+            are refused).
         subnetCidr: private range of the nodes' subnet.
-        podsCidr: private secondary range of the pods.
+        podsCidr: private secondary range of the pods, wide enough for a /24 per node (GKE's
+            default 110 Pods per node) for every node the pools may reach, ``(maxNodes +
+            systemNodes)`` in each of three zones (created cluster only): with the default
+            ``maxNodes`` 10 at least a /18.
         servicesCidr: private secondary range of the services.
         minMasterVersion: lowest GKE minor version the cluster runs, ``1.X``, at least
             ``1.36`` (Agent Sandbox v1beta1 needs 1.36.3-gke.1767000); GKE resolves it to the
@@ -182,7 +229,8 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
 
     Raises (as a config error on the key): an authorized network wider than /8 (IPv4) or /32
     (IPv6); a ``minMasterVersion`` below ``DEFAULT_MIN_MASTER_VERSION``; ``minNodes`` above
-    ``maxNodes``; two of the four ranges overlapping.
+    ``maxNodes``; two of the four ranges overlapping; a ``masterCidr`` other than a /28; a
+    ``podsCidr`` too small for the nodes.
     """
 
     existing_cluster: Annotated[str, Field(pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")] | None = (
@@ -201,7 +249,9 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
     master_authorized_networks: Annotated[
         tuple[AuthorizedNetwork, ...], Field(strict=False, max_length=MAX_AUTHORIZED_NETWORKS)
     ] = Field((), alias="masterAuthorizedNetworks")
-    master_cidr: PrivateCidr = Field(DEFAULT_MASTER_CIDR, alias="masterCidr")
+    master_cidr: Annotated[PrivateCidr, AfterValidator(_control_plane_range)] = Field(
+        DEFAULT_MASTER_CIDR, alias="masterCidr"
+    )
     subnet_cidr: PrivateCidr = Field(DEFAULT_SUBNET_CIDR, alias="subnetCidr")
     pods_cidr: PrivateCidr = Field(DEFAULT_PODS_CIDR, alias="podsCidr")
     services_cidr: PrivateCidr = Field(DEFAULT_SERVICES_CIDR, alias="servicesCidr")
@@ -261,6 +311,26 @@ class GkeSettings(GcpSettings, SandboxObjectSettings):
     def _min_nodes_within_max(self) -> GkeSettings:
         if self.min_nodes > self.max_nodes:
             raise FieldError(".minNodes", self.min_nodes, f"at most maxNodes ({self.max_nodes})")
+        return self
+
+    @model_validator(mode="after")
+    def _pods_range_holds_every_node(self) -> GkeSettings:
+        # A cluster the stack reuses keeps its own pods range: the kit creates none there.
+        if self.existing_cluster is not None:
+            return self
+        nodes = (self.max_nodes + self.system_nodes) * REGIONAL_ZONES
+        network = ipaddress.ip_network(self.pods_cidr)
+        held = 2 ** max(0, NODE_POD_RANGE_PREFIX - network.prefixlen)
+        if network.prefixlen > NODE_POD_RANGE_PREFIX or held < nodes:
+            widest = NODE_POD_RANGE_PREFIX - (nodes - 1).bit_length()
+            raise FieldError(
+                ".podsCidr",
+                self.pods_cidr,
+                f"a range of at least /{widest}: it holds a /{NODE_POD_RANGE_PREFIX} for each "
+                f"of the {nodes} nodes (maxNodes {self.max_nodes} + systemNodes "
+                f"{self.system_nodes}, in each of {REGIONAL_ZONES} zones) the pools may reach; "
+                f"widen podsCidr or lower maxNodes ({PODS_CIDR_SOURCE})",
+            )
         return self
 
     @model_validator(mode="after")
@@ -340,7 +410,10 @@ class GkeTarget(TargetSpec[GkeSettings, GkeAgentSandboxArgs]):
     """The ``gcp-gke`` target."""
 
     name: ClassVar[str] = TARGET
-    sdks: ClassVar[tuple[str, ...]] = ("pulumi_gcp", "pulumi_kubernetes")
+    sdks: ClassVar[Mapping[str, float]] = {**GCP_SDKS, **KUBERNETES_SDKS}
+    # GKE FQDNNetworkPolicy cannot enforce the kit's resolver's answers: IP entries only
+    # (``check_names_enforceable``).
+    accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(names=False, wildcards=False)
     settings_model = GkeSettings
     caps: ClassVar[tuple[Cap, ...]] = (LOG_RETENTION_CAP, *KUBERNETES_CAPS)
 

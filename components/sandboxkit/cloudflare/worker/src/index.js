@@ -25,7 +25,7 @@
 
 import { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 
-// The binding names above, as this file reads them. A copy of sandboxkit.contract's
+// The binding names above, as this file reads them. A copy of sandboxkit.boundary's
 // *_BINDING names (tests/cloudflare/test_worker_contract.py fails when they differ).
 export const BINDINGS = Object.freeze({
   sandbox: "SANDBOX",
@@ -196,7 +196,7 @@ function misconfigured(message) {
 // Object reaches its container through `getTcpPort`, which is ingress); `open` admits public
 // destinations only.
 
-// Copies of sandboxkit.contract (NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, INTERNAL_SUFFIXES) and of the
+// Copies of sandboxkit.boundary (NON_PUBLIC_IPV4, NON_PUBLIC_IPV6, INTERNAL_SUFFIXES) and of the
 // globally reachable IANA rows inside NON_PUBLIC_IPV4 (sandboxkit.addresses): this file cannot
 // import Python, so tests/cloudflare/test_worker_contract.py fails when the copies differ.
 // NON_PUBLIC_* are the blocks `open` takes out whole: every block IANA's special-purpose
@@ -661,8 +661,9 @@ export const TOKEN_LIMITS = Object.freeze({
   // Clock skew accepted between the platform that mints tokens and Cloudflare, on exp, nbf, iat.
   clockToleranceSeconds: 30,
   // Upper bound of JWT_MAX_LIFETIME_SECONDS: tokens are minted per job or per call, so a bound
-  // above an hour would only widen what a leaked token opens (a copy of the kit's
-  // MAX_TOKEN_LIFETIME_SECONDS, under tests/cloudflare/test_worker_contract.py).
+  // above an hour would only widen what a leaked token opens (a copy of
+  // sandboxkit.cloudflare.spec's MAX_TOKEN_LIFETIME_SECONDS, under
+  // tests/cloudflare/test_worker_contract.py).
   maxLifetimeSeconds: 3600,
 });
 // A bearer credential larger than this is not one the kit's claim set produces.
