@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import support as testing
 from sandboxkit.effective_egress import (
@@ -696,3 +697,44 @@ def test_the_shipped_allowlist_opens_no_udp(allowlist: RenderedStack) -> None:
     # Open mode's rule names no port: every protocol to the public blocks, as open admits.
     assert [g.host for g in open_mode.udp] == ["0.0.0.0/0", "::/0"]
     assert [d for d in compare(open_mode, EgressContract("open"), ()) if d.question == "udp"] == []
+
+
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+OPEN_POLICY = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "NetworkPolicy",
+    "metadata": {"name": "acme-open"},
+    "spec": {
+        "podSelector": {"matchLabels": SANDBOX},
+        "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": 443}]}],
+    },
+}
+
+
+def test_network_policies_in_a_config_group_are_read_as_the_objects_it_declares() -> None:
+    shut = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "policyTypes": ["Egress"]})
+    assert not read_egress([template(), shut]).admits("203.0.113.7", 443)
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}
+    for props in (
+        {"objs": [OPEN_POLICY]},
+        {"yaml": yaml.safe_dump_all([other, OPEN_POLICY])},
+        {"yaml": [yaml.safe_dump(OPEN_POLICY)]},
+    ):
+        group = ResourceView(CONFIG_GROUP, "acme", props)
+        verdict = read_egress([template(), shut, group]).admits("203.0.113.7", 443)
+        assert [g.resource for g in verdict.grants] == ["NetworkPolicy acme/acme-open"]
+
+
+@pytest.mark.parametrize(
+    ("type_token", "props"),
+    [
+        (CONFIG_GROUP, {"files": ["manifests/*.yaml"]}),
+        ("kubernetes:yaml/v2:ConfigFile", {"file": "manifests/policies.yaml"}),
+        (CONFIG_GROUP, {"yaml": "kind: [unclosed"}),
+    ],
+)
+def test_objects_a_config_group_reads_elsewhere_cannot_be_verified(
+    type_token: str, props: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match=f"{type_token} acme"):
+        read_egress([template(), ResourceView(type_token, "acme", props)])

@@ -489,6 +489,47 @@ NGFW_ROWS = (
 )
 
 
+CONFIG_GROUP_ROWS = (
+    Row(
+        "kubernetes: a NetworkPolicy opening 443 to every address in a ConfigGroup's yaml",
+        """
+    from pulumi_kubernetes.yaml.v2 import ConfigGroup
+
+    ConfigGroup(
+        "acme-policies",
+        yaml='''
+    apiVersion: networking.k8s.io/v1
+    kind: NetworkPolicy
+    metadata:
+      name: acme-open
+      namespace: agent-sandboxes
+    spec:
+      podSelector: {}
+      egress:
+      - to: [{ipBlock: {cidr: 0.0.0.0/0}}]
+        ports: [{port: 443}]
+    ''',
+    )
+""",
+        "SBX-NET-008",
+        "wider: 1.0.0.0:443 (grant of NetworkPolicy acme-policies/acme-open) is admitted",
+        example="kubernetes",
+    ),
+    Row(
+        "kubernetes: a ConfigGroup of manifest files the render does not hold",
+        """
+    from pulumi_kubernetes.yaml.v2 import ConfigGroup
+
+    ConfigGroup("acme-policies", files=["manifests/*.yaml"])
+""",
+        "SBX-NET-008",
+        "kubernetes:yaml/v2:ConfigGroup acme-policies reads Kubernetes objects from "
+        "['manifests/*.yaml'] at deployment",
+        example="kubernetes",
+    ),
+)
+
+
 def test_the_programs_own_project_renders_the_kits_resources(tmp_path: Path) -> None:
     own = render_stack(program_project(tmp_path, "", EXAMPLE.read_text(), "dev"), "t")
     (tmp_path / "kit").mkdir()
@@ -530,6 +571,7 @@ def test_a_resource_the_program_adds_is_rendered_beside_the_components(tmp_path:
         *KUBERNETES_ROWS,
         *UDP_ROWS,
         *NGFW_ROWS,
+        *CONFIG_GROUP_ROWS,
     ],
     ids=lambda row: row.door,
 )

@@ -29,6 +29,10 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
   Cilium and GKE names by resolved address only (Envoy checks ``serverNames`` and HTTP rules on
   TCP). Pod and namespace peers, the sandbox's DNS path to the resolver among them, stay
   in-cluster and give no UDP grant.
+- Objects declared in a ``kubernetes:yaml/v2:ConfigGroup`` (its ``objs`` and ``yaml``), which
+  the provider creates at deployment and a render holds only as the component's inputs, are
+  read as the objects they declare; a ``ConfigGroup`` with ``files`` or a ``ConfigFile`` reads
+  its objects from paths the render does not hold: "cannot verify" (``ValueError``).
 - Resolution follows the pod template's DNS: ``dnsPolicy: None`` with loopback nameservers
   resolves nothing; the kit's resolver (its ConfigMap's dnsmasq configuration, read with
   dnsmasq's documented matching and run by ``tests/kubernetes/test_sandbox_resolver.py``)
@@ -46,6 +50,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+import yaml
 
 from sandboxkit.boundary import RESOLVER_POD_LABEL
 from sandboxkit.dns_names import is_below
@@ -117,6 +123,10 @@ _WORLD: Final = {
 # endpoints) and cloud provider groups.
 _UNREAD_PEERS: Final = frozenset({"toServices", "toGroups"})
 CLUSTERWIDE_POLICY = "kubernetes:cilium.io/v2:CiliumClusterwideNetworkPolicy"
+# pulumi-kubernetes 4's YAML components: the provider builds their objects at deployment, so a
+# render (and the policy pack) holds only these components' inputs (pulumi_kubernetes.yaml.v2).
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
 _KIT_HOST = re.compile(
     r"^\^(?P<below>\(\[-a-z0-9_\]\+\\\.\)\+)?(?P<name>(?:[-a-z0-9_]|\\\.)+)\(:\d+\)\?\$$"
 )
@@ -620,6 +630,59 @@ def _is_loopback(text: str) -> bool:
         return False
 
 
+def object_type(manifest: Mapping[str, Any]) -> str:
+    """The Pulumi type token of a Kubernetes object by its ``apiVersion`` and ``kind``
+    (``networking.k8s.io/v1`` ``NetworkPolicy`` is ``kubernetes:networking.k8s.io/v1:
+    NetworkPolicy``; the core group's ``v1`` is ``core/v1``), as pulumi-kubernetes names it."""
+    api_version = str(manifest.get("apiVersion", ""))
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{manifest.get('kind', '')}"
+
+
+def _manifests(view: ResourceView) -> list[dict[str, Any]]:
+    """The objects a ``ConfigGroup`` declares in its ``objs`` and ``yaml`` inputs (a YAML text
+    of one or more documents, or a list of such texts).
+
+    Raises:
+        ValueError: for a ``ConfigFile`` or a ``ConfigGroup`` with ``files``: the objects are
+            read from paths or URLs at deployment, which the render does not hold; and for
+            YAML that does not parse.
+    """
+    where = f"{view.type} {view.name}"
+    files = as_list(view.props.get("files"))
+    if view.type == CONFIG_FILE or files:
+        source = view.props.get("file") if view.type == CONFIG_FILE else files
+        raise ValueError(
+            f"{where} reads Kubernetes objects from {source!r} at deployment: the render does not "
+            "hold them, so the NetworkPolicies among them cannot be read; give the objects as "
+            "objs or yaml"
+        )
+    found = as_dicts(view.props.get("objs"))
+    texts = view.props.get("yaml")
+    for text in texts if isinstance(texts, list) else [texts]:
+        if not isinstance(text, str):
+            continue
+        try:
+            found += [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+        except yaml.YAMLError as error:
+            raise ValueError(f"{where}: its yaml does not parse ({error})") from None
+    return found
+
+
+def _expanded(resources: Sequence[ResourceView]) -> list[ResourceView]:
+    """``resources`` with each ``ConfigGroup`` replaced by the objects it declares, as the
+    provider would create them (each named by its ``metadata.name``)."""
+    found: list[ResourceView] = []
+    for view in resources:
+        if view.type not in (CONFIG_GROUP, CONFIG_FILE):
+            found.append(view)
+            continue
+        for manifest in _manifests(view):
+            name = str(as_dict(manifest.get("metadata")).get("name", view.name))
+            found.append(ResourceView(object_type(manifest), f"{view.name}/{name}", manifest))
+    return found
+
+
 def _cilium_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
     """``resources`` with each CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy as one
     CiliumNetworkPolicy view per rule: its ``spec`` and each of its ``specs`` (Cilium docs,
@@ -693,6 +756,11 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
         resources: the target's rendered resources as ``ResourceView``s.
         target: the target name the result carries (``gcp-gke`` reads the same objects).
 
+    Raises:
+        ValueError: for what the reader cannot place: objects a YAML component reads from
+            files (``_manifests``), a label selector operator it does not know, Cilium peers
+            it does not model, a dnsmasq option it does not model.
+
     Returns:
         Connection grants (addresses; names by resolved address, and at L7 where Envoy checks
         them), resolution grants and UDP grants (the same rules' UDP ports to addresses and
@@ -703,7 +771,7 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
     connect: list[Grant] = []
     resolve: list[Grant] = []
     udp: list[Grant] = []
-    resources = _cilium_rules(resources)
+    resources = _cilium_rules(_expanded(resources))
     for pods in _sandbox_pods(resources):
         nps = _policies(resources, NETWORK_POLICY, pods)
         cnps = _policies(resources, CILIUM_POLICY, pods)
