@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pulumi.runtime import rpc
+
 from sandboxkit.effective_egress import (
     Difference,
     EffectiveEgress,
@@ -27,7 +29,8 @@ from sandboxkit.effective_egress import (
     inexpressible,
 )
 from sandboxkit.egress_contract import EgressContract, destination_of
-from sandboxkit.render import RenderedStack, to_display, top_level
+from sandboxkit.guard import EGRESS_READ_FAILURES
+from sandboxkit.render import RenderedStack, is_secret_value, to_display, top_level
 from sandboxkit.targets import TARGET_MODULES, get_target
 
 
@@ -39,9 +42,12 @@ class TargetEgress:
         target: the target name.
         contract: what the contract admits for this target (profile plus control plane).
         probes: the probes asked, in derivation order.
-        effective: the reader's result; ``None`` when the target has no reader.
+        effective: the reader's result; ``None`` when the target has no reader, or its
+            reader refused the resources (``refusal``).
         differences: probes the target answers unlike the contract.
         findings: grants the contract cannot express, or matches by resolved address only.
+        refusal: why the reader cannot read the resources (a link it cannot follow, a rule it
+            does not model), which SBX-NET-008 reports as "cannot verify"; ``""`` when read.
     """
 
     target: str
@@ -50,6 +56,7 @@ class TargetEgress:
     effective: EffectiveEgress | None
     differences: tuple[Difference, ...]
     findings: tuple[Inexpressible, ...]
+    refusal: str = ""
 
     @property
     def matches_contract(self) -> bool:
@@ -58,22 +65,41 @@ class TargetEgress:
 
 
 def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
-    """The rendered resources ``target``'s reader reads, as readers take them (plain values;
-    secrets stay ``[secret]``): those ``target``'s component owns and those the project's
+    """The rendered resources ``target``'s reader reads, as the policy pack reads them (plain
+    values, ``_as_the_pack_reads``): those ``target``'s component owns and those the project's
     program registered outside every target's component (a route, a rule, a policy it adds
     around the components), which may change any target's path (``guard.target_views``)."""
     by_urn = {r.urn: r for r in rendered.resources}
     return [
-        ResourceView.of(r.type, r.name, to_display(r.inputs))
+        ResourceView.of(r.type, r.name, _as_the_pack_reads(r.inputs))
         for r in rendered.resources
         if (owner := top_level(r, by_urn).name) == target or owner not in TARGET_MODULES
     ]
 
 
+def _as_the_pack_reads(value: Any) -> Any:
+    """Wire-form inputs as the policy pack reads them: a secret as its value (the offline
+    render's stand-in ``UNKNOWN_SECRET`` where it could not decrypt one), assets and the rest as
+    ``to_display`` shows them. A reader then follows a link through a secret as the gate does:
+    a known value like any other, the stand-in as a link it cannot place ("cannot verify")."""
+    if is_secret_value(value):
+        return _as_the_pack_reads(value.get("value"))
+    if isinstance(value, list):
+        return [_as_the_pack_reads(item) for item in value]
+    if isinstance(value, dict) and rpc._special_sig_key not in value:  # noqa: SLF001
+        return {key: _as_the_pack_reads(item) for key, item in value.items()}
+    return to_display(value)
+
+
 def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
-    """Explain one listed target's egress (see the module docstring)."""
+    """Explain one listed target's egress (see the module docstring); a reader that refuses
+    the resources (``guard.EGRESS_READ_FAILURES``) leaves the target unread, with its refusal."""
     contract = rendered.spec.contract(target)
-    effective = get_target(target).read_egress(resource_views(rendered, target))
+    try:
+        effective = get_target(target).read_egress(resource_views(rendered, target))
+    except EGRESS_READ_FAILURES as failure:
+        refusal = str(failure) if isinstance(failure, ValueError) else repr(failure)
+        return TargetEgress(target, contract, contract_probes(contract), None, (), (), refusal)
     probes = contract_probes(contract, effective)
     if effective is None:
         return TargetEgress(target, contract, probes, None, (), ())
@@ -104,7 +130,8 @@ def _verdict(verdict: Verdict, contract: bool) -> dict[str, Any]:
 
 def explanation_document(explained: Sequence[TargetEgress]) -> list[dict[str, Any]]:
     """The JSON of ``--explain-egress --json``: per target, its contract, every probe's two
-    answers (connect and, for names, resolve) and the differences and findings as text."""
+    answers (connect and, for names, resolve) and the differences and findings as text; for a
+    target whose reader refused its resources, ``cannotVerify`` with the refusal."""
     out = []
     for item in explained:
         probes = []
@@ -138,4 +165,6 @@ def explanation_document(explained: Sequence[TargetEgress]) -> list[dict[str, An
                 "findings": [str(f) for f in item.findings],
             }
         )
+        if item.refusal:
+            out[-1]["cannotVerify"] = item.refusal
     return out

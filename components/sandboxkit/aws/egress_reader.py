@@ -70,6 +70,7 @@ from sandboxkit.effective_egress import (
     as_list,
     port_text,
 )
+from sandboxkit.secrets import UNKNOWN_SECRET
 
 TARGET = "aws-microvm"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
@@ -147,9 +148,15 @@ def _placed(
     """
     found = [v for v in resources if v.type in kinds and _refers(v, ref)]
     if not found:
+        why = (
+            "a Pulumi secret the offline render cannot read"
+            if ref == UNKNOWN_SECRET
+            else "the id of a resource the stack does not create (an existing one, looked up or "
+            "written in), whose rules the render does not hold"
+        )
         raise ValueError(
-            f"{where} names {ref!r}, which no rendered {' or '.join(kinds)} is: the reader "
-            "cannot follow the path there"
+            f"{where} names {ref!r}, which no rendered {' or '.join(kinds)} is: {why}, so the "
+            "reader cannot follow the path there"
         )
     return max(found, key=lambda v: len(v.name))
 
