@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pulumi.runtime import MockCallArgs, MockResourceArgs
 
 from sandboxkit.targets import target_parts
+from sandboxkit.type_tokens import without_version
 
 _T = TypeVar("_T")
 
@@ -152,8 +153,10 @@ class ResourceKind:
     """One resource type a target creates, or a family of types sharing a token prefix.
 
     Attributes:
-        type: an exact type token (``aws:lambda/function:Function``), or a prefix ending in
-            ``:`` (``aws:``, ``sandboxkit:index:``) that covers every type starting with it.
+        type: an exact type token from the target's ``type_tokens.py``
+            (``aws:lambda/function:Function``; it covers every API version of the type, as
+            ``TypeToken.matches`` does), or a prefix ending in ``:`` (``aws:``,
+            ``sandboxkit:index:``) that covers every type starting with it.
         export: how checkov reads an exact type; ``None`` when it is not exported.
         not_exported: why it is not exported (required for an exact type without ``export``).
         unchecked: why no checkov check (built-in or kit) evaluates an exported type, if none
@@ -189,8 +192,10 @@ class ResourceKind:
         return self.type.endswith(":")
 
     def covers(self, type_token: str) -> bool:
-        """Whether this kind describes ``type_token``."""
-        return type_token.startswith(self.type) if self.is_prefix else type_token == self.type
+        """Whether this kind describes ``type_token`` (an exact kind: any API version of it)."""
+        if self.is_prefix:
+            return type_token.startswith(self.type)
+        return without_version(type_token) == without_version(self.type)
 
 
 @dataclass(frozen=True)
@@ -245,6 +250,7 @@ def _unique(items: Iterable[_T], key: Callable[[_T], str], what: str) -> list[_T
 
 
 def kind_of(type_token: str, kinds: Iterable[ResourceKind]) -> ResourceKind | None:
-    """The kind describing ``type_token``: the exact type, else the longest matching prefix."""
+    """The kind describing ``type_token``: the exact type (any API version of it), else the
+    longest matching prefix."""
     matches = [k for k in kinds if k.covers(type_token)]
-    return max(matches, key=lambda k: len(k.type), default=None)
+    return max(matches, key=lambda k: (not k.is_prefix, len(k.type)), default=None)

@@ -37,6 +37,7 @@ from sandboxkit.effective_egress import ResourceView
 from sandboxkit.policy_rules import PolicyRule, Scope
 from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.targets import TARGET_MODULES, plain_number
+from sandboxkit.type_tokens import TypeToken
 
 
 class CheckContext(Protocol):
@@ -275,10 +276,6 @@ Check = Callable[[Mapping[str, Any], CheckContext], Iterable[str]]
 StackCheck = Callable[[Sequence[StackResource], CheckContext], Iterable[tuple[str, str | None]]]
 
 
-# The type pattern of a check that reads every resource (SBX-SEC-002's credential scan).
-EVERY_TYPE = "*"
-
-
 def _refuse_scope(rule: PolicyRule, scope: Scope, record: str) -> None:
     if not isinstance(rule, PolicyRule):
         raise TypeError(
@@ -299,25 +296,32 @@ class Handler:
     Attributes:
         rule: the catalogue's rule (``sandboxkit.policy_rules``, a resource policy); the check
             runs with its severity, enforcement level and config.
-        types: the resource type tokens the check reads (``aws:lambda/function:Function``),
-            ``kubernetes:*:<Kind>`` for a kind in any API group and version, or ``EVERY_TYPE``.
+        types: the resource types the check reads, from the target's ``type_tokens.py``
+            (``TypeToken.matches``: any API version of each), or ``type_tokens.EVERY_TYPE``.
         check: ``(props, ctx) -> sentences``: one full sentence per violation, saying what is
             wrong and the fix; nothing for a resource that complies.
         covers: what the check reads, for people (``"session pools: container CPU and
             memory"``); the pack's description and ``docs/policy-gate.md`` list it.
 
     Raises:
-        TypeError: when ``rule`` is not a catalogue rule (an id as text).
+        TypeError: when ``rule`` is not a catalogue rule (an id as text), or a type is text
+            instead of a ``TypeToken``.
         ValueError: when ``rule`` is a stack policy.
     """
 
     rule: PolicyRule
-    types: tuple[str, ...]
+    types: tuple[TypeToken, ...]
     check: Check
     covers: str
 
     def __post_init__(self) -> None:
         _refuse_scope(self.rule, Scope.RESOURCE, "Handler")
+        for token in self.types:
+            if not isinstance(token, TypeToken):
+                raise TypeError(
+                    f"Handler for {self.rule.id} names type {token!r}: name the target's "
+                    "TypeToken (its type_tokens.py), whose match takes in every API version"
+                )
 
     @property
     def policy(self) -> str:
@@ -326,7 +330,7 @@ class Handler:
 
     def applies_to(self, resource_type: str) -> bool:
         """Whether the check reads resources of ``resource_type``."""
-        return any(type_matches(resource_type, pattern) for pattern in self.types)
+        return any(token.matches(resource_type) for token in self.types)
 
 
 @dataclass(frozen=True)
@@ -358,23 +362,10 @@ class StackHandler:
         return self.rule.id
 
 
-def type_matches(resource_type: str, pattern: str) -> bool:
-    """Exact match, ``EVERY_TYPE``, or ``kubernetes:*:<Kind>`` for any API group/version of a
-    kind."""
-    if pattern == EVERY_TYPE:
-        return True
-    if pattern.startswith("kubernetes:*:"):
-        return (
-            resource_type.startswith("kubernetes:")
-            and resource_type.rsplit(":", 1)[-1] == pattern.rsplit(":", 1)[-1]
-        )
-    return resource_type == pattern
-
-
-def of_kind(resources: Sequence[StackResource], suffix: str) -> list[StackResource]:
-    """The resources whose type token ends with ``suffix`` (``:NetworkPolicy``,
-    ``lambdamicrovms/image:Image``), in stack order."""
-    return [r for r in resources if r.resource_type.endswith(suffix)]
+def of_kind(resources: Sequence[StackResource], *tokens: TypeToken) -> list[StackResource]:
+    """The resources of one of ``tokens`` (``TypeToken.matches``: any API version), in stack
+    order."""
+    return [r for r in resources if any(t.matches(r.resource_type) for t in tokens)]
 
 
 def owner_of(resource: StackResource) -> str:
@@ -503,10 +494,6 @@ def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
         except UnknownInputError:
             continue
         yield from walk_strings(child, _child_path(path, key))
-
-
-# Kinds whose pod template is a sandbox (kubernetes-sigs/agent-sandbox, any API version).
-SANDBOX_POD_KINDS = ("kubernetes:*:SandboxTemplate", "kubernetes:*:Sandbox")
 
 
 def sandbox_pod_spec(props: Mapping[str, Any]) -> Mapping[str, Any]:

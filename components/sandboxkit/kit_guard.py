@@ -33,7 +33,6 @@ from sandboxkit.effective_egress import (
 from sandboxkit.egress_contract import EgressContract
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
-    EVERY_TYPE,
     CheckContext,
     Handler,
     StackHandler,
@@ -45,6 +44,7 @@ from sandboxkit.guard import (
 )
 from sandboxkit.policy_rules import MATCHES_CONTRACT, NAMES_BY_NAME, NO_CREDENTIALS, PolicyRule
 from sandboxkit.targets import TARGET_MODULES, get_target, parts_by_target
+from sandboxkit.type_tokens import EVERY_TYPE
 
 # --- SBX-SEC-002: credentials in plain inputs ----------------------------------------------------
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import support as testing
+from sandboxkit.aws import type_tokens
 from sandboxkit.aws.egress_reader import read_egress
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as POLICY_DOCUMENT
 from sandboxkit.effective_egress import EffectiveEgress, ResourceView, inexpressible
 from sandboxkit.explain import explain_target, resource_views
 from sandboxkit.render import RenderedStack
@@ -25,6 +25,8 @@ ALLOWLIST = [
     "mirror.example.org:8443",
     "93.184.216.34:8443",
 ]
+
+POLICY_DOCUMENT = type_tokens.FIREWALL_POLICY_DOCUMENT.token
 
 
 def render(stack: str, egress: dict[str, Any] | None = None) -> RenderedStack:

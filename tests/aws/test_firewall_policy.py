@@ -25,13 +25,13 @@ from model_stubber import ModelStubber
 from sandboxkit.aws import dynamic_api, firewall_policy
 from sandboxkit.aws.dynamic_api import assume_role_params
 from sandboxkit.aws.firewall_policy import (
-    RESOURCE_TYPE,
     AwsAccess,
     FirewallPolicyDocument,
     FirewallPolicyProvider,
     kit_document,
     normalized,
 )
+from sandboxkit.aws.type_tokens import FIREWALL_POLICY_DOCUMENT
 from sandboxkit.render import Recorder
 
 REGION = "eu-west-1"
@@ -424,7 +424,7 @@ def test_resource_registers_under_its_own_type_with_its_inputs(engine: Recorder)
         )
 
     engine.run(program)
-    (policy,) = [r for r in engine.resources if r.type == RESOURCE_TYPE]
+    (policy,) = [r for r in engine.resources if FIREWALL_POLICY_DOCUMENT.matches(r.type)]
     assert policy.name == "kit-fw-policy"
     assert policy.inputs["firewallPolicy"] == DOCUMENT
     assert policy.inputs["access"] == {"region": REGION, "profile": "kit"}

@@ -19,13 +19,13 @@ from model_stubber import ModelStubber, PatternError
 from sandboxkit.aws import microvm_image
 from sandboxkit.aws.image import HOOKS
 from sandboxkit.aws.microvm_image import (
-    RESOURCE_TYPE,
     ImageBuildError,
     MicrovmImage,
     MicrovmImageProvider,
     normalized,
 )
 from sandboxkit.aws.plan import AwsAccess
+from sandboxkit.aws.type_tokens import KIT_MICROVM_IMAGE
 from sandboxkit.render import Recorder
 
 REGION = "eu-west-1"
@@ -322,7 +322,7 @@ def test_resource_registers_under_its_own_type_with_its_inputs(engine: Recorder)
         MicrovmImage("kit-image", image=SPEC, access=access, tags=TAGS)
 
     engine.run(program)
-    (registered,) = [r for r in engine.resources if r.type == RESOURCE_TYPE]
+    (registered,) = [r for r in engine.resources if KIT_MICROVM_IMAGE.matches(r.type)]
     assert registered.inputs["image"] == SPEC
     assert registered.inputs["access"] == {"region": REGION, "profile": "kit"}
     with pytest.raises(ValueError, match="at most 55 characters"):

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.cloudflare import egress_reader
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare import egress_reader, type_tokens
 from sandboxkit.cloudflare.decide import WorkerDecider, WorkerProbe
 from sandboxkit.cloudflare.egress_reader import (
     CONNECT_SOURCE,
@@ -43,6 +42,7 @@ SETTINGS = {
     "tokenSigningKey": "signing-key-test-value-7f3a9c1e5b2d4f6a8c0e",
     "sandboxIdKey": "id-key-test-value-1b3d5f7a9c2e4a6c8e0b",
 }
+WORKERS_SCRIPT = type_tokens.WORKERS_SCRIPT.token
 SCRIPT = f"{WORKERS_SCRIPT} cloudflare-script"
 HTTPS = frozenset({443})
 HTTP = frozenset({80})

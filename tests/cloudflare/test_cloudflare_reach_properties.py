@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
+from sandboxkit.cloudflare import type_tokens
 from sandboxkit.cloudflare.decide import WorkerDecider
 from sandboxkit.cloudflare.egress_reader import read_egress
 from sandboxkit.cloudflare.spec import INTERCEPTED_PORTS, check_egress, egress_policy
@@ -25,6 +25,8 @@ ENTRY = st.tuples(PARENT, st.booleans(), PORT)
 ADDRESS = st.sampled_from(
     ["169.254.169.254", "64:ff9b::a9fe:a9fe", "151.101.0.223", "10.0.0.1", "[2a04:4e42::223]"]
 )
+
+WORKERS_SCRIPT = type_tokens.WORKERS_SCRIPT.token
 
 
 @st.composite

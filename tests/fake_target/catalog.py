@@ -6,6 +6,7 @@ from typing import Any
 
 from pulumi.runtime import MockResourceArgs
 
+from fake_target.type_tokens import MACHINE
 from sandboxkit.catalog import ResourceKind, mock_hash
 
 
@@ -15,7 +16,7 @@ def _machine(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
 
 KINDS = (
     ResourceKind(
-        "flyio:index/machine:Machine",
+        MACHINE.token,
         not_exported="checkov has no framework that reads Fly.io machines",
         mock_outputs=_machine,
     ),

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from fake_target.type_tokens import MACHINE
 from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource, dig, of_kind
 from sandboxkit.guard_checks import size_problems
 from sandboxkit.policy_rules import EGRESS_ATTACHED, SIZE_LIMITS
-
-MACHINE = "flyio:index/machine:Machine"
 
 
 def _guest_size(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:

@@ -7,8 +7,7 @@ from typing import Any
 import pulumi
 
 from fake_target.plan import FlyMachineArgs
-
-MACHINE_TYPE = "flyio:index/machine:Machine"
+from fake_target.type_tokens import MACHINE
 
 
 class FlyMachine(pulumi.ComponentResource):
@@ -17,7 +16,7 @@ class FlyMachine(pulumi.ComponentResource):
     def __init__(self, name: str, args: FlyMachineArgs) -> None:
         super().__init__("sandboxkit:index:FlyMachine", name, None)
         self.machine = pulumi.CustomResource(
-            MACHINE_TYPE,
+            MACHINE.token,
             f"{name}-machine",
             {
                 "app": args["app"],

@@ -17,7 +17,7 @@ from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError
 from sandboxkit.explain import explain_stack
-from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
+from sandboxkit.local import type_tokens
 from sandboxkit.local.egress_reader import read_egress
 from sandboxkit.local.gateway import answer_refusal, server_name
 from sandboxkit.local.runner import AuditLog
@@ -45,6 +45,8 @@ OTHER = f"""config:
     context: kind-test
     image: ghcr.io/example/agent@sha256:{"ab" * 32}
 """
+
+EGRESS_GATEWAY_POLICY = type_tokens.EGRESS_GATEWAY_POLICY.token
 
 
 def test_the_component_records_the_gateway_policy(engine):

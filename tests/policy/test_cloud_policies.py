@@ -20,9 +20,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
-from sandboxkit.aws.microvm_image import RESOURCE_TYPE as KIT_IMAGE
+from sandboxkit.aws import type_tokens as aws_types
 from sandboxkit.cloudflare.spec import WORKER_MODULE
+
+FIREWALL_POLICY_DOCUMENT = aws_types.FIREWALL_POLICY_DOCUMENT.token
+KIT_IMAGE = aws_types.KIT_MICROVM_IMAGE.token
 
 CONNECTOR = "arn:aws:lambda:us-east-1:123456789012:network-connector/sandboxkit-prod"
 INTERNET_EGRESS_ARN = (

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pack_calls import resource_reports
 
-from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
+from sandboxkit.local import type_tokens
+
+EGRESS_GATEWAY_POLICY = type_tokens.EGRESS_GATEWAY_POLICY.token
 
 
 def _policy(**limits: object) -> dict[str, object]:

@@ -26,6 +26,7 @@ from fake_target import guard as fake_guard
 from sandboxkit import kit_guard, targets
 from sandboxkit.guard import CheckContext, Handler, StackHandler, StackResource
 from sandboxkit.policy_rules import CATALOGUE, EGRESS_ATTACHED, SIZE_LIMITS
+from sandboxkit.type_tokens import EVERY_TYPE, TypeToken
 
 COMMON = importlib.import_module(f"{PACK.__name__}._common")
 
@@ -44,13 +45,13 @@ def recollect(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     COMMON._declared.cache_clear()
 
 
-def concrete(pattern: str) -> str:
-    """A type token ``pattern`` matches (``kubernetes:*:Kind`` in some API group)."""
-    return pattern.replace("kubernetes:*:", "kubernetes:example.io/v1:")
+def concrete(token: TypeToken) -> str:
+    """A rendered type ``token`` matches (``EVERY_TYPE``: some type of no target)."""
+    return "example:index/thing:Thing" if token == EVERY_TYPE else token.token
 
 
 def _describe(handler: Handler | StackHandler) -> str:
-    kinds = " ".join(handler.types) if isinstance(handler, Handler) else "stack"
+    kinds = " ".join(map(str, handler.types)) if isinstance(handler, Handler) else "stack"
     return f"{handler.policy} {kinds} ({handler.check.__module__}.{handler.check.__name__})"
 
 
@@ -98,10 +99,10 @@ def unreached(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             if isinstance(policy, StackValidationPolicy):
                 policy.validate(StackValidationArgs([]), lambda *_: None)
             continue
-        for pattern in handler.types:
-            expected.append((handler, concrete(pattern)))
+        for token in handler.types:
+            expected.append((handler, concrete(token)))
             if isinstance(policy, ResourceValidationPolicy):
-                args = ResourceValidationArgs(concrete(pattern), {}, "urn::r", "r", OPTIONS, None)
+                args = ResourceValidationArgs(concrete(token), {}, "urn::r", "r", OPTIONS, None)
                 policy.validate(args, lambda *_: None)
     return [_describe(h) for h, kind in expected if (id(h), kind) not in reached]
 
@@ -149,26 +150,26 @@ def test_a_registered_target_folder_is_checked_by_the_packs_rules(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     big = {"config": {"guest": {"cpus": 64, "memoryMb": 2048}}}
-    assert reports("sbx-res-001", fake_guard.MACHINE, big) == []
-    assert stack_reports("sbx-net-005", [(fake_guard.MACHINE, big)]) == []
+    assert reports("sbx-res-001", fake_guard.MACHINE.token, big) == []
+    assert stack_reports("sbx-net-005", [(fake_guard.MACHINE.token, big)]) == []
 
     monkeypatch.setitem(targets.TARGET_MODULES, "flyio", "fake_target.spec")
-    assert reports("sbx-res-001", fake_guard.MACHINE, big) == [
+    assert reports("sbx-res-001", fake_guard.MACHINE.token, big) == [
         "Fly machine box allows 64 vCPU, above the maximum of 8; lower "
         "sandboxkit:profile.limits.vcpu."
     ]
-    assert reports("sbx-res-001", fake_guard.MACHINE, {"config": {}}) == [
+    assert reports("sbx-res-001", fake_guard.MACHINE.token, {"config": {}}) == [
         "Fly machine box sets no CPU limit; set one from sandboxkit:profile.limits.vcpu.",
         "Fly machine box sets no memory limit; set one from sandboxkit:profile.limits.memoryMiB.",
     ]
     fitting = {"config": {"guest": {"cpus": 2, "memoryMb": 2048}}}
-    assert reports("sbx-res-001", fake_guard.MACHINE, fitting) == []
+    assert reports("sbx-res-001", fake_guard.MACHINE.token, fitting) == []
     assert reports("sbx-res-001", "flyio:index/volume:Volume", big) == []
-    assert stack_reports("sbx-net-005", [(fake_guard.MACHINE, fitting)]) == [
+    assert stack_reports("sbx-net-005", [(fake_guard.MACHINE.token, fitting)]) == [
         (
             "Fly machine r0 has no egress control (Fly Machines have no egress filter); run "
             "sandboxes that need egress rules on a target that filters egress.",
-            f"urn::{fake_guard.MACHINE}::r0",
+            f"urn::{fake_guard.MACHINE.token}::r0",
         )
     ]
     assert stack_reports("sbx-net-005", [("flyio:index/volume:Volume", {})]) == []

@@ -9,8 +9,44 @@ from typing import Any
 
 from pulumi.runtime import MockResourceArgs
 
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
-from sandboxkit.aws.microvm_image import RESOURCE_TYPE as MICROVM_IMAGE
+from sandboxkit.aws.type_tokens import (
+    API,
+    API_ROUTE,
+    CONNECTOR,
+    DNS_ASSOCIATION,
+    DNS_FIREWALL_CONFIG,
+    DNS_GROUP,
+    DNS_LIST,
+    DNS_RULE,
+    EIP,
+    FIREWALL,
+    FIREWALL_LOGGING,
+    FIREWALL_POLICY,
+    FIREWALL_POLICY_DOCUMENT,
+    FLOW_LOG,
+    FUNCTION,
+    INTEGRATION,
+    INTERNET_GATEWAY,
+    KIT_MICROVM_IMAGE,
+    LOG_GROUP,
+    MICROVM_IMAGE,
+    NAT_GATEWAY,
+    PERMISSION,
+    POLICY,
+    PROVIDER,
+    ROLE,
+    ROLE_POLICY,
+    ROUTE,
+    ROUTE_ASSOCIATION,
+    ROUTE_TABLE,
+    RULE_GROUP,
+    SECRET,
+    SECRET_VERSION,
+    SECURITY_GROUP,
+    STAGE,
+    SUBNET,
+    VPC,
+)
 from sandboxkit.catalog import (
     TAGS,
     TF_AWS,
@@ -125,61 +161,61 @@ def _aws_function(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        "aws:ec2/securityGroup:SecurityGroup",
+        SECURITY_GROUP.token,
         export=TerraformType("aws_security_group", TF_AWS, blocks=frozenset({"ingress", "egress"})),
     ),
     ResourceKind(
-        "aws:ec2/vpc:Vpc",
+        VPC.token,
         export=TerraformType("aws_vpc", TF_AWS),
     ),
     ResourceKind(
-        "aws:ec2/subnet:Subnet",
+        SUBNET.token,
         export=TerraformType("aws_subnet", TF_AWS),
     ),
     ResourceKind(
-        "aws:ec2/internetGateway:InternetGateway",
+        INTERNET_GATEWAY.token,
         export=TerraformType("aws_internet_gateway", TF_AWS),
         unchecked="attaches to the VPC; no settings of its own",
     ),
     ResourceKind(
-        "aws:ec2/natGateway:NatGateway",
+        NAT_GATEWAY.token,
         export=TerraformType("aws_nat_gateway", TF_AWS),
         unchecked="references its subnet and address; no settings to judge",
     ),
     ResourceKind(
-        "aws:ec2/eip:Eip",
+        EIP.token,
         export=TerraformType("aws_eip", TF_AWS),
     ),
     ResourceKind(
-        "aws:ec2/routeTable:RouteTable",
+        ROUTE_TABLE.token,
         export=TerraformType(
             "aws_route_table", TF_AWS, blocks=frozenset({"routes"}), renames={"routes": "route"}
         ),
     ),
     ResourceKind(
-        "aws:ec2/route:Route",
+        ROUTE.token,
         export=TerraformType("aws_route", TF_AWS),
     ),
     ResourceKind(
-        "aws:ec2/routeTableAssociation:RouteTableAssociation",
+        ROUTE_ASSOCIATION.token,
         export=TerraformType("aws_route_table_association", TF_AWS),
         unchecked="pairs a subnet and a route table",
     ),
     ResourceKind(
-        "aws:ec2/flowLog:FlowLog",
+        FLOW_LOG.token,
         export=TerraformType("aws_flow_log", TF_AWS),
         unchecked=(
             "read by checkov's graph check CKV2_AWS_11 through its VPC, which reports on the VPC"
         ),
     ),
     ResourceKind(
-        "aws:cloudwatch/logGroup:LogGroup",
+        LOG_GROUP.token,
         export=TerraformType("aws_cloudwatch_log_group", TF_AWS),
         mock_outputs=_aws_log_group,
         settings={"CKV_AWS_338": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
-        "aws:iam/role:Role",
+        ROLE.token,
         export=TerraformType(
             "aws_iam_role",
             TF_AWS,
@@ -188,25 +224,25 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "aws:iam/rolePolicy:RolePolicy",
+        ROLE_POLICY.token,
         export=TerraformType("aws_iam_role_policy", TF_AWS),
     ),
     ResourceKind(
         # ingress: authToken's managed policy, for the platform to attach.
-        "aws:iam/policy:Policy",
+        POLICY.token,
         export=TerraformType("aws_iam_policy", TF_AWS),
     ),
     ResourceKind(
-        "aws:secretsmanager/secret:Secret",
+        SECRET.token,
         export=TerraformType("aws_secretsmanager_secret", TF_AWS),
     ),
     ResourceKind(
-        "aws:secretsmanager/secretVersion:SecretVersion",
+        SECRET_VERSION.token,
         export=TerraformType("aws_secretsmanager_secret_version", TF_AWS),
         unchecked="its only value is the secret, which the export replaces by a placeholder",
     ),
     ResourceKind(
-        "aws:lambda/function:Function",
+        FUNCTION.token,
         export=TerraformType(
             "aws_lambda_function",
             TF_AWS,
@@ -219,14 +255,14 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_aws_function,
     ),
     ResourceKind(
-        "aws:lambda/permission:Permission",
+        PERMISSION.token,
         export=TerraformType("aws_lambda_permission", TF_AWS),
     ),
     # Lambda network connectors and MicroVM images are new in terraform-provider-aws; the type
     # names follow the bridge's rule (module prefix + snake_cased resource) and have no
     # built-in checkov checks, so the kit's checks read them.
     ResourceKind(
-        "aws:lambda/coreNetworkConnector:CoreNetworkConnector",
+        CONNECTOR.token,
         export=TerraformType(
             "aws_lambda_core_network_connector",
             TF_AWS,
@@ -235,14 +271,14 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_aws_lambda_arn("network-connector"),
     ),
     ResourceKind(
-        "aws:lambdamicrovms/image:Image",
+        MICROVM_IMAGE.token,
         export=TerraformType(
             "aws_lambdamicrovms_image", TF_AWS, blocks=frozenset({"codeArtifact"})
         ),
         mock_outputs=_aws_lambda_arn("microvm-image"),
     ),
     ResourceKind(
-        MICROVM_IMAGE,
+        KIT_MICROVM_IMAGE.token,
         not_exported=(
             "a dynamic resource holding the MicroVM image in the API's own shape (lifecycle "
             "hooks, which pulumi-aws and terraform-provider-aws cannot express); judged by the "
@@ -251,14 +287,14 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_microvm_image,
     ),
     ResourceKind(
-        "aws:apigatewayv2/api:Api",
+        API.token,
         export=TerraformType(
             "aws_apigatewayv2_api", TF_AWS, blocks=frozenset({"corsConfiguration"})
         ),
         mock_outputs=_aws_http_api,
     ),
     ResourceKind(
-        "aws:apigatewayv2/stage:Stage",
+        STAGE.token,
         export=TerraformType(
             "aws_apigatewayv2_stage",
             TF_AWS,
@@ -267,18 +303,18 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "aws:apigatewayv2/integration:Integration",
+        INTEGRATION.token,
         export=TerraformType("aws_apigatewayv2_integration", TF_AWS),
         unchecked=(
             "binds the launcher route to the Lambda function; no setting beyond the two references"
         ),
     ),
     ResourceKind(
-        "aws:apigatewayv2/route:Route",
+        API_ROUTE.token,
         export=TerraformType("aws_apigatewayv2_route", TF_AWS),
     ),
     ResourceKind(
-        "aws:networkfirewall/firewall:Firewall",
+        FIREWALL.token,
         export=TerraformType(
             "aws_networkfirewall_firewall",
             TF_AWS,
@@ -288,7 +324,7 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_aws_network_firewall,
     ),
     ResourceKind(
-        "aws:networkfirewall/firewallPolicy:FirewallPolicy",
+        FIREWALL_POLICY.token,
         export=TerraformType(
             "aws_networkfirewall_firewall_policy",
             TF_AWS,
@@ -303,7 +339,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        FIREWALL_POLICY_DOCUMENT,
+        FIREWALL_POLICY_DOCUMENT.token,
         not_exported=(
             "a dynamic resource holding the Network Firewall policy in the API's own shape "
             "(resolved-IP validation, which terraform-provider-aws cannot express); judged by "
@@ -312,7 +348,7 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_firewall_policy_document,
     ),
     ResourceKind(
-        "aws:networkfirewall/ruleGroup:RuleGroup",
+        RULE_GROUP.token,
         export=TerraformType(
             "aws_networkfirewall_rule_group",
             TF_AWS,
@@ -327,7 +363,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "aws:networkfirewall/loggingConfiguration:LoggingConfiguration",
+        FIREWALL_LOGGING.token,
         export=TerraformType(
             "aws_networkfirewall_logging_configuration",
             TF_AWS,
@@ -339,33 +375,33 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "aws:route53/resolverFirewallConfig:ResolverFirewallConfig",
+        DNS_FIREWALL_CONFIG.token,
         export=TerraformType("aws_route53_resolver_firewall_config", TF_AWS),
     ),
     ResourceKind(
-        "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList",
+        DNS_LIST.token,
         export=TerraformType("aws_route53_resolver_firewall_domain_list", TF_AWS),
         unchecked=(
             "the allowlisted names, judged by the CrossGuard pack against the profile's allowlist"
         ),
     ),
     ResourceKind(
-        "aws:route53/resolverFirewallRule:ResolverFirewallRule",
+        DNS_RULE.token,
         export=TerraformType("aws_route53_resolver_firewall_rule", TF_AWS),
         unchecked="allow and block actions between references; judged by the CrossGuard pack",
     ),
     ResourceKind(
-        "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup",
+        DNS_GROUP.token,
         export=TerraformType("aws_route53_resolver_firewall_rule_group", TF_AWS),
         unchecked="a named container of rules",
     ),
     ResourceKind(
-        "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation",
+        DNS_ASSOCIATION.token,
         export=TerraformType("aws_route53_resolver_firewall_rule_group_association", TF_AWS),
         unchecked="associates the rule group with the VPC; checkov has no check for it",
     ),
     ResourceKind(
-        "pulumi:providers:aws",
+        PROVIDER.token,
         not_exported=(
             "provider configuration (region, credentials checks), not an AWS resource; the "
             "plan's provider_config is not read by checkov's resource checks"

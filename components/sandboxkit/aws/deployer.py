@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandboxkit.aws.connector import managed_connector_arn
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
 from sandboxkit.aws.image import BUILD_EGRESS_CONNECTOR
-from sandboxkit.aws.microvm_image import RESOURCE_TYPE as MICROVM_IMAGE
 from sandboxkit.aws.plan import MicrovmSandboxArgs
+from sandboxkit.aws.type_tokens import FIREWALL_POLICY_DOCUMENT, KIT_MICROVM_IMAGE
 
 
 @dataclass(frozen=True)
@@ -315,7 +314,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:lambda:{region}:*:function:{name}-launcher-*",),
         ),
     ),
-    MICROVM_IMAGE: (
+    KIT_MICROVM_IMAGE.token: (
         Grant(
             "KitImage",
             (
@@ -366,7 +365,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    FIREWALL_POLICY_DOCUMENT: (
+    FIREWALL_POLICY_DOCUMENT.token: (
         Grant(
             "KitFirewall",
             (

@@ -8,9 +8,18 @@ import ipaddress
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as FIREWALL_POLICY_DOCUMENT
-from sandboxkit.aws.microvm_image import RESOURCE_TYPE as KIT_MICROVM_IMAGE
 from sandboxkit.aws.suricata import read_rules
+from sandboxkit.aws.type_tokens import (
+    CONNECTOR,
+    DNS_FIREWALL_CONFIG,
+    FIREWALL_POLICY,
+    FIREWALL_POLICY_DOCUMENT,
+    FUNCTION,
+    MICROVM_IMAGES,
+    RULE_GROUP,
+    SECURITY_GROUP,
+)
+from sandboxkit.aws.type_tokens import EGRESS_RULE as SECURITY_GROUP_EGRESS_RULE
 from sandboxkit.boundary import INTERNET_EGRESS_CONNECTOR as INTERNET_EGRESS
 from sandboxkit.boundary import LAUNCHER_CONNECTOR_ARN
 from sandboxkit.guard import (
@@ -32,16 +41,6 @@ from sandboxkit.policy_rules import (
     EGRESS_ATTACHED,
     EGRESS_CLOSED,
 )
-
-MICROVM_IMAGE = "aws:lambdamicrovms/image:Image"
-MICROVM_IMAGES = (MICROVM_IMAGE, KIT_MICROVM_IMAGE)
-FUNCTION = "aws:lambda/function:Function"
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-SECURITY_GROUP_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-RULE_GROUP = "aws:networkfirewall/ruleGroup:RuleGroup"
-FIREWALL_POLICY = "aws:networkfirewall/firewallPolicy:FirewallPolicy"
-DNS_FIREWALL_CONFIG = "aws:route53/resolverFirewallConfig:ResolverFirewallConfig"
-
 
 # --- SBX-NET-001 -------------------------------------------------------------------------------
 
@@ -256,13 +255,13 @@ def _dns_fail_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 def _images_without_egress_controls(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    connectors = of_kind(resources, "lambda/coreNetworkConnector:CoreNetworkConnector")
-    images = [r for r in resources if r.resource_type in MICROVM_IMAGES]
+    connectors = of_kind(resources, CONNECTOR)
+    images = of_kind(resources, *MICROVM_IMAGES)
     for image in images:
         if (
             not connectors
-            or not of_kind(resources, ":FirewallPolicy")
-            or not of_kind(resources, ":ResolverFirewallConfig")
+            or not of_kind(resources, FIREWALL_POLICY, FIREWALL_POLICY_DOCUMENT)
+            or not of_kind(resources, DNS_FIREWALL_CONFIG)
         ):
             yield (
                 f"MicroVM image {image.name} has no CoreNetworkConnector, Network Firewall "

@@ -58,8 +58,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandboxkit.aws.firewall_policy import RESOURCE_TYPE as POLICY_DOCUMENT
 from sandboxkit.aws.suricata import NameScope, PassRule, read_rules
+from sandboxkit.aws.type_tokens import (
+    CONNECTOR,
+    DNS_ASSOCIATION,
+    DNS_GROUP,
+    DNS_LIST,
+    DNS_RULE,
+    EGRESS_RULE,
+    FIREWALL,
+    GROUP_RULE,
+    ROUTE,
+    ROUTE_ASSOCIATION,
+    ROUTE_TABLE,
+    RULE_GROUP,
+    SECURITY_GROUP,
+    SUBNET,
+    VPC,
+)
+from sandboxkit.aws.type_tokens import FIREWALL_POLICY as PLAIN_POLICY
+from sandboxkit.aws.type_tokens import FIREWALL_POLICY_DOCUMENT as POLICY_DOCUMENT
 from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
@@ -71,21 +89,9 @@ from sandboxkit.effective_egress import (
     port_text,
 )
 from sandboxkit.secrets import UNKNOWN_SECRET
+from sandboxkit.type_tokens import TypeToken, of_type
 
 TARGET = "aws-microvm"
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-CONNECTOR = "aws:lambda/coreNetworkConnector:CoreNetworkConnector"
-SUBNET = "aws:ec2/subnet:Subnet"
-VPC = "aws:ec2/vpc:Vpc"
-ROUTE = "aws:ec2/route:Route"
-ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
-ROUTE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
-FIREWALL = "aws:networkfirewall/firewall:Firewall"
-DNS_ASSOCIATION = (
-    "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation"
-)
 ROUTE_DOC = "VPC route tables: the most specific route that matches the destination wins"
 # Route targets (pulumi-aws ec2.Route / RouteTable routes) other than a VPC endpoint, the
 # firewall's: traffic routed to one of them leaves without passing the firewall.
@@ -102,11 +108,6 @@ _BYPASS_TARGETS = (
     "instanceId",
 )
 _FIREWALL_TARGET = "vpcEndpointId"
-RULE_GROUP = "aws:networkfirewall/ruleGroup:RuleGroup"
-PLAIN_POLICY = "aws:networkfirewall/firewallPolicy:FirewallPolicy"
-DNS_RULE = "aws:route53/resolverFirewallRule:ResolverFirewallRule"
-DNS_LIST = "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList"
-DNS_GROUP = "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup"
 ANYWHERE = "0.0.0.0/0"
 SURICATA_TESTS = "tests/aws/test_suricata_rules.py (the rules run in Debian's Suricata 7)"
 RESOLVED_IP_DOC = (
@@ -139,14 +140,14 @@ def _refers(view: ResourceView, ref: object) -> bool:
 
 
 def _placed(
-    resources: Sequence[ResourceView], kinds: tuple[str, ...], ref: object, where: str
+    resources: Sequence[ResourceView], kinds: tuple[TypeToken, ...], ref: object, where: str
 ) -> ResourceView:
     """The rendered resource of ``kinds`` that ``ref`` names (the longest name that fits).
 
     Raises:
         ValueError: when none does: the reader cannot follow the link (``where`` says whose).
     """
-    found = [v for v in resources if v.type in kinds and _refers(v, ref)]
+    found = [v for v in of_type(resources, *kinds) if _refers(v, ref)]
     if not found:
         why = (
             "a Pulumi secret the offline render cannot read"
@@ -155,8 +156,8 @@ def _placed(
             "written in), whose rules the render does not hold"
         )
         raise ValueError(
-            f"{where} names {ref!r}, which no rendered {' or '.join(kinds)} is: {why}, so the "
-            "reader cannot follow the path there"
+            f"{where} names {ref!r}, which no rendered {' or '.join(map(str, kinds))} is: {why}, "
+            "so the reader cannot follow the path there"
         )
     return max(found, key=lambda v: len(v.name))
 
@@ -178,7 +179,7 @@ class _Opening:
 def _connector_groups(resources: Sequence[ResourceView]) -> list[ResourceView] | None:
     """The security groups the network connectors attach (``None`` without a connector: every
     group counts)."""
-    connectors = [v for v in resources if v.type == CONNECTOR]
+    connectors = [v for v in resources if CONNECTOR.matches(v.type)]
     if not connectors:
         return None
     groups: list[ResourceView] = []
@@ -191,7 +192,9 @@ def _connector_groups(resources: Sequence[ResourceView]) -> list[ResourceView] |
 
 def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
     attached = _connector_groups(resources)
-    groups = [v for v in resources if v.type == SECURITY_GROUP] if attached is None else attached
+    groups = (
+        [v for v in resources if SECURITY_GROUP.matches(v.type)] if attached is None else attached
+    )
 
     def on_group(view: ResourceView) -> bool:
         ref = view.props.get("securityGroupId")
@@ -201,7 +204,7 @@ def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
     for group in groups:
         rules += [r for r in as_list(group.at("egress")) if isinstance(r, dict)]
     for view in resources:
-        if view.type == EGRESS_RULE and on_group(view):
+        if EGRESS_RULE.matches(view.type) and on_group(view):
             props = dict(view.props)
             rules.append(
                 {
@@ -211,7 +214,9 @@ def _sg_openings(resources: Sequence[ResourceView]) -> list[_Opening]:
                     "cidrBlocks": [props.get("cidrIpv4")] if props.get("cidrIpv4") else [],
                 }
             )
-        elif view.type == GROUP_RULE and view.props.get("type") == "egress" and on_group(view):
+        elif (
+            GROUP_RULE.matches(view.type) and view.props.get("type") == "egress" and on_group(view)
+        ):
             rules.append(dict(view.props))
     found: list[_Opening] = []
     for rule in rules:
@@ -288,9 +293,11 @@ def _policy_view(resources: Sequence[ResourceView]) -> ResourceView | None:
     """
     kinds = (POLICY_DOCUMENT, PLAIN_POLICY)
     # A firewall without a policy ARN is refused by the provider (a required input).
-    firewalls = [v for v in resources if v.type == FIREWALL and v.props.get("firewallPolicyArn")]
+    firewalls = [
+        v for v in resources if FIREWALL.matches(v.type) and v.props.get("firewallPolicyArn")
+    ]
     if not firewalls:
-        return next((v for v in resources if v.type in kinds), None)
+        return next(iter(of_type(resources, *kinds)), None)
     linked = {
         _placed(resources, kinds, f.props.get("firewallPolicyArn"), f"{f.type} {f.name}")
         for f in firewalls
@@ -309,7 +316,7 @@ def _policy(resources: Sequence[ResourceView]) -> _Policy | None:
         return None
     document = as_dict(view.at("firewallPolicy"))
     where = f"{view.type} {view.name}"
-    if view.type == PLAIN_POLICY:
+    if PLAIN_POLICY.matches(view.type):
         refs = _references(resources, document, "stateful", "resourceArn", where)
         return _Policy(False, _drops(document, "stateful", "stateless"), (), refs)
     validation = document.get("Route53ResolvedIPValidation")
@@ -442,7 +449,7 @@ def _connect_grants(
     anywhere = ipaddress.IPv4Network(ANYWHERE)
     groups = policy.groups
     if groups is None:
-        groups = tuple(v for v in resources if v.type == RULE_GROUP)
+        groups = tuple(v for v in resources if RULE_GROUP.matches(v.type))
     for view in dict.fromkeys(groups):
         domain_list = not isinstance(view.at("ruleGroup.rulesSource.rulesString"), str)
         where = f"{view.type} {view.name}"
@@ -496,14 +503,14 @@ def _routes(
             not modelled), a route to a prefix list or to a target it does not know.
     """
     found = []
-    for connector in (v for v in resources if v.type == CONNECTOR):
+    for connector in (v for v in resources if CONNECTOR.matches(v.type)):
         where = f"{connector.type} {connector.name} subnetIds"
         for ref in as_list(_connector_config(connector).get("subnetIds")):
             subnet = _placed(resources, (SUBNET,), ref, where)
             tables = [
                 _placed(resources, (ROUTE_TABLE,), a.props.get("routeTableId"), a.name)
                 for a in resources
-                if a.type == ROUTE_ASSOCIATION and _refers(subnet, a.props.get("subnetId"))
+                if ROUTE_ASSOCIATION.matches(a.type) and _refers(subnet, a.props.get("subnetId"))
             ]
             if not tables:
                 raise ValueError(
@@ -522,7 +529,7 @@ def _table_bypass(
     routes += [
         (f"{v.type} {v.name}", dict(v.props))
         for v in resources
-        if v.type == ROUTE and _refers(table, v.props.get("routeTableId"))
+        if ROUTE.matches(v.type) and _refers(table, v.props.get("routeTableId"))
     ]
     read: list[tuple[ipaddress.IPv4Network, bool, str]] = []
     for where, route in routes:
@@ -559,11 +566,11 @@ def _vpc_block(resources: Sequence[ResourceView]) -> ipaddress.IPv4Network:
 
 
 def _sandbox_vpc(resources: Sequence[ResourceView]) -> ResourceView | None:
-    for connector in (v for v in resources if v.type == CONNECTOR):
+    for connector in (v for v in resources if CONNECTOR.matches(v.type)):
         for ref in as_list(_connector_config(connector).get("subnetIds")):
             subnet = _placed(resources, (SUBNET,), ref, f"{connector.name} subnetIds")
             return _placed(resources, (VPC,), subnet.props.get("vpcId"), subnet.name)
-    return next((v for v in resources if v.type == VPC), None)
+    return next((v for v in resources if VPC.matches(v.type)), None)
 
 
 def _grant(
@@ -655,8 +662,8 @@ def _dns_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
     Raises:
         ValueError: for an association whose rule group no rendered group is.
     """
-    rules = [v for v in resources if v.type == DNS_RULE]
-    associations = [v for v in resources if v.type == DNS_ASSOCIATION]
+    rules = [v for v in resources if DNS_RULE.matches(v.type)]
+    associations = [v for v in resources if DNS_ASSOCIATION.matches(v.type)]
     if not associations:
         return sorted(rules, key=lambda v: _number(v.props.get("priority")))
     vpc = _sandbox_vpc(resources)

@@ -36,8 +36,6 @@ from sandboxkit.aws.dynamic_api import (
 )
 from sandboxkit.aws.plan import AwsAccess
 
-# The engine's type token: pulumi-python:dynamic/networkfirewall:FirewallPolicy.
-RESOURCE_TYPE = "pulumi-python:dynamic/networkfirewall:FirewallPolicy"
 # Network Firewall resource names: ^[a-zA-Z0-9-]+$, 1 to 128 characters (shape ResourceName);
 # the provider appends "-" and 8 hex digits so a replacement can exist beside the old one.
 _NAME_SUFFIX_CHARS = 9

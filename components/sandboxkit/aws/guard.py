@@ -9,6 +9,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.aws import egress_guard
+from sandboxkit.aws.type_tokens import (
+    FIREWALL,
+    FIREWALL_LOGGING,
+    FUNCTION,
+    LOG_GROUP,
+    MICROVM_IMAGES,
+    POLICY,
+    POLICY_ATTACHMENT,
+    ROLE,
+    ROLE_POLICY,
+    SECRET,
+)
 from sandboxkit.boundary import (
     LAUNCHER_EXEC_TIMEOUT_SECONDS,
     LAUNCHER_EXECUTION_ROLE_ARN,
@@ -54,14 +66,6 @@ from sandboxkit.policy_rules import (
     TIME_LIMITS,
     TRUSTED_SOURCES,
 )
-
-ROLE = "aws:iam/role:Role"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-POLICY = "aws:iam/policy:Policy"
-POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-FUNCTION = egress_guard.FUNCTION
-SECRET = "aws:secretsmanager/secret:Secret"
-LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 
 # AWS managed policies that amount to administrator rights.
 AWS_ADMIN_POLICIES = ("AdministratorAccess", "PowerUserAccess", "IAMFullAccess")
@@ -386,12 +390,10 @@ def _firewalls_without_logs(
 ) -> Iterator[tuple[str, str | None]]:
     logged = {
         str(dest.get("logType"))
-        for config in of_kind(
-            resources, "networkfirewall/loggingConfiguration:LoggingConfiguration"
-        )
+        for config in of_kind(resources, FIREWALL_LOGGING)
         for dest in items(dig(config.props, "loggingConfiguration.logDestinationConfigs"))
     }
-    for firewall in of_kind(resources, "networkfirewall/firewall:Firewall"):
+    for firewall in of_kind(resources, FIREWALL):
         missing = sorted({"FLOW", "ALERT"} - logged)
         if missing:
             yield (
@@ -482,7 +484,7 @@ HANDLERS = (
     ),
     Handler(
         PLAINTEXT_ENV,
-        egress_guard.MICROVM_IMAGES,
+        MICROVM_IMAGES,
         _image_env,
         "MicroVM images: plain environment variables",
     ),
@@ -500,7 +502,7 @@ HANDLERS = (
     ),
     Handler(
         TRUSTED_SOURCES,
-        egress_guard.MICROVM_IMAGES,
+        MICROVM_IMAGES,
         _base_image,
         "MicroVM images: the base image's account",
     ),

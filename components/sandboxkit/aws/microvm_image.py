@@ -43,8 +43,6 @@ from sandboxkit.aws.dynamic_api import (
 )
 from sandboxkit.aws.plan import AwsAccess
 
-# The engine's type token.
-RESOURCE_TYPE = "pulumi-python:dynamic/lambdamicrovms:MicrovmImage"
 # ImageName: [a-zA-Z0-9-_]+, 1 to 64 characters; the provider appends "-" and 8 hex digits so a
 # replacement can exist beside the old image (names are unique within the account).
 _NAME_SUFFIX_CHARS = 9

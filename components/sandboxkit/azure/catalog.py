@@ -10,6 +10,14 @@ from typing import Any
 
 from pulumi.runtime import MockResourceArgs
 
+from sandboxkit.azure.type_tokens import (
+    MANAGED_ENVIRONMENT,
+    PROVIDER,
+    RESOURCE_GROUP,
+    ROLE_ASSIGNMENT,
+    SESSION_POOL,
+    WORKSPACE,
+)
 from sandboxkit.catalog import ArmType, MockCall, ResourceKind
 
 # The all-zero subscription: never a real one.
@@ -63,30 +71,30 @@ def _azure_session_pool(args: MockResourceArgs, resource_id: str) -> dict[str, A
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        "azure-native:app:ContainerAppsSessionPool",
+        SESSION_POOL.token,
         export=ArmType("Microsoft.App/sessionPools", "2025-02-02-preview", "sessionPoolName"),
         mock_outputs=_azure_session_pool,
     ),
     ResourceKind(
-        "azure-native:app:ManagedEnvironment",
+        MANAGED_ENVIRONMENT.token,
         export=ArmType(
             "Microsoft.App/managedEnvironments", "2025-02-02-preview", "environmentName"
         ),
     ),
     ResourceKind(
-        "azure-native:operationalinsights:Workspace",
+        WORKSPACE.token,
         export=ArmType("Microsoft.OperationalInsights/workspaces", "2023-09-01", "workspaceName"),
         mock_outputs=_azure_workspace,
         settings={"CKV_SBX_10": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
-        "azure-native:resources:ResourceGroup",
+        RESOURCE_GROUP.token,
         export=ArmType(
             "Microsoft.Resources/resourceGroups", "2024-03-01", "resourceGroupName", frozenset()
         ),
     ),
     ResourceKind(
-        "azure-native:authorization:RoleAssignment",
+        ROLE_ASSIGNMENT.token,
         export=ArmType(
             "Microsoft.Authorization/roleAssignments",
             "2022-04-01",
@@ -96,7 +104,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "pulumi:providers:azure-native",
+        PROVIDER.token,
         not_exported=(
             "provider configuration (subscription, location), not an Azure resource; an ARM "
             "template has no counterpart"

@@ -16,18 +16,15 @@ docs/targets/azure-sessions.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Final
 
 from sandboxkit.azure.plan import SESSIONS_DOC
+from sandboxkit.azure.type_tokens import SESSION_POOL
 from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView
+from sandboxkit.type_tokens import of_type
 
 TARGET = "azure-sessions"
-POOL = "azure-native:app:ContainerAppsSessionPool"
-# pulumi-azure-native also declares each API version's token (azure-native:app/v20240202preview:
-# ContainerAppsSessionPool), an alias of the same resource: a pool of any of them is read.
-_POOL_TOKEN = re.compile(r"^azure-native:app(/v[0-9a-z]+)?:ContainerAppsSessionPool$")
 DISABLED = "EgressDisabled"
 NETWORK_DOC: Final = (
     f"{SESSIONS_DOC}: sessionNetworkConfiguration.status EgressEnabled lets code running in "
@@ -48,7 +45,8 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     every name."""
     connect: list[Grant] = []
     resolve: list[Grant] = []
-    for pool in (r for r in resources if _POOL_TOKEN.match(r.type)):
+    # Any API version's token of the pool (TypeToken.matches) is the same resource.
+    for pool in of_type(resources, SESSION_POOL):
         if pool_status(pool) == DISABLED:
             continue
         resource = f"{pool.type} {pool.name}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from sandboxkit.azure.type_tokens import ROLE_ASSIGNMENT, SESSION_POOL, WORKSPACE
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -38,10 +39,6 @@ from sandboxkit.policy_rules import (
     SIZE_LIMITS,
     TIME_LIMITS,
 )
-
-SESSION_POOL = "azure-native:app:ContainerAppsSessionPool"
-ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
-WORKSPACE = "azure-native:operationalinsights:Workspace"
 
 # Azure built-in role definition ids (stable across tenants): Owner, Contributor,
 # User Access Administrator, Role Based Access Control Administrator.
@@ -167,8 +164,8 @@ def _workspace(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 def _pools_without_workspace(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    workspaces = of_kind(resources, "operationalinsights:Workspace")
-    for pool in of_kind(resources, "app:ContainerAppsSessionPool"):
+    workspaces = of_kind(resources, WORKSPACE)
+    for pool in of_kind(resources, SESSION_POOL):
         if not workspaces:
             yield (
                 f"Session pool {pool.name} has no Log Analytics workspace in the stack; send "

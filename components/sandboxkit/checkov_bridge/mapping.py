@@ -75,7 +75,7 @@ def setting_for(type_token: str, check: str) -> str | None:
     """The stack-file setting that decides ``check``'s verdict on ``type_token``, as its
     catalog declares it (``ResourceKind.settings``: ``image``, ``profile.pool.ready``), else
     ``None``."""
-    kind = next((k for k in catalog_kinds() if k.type == type_token), None)
+    kind = next((k for k in catalog_kinds() if not k.is_prefix and k.covers(type_token)), None)
     return kind.settings.get(check) if kind is not None else None
 
 
@@ -92,13 +92,14 @@ class UnmappedTypeError(LookupError):
 
 
 def export_type(type_token: str) -> ExportType | None:
-    """The export of ``type_token``; ``None`` when deliberately not exported.
+    """The export of ``type_token`` (any API version of a declared type: ``ResourceKind.covers``);
+    ``None`` when deliberately not exported.
 
     Raises:
         UnmappedTypeError: when no registered target's catalog declares the type.
     """
     kinds = catalog_kinds()
-    exact = next((k for k in kinds if k.type == type_token), None)
+    exact = next((k for k in kinds if not k.is_prefix and k.covers(type_token)), None)
     if exact is not None:
         return exact.export
     if any(k.is_prefix and k.not_exported and k.covers(type_token) for k in kinds):

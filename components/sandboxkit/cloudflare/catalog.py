@@ -7,13 +7,11 @@ See ``sandboxkit.catalog``: mock outputs for the offline render and checkov expo
 from __future__ import annotations
 
 from sandboxkit.catalog import TF_CLOUDFLARE, ResourceKind, TerraformType
-
-# The Worker script: its bindings carry EGRESS_POLICY, limits and keys (egress_reader.py reads it).
-WORKERS_SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+from sandboxkit.cloudflare.type_tokens import PROVIDER, WORKERS_SCRIPT, WORKERS_SUBDOMAIN
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        WORKERS_SCRIPT,
+        WORKERS_SCRIPT.token,
         export=TerraformType(
             "cloudflare_workers_script",
             TF_CLOUDFLARE,
@@ -21,12 +19,12 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain",
+        WORKERS_SUBDOMAIN.token,
         export=TerraformType("cloudflare_workers_script_subdomain", TF_CLOUDFLARE),
         settings={"CKV_SBX_23": "workersDev"},
     ),
     ResourceKind(
-        "pulumi:providers:cloudflare",
+        PROVIDER.token,
         not_exported=(
             "provider configuration (API token), not a Cloudflare resource; checkov's "
             "resource checks do not read it"

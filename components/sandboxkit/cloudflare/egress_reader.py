@@ -49,10 +49,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from sandboxkit.boundary import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
+from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT
 from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
@@ -176,7 +176,7 @@ def read_egress(
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for script in resources:
-        policy = egress_policy_text(script) if script.type == WORKERS_SCRIPT else None
+        policy = egress_policy_text(script) if WORKERS_SCRIPT.matches(script.type) else None
         if policy is None:
             continue
         resource = f"{script.type} {script.name}"

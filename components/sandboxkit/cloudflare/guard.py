@@ -16,8 +16,8 @@ from sandboxkit.boundary import (
     JWT_SIGNING_KEY_BINDING,
     MAX_LIFETIME_BINDING,
 )
-from sandboxkit.cloudflare.catalog import WORKERS_SCRIPT
 from sandboxkit.cloudflare.egress_reader import worker_code_problems
+from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT, WORKERS_SUBDOMAIN
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -50,8 +50,6 @@ from sandboxkit.policy_rules import (
     SERVER_CHOSEN_IDS,
     TIME_LIMITS,
 )
-
-WORKERS_SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 
 
 def _egress_policy(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -172,7 +170,7 @@ def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 def _workers_without_observability(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    for script in of_kind(resources, "index/workersScript:WorkersScript"):
+    for script in of_kind(resources, WORKERS_SCRIPT):
         if dig(script.props, "observability.enabled") is not True:
             yield (
                 f"Worker {script.name} has observability off, so commands leave no audit "

@@ -11,6 +11,19 @@ from typing import Any
 from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.catalog import TF_GOOGLE, ResourceKind, TerraformType
+from sandboxkit.gcp.type_tokens import (
+    LOG_BUCKET,
+    LOG_SINK,
+    NAT,
+    NETWORK,
+    PROJECT_MEMBER,
+    PROVIDER,
+    RESPONSE_POLICY,
+    RESPONSE_RULE,
+    ROUTER,
+    SERVICE_ACCOUNT,
+    SUBNET,
+)
 
 MOCK_GCP_PROJECT = "example-project"
 
@@ -23,11 +36,11 @@ def _gcp_service_account(args: MockResourceArgs, resource_id: str) -> dict[str, 
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        "gcp:compute/network:Network",
+        NETWORK.token,
         export=TerraformType("google_compute_network", TF_GOOGLE),
     ),
     ResourceKind(
-        "gcp:compute/subnetwork:Subnetwork",
+        SUBNET.token,
         export=TerraformType(
             "google_compute_subnetwork",
             TF_GOOGLE,
@@ -36,12 +49,12 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "gcp:compute/router:Router",
+        ROUTER.token,
         export=TerraformType("google_compute_router", TF_GOOGLE),
         unchecked="a Cloud Router for NAT; no setting beyond its network",
     ),
     ResourceKind(
-        "gcp:compute/routerNat:RouterNat",
+        NAT.token,
         export=TerraformType(
             "google_compute_router_nat",
             TF_GOOGLE,
@@ -53,7 +66,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "gcp:dns/responsePolicy:ResponsePolicy",
+        RESPONSE_POLICY.token,
         export=TerraformType(
             "google_dns_response_policy", TF_GOOGLE, blocks=frozenset({"networks"})
         ),
@@ -63,7 +76,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "gcp:dns/responsePolicyRule:ResponsePolicyRule",
+        RESPONSE_RULE.token,
         export=TerraformType(
             "google_dns_response_policy_rule",
             TF_GOOGLE,
@@ -75,20 +88,20 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        "gcp:logging/projectBucketConfig:ProjectBucketConfig",
+        LOG_BUCKET.token,
         export=TerraformType("google_logging_project_bucket_config", TF_GOOGLE),
         settings={"CKV_SBX_21": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
-        "gcp:logging/projectSink:ProjectSink",
+        LOG_SINK.token,
         export=TerraformType("google_logging_project_sink", TF_GOOGLE),
     ),
     ResourceKind(
-        "gcp:projects/iAMMember:IAMMember",
+        PROJECT_MEMBER.token,
         export=TerraformType("google_project_iam_member", TF_GOOGLE),
     ),
     ResourceKind(
-        "gcp:serviceaccount/account:Account",
+        SERVICE_ACCOUNT.token,
         export=TerraformType("google_service_account", TF_GOOGLE),
         unchecked=(
             "an identity without settings; its grants are IAM members, which checkov judges"
@@ -96,7 +109,7 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_gcp_service_account,
     ),
     ResourceKind(
-        "pulumi:providers:gcp",
+        PROVIDER.token,
         not_exported=(
             "provider configuration (project, region), not a Google Cloud resource; checkov's"
             " resource checks do not read it"

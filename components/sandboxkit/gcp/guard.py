@@ -6,18 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from sandboxkit.gcp.type_tokens import IAM_GRANTS, LOG_BUCKET
 from sandboxkit.guard import CheckContext, Handler
 from sandboxkit.guard_checks import retention_problems
 from sandboxkit.policy_rules import LEAST_PRIVILEGE, RETENTION
 
 GCP_BASIC_ROLES = ("roles/owner", "roles/editor")
-IAM_GRANTS = (
-    "gcp:projects/iAMMember:IAMMember",
-    "gcp:projects/iAMBinding:IAMBinding",
-    "gcp:serviceaccount/iAMMember:IAMMember",
-    "gcp:serviceaccount/iAMBinding:IAMBinding",
-)
-LOG_BUCKET = "gcp:logging/projectBucketConfig:ProjectBucketConfig"
 
 
 # --- SBX-IAM-001 -------------------------------------------------------------------------------

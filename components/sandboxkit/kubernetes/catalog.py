@@ -10,6 +10,19 @@ from typing import Any
 from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.catalog import KubernetesType, ResourceKind
+from sandboxkit.kubernetes.type_tokens import (
+    CILIUM_POLICY,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    NAMESPACE,
+    NETWORK_POLICY,
+    PROVIDER,
+    RESOURCE_QUOTA,
+    RUNTIME_CLASS,
+    SANDBOX_TEMPLATE,
+    SERVICE,
+    WARM_POOL,
+)
 
 # A cluster IP for the kit's resolver Service in the offline render (the API server assigns the
 # real one from the cluster's service range).
@@ -29,26 +42,26 @@ def _service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        "kubernetes:core/v1:Namespace",
-        export=KubernetesType("Namespace"),
+        NAMESPACE.token,
+        export=KubernetesType(NAMESPACE.name),
     ),
     ResourceKind(
-        "kubernetes:core/v1:ResourceQuota",
-        export=KubernetesType("ResourceQuota"),
+        RESOURCE_QUOTA.token,
+        export=KubernetesType(RESOURCE_QUOTA.name),
         settings={"CKV_SBX_4": "profile.pool.maxConcurrent"},
     ),
     ResourceKind(
-        "kubernetes:node.k8s.io/v1:RuntimeClass",
-        export=KubernetesType("RuntimeClass"),
+        RUNTIME_CLASS.token,
+        export=KubernetesType(RUNTIME_CLASS.name),
         settings={"CKV_SBX_5": "runtimeClass.handler"},
     ),
     ResourceKind(
-        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
-        export=KubernetesType("NetworkPolicy"),
+        NETWORK_POLICY.token,
+        export=KubernetesType(NETWORK_POLICY.name),
     ),
     ResourceKind(
-        "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate",
-        export=KubernetesType("SandboxTemplate", pod_template="spec.podTemplate"),
+        SANDBOX_TEMPLATE.token,
+        export=KubernetesType(SANDBOX_TEMPLATE.name, pod_template="spec.podTemplate"),
         # checkov's image checks (tag fixed, digest, pull policy for a tag) and high UID.
         settings={
             "CKV_K8S_14": "image",
@@ -58,29 +71,29 @@ KINDS: tuple[ResourceKind, ...] = (
         },
     ),
     ResourceKind(
-        "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool",
-        export=KubernetesType("SandboxWarmPool"),
+        WARM_POOL.token,
+        export=KubernetesType(WARM_POOL.name),
         settings={"CKV_SBX_2": "profile.pool.ready"},
     ),
     ResourceKind(
-        "kubernetes:core/v1:ConfigMap",
-        export=KubernetesType("ConfigMap"),
+        CONFIG_MAP.token,
+        export=KubernetesType(CONFIG_MAP.name),
     ),
     ResourceKind(
-        "kubernetes:apps/v1:Deployment",
-        export=KubernetesType("Deployment"),
+        DEPLOYMENT.token,
+        export=KubernetesType(DEPLOYMENT.name),
     ),
     ResourceKind(
-        "kubernetes:core/v1:Service",
-        export=KubernetesType("Service"),
+        SERVICE.token,
+        export=KubernetesType(SERVICE.name),
         mock_outputs=_service,
     ),
     ResourceKind(
-        "kubernetes:cilium.io/v2:CiliumNetworkPolicy",
-        export=KubernetesType("CiliumNetworkPolicy"),
+        CILIUM_POLICY.token,
+        export=KubernetesType(CILIUM_POLICY.name),
     ),
     ResourceKind(
-        "pulumi:providers:kubernetes",
+        PROVIDER.token,
         not_exported=(
             "provider configuration (kubeconfig context), not a cluster object; checkov has "
             "no checks for it"

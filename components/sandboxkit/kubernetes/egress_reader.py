@@ -74,14 +74,20 @@ from sandboxkit.kubernetes.cilium import (
     parse_version,
 )
 from sandboxkit.kubernetes.resolver import CONFIG_PATH, DNS_PORT
+from sandboxkit.kubernetes.type_tokens import (
+    CILIUM_POLICY,
+    CLUSTERWIDE_POLICY,
+    CONFIG_FILE,
+    CONFIG_GROUP,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    GKE_FQDN_POLICY,
+    NETWORK_POLICY,
+    SANDBOX_TEMPLATE,
+)
+from sandboxkit.type_tokens import TypeToken
 
 TARGET = "kubernetes"
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-CILIUM_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
-GKE_FQDN_POLICY = "kubernetes:networking.gke.io/v1alpha1:FQDNNetworkPolicy"
-SANDBOX_TEMPLATE_KIND = "SandboxTemplate"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 NP_DOC = (
     "Kubernetes NetworkPolicy: egress ipBlock (cidr, except) and ports "
@@ -122,11 +128,6 @@ _WORLD: Final = {
 # Egress peers whose endpoints the reader cannot place: Services (which may front external
 # endpoints) and cloud provider groups.
 _UNREAD_PEERS: Final = frozenset({"toServices", "toGroups"})
-CLUSTERWIDE_POLICY = "kubernetes:cilium.io/v2:CiliumClusterwideNetworkPolicy"
-# pulumi-kubernetes 4's YAML components: the provider builds their objects at deployment, so a
-# render (and the policy pack) holds only these components' inputs (pulumi_kubernetes.yaml.v2).
-CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
-CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
 _KIT_HOST = re.compile(
     r"^\^(?P<below>\(\[-a-z0-9_\]\+\\\.\)\+)?(?P<name>(?:[-a-z0-9_]|\\\.)+)\(:\d+\)\?\$$"
 )
@@ -255,7 +256,7 @@ class _Pods:
 
 def _sandbox_pods(resources: Sequence[ResourceView]) -> Iterator[_Pods]:
     for view in resources:
-        if view.at("kind") == SANDBOX_TEMPLATE_KIND:
+        if SANDBOX_TEMPLATE.matches(view.type):
             pod = as_dict(view.at("spec.podTemplate"))
             spec = as_dict(pod.get("spec"))
             labels = as_dict(as_dict(pod.get("metadata")).get("labels"))
@@ -310,12 +311,14 @@ def selects(selector: Any, labels: Mapping[str, str]) -> bool:
     return True
 
 
-def _policies(resources: Sequence[ResourceView], kind: str, pods: _Pods) -> list[ResourceView]:
+def _policies(
+    resources: Sequence[ResourceView], kind: TypeToken, pods: _Pods
+) -> list[ResourceView]:
     selector = "spec.endpointSelector" if kind == CILIUM_POLICY else "spec.podSelector"
     labels = dict(pods.labels)
     if kind == CILIUM_POLICY and pods.namespace:
         labels[_NAMESPACE_LABEL] = pods.namespace
-    return [v for v in resources if v.type == kind and selects(v.at(selector), labels)]
+    return [v for v in resources if kind.matches(v.type) and selects(v.at(selector), labels)]
 
 
 def _address_grant(cidr: str, ports: Ports, excluded: Iterable[str], where: str, doc: str) -> Grant:
@@ -535,7 +538,7 @@ def resolver_command_line(resources: Sequence[ResourceView]) -> list[str]:
     found: list[str] = []
     for view in resources:
         labels = as_dict(view.at("spec.template.metadata.labels"))
-        if view.type == DEPLOYMENT and RESOLVER_POD_LABEL in labels:
+        if DEPLOYMENT.matches(view.type) and RESOLVER_POD_LABEL in labels:
             for container in as_dicts(view.at("spec.template.spec.containers")):
                 found += [str(a) for a in as_list(container.get("command"))]
                 found += [str(a) for a in as_list(container.get("args"))]
@@ -545,7 +548,7 @@ def resolver_command_line(resources: Sequence[ResourceView]) -> list[str]:
 def resolver_config(view: ResourceView) -> str | None:
     """The dnsmasq configuration a ConfigMap holds for the kit's resolver, else ``None``."""
     config = as_dict(view.at("data")).get(CONFIG_PATH.rsplit("/", 1)[-1])
-    return config if view.type == CONFIG_MAP and isinstance(config, str) else None
+    return config if CONFIG_MAP.matches(view.type) and isinstance(config, str) else None
 
 
 def _resolver_config(resources: Sequence[ResourceView]) -> str | None:
@@ -650,8 +653,8 @@ def _manifests(view: ResourceView) -> list[dict[str, Any]]:
     """
     where = f"{view.type} {view.name}"
     files = as_list(view.props.get("files"))
-    if view.type == CONFIG_FILE or files:
-        source = view.props.get("file") if view.type == CONFIG_FILE else files
+    if view.type == CONFIG_FILE.token or files:
+        source = view.props.get("file") if view.type == CONFIG_FILE.token else files
         raise ValueError(
             f"{where} reads Kubernetes objects from {source!r} at deployment: the render does not "
             "hold them, so the NetworkPolicies among them cannot be read; give the objects as "
@@ -674,7 +677,7 @@ def _expanded(resources: Sequence[ResourceView]) -> list[ResourceView]:
     provider would create them (each named by its ``metadata.name``)."""
     found: list[ResourceView] = []
     for view in resources:
-        if view.type not in (CONFIG_GROUP, CONFIG_FILE):
+        if view.type not in (CONFIG_GROUP.token, CONFIG_FILE.token):
             found.append(view)
             continue
         for manifest in _manifests(view):
@@ -689,12 +692,12 @@ def _cilium_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
     Policy Language: a policy holds a rule in ``spec`` or a list in ``specs``)."""
     found: list[ResourceView] = []
     for view in resources:
-        if view.type not in (CILIUM_POLICY, CLUSTERWIDE_POLICY):
+        if not (CILIUM_POLICY.matches(view.type) or CLUSTERWIDE_POLICY.matches(view.type)):
             found.append(view)
             continue
         rules = [view.at("spec"), *as_list(view.at("specs"))]
         found += [
-            ResourceView(CILIUM_POLICY, view.name, {**view.props, "spec": rule})
+            ResourceView(CILIUM_POLICY.token, view.name, {**view.props, "spec": rule})
             for rule in rules
             if isinstance(rule, dict)
         ]
@@ -708,12 +711,12 @@ def _isolates(view: ResourceView) -> bool:
     "policyTypes"). CiliumNetworkPolicy: an ``egress`` or ``egressDeny`` rule, unless
     ``enableDefaultDeny.egress`` is false (Cilium docs, Policy Enforcement Modes). GKE
     FQDNNetworkPolicy: an egress rule. An empty rule list isolates nothing (wider)."""
-    if view.type == NETWORK_POLICY:
+    if NETWORK_POLICY.matches(view.type):
         types = view.at("spec.policyTypes")
         if isinstance(types, list):
             return "Egress" in types
         return bool(as_list(view.at("spec.egress")))
-    if view.type == CILIUM_POLICY:
+    if CILIUM_POLICY.matches(view.type):
         rules = as_list(view.at("spec.egress")) + as_list(view.at("spec.egressDeny"))
         return bool(rules) and as_dict(view.at("spec.enableDefaultDeny")).get("egress") is not False
     return bool(as_list(view.at("spec.egress")))

@@ -15,7 +15,6 @@ from sandboxkit.boundary import (
 )
 from sandboxkit.effective_egress import ResourceView, as_dicts
 from sandboxkit.guard import (
-    SANDBOX_POD_KINDS,
     CheckContext,
     Handler,
     StackHandler,
@@ -45,11 +44,6 @@ from sandboxkit.guard_checks import (
 )
 from sandboxkit.kubernetes import pod_guard
 from sandboxkit.kubernetes.egress_reader import (
-    CILIUM_POLICY,
-    CONFIG_MAP,
-    DEPLOYMENT,
-    GKE_FQDN_POLICY,
-    NETWORK_POLICY,
     admits_dns,
     dnsmasq_names,
     peer_kind,
@@ -58,6 +52,19 @@ from sandboxkit.kubernetes.egress_reader import (
     selects,
 )
 from sandboxkit.kubernetes.resolver import CONFIG_PATH
+from sandboxkit.kubernetes.type_tokens import (
+    CILIUM_POLICY,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    GKE_FQDN_POLICY,
+    NETWORK_POLICY,
+    RESOURCE_QUOTA,
+    ROLE_BINDINGS,
+    ROLES,
+    SANDBOX_POD_KINDS,
+    SANDBOX_TEMPLATE,
+    WARM_POOL,
+)
 from sandboxkit.policy_rules import (
     ALLOWLIST_SPECIFIC,
     BOUNDED_POOLS,
@@ -72,12 +79,7 @@ from sandboxkit.policy_rules import (
     SIZE_LIMITS,
     TIME_LIMITS,
 )
-
-SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
-ROLE_BINDINGS = ("kubernetes:*:RoleBinding", "kubernetes:*:ClusterRoleBinding")
-ROLES = ("kubernetes:*:Role", "kubernetes:*:ClusterRole")
-RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-WARM_POOL = "kubernetes:*:SandboxWarmPool"
+from sandboxkit.type_tokens import of_type
 
 KUBERNETES_ADMIN_ROLES = ("cluster-admin", "admin", "edit")
 
@@ -263,8 +265,8 @@ def _covers(selector: Any, pod_labels: Mapping[str, str]) -> bool:
 def _templates_without_policy(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    policies = of_kind(resources, ":NetworkPolicy")
-    for template in of_kind(resources, ":SandboxTemplate"):
+    policies = of_kind(resources, NETWORK_POLICY)
+    for template in of_kind(resources, SANDBOX_TEMPLATE):
         namespace = dig(template.props, "metadata.namespace")
         pod_labels = dig(template.props, "spec.podTemplate.metadata.labels", {}) or {}
         # Same target (cluster) and namespace: two targets may use the same namespace name.
@@ -408,16 +410,16 @@ def _sandbox_dns(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     urns = {r.name: r.urn for r in resources}
-    views = [v for v in resource_views(resources, "kubernetes:") if v.type in _DNS_TYPES]
+    views = of_type(resource_views(resources, "kubernetes:"), *_DNS_TYPES)
     nps = [
         v
         for v in views
-        if v.type == NETWORK_POLICY and _selects_sandboxes(v.at("spec.podSelector"))
+        if NETWORK_POLICY.matches(v.type) and _selects_sandboxes(v.at("spec.podSelector"))
     ]
     cnps = [
         v
         for v in views
-        if v.type == CILIUM_POLICY and _selects_sandboxes(v.at("spec.endpointSelector"))
+        if CILIUM_POLICY.matches(v.type) and _selects_sandboxes(v.at("spec.endpointSelector"))
     ]
     if _reaches_internet(nps, cnps):
         return  # SBX-NET-001 reports it; a DNS tunnel takes out nothing more.
@@ -503,18 +505,17 @@ def _quota_per_namespace(
     # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
     quotas = {
         (target_of(r.props), dig(r.props, "metadata.namespace"))
-        for r in resources
-        if r.resource_type == RESOURCE_QUOTA and dig(r.props, "spec.hard.pods")
+        for r in of_kind(resources, RESOURCE_QUOTA)
+        if dig(r.props, "spec.hard.pods")
     }
-    for r in resources:
-        if r.resource_type.endswith(":SandboxTemplate"):
-            namespace = dig(r.props, "metadata.namespace")
-            if (target_of(r.props), namespace) not in quotas:
-                yield (
-                    f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
-                    "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
-                    r.urn,
-                )
+    for r in of_kind(resources, SANDBOX_TEMPLATE):
+        namespace = dig(r.props, "metadata.namespace")
+        if (target_of(r.props), namespace) not in quotas:
+            yield (
+                f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
+                "ResourceQuota bounding its pods; keep the kit's quota alongside it.",
+                r.urn,
+            )
 
 
 # --- SBX-SEC-001, SBX-SEC-003 ------------------------------------------------------------------

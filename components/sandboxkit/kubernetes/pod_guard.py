@@ -8,7 +8,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.guard import (
-    SANDBOX_POD_KINDS,
     CheckContext,
     Handler,
     StackHandler,
@@ -23,6 +22,12 @@ from sandboxkit.guard import (
 )
 from sandboxkit.guard_checks import outside_the_stack
 from sandboxkit.kubernetes.egress_reader import TARGET
+from sandboxkit.kubernetes.type_tokens import (
+    NAMESPACE,
+    RUNTIME_CLASS,
+    SANDBOX_POD_KINDS,
+    SANDBOX_TEMPLATE,
+)
 from sandboxkit.policy_rules import (
     CLAIMS_LOCKED,
     HOST_ISOLATION,
@@ -34,9 +39,6 @@ from sandboxkit.policy_rules import (
     SANDBOXED_RUNTIME,
     SECCOMP,
 )
-
-NAMESPACE = "kubernetes:core/v1:Namespace"
-SANDBOX_TEMPLATE = "kubernetes:*:SandboxTemplate"
 
 
 def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -148,9 +150,9 @@ def _external_runtime_classes(
     # name; otherwise its handler (runsc, kata, or runc) is the cluster's secret.
     created = {
         (target_of(r.props), dig(r.props, "metadata.name"))
-        for r in of_kind(resources, ":RuntimeClass")
+        for r in of_kind(resources, RUNTIME_CLASS)
     }
-    for template in of_kind(resources, ":SandboxTemplate"):
+    for template in of_kind(resources, SANDBOX_TEMPLATE):
         # Only kubernetes makes the runtime class a setting; gcp-gke uses GKE's own ``gvisor``
         # class, which GKE installs with the GKE Sandbox node pools the stack creates and
         # SBX-K8S-004 checks.
@@ -188,11 +190,10 @@ def _external_namespaces(
     # A namespace is created when the same target's component registered a Namespace by that
     # name; otherwise its labels and the other policies in it are the cluster's secret.
     created = {
-        (target_of(r.props), dig(r.props, "metadata.name"))
-        for r in of_kind(resources, ":Namespace")
+        (target_of(r.props), dig(r.props, "metadata.name")) for r in of_kind(resources, NAMESPACE)
     }
     reported: set[tuple[str | None, str]] = set()
-    for template in of_kind(resources, ":SandboxTemplate"):
+    for template in of_kind(resources, SANDBOX_TEMPLATE):
         target, name = target_of(template.props), dig(template.props, "metadata.namespace")
         if not isinstance(name, str) or (target, name) in created or (target, name) in reported:
             continue

@@ -18,9 +18,9 @@ from typing import Literal
 from sandboxkit.addresses import exclusion_blocks
 from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_list
 from sandboxkit.egress_contract import EgressRule, parse_rule
-from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
 from sandboxkit.local.plan import TARGET
 from sandboxkit.local.spec import GATEWAY_SOURCE
+from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
 
 
 def _rule_grants(rule: EgressRule, resource: str) -> Iterator[tuple[str, Grant]]:
@@ -61,7 +61,7 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for view in resources:
-        if view.type != EGRESS_GATEWAY_POLICY:
+        if not EGRESS_GATEWAY_POLICY.matches(view.type):
             continue
         resource = f"{view.type} {view.name}"
         mode = view.at("mode")

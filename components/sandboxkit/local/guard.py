@@ -9,7 +9,7 @@ from typing import Any
 
 from sandboxkit.guard import CheckContext, Handler, dig
 from sandboxkit.guard_checks import retention_problems, size_problems, time_problems
-from sandboxkit.local.catalog import EGRESS_GATEWAY_POLICY
+from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
 from sandboxkit.policy_rules import RETENTION, SIZE_LIMITS, TIME_LIMITS
 
 _KIND = "Local sandbox policy"

@@ -11,6 +11,13 @@ from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.catalog import TAGS, TF_GOOGLE, ResourceKind, TerraformType, mock_hash, setting_of
 from sandboxkit.gcp.catalog import KINDS as GCP_KINDS
+from sandboxkit.gcp.type_tokens import (
+    ASSOCIATION,
+    FIREWALL_POLICY,
+    FIREWALL_RULE,
+    INVOKER_MEMBER,
+    SERVICE,
+)
 
 
 def _gcp_cloud_run_service(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
@@ -26,7 +33,7 @@ def _gcp_cloud_run_service(args: MockResourceArgs, resource_id: str) -> dict[str
 KINDS: tuple[ResourceKind, ...] = (
     *GCP_KINDS,
     ResourceKind(
-        "gcp:cloudrunv2/service:Service",
+        SERVICE.token,
         export=TerraformType(
             "google_cloud_run_v2_service",
             TF_GOOGLE,
@@ -57,21 +64,21 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_gcp_cloud_run_service,
     ),
     ResourceKind(
-        "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
+        INVOKER_MEMBER.token,
         export=TerraformType("google_cloud_run_v2_service_iam_member", TF_GOOGLE),
     ),
     ResourceKind(
-        "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy",
+        FIREWALL_POLICY.token,
         export=TerraformType("google_compute_network_firewall_policy", TF_GOOGLE),
         unchecked="a named container; its rules are checked (CKV_SBX_20)",
     ),
     ResourceKind(
-        "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation",
+        ASSOCIATION.token,
         export=TerraformType("google_compute_network_firewall_policy_association", TF_GOOGLE),
         unchecked="attaches the policy to the network; no setting beyond the two references",
     ),
     ResourceKind(
-        "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule",
+        FIREWALL_RULE.token,
         export=TerraformType(
             "google_compute_network_firewall_policy_rule",
             TF_GOOGLE,

@@ -63,20 +63,22 @@ from sandboxkit.gcp.cloudrun.ngfw import (
     decide,
     read_rules,
 )
+from sandboxkit.gcp.type_tokens import (
+    ASSOCIATION,
+    FIREWALL_POLICY,
+    FIREWALL_POLICY_WITH_RULES,
+    NAT,
+    RESPONSE_POLICY,
+    RESPONSE_RULE,
+    ROUTER,
+    SERVICE,
+    SUBNET,
+)
+from sandboxkit.gcp.type_tokens import FIREWALL_RULE as RULE
 from sandboxkit.secrets import UNKNOWN_SECRET
+from sandboxkit.type_tokens import of_type
 
 TARGET = "gcp-cloudrun"
-SERVICE = "gcp:cloudrunv2/service:Service"
-SUBNET = "gcp:compute/subnetwork:Subnetwork"
-ASSOCIATION = "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation"
-RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
-POLICY = "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy"
-# A policy holding its rules inline (``rules``: the fields of a NetworkFirewallPolicyRule).
-POLICY_WITH_RULES = "gcp:compute/networkFirewallPolicyWithRules:NetworkFirewallPolicyWithRules"
-ROUTER = "gcp:compute/router:Router"
-NAT = "gcp:compute/routerNat:RouterNat"
-RESPONSE_POLICY = "gcp:dns/responsePolicy:ResponsePolicy"
-RESPONSE_RULE = "gcp:dns/responsePolicyRule:ResponsePolicyRule"
 
 VPC_EGRESS_DOC: Final = (
     "https://cloud.google.com/run/docs/configuring/vpc-direct-vpc: vpcAccess.egress "
@@ -130,10 +132,6 @@ class SandboxPath:
     ipv6: bool
 
 
-def _of(resources: Iterable[ResourceView], type_token: str) -> list[ResourceView]:
-    return [r for r in resources if r.type == type_token]
-
-
 def _is_launcher(service: ResourceView) -> bool:
     return any(
         c.get("sandboxLauncher") is True for c in as_dicts(service.at("template.containers"))
@@ -169,11 +167,10 @@ def _associated_policies(resources: Sequence[ResourceView], networks: set[object
     """
     rendered = {
         policy_key(p.props.get("name", p.name))
-        for p in resources
-        if p.type in (POLICY, POLICY_WITH_RULES)
+        for p in of_type(resources, FIREWALL_POLICY, FIREWALL_POLICY_WITH_RULES)
     }
     found: set[str] = set()
-    for association in _of(resources, ASSOCIATION):
+    for association in of_type(resources, ASSOCIATION):
         if association.props.get("attachmentTarget") not in networks:
             continue
         reference = association.props.get("firewallPolicy")
@@ -195,7 +192,7 @@ def _inline_rules(
     named ``<policy resource>.rules[<index>]``."""
     return read_rules(
         (f"{view.name}.rules[{index}]", rule)
-        for view in _of(resources, POLICY_WITH_RULES)
+        for view in of_type(resources, FIREWALL_POLICY_WITH_RULES)
         if policy_key(view.props.get("name", view.name)) in policies
         for index, rule in enumerate(as_dicts(view.props.get("rules")))
     )
@@ -207,30 +204,32 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
     networks = {i.get("network") for i in interfaces} - {None}
     subnets = {i.get("subnetwork") for i in interfaces} - {None}
     policies = _associated_policies(resources, networks)
-    rules = read_rules((r.name, r.props) for r in _of(resources, RULE) if _in(r, policies))
+    rules = read_rules((r.name, r.props) for r in of_type(resources, RULE) if _in(r, policies))
     rules += _inline_rules(resources, policies)
     bound = {
         p.props.get("responsePolicyName")
-        for p in _of(resources, RESPONSE_POLICY)
+        for p in of_type(resources, RESPONSE_POLICY)
         if any(n.get("networkUrl") in networks for n in as_dicts(p.props.get("networks")))
     }
     dns = tuple(
         PolicyRule.from_inputs(r.props)
-        for r in _of(resources, RESPONSE_RULE)
+        for r in of_type(resources, RESPONSE_RULE)
         if r.props.get("responsePolicy") in bound
     )
     routers = {
-        r.props.get("name") for r in _of(resources, ROUTER) if r.props.get("network") in networks
+        r.props.get("name")
+        for r in of_type(resources, ROUTER)
+        if r.props.get("network") in networks
     }
     nat = any(
         n.props.get("sourceSubnetworkIpRangesToNat") == "ALL_SUBNETWORKS_ALL_IP_RANGES"
         or any(s.get("name") in subnets for s in as_dicts(n.props.get("subnetworks")))
-        for n in _of(resources, NAT)
+        for n in of_type(resources, NAT)
         if n.props.get("router") in routers
     )
     stacks = {
         s.props.get("stackType", "IPV4_ONLY")
-        for s in _of(resources, SUBNET)
+        for s in of_type(resources, SUBNET)
         if s.props.get("network") in networks
     }
     return SandboxPath(
@@ -246,7 +245,7 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
 def sandbox_paths(resources: Iterable[ResourceView]) -> list[SandboxPath]:
     """One ``SandboxPath`` per Cloud Run service with a sandbox launcher container."""
     rendered = list(resources)
-    return [_path(rendered, s) for s in _of(rendered, SERVICE) if _is_launcher(s)]
+    return [_path(rendered, s) for s in of_type(rendered, SERVICE) if _is_launcher(s)]
 
 
 def _resolution(path: SandboxPath) -> list[Grant]:

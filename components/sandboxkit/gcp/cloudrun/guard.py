@@ -11,6 +11,17 @@ from sandboxkit.boundary import EVERYWHERE
 from sandboxkit.gcp import guard as gcp_guard
 from sandboxkit.gcp.cloudrun.egress_reader import dns_tunnels, rebinding_holes
 from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE
+from sandboxkit.gcp.type_tokens import (
+    FIREWALL_RULE,
+    FOLDER_BINDING,
+    FOLDER_MEMBER,
+    INVOKER_GRANTS,
+    ORGANIZATION_BINDING,
+    ORGANIZATION_MEMBER,
+    PROJECT_BINDING,
+    PROJECT_MEMBER,
+    SERVICE,
+)
 from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     CheckContext,
@@ -50,20 +61,17 @@ from sandboxkit.policy_rules import (
 )
 from sandboxkit.value_formats import same_image
 
-SERVICE = "gcp:cloudrunv2/service:Service"
-FIREWALL_RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
-INVOKER_GRANTS = (
-    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember",
-    "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding",
-)
 GCP_PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
-# Grants on a whole project, folder or organization (type token prefix -> what and the input
-# naming it): Cloud Logging's write permission (logging.logEntries.create) is granted no lower
-# than these (https://cloud.google.com/iam/docs/roles-permissions/logging).
+# Grants on a whole project, folder or organization (type -> what and the input naming it):
+# Cloud Logging's write permission (logging.logEntries.create) is granted no lower than these
+# (https://cloud.google.com/iam/docs/roles-permissions/logging).
 WIDE_GRANTS = {
-    "gcp:projects/": ("project", "project"),
-    "gcp:folder/": ("folder", "folder"),
-    "gcp:organizations/": ("organization", "orgId"),
+    PROJECT_MEMBER: ("project", "project"),
+    PROJECT_BINDING: ("project", "project"),
+    FOLDER_MEMBER: ("folder", "folder"),
+    FOLDER_BINDING: ("folder", "folder"),
+    ORGANIZATION_MEMBER: ("organization", "orgId"),
+    ORGANIZATION_BINDING: ("organization", "orgId"),
 }
 
 
@@ -148,7 +156,7 @@ def _priority(rule: StackResource) -> float | None:
 def _services_without_deny_all(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    rules = of_kind(resources, "compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule")
+    rules = of_kind(resources, FIREWALL_RULE)
     egress_rules = [r for r in rules if r.props.get("direction") == "EGRESS"]
     deny_all = [
         r
@@ -160,7 +168,7 @@ def _services_without_deny_all(
     unordered = [r.name for r in [*deny_all, *allows] if _priority(r) is None]
     deny_order = [p for r in deny_all if (p := _priority(r)) is not None]
     allow_order = [p for r in allows if (p := _priority(r)) is not None]
-    for service in of_kind(resources, "cloudrunv2/service:Service"):
+    for service in of_kind(resources, SERVICE):
         if unordered:
             yield (
                 f"Cannot tell whether the deny-all egress rule for Cloud Run service "
@@ -249,7 +257,7 @@ def _dns_doors(
 ) -> Iterator[tuple[str, str | None]]:
     # Read by the target's egress reader: names resolved past a closed firewall (a DNS
     # tunnel), and allowed names its rules would admit at a non-public address (rebinding).
-    services = {s.name: s.urn for s in of_kind(resources, "cloudrunv2/service:Service")}
+    services = {s.name: s.urn for s in of_kind(resources, SERVICE)}
     views = resource_views(resources, "gcp:")
     try:
         tunnels, holes = dns_tunnels(views), rebinding_holes(views)
@@ -287,7 +295,7 @@ def _launchers(
 ) -> Iterator[tuple[StackResource, list[Mapping[str, Any]]]]:
     """Each Cloud Run service with its ``sandboxLauncher`` containers (services without one
     start no sandboxes)."""
-    for service in of_kind(resources, "cloudrunv2/service:Service"):
+    for service in of_kind(resources, SERVICE):
         containers = items(dig(service.props, "template.containers"))
         launchers = [
             c for c in containers if isinstance(c, Mapping) and c.get("sandboxLauncher") is True
@@ -366,9 +374,8 @@ def _launcher_log_writers(
     for grant in resources:
         scope = [
             (label, grant.props.get(key))
-            for prefix, (label, key) in WIDE_GRANTS.items()
-            if grant.resource_type.startswith(prefix)
-            and grant.resource_type.endswith(("/iAMMember:IAMMember", "/iAMBinding:IAMBinding"))
+            for token, (label, key) in WIDE_GRANTS.items()
+            if token.matches(grant.resource_type)
         ]
         role = str(grant.props.get("role", ""))
         if not scope or not role.startswith("roles/logging."):

@@ -12,6 +12,10 @@ from pulumi.runtime import MockResourceArgs
 
 from sandboxkit.catalog import TAGS, TF_GOOGLE, ResourceKind, TerraformType
 from sandboxkit.gcp.catalog import KINDS as GCP_KINDS
+from sandboxkit.gcp.type_tokens import (
+    CLUSTER,
+    NODE_POOL,
+)
 from sandboxkit.kubernetes.catalog import KINDS as KUBERNETES_KINDS
 
 # A documentation-range address and a placeholder certificate: the cluster is never reached.
@@ -34,7 +38,7 @@ KINDS: tuple[ResourceKind, ...] = (
     *GCP_KINDS,
     *KUBERNETES_KINDS,
     ResourceKind(
-        "gcp:container/cluster:Cluster",
+        CLUSTER.token,
         export=TerraformType(
             "google_container_cluster",
             TF_GOOGLE,
@@ -60,7 +64,7 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_gke_cluster,
     ),
     ResourceKind(
-        "gcp:container/nodePool:NodePool",
+        NODE_POOL.token,
         export=TerraformType(
             "google_container_node_pool",
             TF_GOOGLE,

@@ -15,6 +15,7 @@ from sandboxkit.gcp.gke.plan import (
     PUBLIC_ENDPOINT_MARK,
     cluster_reference,
 )
+from sandboxkit.gcp.type_tokens import CLUSTER, NODE_POOL
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -35,10 +36,6 @@ from sandboxkit.policy_rules import (
     OUTSIDE_THE_STACK,
     SANDBOXED_RUNTIME,
 )
-
-CLUSTER = "gcp:container/cluster:Cluster"
-NODE_POOL = "gcp:container/nodePool:NodePool"
-
 
 # --- SBX-NET-003 -------------------------------------------------------------------------------
 
