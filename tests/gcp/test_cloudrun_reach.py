@@ -13,7 +13,6 @@ from sandboxkit.gcp.cloudrun.egress_reader import (
     DNS_ASSUMPTION,
     FQDN_DOC,
     IMPLIED_DOC,
-    POLICY,
     RULE,
     dns_tunnels,
     read_egress,
@@ -321,7 +320,7 @@ def test_rules_are_read_by_the_policy_they_belong_to() -> None:
     by_id = replaced(
         [*render(), fw_rule("acme-open", 100, "allow", **OPEN_443)],
         res(
-            RULE,
+            RULE.token,
             "acme-open",
             ruleName="acme-open",
             firewallPolicy="projects/acme/global/firewallPolicies/egress",
@@ -333,7 +332,7 @@ def test_rules_are_read_by_the_policy_they_belong_to() -> None:
     )
     assert read_egress(by_id).admits("203.0.113.7", 443)
     elsewhere = res(
-        RULE,
+        RULE.token,
         "acme-elsewhere",
         ruleName="acme-elsewhere",
         firewallPolicy="unattached",
@@ -342,7 +341,15 @@ def test_rules_are_read_by_the_policy_they_belong_to() -> None:
         priority=100,
         match=OPEN_443,
     )
-    unattached = [*render(), res(POLICY, "acme-policy", name="unattached"), elsewhere]
+    unattached = [
+        *render(),
+        res(
+            "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy",
+            "acme-policy",
+            name="unattached",
+        ),
+        elsewhere,
+    ]
     assert not read_egress(unattached).admits("203.0.113.7", 443)
     assert read_egress(unattached) == read_egress(render())
 

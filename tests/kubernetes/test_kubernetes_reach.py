@@ -700,7 +700,7 @@ def test_the_shipped_allowlist_opens_no_udp(allowlist: RenderedStack) -> None:
 
 
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
-OPEN_POLICY = {
+OPEN_POLICY: dict[str, JSONValue] = {
     "apiVersion": "networking.k8s.io/v1",
     "kind": "NetworkPolicy",
     "metadata": {"name": "acme-open"},
@@ -715,11 +715,12 @@ def test_network_policies_in_a_config_group_are_read_as_the_objects_it_declares(
     shut = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "policyTypes": ["Egress"]})
     assert not read_egress([template(), shut]).admits("203.0.113.7", 443)
     other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}
-    for props in (
+    every: list[dict[str, JSONValue]] = [
         {"objs": [OPEN_POLICY]},
         {"yaml": yaml.safe_dump_all([other, OPEN_POLICY])},
         {"yaml": [yaml.safe_dump(OPEN_POLICY)]},
-    ):
+    ]
+    for props in every:
         group = ResourceView(CONFIG_GROUP, "acme", props)
         verdict = read_egress([template(), shut, group]).admits("203.0.113.7", 443)
         assert [g.resource for g in verdict.grants] == ["NetworkPolicy acme/acme-open"]
