@@ -109,7 +109,8 @@ def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
         probes,
         effective,
         compare(effective, contract, probes),
-        inexpressible(effective),
+        # A UDP grant is compared on its probes above (what the contract makes of it).
+        tuple(f for f in inexpressible(effective) if f.kind != "udp"),
     )
 
 
