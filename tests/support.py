@@ -38,7 +38,7 @@ from sandboxkit.render import (
     render_source,
     render_stack,
 )
-from sandboxkit.targets import get_target
+from sandboxkit.targets import TARGET_MODULES, get_target
 
 _frozen_with_modules = 0
 
@@ -249,8 +249,11 @@ def stack_values(project_dir: Path, stack: str) -> dict[str, Any]:
     return copy.deepcopy(dict(read_stack_file(stack_file(project_dir, stack)).values))
 
 
-OPEN_EGRESS_REFUSED_BY = frozenset({"azure-sessions", "cloudflare"})
-"""Targets whose spec refuses ``profile.egress.mode: open`` at config load (exit 2)."""
+OPEN_EGRESS_REFUSED_BY = frozenset(
+    name for name in TARGET_MODULES if (accepts := get_target(name).accepts) and not accepts.open
+)
+"""Targets whose spec refuses ``profile.egress.mode: open`` at config load (exit 2), as each
+declares (``TargetSpec.accepts``): azure-sessions and cloudflare."""
 
 
 def open_egress(values: dict[str, Any], prefix: str = "") -> None:

@@ -26,12 +26,7 @@ from rich.tree import Tree
 from sandboxkit import __version__
 from sandboxkit.config import load_stack_file
 from sandboxkit.errors import MISSING, ConfigError, PrerequisiteError, Problem
-from sandboxkit.explain import (
-    TargetEgress,
-    explain_stack,
-    explanation_document,
-    resource_views,
-)
+from sandboxkit.explain import TargetEgress, explain_stack, explanation_document
 from sandboxkit.parallel import render_stacks
 from sandboxkit.profile import PROFILE_FIELDS
 from sandboxkit.progress import Step, no_steps, rendering, terminal_steps
@@ -349,11 +344,18 @@ def preview(
 
 
 def checkov_document(report: CheckovReport, stacks: list[str]) -> dict[str, Any]:
-    """The JSON document of ``sandboxkit checkov --json``."""
+    """The JSON document of ``sandboxkit checkov --json``: an accepted finding at the level it
+    would fail at, with ``"accepted": true`` and the baseline entry's ``reason``."""
+    from sandboxkit.gate.results import Violation
+
     return {
         "stacks": stacks,
         "violations": [f.violation() for f in report.failures],
-        "accepted": [f.violation() for f in report.accepted],
+        "accepted": [
+            Violation(**f.violation(), line=None, file=None, reason=f.accepted.reason).document()
+            for f in report.accepted
+            if f.accepted is not None
+        ],
         "coverage": report.coverage(),
         "summary": {
             "passed": sum(f.passed for f in report.findings),
@@ -800,7 +802,7 @@ def deployer_policy(
             )
         context = KitContext(stack, rendered.spec.environment, target)
         found = get_target(target).deployer_policy(
-            context, rendered.spec.settings[target], resource_views(rendered, target)
+            context, rendered.spec.settings[target], rendered.target_views(target)
         )
         if found is None:
             raise ConfigError(

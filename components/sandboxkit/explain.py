@@ -15,14 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi.runtime import rpc
-
 from sandboxkit.effective_egress import (
     Difference,
     EffectiveEgress,
     Inexpressible,
     Probe,
-    ResourceView,
     Verdict,
     compare,
     contract_probes,
@@ -30,8 +27,8 @@ from sandboxkit.effective_egress import (
 )
 from sandboxkit.egress_contract import EgressContract, destination_of
 from sandboxkit.guard import EGRESS_READ_FAILURES
-from sandboxkit.render import RenderedStack, is_secret_value, to_display, top_level
-from sandboxkit.targets import TARGET_MODULES, get_target
+from sandboxkit.render import RenderedStack
+from sandboxkit.targets import get_target
 
 
 @dataclass(frozen=True)
@@ -64,39 +61,12 @@ class TargetEgress:
         return self.effective is not None and not self.differences and not self.findings
 
 
-def resource_views(rendered: RenderedStack, target: str) -> list[ResourceView]:
-    """The rendered resources ``target``'s reader reads, as the policy pack reads them (plain
-    values, ``_as_the_pack_reads``): those ``target``'s component owns and those the project's
-    program registered outside every target's component (a route, a rule, a policy it adds
-    around the components), which may change any target's path (``guard.target_views``)."""
-    by_urn = {r.urn: r for r in rendered.resources}
-    return [
-        ResourceView.of(r.type, r.name, _as_the_pack_reads(r.inputs))
-        for r in rendered.resources
-        if (owner := top_level(r, by_urn).name) == target or owner not in TARGET_MODULES
-    ]
-
-
-def _as_the_pack_reads(value: Any) -> Any:
-    """Wire-form inputs as the policy pack reads them: a secret as its value (the offline
-    render's stand-in ``UNKNOWN_SECRET`` where it could not decrypt one), assets and the rest as
-    ``to_display`` shows them. A reader then follows a link through a secret as the gate does:
-    a known value like any other, the stand-in as a link it cannot place ("cannot verify")."""
-    if is_secret_value(value):
-        return _as_the_pack_reads(value.get("value"))
-    if isinstance(value, list):
-        return [_as_the_pack_reads(item) for item in value]
-    if isinstance(value, dict) and rpc._special_sig_key not in value:  # noqa: SLF001
-        return {key: _as_the_pack_reads(item) for key, item in value.items()}
-    return to_display(value)
-
-
 def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
     """Explain one listed target's egress (see the module docstring); a reader that refuses
     the resources (``guard.EGRESS_READ_FAILURES``) leaves the target unread, with its refusal."""
     contract = rendered.spec.contract(target)
     try:
-        effective = get_target(target).read_egress(resource_views(rendered, target))
+        effective = get_target(target).read_egress(rendered.target_views(target))
     except EGRESS_READ_FAILURES as failure:
         refusal = str(failure) if isinstance(failure, ValueError) else repr(failure)
         return TargetEgress(target, contract, contract_probes(contract), None, (), (), refusal)

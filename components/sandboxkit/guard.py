@@ -69,12 +69,28 @@ class CheckContext(Protocol):
 
 
 class StackResource(Protocol):
-    """One resource of the stack as a stack check sees it (pulumi-policy's ``PolicyResource``)."""
+    """One resource of the stack as a stack check sees it: pulumi-policy's ``PolicyResource``
+    in the pack, ``render.RenderedStackResource`` for the offline render."""
 
-    resource_type: str
-    props: Mapping[str, Any]
-    urn: str
-    name: str
+    @property
+    def resource_type(self) -> str:
+        """The type token."""
+        ...
+
+    @property
+    def props(self) -> Mapping[str, Any]:
+        """The inputs (camelCase keys)."""
+        ...
+
+    @property
+    def urn(self) -> str:
+        """The resource's URN."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The logical name."""
+        ...
 
     @property
     def parent(self) -> StackResource | None:
@@ -368,10 +384,23 @@ def of_kind(resources: Sequence[StackResource], *tokens: TypeToken) -> list[Stac
     return [r for r in resources if any(t.matches(r.resource_type) for t in tokens)]
 
 
+# The type of the stack's own resource, the root of every parent chain when the engine hands
+# it to a stack policy.
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
 def owner_of(resource: StackResource) -> str:
-    """The name of the resource's top-level ancestor: the target whose component created it
-    (``sandboxkit.program`` names each target's component after the target)."""
-    while resource.parent is not None:
+    """Who owns a resource of the stack: the name of its top-level ancestor below the stack's
+    own resource (``STACK_TYPE``). That is the target whose component created it
+    (``sandboxkit.program`` names each target's component after the target), or for what the
+    project's program created outside every component, that resource's own top ancestor.
+
+    The one rule of ownership by parents: the gate's stack checks ask it of pulumi-policy's
+    resources, the render (``RenderedStack.target_of``, the checkov export, explain-egress)
+    of ``render.RenderedStackResource``. The per-resource checks, which see no parent, read
+    the kit's label instead (``labelled_target``).
+    """
+    while resource.parent is not None and resource.parent.resource_type != STACK_TYPE:
         resource = resource.parent
     return resource.name
 
@@ -469,8 +498,10 @@ def labels_of(props: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
-def target_of(props: Mapping[str, Any]) -> str | None:
-    """The kit target that created the resource, from its labels."""
+def labelled_target(props: Mapping[str, Any]) -> str | None:
+    """The kit target that created the resource, from its labels (``TARGET_LABEL``): what a
+    per-resource check, which sees no parent, knows of ownership (``owner_of`` otherwise);
+    ``None`` for a resource without the label."""
     value = labels_of(props).get(TARGET_LABEL)
     return value if isinstance(value, str) else None
 

@@ -229,10 +229,23 @@ def stack_environment(project_dir: Path, stack: str) -> str | None:
         ``sandboxkit:environment`` then stands alone).
 
     Raises:
-        ConfigError: naming the file and the key when the map is malformed.
+        ConfigError: naming the file and the key when the map is malformed, or the file when
+            a folder (or anything but a regular file) stands in its place.
     """
     path = project_dir / KIT_PROJECT_FILE
     if not path.is_file():
+        if path.exists() or path.is_symlink():
+            # A folder (or a dangling link) there is a mistake, never "no environments map":
+            # read as absent, every stack's sandboxkit:environment would stand alone.
+            raise ConfigError(
+                Problem(
+                    str(path),
+                    "a folder" if path.is_dir() else "not a regular file",
+                    "a YAML file with the environments map (stack name pattern: dev, staging "
+                    f"or prod): move the folder away and write {KIT_PROJECT_FILE} in its place, "
+                    "or remove it to let each stack file's sandboxkit:environment stand alone",
+                )
+            )
         return None
     document = read_yaml_file(path)
     environments = document.get("environments") if isinstance(document, dict) else None

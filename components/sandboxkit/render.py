@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import gc
 import json
 import runpy
@@ -29,7 +30,9 @@ from pulumi.runtime.sync_await import _sync_await
 
 from sandboxkit import program
 from sandboxkit.config import NAMESPACE, ConfigSource, StackSpec, load_stack, stack_source
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import REDACTED, ConfigError
+from sandboxkit.guard import owner_of, target_views
 from sandboxkit.mockcloud import CloudMocks
 from sandboxkit.project import program_file, project_name, stack_environment
 from sandboxkit.sdk_parts import import_partial_packages
@@ -72,6 +75,21 @@ def to_display(value: Any) -> Any:
     return value
 
 
+def as_the_pack_reads(value: Any) -> Any:
+    """Wire form as the policy pack reads it: a secret as its value (the engine hands a policy
+    the values of secrets; the offline render's stand-in ``UNKNOWN_SECRET`` where it could not
+    decrypt one), the rest as ``to_display`` shows it. A reader then follows a link through a
+    secret as the gate does: a known value like any other, the stand-in as a link it cannot
+    place ("cannot verify")."""
+    if is_secret_value(value):
+        return as_the_pack_reads(value.get("value"))
+    if isinstance(value, list):
+        return [as_the_pack_reads(item) for item in value]
+    if isinstance(value, dict) and rpc._special_sig_key not in value:  # noqa: SLF001
+        return {key: as_the_pack_reads(item) for key, item in value.items()}
+    return to_display(value)
+
+
 @dataclass(frozen=True)
 class RenderedResource:
     """One registered resource.
@@ -103,15 +121,53 @@ class RenderedResource:
         }
 
 
-def top_level(
-    resource: RenderedResource, by_urn: Mapping[str, RenderedResource]
-) -> RenderedResource:
-    """``resource``'s top-level ancestor among ``by_urn`` (URN -> resource), itself when its
-    parent is not there: for the program's resources, the component ``program.main`` names
-    after its target."""
-    while resource.parent is not None and resource.parent in by_urn:
-        resource = by_urn[resource.parent]
-    return resource
+@dataclass(eq=False)
+class RenderedStackResource:
+    """A rendered resource as the guard's stack checks see one (``guard.StackResource``), so
+    the render asks the gate's own questions of it: who owns it (``guard.owner_of``) and what
+    a target's reader reads (``guard.target_views``). Made by ``stack_resources``.
+
+    Attributes:
+        resource: the rendered resource.
+        parent: its parent among the same resources; ``None`` at the top (the stack's own
+            resource is never recorded).
+    """
+
+    resource: RenderedResource
+    parent: RenderedStackResource | None = None
+
+    @property
+    def resource_type(self) -> str:
+        """The type token."""
+        return self.resource.type
+
+    @property
+    def urn(self) -> str:
+        """The resource's URN."""
+        return self.resource.urn
+
+    @property
+    def name(self) -> str:
+        """The logical name."""
+        return self.resource.name
+
+    @functools.cached_property
+    def props(self) -> Mapping[str, Any]:
+        """The inputs as the policy pack reads them (``as_the_pack_reads``): plain values,
+        a secret as its value (the offline render's stand-in where it could not decrypt one),
+        unknowns ``[unknown]``, assets and archives as ``{kind: {...}}``."""
+        read: Mapping[str, Any] = as_the_pack_reads(self.resource.inputs)
+        return read
+
+
+def stack_resources(resources: Sequence[RenderedResource]) -> list[RenderedStackResource]:
+    """``resources`` as the guard's stack checks see them (``RenderedStackResource``), in
+    order, each linked to its parent among them; a parent outside them is ``None``."""
+    views = {resource.urn: RenderedStackResource(resource) for resource in resources}
+    for view in views.values():
+        if view.resource.parent is not None:
+            view.parent = views.get(view.resource.parent)
+    return list(views.values())
 
 
 class RecordingMonitor(mocks.MockMonitor):
@@ -163,10 +219,10 @@ class Recorder:
         """Each warning logged, in log order, with the target it belongs to: the top-level
         component owning the resource it is attached to, else the target being built when it
         was logged; ``None`` for the program's own (before any target)."""
-        by_urn = {r.urn: r for r in self.resources}
+        by_urn = {view.urn: view for view in stack_resources(self.resources)}
         attributed = []
         for target, urn, text in self.logged:
-            owner = top_level(by_urn[urn], by_urn).name if urn in by_urn else target
+            owner = owner_of(by_urn[urn]) if urn in by_urn else target
             attributed.append((owner, text))
         return attributed
 
@@ -381,13 +437,31 @@ class RenderedStack:
             "outputs": to_display(self.outputs),
         }
 
-    def target_of(self, resource: RenderedResource) -> str | None:
-        """The target whose component owns ``resource``, directly or through its parents.
+    def stack_resources(self) -> tuple[RenderedStackResource, ...]:
+        """The resources as the guard's stack checks see them (``render.stack_resources``),
+        made once per render."""
+        return self._stack_resources
 
-        Each target's top-level component is named after the target (see ``program.main``).
-        """
-        name = top_level(resource, {r.urn: r for r in self.resources}).name
-        return name if name in self.spec.targets else None
+    @functools.cached_property
+    def _stack_resources(self) -> tuple[RenderedStackResource, ...]:
+        return tuple(stack_resources(self.resources))
+
+    @functools.cached_property
+    def _owners(self) -> Mapping[str, str]:
+        return {view.urn: owner_of(view) for view in self._stack_resources}
+
+    def target_of(self, resource: RenderedResource) -> str | None:
+        """The listed target whose component owns ``resource``, directly or through its
+        parents (``guard.owner_of``); ``None`` for what the project's program created
+        outside every component."""
+        owner = self._owners[resource.urn]
+        return owner if owner in self.spec.targets else None
+
+    def target_views(self, target: str) -> list[ResourceView]:
+        """What ``target``'s egress reader reads of this render (``guard.target_views``):
+        the resources its component created and those outside every component, as the
+        gate's SBX-NET-008 reads them."""
+        return target_views(self._stack_resources, target)
 
 
 def render_stack(
@@ -520,11 +594,10 @@ def joined(stack: str, spec: StackSpec, shares: Sequence[RenderedShare]) -> Rend
     invented: set[str] = set().union(*(share.invented for share in shares))
     kept: list[RenderedResource] = []
     for index, share in enumerate(shares):
-        by_urn = {r.urn: r for r in share.resources}
-        for resource in share.resources:
-            target = top_level(resource, by_urn).name
+        for view in stack_resources(share.resources):
+            target = owner_of(view)
             if target in share.targets or (target not in spec.targets and index == 0):
-                kept.append(resource)
+                kept.append(view.resource)
     return RenderedStack(
         stack=stack,
         spec=spec,

@@ -12,7 +12,7 @@ import support as testing
 from sandboxkit.aws import type_tokens
 from sandboxkit.aws.egress_reader import read_egress
 from sandboxkit.effective_egress import EffectiveEgress, ResourceView, inexpressible
-from sandboxkit.explain import explain_target, resource_views
+from sandboxkit.explain import explain_target
 from sandboxkit.render import RenderedStack
 
 T = "aws-microvm"
@@ -48,7 +48,7 @@ def allowlist() -> RenderedStack:
 
 
 def effective(rendered: RenderedStack) -> EffectiveEgress:
-    return read_egress(resource_views(rendered, T))
+    return read_egress(rendered.target_views(T))
 
 
 def test_prod_forged_sni_to_any_address_is_denied(prod: RenderedStack) -> None:
@@ -361,7 +361,7 @@ def _referenced(views: list[ResourceView], key: str) -> list[ResourceView]:
 
 
 def test_only_the_rule_groups_the_policy_references_are_read(allowlist: RenderedStack) -> None:
-    views = resource_views(allowlist, T)
+    views = allowlist.target_views(T)
     structured = _group({"statefulRules": [{"action": "PASS", "header": PASS_ALL}]})
     assert read_egress([*views, structured]) == read_egress(views)
 
@@ -369,7 +369,7 @@ def test_only_the_rule_groups_the_policy_references_are_read(allowlist: Rendered
 def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedStack) -> None:
     """A review's inputs: a structured stateful PASS rule and a stateless aws:pass rule (which
     skips the stateful engine) let traffic out, and the reader read neither."""
-    views = _referenced(resource_views(allowlist, T), "StatefulRuleGroupReferences")
+    views = _referenced(allowlist.target_views(T), "StatefulRuleGroupReferences")
     structured = _group({"statefulRules": [{"action": "PASS", "header": PASS_ALL}]})
     with pytest.raises(ValueError) as refused:
         read_egress([*views, structured])
@@ -386,7 +386,7 @@ def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedSt
         },
         "STATELESS",
     )
-    views = _referenced(resource_views(allowlist, T), "StatelessRuleGroupReferences")
+    views = _referenced(allowlist.target_views(T), "StatelessRuleGroupReferences")
     with pytest.raises(ValueError) as refused:
         read_egress([*views, stateless])
     assert str(refused.value) == (
@@ -408,5 +408,5 @@ def test_rule_groups_the_reader_does_not_model_are_refused(allowlist: RenderedSt
         },
         "STATELESS",
     )
-    unchanged = read_egress(resource_views(allowlist, T))
+    unchanged = read_egress(allowlist.target_views(T))
     assert read_egress([*views, drop]) == read_egress([*views, forward]) == unchanged

@@ -65,7 +65,12 @@ def test_prod_json_lists_accepted_findings_on_the_template_urn(checkov_bin: Path
     }
     # The profile's 30-day retention against checkov's one year, on the right log group.
     assert ("CKV_AWS_338", LOG_GROUP_URN, "checkov") in accepted
-    assert {v["enforcement"] for v in document["accepted"]} == {"advisory"}
+    # Issue 31 item 18: the level each would fail at (the command's default, mandatory), said
+    # to be accepted with the baseline entry's reason; "advisory" hid the level.
+    assert {(v["enforcement"], v["accepted"]) for v in document["accepted"]} == {
+        ("mandatory", True)
+    }
+    assert all(v["reason"] for v in document["accepted"])
     template = document["coverage"]["kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate"]
     assert "CKV_K8S_22" in template["checks"]
     assert template["kit_checks"] == ["CKV_SBX_1"]

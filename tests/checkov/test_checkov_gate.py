@@ -169,7 +169,17 @@ def test_accepted_findings_are_listed_apart_with_the_baselines_reason(
     accepted = {(a["policy"], a["urn"]): a for a in document["accepted"]}
     probe = accepted[("CKV_K8S_8", template_urn("prod"))]
     assert probe["reason"] == reasons[("CKV_K8S_8", TEMPLATE_TYPE)]
-    assert probe["enforcement"] == "advisory" and probe["source"] == "checkov"
+    # Issue 31 item 18: prod's level, not "advisory", with the acceptance said beside it.
+    assert (probe["enforcement"], probe["accepted"], probe["source"]) == (
+        "mandatory",
+        True,
+        "checkov",
+    )
+    assert {a["enforcement"] for a in document["accepted"]} == {"mandatory"}
+    # Accepted findings never count toward the gate's mandatory violations.
+    assert document["summary"]["mandatory"] == sum(
+        v["enforcement"] == "mandatory" for v in document["violations"]
+    )
     assert accepted[("CKV_AWS_338", LOG_GROUP_URN)]["reason"].startswith("Retention follows")
     assert all(a["reason"] for a in document["accepted"])
     assert not {a["policy"] for a in document["accepted"]} & {
@@ -256,7 +266,7 @@ def test_sarif_with_both_sources_validates_with_rule_metadata_and_locations(
     run = runs["checkov"]
     rules = run["tool"]["driver"]["rules"]
     results = [r for r in run["results"] if r["properties"]["stack"] == "prod"]
-    (result,) = results
+    (result,) = [r for r in results if "suppressions" not in r]
     rule = rules[result["ruleIndex"]]
     assert rule["id"] == result["ruleId"] == "CKV_K8S_22"
     assert (
@@ -271,8 +281,25 @@ def test_sarif_with_both_sources_validates_with_rule_metadata_and_locations(
     stack_lines = (PROJECT_DIR / "stacks/Pulumi.prod.yaml").read_text().splitlines()
     assert stack_lines[line - 1] == "  sandboxkit:kubernetes:"
     assert location["logicalLocations"][0]["fullyQualifiedName"] == template_urn("prod")
-    (dev_result,) = [r for r in run["results"] if r["properties"]["stack"] == "dev"]
+    (dev_result,) = [
+        r for r in run["results"] if r["properties"]["stack"] == "dev" and "suppressions" not in r
+    ]
     assert dev_result["level"] == "warning"
+    # The baseline's acceptances in SARIF's place for them, each at its stack's level.
+    reasons = {(e.check, e.pattern): e.reason for e in load_baseline(PROJECT_DIR)}
+    suppressed = [r for r in results if "suppressions" in r]
+    probe = next(r for r in suppressed if r["ruleId"] == "CKV_K8S_8")
+    assert (probe["level"], probe["suppressions"]) == (
+        "error",
+        [
+            {
+                "kind": "external",
+                "status": "accepted",
+                "justification": reasons[("CKV_K8S_8", TEMPLATE_TYPE)],
+            }
+        ],
+    )
+    assert len(suppressed) == writable_root["prod"].summary()["accepted"]
     assert {r["ruleId"] for r in runs["sandbox-guard"]["results"]} >= {"SBX-K8S-001"}
 
 

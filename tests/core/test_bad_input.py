@@ -369,6 +369,30 @@ def test_environment_patterns_match_in_order(tmp_path: Path) -> None:
     assert stack_environment(tmp_path / "no-such-project", "feature-x") is None
 
 
+def test_a_folder_named_like_the_kit_project_file_is_refused_not_read_as_absent(
+    tmp_path: Path,
+) -> None:
+    # Issue 31 item 18: read as absent, each stack file's own environment stood alone.
+    (tmp_path / "sandboxkit.yaml").mkdir()
+    with pytest.raises(ConfigError) as caught:
+        stack_environment(tmp_path, "prod")
+    assert str(caught.value) == (
+        f"{tmp_path}/sandboxkit.yaml: got 'a folder'; expected a YAML file with the "
+        "environments map (stack name pattern: dev, staging or prod): move the folder away and "
+        "write sandboxkit.yaml in its place, or remove it to let each stack file's "
+        "sandboxkit:environment stand alone"
+    )
+
+
+def test_a_dangling_link_named_like_the_kit_project_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "sandboxkit.yaml").symlink_to(tmp_path / "gone.yaml")
+    with pytest.raises(ConfigError) as caught:
+        stack_environment(tmp_path, "prod")
+    assert str(caught.value).startswith(
+        f"{tmp_path}/sandboxkit.yaml: got 'not a regular file'; expected a YAML file"
+    )
+
+
 def test_a_malformed_environments_map_is_named(tmp_path: Path) -> None:
     (tmp_path / "sandboxkit.yaml").write_text("environments:\n  prod: production\n")
     with pytest.raises(ConfigError) as caught:

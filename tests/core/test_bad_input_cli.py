@@ -430,6 +430,22 @@ def test_lowering_every_level_is_named_in_the_output(info: Any, tmp_path: Path) 
     ) in result.stdout.splitlines()
 
 
+def test_check_refuses_a_folder_named_sandboxkit_yaml(tmp_path: Path) -> None:
+    root = make_project(tmp_path, {"dev": (REPO / "stacks/Pulumi.dev.yaml").read_bytes()})
+    (root / "sandboxkit.yaml").mkdir()
+    result = invoke("check", "--stack", "dev", "--no-checkov", "--project-dir", str(root))
+    assert (result.exit_code, result.output.splitlines()[:2]) == (
+        2,
+        [
+            "error: invalid input",
+            f"  {root}/sandboxkit.yaml: got 'a folder'; expected a YAML file with the "
+            "environments map (stack name pattern: dev, staging or prod): move the folder away "
+            "and write sandboxkit.yaml in its place, or remove it to let each stack file's "
+            "sandboxkit:environment stand alone",
+        ],
+    )
+
+
 # -- a project without the kit's policy packs (issue 31 item 3) ------------------------------
 
 

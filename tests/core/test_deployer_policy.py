@@ -20,7 +20,6 @@ from sandboxkit.deployer import (
     cloud_types,
 )
 from sandboxkit.effective_egress import ResourceView
-from sandboxkit.explain import resource_views
 from sandboxkit.render import RenderedStack
 from sandboxkit.targets import TARGET_MODULES, KitContext, get_target
 from support import invoke_cli, kit_program, shipped_render
@@ -61,7 +60,7 @@ def _policy(rendered: RenderedStack, target: str) -> Any:
     spec = rendered.spec
     context = KitContext(rendered.stack, spec.environment, target)
     return get_target(target).deployer_policy(
-        context, spec.settings[target], resource_views(rendered, target)
+        context, spec.settings[target], rendered.target_views(target)
     )
 
 
@@ -93,7 +92,7 @@ def test_gcp_roles_and_apis_are_the_union_over_the_rendered_types(
 ) -> None:
     grants = _grants(target)
     for rendered in _cases(renders, target):
-        types = [t for t in cloud_types(resource_views(rendered, target)) if t.startswith("gcp:")]
+        types = [t for t in cloud_types(rendered.target_views(target)) if t.startswith("gcp:")]
         document = _policy(rendered, target).document
         roles = {role for t in types for role in grants[t].roles}
         if rendered.spec.settings[target].model_dump().get("existing_cluster"):
@@ -121,7 +120,7 @@ def test_the_cluster_role_manages_exactly_the_rendered_objects(
             for resource in rule["resources"]
         }
         objects = [
-            t for t in cloud_types(resource_views(rendered, target)) if t.startswith("kubernetes:")
+            t for t in cloud_types(rendered.target_views(target)) if t.startswith("kubernetes:")
         ]
         assert managed == {(api_group(t), grants[t].resource) for t in objects}
 
@@ -171,7 +170,7 @@ def test_an_existing_azure_group_scopes_the_roles_to_it(renders: list[RenderedSt
     example = next(r for r in renders if r.stack == "try-azure-sessions")
     settings = example.spec.settings["azure-sessions"]
     group = f"/subscriptions/{settings.model_dump()['subscription_id']}/resourceGroups/rg"
-    views = [v for v in resource_views(example, "azure-sessions") if "ResourceGroup" not in v.type]
+    views = [v for v in example.target_views("azure-sessions") if "ResourceGroup" not in v.type]
     policy = get_target("azure-sessions").deployer_policy(
         KitContext("x", "dev", "azure-sessions"),
         settings.model_copy(update={"resource_group_name": "rg"}),
@@ -188,7 +187,7 @@ def test_an_existing_azure_group_scopes_the_roles_to_it(renders: list[RenderedSt
 def test_a_type_without_a_mapping_is_refused_by_name(renders: list[RenderedStack]) -> None:
     prod = next(r for r in renders if r.stack == "prod")
     views = [
-        *resource_views(prod, "gcp-cloudrun"),
+        *prod.target_views("gcp-cloudrun"),
         ResourceView("gcp:redis/instance:Instance", "x", {}),
     ]
     with pytest.raises(MissingGrantError, match=r"gcp-cloudrun: .* gcp:redis/instance:Instance"):
@@ -223,7 +222,7 @@ def test_the_aws_document_is_the_one_aws_deployer_derives_from_the_plan(
     from sandboxkit.aws.deployer import plan_deployer_policy
 
     for rendered in _cases(renders, "aws-microvm"):
-        types = cloud_types(resource_views(rendered, "aws-microvm"))
+        types = cloud_types(rendered.target_views("aws-microvm"))
         plan = rendered.spec.plans["aws-microvm"]
         expected = plan_deployer_policy(types, plan, stack=rendered.stack, component="aws-microvm")
         found = _policy(rendered, "aws-microvm")

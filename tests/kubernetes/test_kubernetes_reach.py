@@ -19,7 +19,7 @@ from sandboxkit.effective_egress import (
     inexpressible,
 )
 from sandboxkit.egress_contract import EgressContract
-from sandboxkit.explain import explain_target, resource_views
+from sandboxkit.explain import explain_target
 from sandboxkit.gcp.gke.egress_reader import read_egress as read_gke
 from sandboxkit.kubernetes.egress_reader import dnsmasq_names, pattern_scope, read_egress, selects
 from sandboxkit.render import RenderedStack
@@ -51,7 +51,7 @@ def render(
 
 def effective(rendered: RenderedStack, target: str = "kubernetes") -> EffectiveEgress:
     reader = read_egress if target == "kubernetes" else read_gke
-    return reader(resource_views(rendered, target))
+    return reader(rendered.target_views(target))
 
 
 @pytest.fixture(scope="module")

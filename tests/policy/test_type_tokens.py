@@ -27,7 +27,6 @@ from sandboxkit import gate, kit_guard, targets
 from sandboxkit.catalog import all_kinds, kind_of
 from sandboxkit.checkov_bridge.mapping import export_type, setting_for
 from sandboxkit.effective_egress import EffectiveEgress
-from sandboxkit.explain import resource_views
 from sandboxkit.guard import Handler
 from sandboxkit.policy_rules import SIZE_LIMITS
 from sandboxkit.render import RenderedStack
@@ -269,7 +268,7 @@ def findings(
 
 def grants(rendered: RenderedStack, target: str, names: dict[str, str]) -> EffectiveEgress:
     """What ``target``'s reader reads in ``rendered``, versioned tokens written as plain ones."""
-    found = targets.get_target(target).read_egress(resource_views(rendered, target))
+    found = targets.get_target(target).read_egress(rendered.target_views(target))
     assert found is not None
     return replace(
         found,

@@ -29,9 +29,9 @@ from sandboxkit.guard import (
     StackResource,
     dig,
     items,
+    labelled_target,
     launcher_env,
     of_kind,
-    target_of,
 )
 from sandboxkit.guard_checks import PortSpan, cidr_problems, entries_problems, ports_problem
 from sandboxkit.policy_rules import (
@@ -71,7 +71,7 @@ def _sg_span(rule: Mapping[str, Any], protocol_key: str) -> PortSpan:
 
 
 def _security_group_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    if target_of(props) is None:
+    if labelled_target(props) is None:
         return
     for index, rule in enumerate(items(props.get("egress"))):
         what = f"Security group {ctx.name} egress rule {index}"
@@ -79,7 +79,7 @@ def _security_group_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterato
 
 
 def _egress_rule_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    if target_of(props) is None:
+    if labelled_target(props) is None:
         return
     what = f"Security group egress rule {ctx.name}"
     yield from ports_problem(what, [_sg_span(props, "ipProtocol")], ctx)

@@ -31,12 +31,13 @@ from sandboxkit.checkov_bridge.mapping import (
     export_type,
 )
 from sandboxkit.errors import REDACTED
+from sandboxkit.guard import owner_of
 from sandboxkit.render import (
     UNKNOWN_TEXT,
     RenderedResource,
     RenderedStack,
+    stack_resources,
     to_display,
-    top_level,
 )
 
 SECRET_PLACEHOLDER = REDACTED
@@ -397,11 +398,9 @@ def export_resources(
 
 def _by_root(resources: tuple[RenderedResource, ...]) -> dict[str, list[RenderedResource]]:
     """Resources grouped by the logical name of their top-level ancestor (the target)."""
-    by_urn = {r.urn: r for r in resources}
     groups: dict[str, list[RenderedResource]] = {}
-    for resource in resources:
-        root = top_level(resource, by_urn)
-        groups.setdefault(_NOT_IDENTIFIER.sub("_", root.name), []).append(resource)
+    for view in stack_resources(resources):
+        groups.setdefault(_NOT_IDENTIFIER.sub("_", owner_of(view)), []).append(view.resource)
     return groups
 
 

@@ -92,13 +92,15 @@ class CheckovFinding:
         """``{"policy", "severity", "enforcement", "urn", "message", "source"}``.
 
         Args:
-            enforcement: the level of a failure the baseline does not accept (the gate passes
-                the environment's level); an accepted one is always ``advisory``.
+            enforcement: the level of the failure (the gate passes the environment's), the
+                same whether the baseline accepts it or not: an accepted finding shows the
+                level it would fail at, and its acceptance is said apart (the gate's
+                ``Violation.reason``; it never fails the gate).
         """
         return {
             "policy": self.policy,
             "severity": self.severity,
-            "enforcement": "advisory" if self.accepted is not None else enforcement,
+            "enforcement": enforcement,
             "urn": self.urn,
             "message": self.message,
             "source": SOURCE,

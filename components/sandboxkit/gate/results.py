@@ -52,7 +52,8 @@ class Violation:
         source: ``crossguard`` or ``checkov``.
         line: 1-based line of ``file`` (else the stack file) where it is fixed, when known.
         file: the project file to change when it is not the stack file (a Dockerfile).
-        reason: why the baseline accepts it (accepted findings only).
+        reason: why the baseline accepts it (accepted findings only: their ``enforcement``
+            is the level they would fail at, which they never do).
     """
 
     policy: str
@@ -67,11 +68,17 @@ class Violation:
 
     @property
     def mandatory(self) -> bool:
-        """Whether this finding fails the gate."""
-        return self.enforcement == "mandatory"
+        """Whether this finding fails the gate: mandatory and not accepted by the baseline."""
+        return self.enforcement == "mandatory" and not self.accepted
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the checkov baseline accepts this finding (it then never fails the gate)."""
+        return self.reason is not None
 
     def document(self) -> dict[str, Any]:
-        """The JSON shape: policy, severity, enforcement, urn, message, source."""
+        """The JSON shape: policy, severity, enforcement, urn, message, source; an accepted
+        finding adds ``"accepted": true`` and the baseline entry's ``reason``."""
         return {
             "policy": self.policy,
             "severity": self.severity,
@@ -79,6 +86,7 @@ class Violation:
             "urn": self.urn,
             "message": self.message,
             "source": self.source,
+            **({"accepted": True, "reason": self.reason} if self.accepted else {}),
         }
 
 

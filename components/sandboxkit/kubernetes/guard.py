@@ -23,11 +23,11 @@ from sandboxkit.guard import (
     dig,
     items,
     judge_each,
+    labelled_target,
     number,
     of_kind,
     resource_views,
     sandbox_pod_spec,
-    target_of,
 )
 from sandboxkit.guard_checks import (
     PortSpan,
@@ -274,7 +274,7 @@ def _templates_without_policy(
             p
             for p in policies
             if dig(p.props, "metadata.namespace") == namespace
-            and target_of(p.props) == target_of(template.props)
+            and labelled_target(p.props) == labelled_target(template.props)
             and "Egress" in items(dig(p.props, "spec.policyTypes"))
             and _covers(dig(p.props, "spec.podSelector"), pod_labels)
         ]
@@ -475,7 +475,7 @@ def _pod_deadline(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _quota_pods(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    if target_of(props) is None:
+    if labelled_target(props) is None:
         return
     yield from count_problems(
         f"ResourceQuota {ctx.name}",
@@ -504,13 +504,13 @@ def _quota_per_namespace(
 ) -> Iterator[tuple[str, str | None]]:
     # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
     quotas = {
-        (target_of(r.props), dig(r.props, "metadata.namespace"))
+        (labelled_target(r.props), dig(r.props, "metadata.namespace"))
         for r in of_kind(resources, RESOURCE_QUOTA)
         if dig(r.props, "spec.hard.pods")
     }
     for r in of_kind(resources, SANDBOX_TEMPLATE):
         namespace = dig(r.props, "metadata.namespace")
-        if (target_of(r.props), namespace) not in quotas:
+        if (labelled_target(r.props), namespace) not in quotas:
             yield (
                 f"SandboxTemplate {r.name} runs in namespace {namespace}, which has no "
                 "ResourceQuota bounding its pods; keep the kit's quota alongside it.",

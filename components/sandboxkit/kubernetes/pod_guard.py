@@ -15,10 +15,10 @@ from sandboxkit.guard import (
     containers_of,
     dig,
     items,
+    labelled_target,
     number,
     of_kind,
     sandbox_pod_spec,
-    target_of,
 )
 from sandboxkit.guard_checks import outside_the_stack
 from sandboxkit.kubernetes.egress_reader import TARGET
@@ -126,7 +126,7 @@ def _seccomp(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _pod_security(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    if target_of(props) is None:
+    if labelled_target(props) is None:
         return
     level = dig(props, "metadata.labels", {}).get("pod-security.kubernetes.io/enforce")
     if level != "restricted":
@@ -149,14 +149,14 @@ def _external_runtime_classes(
     # A class is created when the same target's component registered a RuntimeClass by that
     # name; otherwise its handler (runsc, kata, or runc) is the cluster's secret.
     created = {
-        (target_of(r.props), dig(r.props, "metadata.name"))
+        (labelled_target(r.props), dig(r.props, "metadata.name"))
         for r in of_kind(resources, RUNTIME_CLASS)
     }
     for template in of_kind(resources, SANDBOX_TEMPLATE):
         # Only kubernetes makes the runtime class a setting; gcp-gke uses GKE's own ``gvisor``
         # class, which GKE installs with the GKE Sandbox node pools the stack creates and
         # SBX-K8S-004 checks.
-        if target_of(template.props) != TARGET:
+        if labelled_target(template.props) != TARGET:
             continue
         name = sandbox_pod_spec(template.props).get("runtimeClassName")
         # No class at all is SBX-K8S-004's finding: the pod runs the node's default runtime.
@@ -190,11 +190,12 @@ def _external_namespaces(
     # A namespace is created when the same target's component registered a Namespace by that
     # name; otherwise its labels and the other policies in it are the cluster's secret.
     created = {
-        (target_of(r.props), dig(r.props, "metadata.name")) for r in of_kind(resources, NAMESPACE)
+        (labelled_target(r.props), dig(r.props, "metadata.name"))
+        for r in of_kind(resources, NAMESPACE)
     }
     reported: set[tuple[str | None, str]] = set()
     for template in of_kind(resources, SANDBOX_TEMPLATE):
-        target, name = target_of(template.props), dig(template.props, "metadata.namespace")
+        target, name = labelled_target(template.props), dig(template.props, "metadata.namespace")
         if not isinstance(name, str) or (target, name) in created or (target, name) in reported:
             continue
         reported.add((target, name))

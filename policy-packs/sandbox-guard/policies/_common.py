@@ -34,7 +34,7 @@ from sandboxkit.guard import (
     StackHandler,
     UnknownInputError,
     inputs,
-    target_of,
+    labelled_target,
 )
 from sandboxkit.kit_guard import declared_handlers, pack_description
 from sandboxkit.policy_rules import PolicyRule
@@ -93,7 +93,7 @@ class Context:
     @property
     def target(self) -> str | None:
         """The kit target that created the resource (its ``sandboxkit-target`` label)."""
-        return target_of(self._props)
+        return labelled_target(self._props)
 
     def setting(self, key: str) -> Any:
         """A threshold from the pack config, else its schema default (what the CLI fills in)."""

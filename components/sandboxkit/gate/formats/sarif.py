@@ -19,6 +19,7 @@ from sandboxkit.gate.results import (
     BadFile,
     CheckResult,
     RuleInfo,
+    Violation,
 )
 
 # GitHub code scanning ranks security alerts by this number (critical >= 9.0, high >= 7.0).
@@ -42,6 +43,17 @@ def _sarif_rule(rule: RuleInfo) -> dict[str, Any]:
             "tags": ["security", *rule.tags],
         },
     }
+
+
+def _suppressions(finding: Violation) -> dict[str, Any]:
+    """SARIF's place for a finding the checkov baseline accepts (SARIF 2.1.0 section 3.27.23,
+    ``result.suppressions``; section 3.35: ``kind`` external, as the baseline file lies outside
+    the scanned code, ``status`` accepted, the entry's reason as ``justification``): code
+    scanning shows it as suppressed, not as an open alert."""
+    if not finding.accepted:
+        return {}
+    suppression = {"kind": "external", "status": "accepted", "justification": finding.reason}
+    return {"suppressions": [suppression]}
 
 
 def _disabled(results: Sequence[CheckResult]) -> list[dict[str, Any]]:
@@ -82,7 +94,9 @@ def format_sarif(
     results: Sequence[CheckResult], bad_files: Sequence[BadFile] = ()
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log: one run per source (the ``sandbox-guard`` pack, ``checkov`` when it
-    ran), rules with metadata, locations in the stack file (or the project file to change).
+    ran), rules with metadata, locations in the stack file (or the project file to change);
+    findings the checkov baseline accepts at their own level with a suppression
+    (``_suppressions``).
     The ``sandbox-guard`` run's ``properties.disabledPolicies`` lists, per stack, the count and
     ids of the policies the pack config disabled, and its invocation names each bad stack
     file (``_invocation``; every run's invocation says whether all files were judged)."""
@@ -99,12 +113,14 @@ def format_sarif(
         order = sorted(rules)
         findings = []
         for result in results:
-            for v in (v for v in result.violations if v.source == source):
+            found = (*result.violations, *result.accepted)
+            for v in (v for v in found if v.source == source):
                 findings.append(
                     {
                         "ruleId": v.policy,
                         **({"ruleIndex": order.index(v.policy)} if v.policy in rules else {}),
-                        "level": "error" if v.mandatory else "warning",
+                        # An accepted finding keeps its level; its suppression says it passes.
+                        "level": "error" if v.enforcement == "mandatory" else "warning",
                         "message": {"text": v.message},
                         "locations": [
                             {
@@ -126,6 +142,7 @@ def format_sarif(
                             "enforcement": v.enforcement,
                             "source": v.source,
                         },
+                        **_suppressions(v),
                     }
                 )
         runs.append(

@@ -17,9 +17,11 @@ def _checkov_line(result: CheckResult) -> str:
     if result.checkov is None:
         return "  checkov: skipped (--no-checkov)"
     counts = result.checkov
+    # The pointer to the reasons only when there are reasons to read.
+    reasons = " (reasons: --format json)" if counts["accepted"] else ""
     return (
         f"  checkov: {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['accepted']} accepted by the baseline (reasons: --format json)"
+        f"{counts['accepted']} accepted by the baseline{reasons}"
     )
 
 
