@@ -274,6 +274,7 @@ def grants(rendered: RenderedStack, target: str, names: dict[str, str]) -> Effec
         found,
         connect=tuple(replace(g, resource=_plain(g.resource, names)) for g in found.connect),
         resolve=tuple(replace(g, resource=_plain(g.resource, names)) for g in found.resolve),
+        udp=tuple(replace(g, resource=_plain(g.resource, names)) for g in found.udp),
     )
 
 
@@ -327,12 +328,14 @@ def test_the_versioned_session_pool_is_judged_and_read_as_the_plain_one(
     found = findings(analyzer, plain, names)
     assert {p for p, name, _ in found if name == POOL} - baseline == caught
     assert findings(analyzer, other, names) == found
-    # The reader reads the versioned pool the same: every address and every name when egress
-    # is enabled (two connect grants, one resolve grant), nothing when it is disabled.
+    # The reader reads the versioned pool the same: every address (TCP and UDP) and every name
+    # when egress is enabled (two connect grants, one resolve grant, two UDP grants), nothing
+    # when it is disabled.
     read = grants(plain, "azure-sessions", names)
     assert grants(other, "azure-sessions", names) == read
     opened = "SBX-NET-001" in caught
-    assert (len(read.connect), len(read.resolve)) == ((2, 1) if opened else (0, 0))
+    counts = (len(read.connect), len(read.resolve), len(read.udp))
+    assert counts == ((2, 1, 2) if opened else (0, 0, 0))
 
 
 # dev's Cilium allowlist with the kit's resolver (NetworkPolicy, CiliumNetworkPolicy, the
