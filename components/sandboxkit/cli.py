@@ -285,12 +285,13 @@ def _print_egress(explained: list[TargetEgress], console: Console) -> None:
             continue
         rows = []
         for probe in item.probes:
-            verdict = item.effective.admits(probe.host, probe.port)
-            contract_says = contract.admits(probe.host, probe.port)
+            verdict = item.effective.admits(probe.host, probe.port, probe.protocol)
+            contract_says = contract.admits(probe.host, probe.port, probe.protocol)
             mark = "" if verdict.admitted == contract_says else " [red]<- differs[/]"
             rows.append(
                 (
                     escape(str(probe)),
+                    probe.protocol,
                     probe.kind,
                     ("admitted" if verdict else "refused") + mark,
                     "admitted" if contract_says else "refused",
@@ -298,8 +299,8 @@ def _print_egress(explained: list[TargetEgress], console: Console) -> None:
                     escape(", ".join(sorted({g.basis for g in verdict.grants}))),
                 )
             )
-        columns = ("probe", "kind", "target", "contract", "how", "basis")
-        print_table(console, columns, rows, below=4)
+        columns = ("probe", "protocol", "kind", "target", "contract", "how", "basis")
+        print_table(console, columns, rows, below=5)
         for line in (*map(str, item.differences), *map(str, item.findings)):
             console.print(f"  [red]{escape(line)}[/]")
         if item.matches_contract:
@@ -536,6 +537,8 @@ def check(
                 )
     except ConfigError as exc:
         raise fail_config(exc) from None
+    except gate.MissingToolsError as exc:
+        raise fail_checkov(exc) from None
     except checkov_errors() as exc:
         raise fail_checkov(exc, "; or pass --no-checkov to skip checkov explicitly") from None
     if output is CheckFormat.JSON:

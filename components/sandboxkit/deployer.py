@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.type_tokens import TypeToken
 
 # Type tokens the engine handles itself: component resources (no cloud call) and provider
 # instances (credentials, no API object).
@@ -52,22 +53,32 @@ def cloud_types(resources: Iterable[ResourceView]) -> list[str]:
     return sorted({r.type for r in resources if not r.type.startswith(NO_CLOUD_OBJECT_PREFIXES)})
 
 
+def grant_of(grants: Mapping[TypeToken, GrantT], resource_type: str) -> tuple[GrantT] | None:
+    """``(grant,)`` of the entry of ``grants`` whose type ``resource_type`` is (any API
+    version of it: ``TypeToken.matches``), ``None`` when no entry is."""
+    for token, grant in grants.items():
+        if token.matches(resource_type):
+            return (grant,)
+    return None
+
+
 def granted(
-    target: str, grants: Mapping[str, GrantT], resources: Sequence[ResourceView]
+    target: str, grants: Mapping[TypeToken, GrantT], resources: Sequence[ResourceView]
 ) -> dict[str, GrantT]:
-    """Type token -> grant for every cloud object type in ``resources``, sorted by type.
+    """Rendered type token -> grant for every cloud object type in ``resources``, sorted by
+    type (``grant_of``: any API version of a type takes its entry).
 
     Raises:
         MissingGrantError: naming the target and each rendered type ``grants`` lacks.
     """
-    types = cloud_types(resources)
-    missing = [t for t in types if t not in grants]
+    found = {t: grant_of(grants, t) for t in cloud_types(resources)}
+    missing = [t for t, grant in found.items() if grant is None]
     if missing:
         raise MissingGrantError(
             f"{target}: no deployer permission mapped for {', '.join(missing)} "
             f"(add it to the target's deployer.py)"
         )
-    return {t: grants[t] for t in types}
+    return {t: grant[0] for t, grant in found.items() if grant is not None}
 
 
 def union(values: Iterable[Iterable[str]]) -> list[str]:

@@ -8,8 +8,10 @@ reader runs on the offline render and inside the policy pack, because it reads
 ``ResourceView``s: a type token, a name and plain JSON-like props.
 
 ``compare`` checks an ``EffectiveEgress`` against the ``EgressContract`` on ``Probe``s derived
-from a stack's entries (``derive_probes``) and returns each difference marked wider or
-narrower; ``inexpressible`` flags, without a profile, grants no contract can express.
+from a stack's entries (``derive_probes``), each a host, a port and the protocol it carries
+(``tls``, ``http``, plain ``tcp``, ``udp``: a grant matched by name admits only what carries the
+name), and returns each difference marked wider or narrower; ``inexpressible`` flags,
+without a profile, grants no contract can express.
 
 Core layer: this module reads the egress model and its tables only; no provider SDK, no render.
 
@@ -27,15 +29,23 @@ Example (a reader's result, checked)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from ipaddress import ip_network
 from typing import Any, Final, Literal, TypeAlias
 
 from sandboxkit.addresses import IPAddress, IPNetwork, exclusion_blocks, public_address_in
 from sandboxkit.dns_names import is_at_or_below, is_below, registrable_domain
-from sandboxkit.egress_contract import EgressContract, EgressRule, destination_of
+from sandboxkit.egress_contract import (
+    CONNECTION_PROTOCOLS,
+    NAMED_PROTOCOLS,
+    TCP_PROTOCOLS,
+    ConnectionProtocol,
+    EgressContract,
+    EgressRule,
+    destination_of,
+)
 
 JSONValue: TypeAlias = "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None"
 
@@ -137,6 +147,16 @@ documented platform behaviour, not testable here (``Grant.source`` cites the doc
 
 Ports = frozenset[int] | Literal["any"]
 
+# What a connection grant admits when its reader says nothing narrower: a grant matched by a name
+# (SNI or Host) admits the protocols that carry one; a grant matched by address, any TCP.
+DEFAULT_PROTOCOLS: Final[Mapping[Enforcement, frozenset[ConnectionProtocol]]] = {
+    "name-l7": NAMED_PROTOCOLS,
+    "claimed-name": NAMED_PROTOCOLS,
+    "resolved-address": TCP_PROTOCOLS,
+    "address": TCP_PROTOCOLS,
+    "query-name": frozenset(),
+}
+
 _ANY_NAME = "*"
 
 
@@ -160,8 +180,7 @@ class Grant:
         host: a DNS name (any form; kept in normal form) for a name grant, ``*`` with scope
             ``any``; an address or CIDR block (kept as a CIDR) for an address grant.
         scope: what a name grant matches (``Scope``); ``exact`` for an address grant.
-        ports: TCP ports (UDP ports for a grant in ``EffectiveEgress.udp``), or ``"any"``;
-            resolution grants use ``"any"``.
+        ports: TCP ports, or ``"any"``; resolution grants use ``"any"``.
         enforced: how the platform matches it; ``address`` for address grants (and only
             them); ``query-name`` for resolution grants (and only them).
         basis: ``kit-code`` or ``platform-doc``.
@@ -169,12 +188,20 @@ class Grant:
             field) for platform behaviour.
         resource: the resource the reader read it from (``type name``), for explanations.
         excluded: CIDR blocks an address grant takes out (NetworkPolicy ``except``).
+        protocols: what a connection grant admits (``ConnectionProtocol``); empty (the
+            default) means ``DEFAULT_PROTOCOLS`` of its enforcement: ``tls`` and ``http`` for
+            a grant matched by name (``name-l7``, ``claimed-name``), any TCP (``tcp``, ``tls``,
+            ``http``) for one matched by address (``address``, ``resolved-address``: a
+            plain-TCP connection to the name's addresses passes too). A reader narrows it
+            where the platform checks one protocol only (Cilium ``serverNames``: ``tls``).
+            Resolution grants have none.
 
     Raises:
         ValueError: for a host that is neither a name nor an address/CIDR for its enforcement,
             a scope an address grant cannot have, ``*`` without scope ``any``, an empty or
-            out-of-range port set, an empty source, or exclusions on a name grant or outside
-            the block.
+            out-of-range port set, an empty source, exclusions on a name grant or outside
+            the block, protocols on a resolution grant, or a grant matched by name admitting
+            a protocol that carries no name (``tcp``, ``udp``).
     """
 
     host: str
@@ -185,10 +212,12 @@ class Grant:
     source: str
     resource: str = ""
     excluded: tuple[str, ...] = ()
+    protocols: frozenset[ConnectionProtocol] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.source:
             raise ValueError(f"grant {self.host}: a source citation is required")
+        self._normalize_protocols()
         if self.ports != "any":
             if not self.ports or not all(1 <= p <= 65535 for p in self.ports):
                 raise ValueError(f"grant {self.host}: ports are 'any' or a set of 1 to 65535")
@@ -197,6 +226,21 @@ class Grant:
             self._normalize_network()
         else:
             self._normalize_name()
+
+    def _normalize_protocols(self) -> None:
+        default = DEFAULT_PROTOCOLS[self.enforced]
+        protocols = frozenset(self.protocols) or default
+        unknown = sorted(protocols - set(CONNECTION_PROTOCOLS))
+        if unknown:
+            raise ValueError(f"grant {self.host}: protocols {unknown} are not protocols")
+        if self.enforced == "query-name" and self.protocols:
+            raise ValueError(f"resolution grant {self.host}: a query has no protocols")
+        if self.enforced in ("name-l7", "claimed-name") and not protocols <= NAMED_PROTOCOLS:
+            raise ValueError(
+                f"grant {self.host}: matched by name, it admits tls or http only (plain tcp "
+                "and udp carry no name to match)"
+            )
+        object.__setattr__(self, "protocols", protocols)
 
     def _normalize_network(self) -> None:
         try:
@@ -232,6 +276,10 @@ class Grant:
     def covers_port(self, port: int) -> bool:
         """Whether the grant opens TCP ``port``."""
         return self.ports == "any" or port in self.ports
+
+    def covers_protocol(self, protocol: ConnectionProtocol) -> bool:
+        """Whether the grant admits connections carrying ``protocol``."""
+        return protocol in self.protocols
 
     def matches_name(self, name: str) -> bool:
         """Whether a name grant matches ``name`` (normal form) by its scope."""
@@ -274,7 +322,32 @@ class Grant:
         what = f"{self.host} ({self.scope})" if self.network is None else self.host
         if self.excluded:
             what += f" except {', '.join(self.excluded)}"
+        if self.protocols != DEFAULT_PROTOCOLS[self.enforced]:
+            ports += f" ({protocol_text(self.protocols)} only)"
         return f"{what} on {ports}, {ENFORCEMENT_TEXT[self.enforced]} [{self.basis}: {self.source}]"
+
+
+def protocol_text(protocols: Iterable[ConnectionProtocol]) -> str:
+    """Protocols in ``CONNECTION_PROTOCOLS`` order joined by ``/``: ``tls/http``."""
+    given = set(protocols)
+    return "/".join(p for p in CONNECTION_PROTOCOLS if p in given)
+
+
+def udp_grants(grants: Iterable[Grant]) -> list[Grant]:
+    """``grants`` as grants of UDP only (protocols ``{udp}``): a reader reads a rule's UDP
+    ports (so QUIC, HTTP/3) the way it reads its TCP ports, into these."""
+    return [replace(grant, protocols=frozenset({"udp"})) for grant in grants]
+
+
+def merge_protocols(grants: Iterable[Grant]) -> tuple[Grant, ...]:
+    """``grants`` with those alike but for their protocols as one grant admitting all of them
+    (a name's TLS SNI rule and its HTTP Host rule: one grant for ``tls/http``), first place
+    kept; duplicates once."""
+    merged: dict[Grant, frozenset[ConnectionProtocol]] = {}
+    for grant in grants:
+        key = replace(grant, protocols=DEFAULT_PROTOCOLS[grant.enforced])
+        merged[key] = merged.get(key, frozenset()) | grant.protocols
+    return tuple(replace(key, protocols=protocols) for key, protocols in merged.items())
 
 
 @lru_cache(maxsize=1024)
@@ -315,49 +388,42 @@ class EffectiveEgress:
         connect: grants for TCP connections.
         resolve: grants for name resolution: name grants, ports ``"any"``, enforced
             ``query-name``.
-        udp: grants for UDP datagrams (so QUIC, HTTP/3) leaving for the internet; the path to
-            the target's own resolver is not one of them (``resolve`` models what it answers).
-            Empty where the target opens no UDP out.
 
     Raises:
-        ValueError: for a resolution grant that is not such a name grant, or a connection or
-            UDP grant enforced ``query-name``.
+        ValueError: for a resolution grant that is not such a name grant, or a connection
+            grant enforced ``query-name``.
     """
 
     target: str
     connect: tuple[Grant, ...]
     resolve: tuple[Grant, ...]
-    udp: tuple[Grant, ...] = ()
 
     def __post_init__(self) -> None:
         for grant in self.resolve:
             if grant.enforced != "query-name" or grant.ports != "any":
                 raise ValueError(f"resolution grant {grant}: query-name, on any port")
-        for grant in (*self.connect, *self.udp):
+        for grant in self.connect:
             if grant.enforced == "query-name":
                 raise ValueError(f"connection grant {grant}: query-name is for resolution")
 
-    def admits(self, host: str, port: int) -> Verdict:
-        """Whether a sandbox may connect to ``host`` on TCP ``port``.
+    def admits(self, host: str, port: int, protocol: ConnectionProtocol) -> Verdict:
+        """Whether a sandbox may connect to ``host`` on ``port`` carrying ``protocol``.
 
         An address is admitted by an address grant holding it; a name by a name grant
         matching it, or by an address grant that holds every address ``open`` admits (the
-        name reaches whatever public address it resolves to). Text that is neither an address
-        nor a fully qualified name is never admitted.
+        name reaches whatever public address it resolves to); in each case only by grants
+        admitting ``protocol`` (``Grant.protocols``: a plain-TCP connection to a name passes
+        a grant matched by resolved address, never one matched by SNI or Host). Text that is
+        neither an address nor a fully qualified name is never admitted.
         """
         destination = destination_of(host)
         if destination is None:
             return Verdict(False)
-        found = tuple(g for g in self.connect if g.covers_port(port) and _admits(g, destination))
-        return Verdict(bool(found), found)
-
-    def admits_udp(self, host: str, port: int) -> Verdict:
-        """Whether a sandbox may send UDP to ``host`` on ``port``: as ``admits``, over the
-        ``udp`` grants."""
-        destination = destination_of(host)
-        if destination is None:
-            return Verdict(False)
-        found = tuple(g for g in self.udp if g.covers_port(port) and _admits(g, destination))
+        found = tuple(
+            g
+            for g in self.connect
+            if g.covers_port(port) and g.covers_protocol(protocol) and _admits(g, destination)
+        )
         return Verdict(bool(found), found)
 
     def resolves(self, name: str) -> Verdict:
@@ -378,7 +444,15 @@ def _admits(grant: Grant, destination: IPAddress | str) -> bool:
 # --- Probes --------------------------------------------------------------------------------------
 
 ProbeKind = Literal[
-    "entry", "one-below", "two-below", "apex", "other-port", "metadata", "metadata-nat64", "grant"
+    "entry",
+    "plain-tcp",
+    "one-below",
+    "two-below",
+    "apex",
+    "other-port",
+    "metadata",
+    "metadata-nat64",
+    "grant",
 ]
 
 # Labels a probe adds below a name: chosen so no real entry is likely to name them.
@@ -391,6 +465,17 @@ METADATA_PROBES: Final[tuple[tuple[str, ProbeKind], ...]] = (
 METADATA_PORT: Final = 80
 # Tried in order when a stack's entries use no other port.
 _SPARE_PORTS = (8443, 443, 80, 22)
+# The port whose name probes speak HTTP (every other name probe speaks TLS).
+HTTP_PORT: Final = 80
+
+
+def client_protocol(host: str, port: int) -> ConnectionProtocol:
+    """The protocol a probe of ``host`` on ``port`` speaks unless it says otherwise: ``http``
+    to a name on port 80, ``tls`` to a name on any other port (what the client of a name
+    entry sends: the name in the Host or the SNI), ``tcp`` to an address."""
+    if not isinstance(destination_of(host), str):
+        return "tcp"
+    return "http" if port == HTTP_PORT else "tls"
 
 
 @dataclass(frozen=True)
@@ -400,6 +485,9 @@ class Probe:
     Attributes:
         host: a name in normal form or an address text.
         port: TCP port.
+        protocol: what the probe carries (``ConnectionProtocol``; ``client_protocol`` gives
+            the usual one): ``tls`` with the host as SNI, ``http`` with the host as Host,
+            ``tcp`` plain bytes (to a name: to an address it resolved to, naming nothing).
         kind: how it was derived (``ProbeKind``).
         origin: the entry it derives from (``*.pythonhosted.org:443``); ``""`` for the
             metadata probes.
@@ -407,12 +495,18 @@ class Probe:
 
     host: str
     port: int
+    protocol: ConnectionProtocol
     kind: ProbeKind
     origin: str = ""
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    @classmethod
+    def usual(cls, host: str, port: int, kind: ProbeKind, origin: str = "") -> Probe:
+        """A probe speaking ``client_protocol(host, port)``."""
+        return cls(host, port, client_protocol(host, port), kind, origin)
 
 
 def _other_ports(rule: EgressRule, rules: Sequence[EgressRule]) -> list[int]:
@@ -424,9 +518,9 @@ def _other_ports(rule: EgressRule, rules: Sequence[EgressRule]) -> list[int]:
 def _probes_of(rule: EgressRule, rules: Sequence[EgressRule]) -> Iterable[Probe]:
     origin = str(rule)
     if rule.kind == "ip":
-        yield Probe(rule.host, rule.port, "entry", origin)
+        yield Probe.usual(rule.host, rule.port, "entry", origin)
         for port in _other_ports(rule, rules):
-            yield Probe(rule.host, port, "other-port", origin)
+            yield Probe.usual(rule.host, port, "other-port", origin)
         return
     one, two = (
         f"{PROBE_LABELS[0]}.{rule.host}",
@@ -434,14 +528,35 @@ def _probes_of(rule: EgressRule, rules: Sequence[EgressRule]) -> Iterable[Probe]
     )
     name = rule.host if rule.kind == "name" else one
     if rule.kind == "name":
-        yield Probe(name, rule.port, "entry", origin)
-    yield Probe(one, rule.port, "one-below", origin)
-    yield Probe(two, rule.port, "two-below", origin)
+        yield Probe.usual(name, rule.port, "entry", origin)
+    # The same name and port with no SNI and no Host: a name entry never admits it.
+    yield Probe(name, rule.port, "tcp", "plain-tcp", origin)
+    yield Probe.usual(one, rule.port, "one-below", origin)
+    yield Probe.usual(two, rule.port, "two-below", origin)
     apex = rule.host if rule.kind == "wildcard" else registrable_domain(rule.host)
     if apex is not None and apex != name:
-        yield Probe(apex, rule.port, "apex", origin)
+        yield Probe.usual(apex, rule.port, "apex", origin)
     for port in _other_ports(rule, rules):
-        yield Probe(name, port, "other-port", origin)
+        yield Probe.usual(name, port, "other-port", origin)
+
+
+def _grant_protocol(grant: Grant, host: str, port: int) -> ConnectionProtocol:
+    # The usual protocol when the grant admits it, else one it admits: a grant no entry
+    # explains is asked in a protocol it opens (an HTTP-only grant on 443 too).
+    usual = client_protocol(host, port)
+    if grant.covers_protocol(usual):
+        return usual
+    return next(p for p in CONNECTION_PROTOCOLS if grant.covers_protocol(p))
+
+
+def _grant_probes(grant: Grant, host: str, ports: Iterable[int]) -> Iterator[Probe]:
+    """``grant``'s probes of ``host`` on ``ports``: in ``_grant_protocol``'s protocol, and in
+    ``udp`` as well when the grant admits it beside TCP (no contract admits UDP)."""
+    for port in ports:
+        protocol = _grant_protocol(grant, host, port)
+        yield Probe(host, port, protocol, "grant", grant.resource)
+        if protocol != "udp" and grant.covers_protocol("udp"):
+            yield Probe(host, port, "udp", "grant", grant.resource)
 
 
 def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
@@ -458,11 +573,11 @@ def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
             else public_address_in(network, [ip_network(block) for block in grant.excluded])
         )
         if address is not None:
-            yield from (Probe(str(address), p, "grant", grant.resource) for p in ports)
+            yield from _grant_probes(grant, str(address), ports)
         return
     below = grant.scope in ("below", "one-label")
     host = f"{PROBE_LABELS[0]}.{grant.host}" if below else grant.host
-    yield from (Probe(host, port, "grant", grant.resource) for port in ports)
+    yield from _grant_probes(grant, host, ports)
 
 
 def derive_probes(
@@ -472,7 +587,13 @@ def derive_probes(
 ) -> tuple[Probe, ...]:
     """The probes for a stack's entries, a target's control-plane hosts and what a target grants.
 
-    Per name entry: the name itself (exact entries), one and two labels below it
+    Each probe carries a protocol: ``client_protocol``'s (``http`` to a name on port 80,
+    ``tls`` to a name on other ports, ``tcp`` to an address) but for the ``plain-tcp`` probes
+    and a grant's (asked in a protocol it admits).
+
+    Per name entry: the name itself (exact entries) and, with protocol ``tcp``, the same name
+    (for ``*.x`` one label below) on the same port with no SNI and no Host (``plain-tcp``:
+    every target must refuse it); one and two labels below it
     (``sbx-probe.``, ``sbx-probe-2.sbx-probe.``), the apex (``x`` for ``*.x``; the registrable
     domain of an exact name when it differs), and on every other port the entries use (8443
     when they use one port) the name, or for ``*.x`` the name one label below. Per IP entry:
@@ -482,15 +603,15 @@ def derive_probes(
     single address, or for a block its lowest address ``open`` mode admits outside the grant's
     exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port);
     grants of every name are left to the entries' probes and to SBX-NET-001. Each
-    ``(host, port)`` once, first derivation kept, in derivation order.
+    ``(host, port, protocol)`` once, first derivation kept, in derivation order.
     """
     listed = [*rules, *control_plane]
-    found: dict[tuple[str, int], Probe] = {}
+    found: dict[tuple[str, int, ConnectionProtocol], Probe] = {}
     derived = [p for rule in listed for p in _probes_of(rule, listed)]
-    derived += [Probe(host, METADATA_PORT, kind) for host, kind in METADATA_PROBES]
+    derived += [Probe.usual(host, METADATA_PORT, kind) for host, kind in METADATA_PROBES]
     derived += [p for grant in grants for p in _probes_of_grant(grant)]
     for probe in derived:
-        found.setdefault((probe.host, probe.port), probe)
+        found.setdefault((probe.host, probe.port, probe.protocol), probe)
     return tuple(found.values())
 
 
@@ -506,7 +627,7 @@ def contract_probes(
 
 # --- Comparison ----------------------------------------------------------------------------------
 
-Question = Literal["connect", "resolve", "udp"]
+Question = Literal["connect", "resolve"]
 Direction = Literal["wider", "narrower"]
 
 
@@ -516,8 +637,7 @@ class Difference:
 
     Attributes:
         probe: the probe.
-        question: ``connect`` (host and TCP port), ``resolve`` (the name) or ``udp`` (host
-            and UDP port).
+        question: ``connect`` (host and port) or ``resolve`` (the name).
         direction: ``wider`` when the target admits what the contract refuses, ``narrower``
             when it refuses what the contract admits.
         verdict: the target's answer (its grants say why it admits).
@@ -534,13 +654,11 @@ class Difference:
     def describe(self, last_port: int | None = None) -> str:
         """The difference in words; ``last_port`` names the probe's port as a range up to it,
         for a run of differences alike but for their consecutive ports (``port_runs``)."""
-        what = {
-            "connect": str(self.probe),
-            "resolve": f"resolving {self.probe.host}",
-            "udp": f"UDP to {self.probe}",
-        }[self.question]
+        what = str(self.probe) if self.question == "connect" else f"resolving {self.probe.host}"
         if last_port is not None and last_port != self.probe.port:
             what += f"-{last_port}"
+        if self.question == "connect":
+            what += f" over {self.probe.protocol}"
         origin = f" ({self.probe.kind} of {self.probe.origin})" if self.probe.origin else ""
         if self.direction == "wider":
             by = "; ".join(str(g) for g in self.verdict.grants)
@@ -551,16 +669,13 @@ class Difference:
 def compare(
     effective: EffectiveEgress, contract: EgressContract, probes: Iterable[Probe]
 ) -> tuple[Difference, ...]:
-    """Every probe the target answers unlike the contract: connections for each probe, then
-    resolution for each distinct probe name, in probe order; then, when the target grants UDP,
-    every UDP probe (the metadata probes and each UDP grant's own, ``derive_probes``) the
-    target admits and the contract refuses (``EgressContract.admits_udp``). UDP is compared in
-    the wider direction only: the contract tolerates UDP in ``open`` mode, it never owes it."""
+    """Every probe the target answers unlike the contract: connections for each probe (its
+    host, port and protocol), then resolution for each distinct probe name, in probe order."""
     probes = tuple(probes)
     found: list[Difference] = []
     for probe in probes:
-        verdict = effective.admits(probe.host, probe.port)
-        if verdict.admitted != contract.admits(probe.host, probe.port):
+        verdict = effective.admits(probe.host, probe.port, probe.protocol)
+        if verdict.admitted != contract.admits(probe.host, probe.port, probe.protocol):
             found.append(Difference(probe, "connect", _direction(verdict), verdict))
     asked: set[str] = set()
     for probe in probes:
@@ -570,43 +685,31 @@ def compare(
         verdict = effective.resolves(probe.host)
         if verdict.admitted != contract.may_resolve(probe.host):
             found.append(Difference(probe, "resolve", _direction(verdict), verdict))
-    if effective.udp:
-        for probe in _udp_probes(effective):
-            verdict = effective.admits_udp(probe.host, probe.port)
-            if verdict and not contract.admits_udp(probe.host, probe.port):
-                found.append(Difference(probe, "udp", "wider", verdict))
     return tuple(found)
-
-
-def _udp_probes(effective: EffectiveEgress) -> tuple[Probe, ...]:
-    """``derive_probes`` over the UDP grants (the metadata probes and each grant's own), and
-    for a UDP grant of every name (which ``derive_probes`` leaves to the entries) a name below
-    ``example.com`` on each of its ports (``_SPARE_PORTS[1]``, 443, for every port)."""
-    every_name = [
-        Probe(f"{PROBE_LABELS[0]}.example.com", port, "grant", grant.resource)
-        for grant in effective.udp
-        if grant.scope == "any"
-        for port in (sorted(grant.ports) if grant.ports != "any" else [_SPARE_PORTS[1]])
-    ]
-    return (*derive_probes((), (), effective.udp), *every_name)
 
 
 def port_runs(differences: Iterable[Difference]) -> tuple[tuple[Difference, int], ...]:
     """``differences`` with each run of neighbours that differ only in consecutive ports (a
-    connection probe of the same host, kind and origin, answered the same way by the same
-    grants) as one: ``(first difference, last port of the run)``, in the given order. A grant
+    connection probe of the same host, protocol, kind and origin, answered the same way by the
+    same grants) as one: ``(first difference, last port of the run)``, in the given order. A grant
     on a port range (Cilium ``endPort``) then reads as one difference, not one per port."""
     runs: list[tuple[Difference, int]] = []
     for difference in differences:
         if runs:
             first, last = runs[-1]
             alike = (
-                first.question == difference.question
-                and first.question in ("connect", "udp")
+                first.question == difference.question == "connect"
                 and difference.probe.port == last + 1
-                and (first.probe.host, first.probe.kind, first.probe.origin, first.direction)
+                and (
+                    first.probe.host,
+                    first.probe.protocol,
+                    first.probe.kind,
+                    first.probe.origin,
+                    first.direction,
+                )
                 == (
                     difference.probe.host,
+                    difference.probe.protocol,
                     difference.probe.kind,
                     difference.probe.origin,
                     difference.direction,
@@ -640,7 +743,7 @@ _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
     "claimed-name-only": "matched by the name the client claims, not where it connects",
     "resolved-address-only": "matched by the addresses the name resolved to, so any site "
     "on those addresses passes",
-    "udp": "UDP (so QUIC) out of the sandbox; a contract admits UDP in open mode only",
+    "udp": "UDP (so QUIC) out of the sandbox, which no contract admits",
 }
 
 
@@ -650,11 +753,10 @@ class Inexpressible:
 
     Attributes:
         kind: ``apex-by-wildcard``, ``name-on-every-port``, ``one-label-wildcard``,
-            ``claimed-name-only`` (the contract cannot express these four),
-            ``resolved-address-only`` (expressible, but any site sharing the addresses
-            passes: the policy gate decides whether that is allowed) or ``udp`` (a UDP grant:
-            only an ``open`` contract admits UDP).
-        question: ``connect``, ``resolve`` or ``udp``.
+            ``claimed-name-only``, ``udp`` (a grant admitting UDP; the contract cannot express
+            these five) or ``resolved-address-only`` (expressible, but any site sharing the
+            addresses passes: the policy gate decides whether that is allowed).
+        question: ``connect`` or ``resolve``.
         grant: the grant.
     """
 
@@ -670,8 +772,8 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
     """Flag, without a profile, the grants no contract expresses (``Inexpressible``).
 
     Connection grants: scope ``exact-and-below`` or ``one-label``; a name grant (scope other
-    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``.
-    Resolution grants: scope ``exact-and-below`` or ``one-label``. Every UDP grant (``udp``).
+    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``; a grant
+    admitting ``udp``. Resolution grants: scope ``exact-and-below`` or ``one-label``.
     """
     found: list[Inexpressible] = []
     asked: tuple[tuple[Question, tuple[Grant, ...]], ...] = (
@@ -693,6 +795,7 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
                     kinds.append("claimed-name-only")
                 if grant.enforced == "resolved-address":
                     kinds.append("resolved-address-only")
+                if grant.covers_protocol("udp"):
+                    kinds.append("udp")
             found += [Inexpressible(k, question, grant) for k in kinds]
-    found += [Inexpressible("udp", "udp", grant) for grant in effective.udp]
     return tuple(found)

@@ -14,6 +14,10 @@ through the same parser) are ``host[:port]``, port 443 by default:
   fields. A name entry on a port whose protocol carries neither before its first data
   (``NAMELESS_PORTS``: SSH on 22, PostgreSQL on 5432 ...) is refused: write the host's HTTPS
   endpoint, or an IP entry for its address.
+- each connection is asked with its protocol (``ConnectionProtocol``): ``tls`` (a ClientHello
+  carrying the SNI), ``http`` (a request carrying the Host), ``tcp`` (plain bytes, neither) or
+  ``udp``. A name entry admits ``tls`` and ``http``, never plain ``tcp`` (no name to check);
+  an IP entry admits any TCP (``tcp``, ``tls``, ``http``); no entry admits ``udp``.
 
 Names compare case-insensitively, without a trailing dot, internationalised names in their
 A-label form (``sandboxkit.dns_names.normalize_name``). A name is fully qualified (two labels or
@@ -28,9 +32,9 @@ What each mode admits (``EgressContract.admits``), for a destination host and po
   public, never an IPv6 form of an IPv4 address) and any name that is not internal, on any
   port; the address a name resolves to is then judged as an address.
 
-UDP (so QUIC and HTTP/3; ``EgressContract.admits_udp``): none in ``deny`` and ``allowlist``,
-whose entries name TCP services; in ``open`` what ``open`` admits. The path to the target's own
-resolver is name resolution, judged below, not UDP of the sandbox's own.
+UDP (so QUIC and HTTP/3) is admitted in no mode: entries name TCP services, and a sandbox's DNS
+goes to its target's own resolver, which ``may_resolve`` judges, never to a UDP destination of
+its own.
 
 Which names may resolve (``EgressContract.may_resolve``): in ``deny`` the control-plane names
 only; in ``allowlist`` the listed names (exact, or below a wildcard) and the control-plane
@@ -99,6 +103,14 @@ _HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
 _EVERYWHERE = "this entry allows every destination; list the hosts sandboxes need"
 
 RuleKind = Literal["name", "wildcard", "ip"]
+ConnectionProtocol = Literal["tls", "http", "tcp", "udp"]
+"""What a connection carries: ``tls`` (a ClientHello with an SNI), ``http`` (a request with a
+Host header), ``tcp`` (TCP bytes that are neither, such as SSH's banner) or ``udp``."""
+CONNECTION_PROTOCOLS: tuple[ConnectionProtocol, ...] = ("tls", "http", "tcp", "udp")
+# What a name is checked in: a name entry admits these only.
+NAMED_PROTOCOLS: frozenset[ConnectionProtocol] = frozenset({"tls", "http"})
+# Every protocol over TCP: what an address (an IP entry, ``open``) admits.
+TCP_PROTOCOLS: frozenset[ConnectionProtocol] = frozenset({"tls", "http", "tcp"})
 EgressMode = Literal["deny", "allowlist", "open"]
 EGRESS_MODES: tuple[EgressMode, ...] = ("deny", "allowlist", "open")
 
@@ -164,6 +176,13 @@ class EgressRule:
         if not isinstance(destination, str):
             return False
         return destination == self.host if self.kind == "name" else is_below(destination, self.host)
+
+    @property
+    def protocols(self) -> frozenset[ConnectionProtocol]:
+        """What the entry admits on its port: ``tls`` and ``http`` for a name (targets check
+        names only in the SNI and the Host), any TCP for an IP entry (``NAMED_PROTOCOLS``,
+        ``TCP_PROTOCOLS``)."""
+        return TCP_PROTOCOLS if self.kind == "ip" else NAMED_PROTOCOLS
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if self.kind == "ip" and ":" in self.host else self.pattern
@@ -478,27 +497,37 @@ class EgressContract:
     def _listed(self) -> tuple[EgressRule, ...]:
         return self.rules + self.control_plane
 
-    def admits(self, host: str, port: int) -> bool:
-        """Whether a sandbox may connect to ``host`` on TCP ``port`` (module docstring).
+    def admits(self, host: str, port: int, protocol: ConnectionProtocol) -> bool:
+        """Whether a sandbox may connect to ``host`` on ``port`` carrying ``protocol`` (module
+        docstring).
 
         Args:
             host: a name, an IP address (``[v6]`` brackets allowed) or other text (never
                 admitted: see ``destination_of``).
             port: 1 to 65535.
+            protocol: ``tls``, ``http``, ``tcp`` (plain bytes: no SNI, no Host) or ``udp``
+                (never admitted). A plain-TCP connection "to a name" goes to an address the
+                name resolved to, without naming it: ``open`` admits it, a name entry never.
 
         Raises:
-            ValueError: for a port outside 1 to 65535.
+            ValueError: for a port outside 1 to 65535 or an unknown protocol.
         """
         if not 1 <= port <= 65535:
             raise ValueError(f"port {port} is not from 1 to 65535")
+        if protocol not in CONNECTION_PROTOCOLS:
+            known = ", ".join(CONNECTION_PROTOCOLS)
+            raise ValueError(f"protocol {protocol!r} is not one of {known}")
         destination = destination_of(host)
-        if destination is None:
+        if destination is None or protocol not in TCP_PROTOCOLS:
             return False
         if self.mode == "open":
             if isinstance(destination, str):
                 return internal_name_reason(destination) is None
             return open_admits(destination)
-        return any(r.port == port and r.covers(destination) for r in self._listed())
+        return any(
+            r.port == port and protocol in r.protocols and r.covers(destination)
+            for r in self._listed()
+        )
 
     def may_resolve(self, name: str) -> bool:
         """Whether a sandbox's query for ``name`` may be answered (module docstring); an IP
@@ -507,10 +536,3 @@ class EgressContract:
         if not isinstance(destination, str):
             return False
         return self.mode == "open" or any(r.covers(destination) for r in self._listed())
-
-    def admits_udp(self, host: str, port: int) -> bool:
-        """Whether a sandbox may send UDP (so QUIC) to ``host`` on ``port``: in ``open`` mode
-        what ``admits`` admits, in ``deny`` and ``allowlist`` nothing (entries name TCP
-        services; a sandbox's DNS goes to its target's own resolver, which ``may_resolve``
-        judges, never to a UDP destination of its own)."""
-        return self.mode == "open" and self.admits(host, port)

@@ -124,6 +124,24 @@ class FieldError(ValueError):
         return cls(errors[0].suffix, errors[0].value, errors[0].expected, tuple(errors[1:]))
 
 
+@dataclass(frozen=True)
+class MissingTool:
+    """One thing the kit runs that this machine lacks, with the command that installs it.
+
+    Attributes:
+        what: what is missing and where it was looked for, e.g. ``checkov (not found at
+            .venv-checkov/bin/checkov)``.
+        install: one shell command, run from the project folder, that installs it.
+    """
+
+    what: str
+    install: str
+
+    def sentence(self) -> str:
+        """``<what>: run `<install>` ``, the one-line message of this tool alone."""
+        return f"{self.what}: run `{self.install}`"
+
+
 class PrerequisiteError(RuntimeError):
     """Something the kit runs to judge a stack is not installed on this machine (a tool, a
     package folder); the message names it and the command that installs it. The CLI exits 2

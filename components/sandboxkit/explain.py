@@ -3,7 +3,9 @@
 For every target a stack lists, the target's reader (``TargetSpec.read_egress``) computes what
 its rendered resources let a sandbox reach, from those resources alone; the stack's profile and
 the target's control-plane hosts give the egress contract (``egress_contract.EgressContract``).
-Probes derived from the entries (``effective_egress.contract_probes``) are asked of both; every
+Probes derived from the entries (``effective_egress.contract_probes``), each naming its protocol
+(``tls``, ``http``, ``tcp``: a plain-TCP probe per name entry, which no target may admit), are
+asked of both; every
 answer says how the target enforces it and whether that is the kit's own tested code or
 documented platform behaviour, and every difference from the contract is marked wider or
 narrower.
@@ -100,22 +102,24 @@ def _verdict(verdict: Verdict, contract: bool) -> dict[str, Any]:
 
 
 def explanation_document(explained: Sequence[TargetEgress]) -> list[dict[str, Any]]:
-    """The JSON of ``--explain-egress --json``: per target, its contract, every probe's two
-    answers (connect and, for names, resolve) and the differences and findings as text; for a
-    target whose reader refused its resources, ``cannotVerify`` with the refusal."""
+    """The JSON of ``--explain-egress --json``: per target, its contract, every probe (with its
+    ``protocol``) and its two answers (connect and, for names, resolve), and the differences
+    and findings as text; for a target whose reader refused its resources, ``cannotVerify``
+    with the refusal."""
     out = []
     for item in explained:
         probes = []
         for probe in item.probes:
             entry: dict[str, Any] = {
                 "probe": str(probe),
+                "protocol": probe.protocol,
                 "kind": probe.kind,
                 "origin": probe.origin,
             }
             if item.effective is not None:
                 entry["connect"] = _verdict(
-                    item.effective.admits(probe.host, probe.port),
-                    item.contract.admits(probe.host, probe.port),
+                    item.effective.admits(probe.host, probe.port, probe.protocol),
+                    item.contract.admits(probe.host, probe.port, probe.protocol),
                 )
                 if isinstance(destination_of(probe.host), str):
                     entry["resolve"] = _verdict(

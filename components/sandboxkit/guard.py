@@ -28,6 +28,7 @@ rules, peers) before it does, and ``walk_strings`` skips unknowns.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -376,6 +377,32 @@ class StackHandler:
     def policy(self) -> str:
         """The rule's id (``SBX-NET-005``)."""
         return self.rule.id
+
+
+@dataclass(frozen=True)
+class SecretSink:
+    """Where one resource type stores secrets by design: SBX-SEC-002 (credentials in plain
+    inputs) does not read there. A target declares its sinks in its folder's ``guard.py``
+    (``SECRET_SINKS``).
+
+    Attributes:
+        type: the resource type (any API version of it).
+        inputs: top-level inputs that are secret stores (a Kubernetes Secret's ``data``).
+        holds: for an input that mixes secrets and plain values, ``(props, path) -> bool``:
+            whether the string at ``path`` (``bindings[0].text``) is one the resource stores
+            as a secret; ``None`` when ``inputs`` say it all.
+    """
+
+    type: TypeToken
+    inputs: tuple[str, ...] = ()
+    holds: Callable[[Mapping[str, Any], str], bool] | None = None
+
+    def stores(self, props: Mapping[str, Any], path: str) -> bool:
+        """Whether the string at input ``path`` (``data.token``, ``bindings[1].text``) is in
+        this sink."""
+        if re.split(r"[.\[]", path, maxsplit=1)[0] in self.inputs:
+            return True
+        return self.holds is not None and self.holds(props, path)
 
 
 def of_kind(resources: Sequence[StackResource], *tokens: TypeToken) -> list[StackResource]:

@@ -15,7 +15,7 @@ targets' in registry order; ``coverage`` says, per rule, which targets' handlers
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from sandboxkit.boundary import RESOLVER_PORTS
 from sandboxkit.credentials import CREDENTIAL_SHAPES
 from sandboxkit.effective_egress import (
+    Difference,
     EffectiveEgress,
     Grant,
     compare,
@@ -35,6 +36,7 @@ from sandboxkit.guard import (
     EGRESS_READ_FAILURES,
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     numbers,
@@ -43,42 +45,38 @@ from sandboxkit.guard import (
     walk_strings,
 )
 from sandboxkit.policy_rules import MATCHES_CONTRACT, NAMES_BY_NAME, NO_CREDENTIALS, PolicyRule
-from sandboxkit.targets import TARGET_MODULES, get_target, parts_by_target
+from sandboxkit.targets import TARGET_MODULES, get_target, parts_by_target, target_parts
 from sandboxkit.type_tokens import EVERY_TYPE
 
 # --- SBX-SEC-002: credentials in plain inputs ----------------------------------------------------
 
-# Inputs that are secret stores: a credential there is where it belongs.
-SECRET_SINKS = {
-    "kubernetes:core/v1:Secret": ("data", "stringData"),
-    "aws:secretsmanager/secretVersion:SecretVersion": ("secretString", "secretBinary"),
-    "gcp:secretmanager/secretVersion:SecretVersion": ("secretData",),
-    "azure-native:app:ContainerAppsSessionPool": ("secrets",),
-    "azure-native:app:ManagedEnvironment": ("appLogsConfiguration",),
-}
+
+def secret_sinks(resource_type: str) -> tuple[SecretSink, ...]:
+    """The secret stores the registered targets declare (``SECRET_SINKS`` of each folder's
+    ``guard.py``) for resources of ``resource_type``: a credential there is where it belongs."""
+    return tuple(
+        s for s in _declared_sinks(tuple(TARGET_MODULES.items())) if s.type.matches(resource_type)
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _declared_sinks(registry: tuple[tuple[str, str], ...]) -> tuple[SecretSink, ...]:
+    # Keyed by the registry's contents: a target registered later (a test's fake one) counts.
+    del registry
+    return tuple(target_parts("guard", "SECRET_SINKS"))
 
 
 def scan_credentials(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(input path, what it looks like)`` for each credential-shaped string in ``props``."""
-    skipped = SECRET_SINKS.get(resource_type, ())
+    sinks = secret_sinks(resource_type)
     # walk_strings skips unknown inputs: a value computed from another resource, or a secret,
     # is not text the stack wrote, so it never decides this policy.
     for path, text in walk_strings(props):
-        if re.split(r"[.\[]", path, maxsplit=1)[0] in skipped:
-            continue
-        if resource_type.endswith(":WorkersScript") and _secret_binding_text(props, path):
+        if any(sink.stores(props, path) for sink in sinks):
             continue
         for label, shape in CREDENTIAL_SHAPES.items():
             if shape.search(text):
                 yield path, label
-
-
-def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
-    match = re.fullmatch(r"bindings\[(\d+)\]\.text", path)
-    if not match:
-        return False
-    binding = props["bindings"][int(match.group(1))]
-    return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
 
 
 def _credentials(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
@@ -148,7 +146,8 @@ def _names_by_address(
             yield (
                 f"{target} admits {grant.host} by resolved address only ({grant.resource}): "
                 "any site on that name's addresses passes, such as another customer of the "
-                "same CDN; use a target that checks the name itself (TLS SNI or HTTP Host), "
+                "same CDN, and so does plain TCP to them naming no host (no TLS SNI, no HTTP "
+                "Host); use a target that checks the name itself (TLS SNI or HTTP Host), "
                 "or accept it in the pack config (sbx-net-006 advisory).",
                 _urn_of(grant, urns),
             )
@@ -196,7 +195,7 @@ def _contract_differences(
         )
         differences = compare(effective, contract, contract_probes(contract, effective))
         # One report per run of consecutive ports: a grant on a port range is one finding.
-        for difference, last_port in port_runs(differences):
+        for difference, last_port in port_runs(d for d in differences if not _by_address(d)):
             # A wider answer is on the resource granting it; a narrower one on the component.
             grants = difference.verdict.grants
             yield (
@@ -206,6 +205,19 @@ def _contract_differences(
                 "--explain-egress shows every probe).",
                 (_urn_of(grants[0], urns) if grants else None) or urns.get(target),
             )
+
+
+def _by_address(difference: Difference) -> bool:
+    """Whether ``difference`` is plain TCP to a name admitted only by grants matched by the
+    name's resolved addresses: SBX-NET-006's finding on those grants (which says so, and which
+    the pack config may accept), not a second one here."""
+    grants = difference.verdict.grants
+    return (
+        difference.direction == "wider"
+        and difference.probe.protocol == "tcp"
+        and bool(grants)
+        and all(g.enforced == "resolved-address" for g in grants)
+    )
 
 
 def _control_plane_ports(target: str, contract: EgressContract, ctx: CheckContext) -> Iterator[str]:

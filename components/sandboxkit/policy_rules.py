@@ -221,7 +221,8 @@ NAMES_BY_NAME = PolicyRule(
     description=(
         "Prohibits egress that admits a name only by the addresses the name resolves to (Cloud "
         "NGFW FQDN objects, and any target whose egress reader says 'resolved address only'): "
-        "every site sharing those addresses passes. A target whose reader refuses its resources is "
+        "every site sharing those addresses passes, and so does plain TCP to them naming no "
+        "host (no TLS SNI, no HTTP Host). A target whose reader refuses its resources is "
         "reported as not verifiable."
     ),
     remediation=(
@@ -259,8 +260,10 @@ MATCHES_CONTRACT = PolicyRule(
         "name on every port, a name matched only as the client claims it) and, for the "
         "contracts in the policy's config (sandboxkit check fills them from the stack's "
         "profile), that every probe derived from the entries (the name, one and two labels "
-        "below, the apex, another port, the metadata address and its NAT64 form) is admitted "
-        "exactly when the contract admits it. A target the stack lists without a contract in "
+        "below, the apex, another port, the metadata address and its NAT64 form), each over its "
+        "protocol (TLS, or HTTP on port 80, to a name; TCP to an address; and per name entry "
+        "plain TCP naming no host, which no name entry admits), is admitted exactly when the "
+        "contract admits it. A target the stack lists without a contract in "
         "the config is reported as having none (run sandboxkit pack-config), and a target whose "
         "reader refuses its resources as not verifiable, never skipped. Prohibits control-plane "
         "entries on a resolver port (53, 853: a DNS channel) and, with egress deny, on a port "

@@ -32,6 +32,7 @@ from sandboxkit.cloud_names import derived_name
 from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import EffectiveEgress, ResourceView
 from sandboxkit.egress_contract import EgressRule
+from sandboxkit.errors import MissingTool
 from sandboxkit.profile import PROFILE_FIELDS, SandboxProfile
 
 # Target name -> module exposing SPEC. Names are the public values of sandboxkit:targets.
@@ -250,6 +251,11 @@ class EgressAcceptance:
         ports: the only ports an entry may name; ``None`` for any port from 1 to 65535.
         settings: the target settings (camelCase key, value) all of the above needs, over a
             stack's own: kubernetes takes names with ``fqdnPolicy: cilium`` only.
+        plain_tcp_by_address: the target matches names by the addresses they resolved to
+            (Cloud NGFW FQDN objects), so plain TCP to a listed name's addresses, naming no
+            host, passes: the one answer its reader may give unlike the contract (a
+            ``plain-tcp`` probe admitted by ``resolved-address`` grants; SBX-NET-006 reports
+            it, mandatory in prod).
     """
 
     allowlist: bool = True
@@ -260,6 +266,7 @@ class EgressAcceptance:
     ipv6: bool = True
     ports: tuple[int, ...] | None = None
     settings: tuple[tuple[str, Any], ...] = ()
+    plain_tcp_by_address: bool = False
 
     def admits_port(self, port: int) -> bool:
         """Whether an entry may name ``port``."""
@@ -329,6 +336,11 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
         """What the stack uses but another owner created, so neither the kit nor the gate can
         see its settings: one sentence each, warned by ``preview`` (the gate reports the same
         objects under SBX-K8S-009). None by default."""
+        return ()
+
+    def missing_tools(self) -> tuple[MissingTool, ...]:
+        """What the gate runs to judge a stack listing this target that this machine lacks
+        (``sandboxkit check`` names them all at once, before it renders). None by default."""
         return ()
 
     def control_plane(self, settings: SettingsT) -> tuple[EgressRule, ...]:

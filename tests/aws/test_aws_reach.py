@@ -64,10 +64,10 @@ def test_prod_forged_sni_to_any_address_is_denied(prod: RenderedStack) -> None:
         "name-l7",
         "platform-doc",
     )
-    assert not egress.admits(DOH, 443)
-    assert not egress.admits("93.184.216.34", 443)
-    assert egress.admits("agents.example.com", 443)
-    assert not egress.admits("agents.example.com", 80)
+    assert not egress.admits(DOH, 443, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
+    assert egress.admits("agents.example.com", 443, "tls")
+    assert not egress.admits("agents.example.com", 80, "http")
     explained = explain_target(prod, T)
     assert (explained.differences, explained.findings) == ((), ())
 
@@ -122,35 +122,35 @@ def test_doh_resolver_is_neither_reached_nor_resolved_on_an_allowlist(
     allowlist: RenderedStack,
 ) -> None:
     egress = effective(allowlist)
-    assert not egress.admits(DOH, 443)
-    assert not egress.admits("cloudflare-dns.com", 443)
+    assert not egress.admits(DOH, 443, "tcp")
+    assert not egress.admits("cloudflare-dns.com", 443, "tls")
     assert not egress.resolves("cloudflare-dns.com")
 
 
 def test_a_port_belongs_to_its_entry(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
-    assert egress.admits("github.com", 80)
-    assert not egress.admits("github.com", 443)
-    assert not egress.admits("pypi.org", 80)
-    assert egress.admits("mirror.example.org", 8443)
-    assert not egress.admits("mirror.example.org", 443)
+    assert egress.admits("github.com", 80, "http")
+    assert not egress.admits("github.com", 443, "tls")
+    assert not egress.admits("pypi.org", 80, "http")
+    assert egress.admits("mirror.example.org", 8443, "tls")
+    assert not egress.admits("mirror.example.org", 443, "tls")
 
 
 def test_a_wildcard_never_admits_its_apex(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
-    assert egress.admits("files.pythonhosted.org", 443)
-    assert egress.admits("a.b.files.pythonhosted.org", 443)
-    assert not egress.admits("pythonhosted.org", 443)
+    assert egress.admits("files.pythonhosted.org", 443, "tls")
+    assert egress.admits("a.b.files.pythonhosted.org", 443, "tls")
+    assert not egress.admits("pythonhosted.org", 443, "tls")
     assert not egress.resolves("pythonhosted.org")
     assert egress.resolves("files.pythonhosted.org")
 
 
 def test_an_ip_entry_is_exactly_its_address_and_port(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
-    assert egress.admits("93.184.216.34", 8443)
-    assert not egress.admits("93.184.216.34", 443)
-    assert not egress.admits("169.254.169.254", 80)
-    assert not egress.admits("64:ff9b::a9fe:a9fe", 80)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
+    assert not egress.admits("169.254.169.254", 80, "http")
+    assert not egress.admits("64:ff9b::a9fe:a9fe", 80, "http")
 
 
 def test_the_allowlist_stack_matches_the_contract(allowlist: RenderedStack) -> None:
@@ -162,10 +162,10 @@ def test_the_allowlist_stack_matches_the_contract(allowlist: RenderedStack) -> N
 
 def test_open_admits_public_addresses_only() -> None:
     egress = effective(render("dev", {"mode": "open"}))
-    assert egress.admits("anything.example", 22)
-    assert egress.admits("8.8.8.8", 53)
-    assert not egress.admits("169.254.169.254", 80)
-    assert not egress.admits("10.1.2.3", 443)
+    assert egress.admits("anything.example", 22, "tls")
+    assert egress.admits("8.8.8.8", 53, "tcp")
+    assert not egress.admits("169.254.169.254", 80, "http")
+    assert not egress.admits("10.1.2.3", 443, "tcp")
     assert egress.resolves("anything.example")
 
 
@@ -215,10 +215,10 @@ def test_golden_domain_list_admits_the_apex_on_every_port_by_claimed_name() -> N
             ),
         ]
     )
-    assert egress.admits("amazon.com", 8443)
-    assert egress.admits("www.amazon.com", 22)
-    assert egress.admits("example.com", 443)
-    assert not egress.admits("www.example.com", 443)
+    assert egress.admits("amazon.com", 8443, "tls")
+    assert egress.admits("www.amazon.com", 22, "tls")
+    assert egress.admits("example.com", 443, "tls")
+    assert not egress.admits("www.example.com", 443, "tls")
     assert {(f.kind, f.grant.host) for f in inexpressible(egress)} == {
         ("apex-by-wildcard", "amazon.com"),
         ("name-on-every-port", "amazon.com"),
@@ -249,8 +249,8 @@ def test_golden_policy_without_a_drop_default_leaves_the_security_group() -> Non
         {"firewallPolicy": {"statefulDefaultActions": ["aws:alert_established"]}},
     )
     egress = read_egress([SG_ALL_TCP, passing, rule_group({"rulesString": ""})])
-    assert egress.admits("8.8.8.8", 25)
-    assert egress.admits("anything.example", 443)
+    assert egress.admits("8.8.8.8", 25, "tcp")
+    assert egress.admits("anything.example", 443, "tls")
 
 
 def test_golden_security_group_limits_a_name_rule_to_its_open_ports() -> None:
@@ -268,8 +268,8 @@ def test_golden_security_group_limits_a_name_rule_to_its_open_ports() -> None:
         "endswith; sid:1;)"
     )
     egress = read_egress([sg_443, STRICT_DROP, rule_group({"rulesString": text})])
-    assert egress.admits("a.example", 443)
-    assert not egress.admits("a.example", 8443)
+    assert egress.admits("a.example", 443, "tls")
+    assert not egress.admits("a.example", 8443, "tls")
 
 
 def test_golden_dns_firewall_allow_then_block_all() -> None:

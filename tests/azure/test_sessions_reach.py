@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from sandboxkit.azure.egress_reader import NETWORK_DOC, read_egress
-from sandboxkit.effective_egress import ResourceView, compare, derive_probes
+from sandboxkit.effective_egress import ResourceView, compare, contract_probes, derive_probes
 from sandboxkit.egress_contract import EgressContract
 from sandboxkit.render import Recorder
-from support import build_target
+from support import build_target, udp_of
 
 POOL = "azure-native:app:ContainerAppsSessionPool"
 SETTINGS = {
@@ -30,7 +30,7 @@ def pool(**props: Any) -> ResourceView:
 def test_egress_disabled_grants_nothing() -> None:
     effective = read_egress([pool(sessionNetworkConfiguration={"status": "EgressDisabled"})])
     assert (effective.connect, effective.resolve) == ((), ())
-    assert effective.admits("169.254.169.254", 80).admitted is False
+    assert effective.admits("169.254.169.254", 80, "http").admitted is False
     assert effective.resolves("x.attacker.example").admitted is False
 
 
@@ -46,7 +46,7 @@ def test_egress_disabled_grants_nothing() -> None:
 def test_anything_but_egress_disabled_opens_everything(props: dict[str, Any]) -> None:
     effective = read_egress([pool(**props)])
     for host, port in (("151.101.0.223", 8443), ("2606:4700::1111", 22), ("a.example.com", 25)):
-        verdict = effective.admits(host, port)
+        verdict = effective.admits(host, port, "tls")
         assert verdict.admitted is True
         assert {g.source for g in verdict.grants} == {NETWORK_DOC}
     assert effective.resolves("x.attacker.example").admitted is True
@@ -61,7 +61,7 @@ def test_a_pool_of_a_versioned_type_token_is_read() -> None:
     assert [(g.host, g.resource) for g in effective.connect] == [
         ("0.0.0.0/0", f"{versioned} pool"),
         ("::/0", f"{versioned} pool"),
-    ]
+    ] * 2  # TCP, then UDP
     other = ResourceView.of("azure-native:app:ContainerApp", "app", enabled)
     assert read_egress([other]).connect == ()
 
@@ -85,20 +85,21 @@ def test_enabled_egress_is_wider_than_open_so_the_target_refuses_open() -> None:
     assert [(str(d.probe), d.question, d.direction) for d in differences] == [
         ("169.254.169.254:80", "connect", "wider"),
         ("[64:ff9b::a9fe:a9fe]:80", "connect", "wider"),
-        # The switch names no protocol: UDP (QUIC) reaches the same addresses.
-        ("169.254.169.254:80", "udp", "wider"),
-        ("[64:ff9b::a9fe:a9fe]:80", "udp", "wider"),
     ]
 
 
 def test_disabled_egress_grants_no_udp_and_enabled_egress_udp_everywhere() -> None:
     disabled = read_egress([pool(sessionNetworkConfiguration={"status": "EgressDisabled"})])
     enabled = read_egress([pool(sessionNetworkConfiguration={"status": "EgressEnabled"})])
-    assert disabled.udp == ()
-    assert [g.host for g in enabled.udp] == ["0.0.0.0/0", "::/0"]
-    assert enabled.admits_udp("203.0.113.7", 443)
-    differences = compare(enabled, EgressContract("deny"), ())
-    (difference,) = [d for d in differences if str(d.probe) == "169.254.169.254:80"]
+    assert udp_of(disabled) == ()
+    assert [g.host for g in udp_of(enabled)] == ["0.0.0.0/0", "::/0"]
+    assert enabled.admits("203.0.113.7", 443, "udp")
+    deny = EgressContract("deny")
+    differences = compare(enabled, deny, contract_probes(deny, enabled))
+    (difference,) = [
+        d for d in differences if (str(d.probe), d.probe.protocol) == ("1.0.0.0:8443", "udp")
+    ]
     assert difference.describe().startswith(
-        "wider: UDP to 169.254.169.254:80 is admitted by 0.0.0.0/0 on every port, address"
+        "wider: 1.0.0.0:8443 over udp (grant of azure-native:app:ContainerAppsSessionPool pool) "
+        "is admitted by 0.0.0.0/0 on every port (udp only), address"
     )

@@ -63,6 +63,18 @@ def test_an_entry_matches_its_check_and_selector_only() -> None:
     assert not entry.matches("CKV_K8S_22", None, "urn:pulumi:dev::sandboxkit::x", "f", "r")
 
 
+def test_a_type_entry_accepts_every_api_version_of_its_type_and_no_other_type() -> None:
+    pool = "azure-native:app:ContainerAppsSessionPool"
+    (entry,) = parse_baseline(
+        {"accepted": [{"check": "CKV_SBX_9", "resource_type": pool, "reason": REASON}]}, "b"
+    )
+    versioned = "azure-native:app/v20240202preview:ContainerAppsSessionPool"
+    for token in (pool, versioned):
+        assert entry.matches("CKV_SBX_9", token, "urn", "f", "r")
+    assert not entry.matches("CKV_SBX_9", "azure-native:app:ManagedEnvironment", "urn", "f", "r")
+    assert not entry.matches("CKV_SBX_9", None, "urn", "f", "r")
+
+
 def test_shipped_stacks_and_files_have_no_unaccepted_failure(shipped_report: CheckovReport) -> None:
     assert [f.violation() for f in shipped_report.failures] == []
 

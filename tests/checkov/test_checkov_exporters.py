@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from checkov_support import require_checkov
 
-from sandboxkit.checkov_bridge.exporters import export_resources
+from sandboxkit.checkov_bridge.exporters import arm_template, export_resources
 from sandboxkit.checkov_bridge.runner import CheckovReport, scan
 from sandboxkit.render import RenderedResource
 from support import named, shipped_render
@@ -97,11 +97,13 @@ def test_terraform_plan_security_group_open_to_the_internet_fails_its_checks(
 
 
 POOL = "azure-native:app:ContainerAppsSessionPool"
+# pulumi-azure-native's token of the 2024-02-02-preview API of the same resource.
+VERSIONED_POOL = "azure-native:app/v20240202preview:ContainerAppsSessionPool"
 
 
-def _pool(name: str, status: str) -> RenderedResource:
+def _pool(name: str, status: str, token: str = POOL) -> RenderedResource:
     return _resource(
-        POOL,
+        token,
         name,
         {
             "resourceGroupName": "rg-sandboxkit",
@@ -127,6 +129,35 @@ def test_arm_session_pool_with_egress_fails_the_kit_check(report: CheckovReport)
     }
 
 
+def _verdicts(report: CheckovReport, urn: str) -> dict[str, bool]:
+    return {f.policy: f.passed for f in report.findings if f.urn == urn}
+
+
+def test_a_versioned_session_pool_gets_every_checkov_verdict_of_the_plain_one(
+    report: CheckovReport,
+) -> None:
+    for status in ("EgressEnabled", "EgressDisabled"):
+        name = "open-pool" if status == "EgressEnabled" else "closed-pool"
+        plain, versioned = _pool(name, status), _pool(f"v-{name}", status, VERSIONED_POOL)
+        assert _verdicts(report, versioned.urn) == _verdicts(report, plain.urn)
+        assert _verdicts(report, plain.urn)
+    assert _result(report, "CKV_SBX_9", _pool("v-open-pool", "", VERSIONED_POOL).urn) is False
+
+
+def test_the_arm_export_of_a_versioned_token_names_its_api_version() -> None:
+    template, ids = arm_template(
+        [_pool("p", "EgressDisabled"), _pool("v", "EgressDisabled", VERSIONED_POOL)]
+    )
+    assert set(ids) == {"Microsoft.App/sessionPools.p", "Microsoft.App/sessionPools.v"}
+    bodies = {body["name"]: body for body in template["resources"]}
+    assert bodies["p"]["apiVersion"] == "2025-02-02-preview"
+    assert bodies["v"]["apiVersion"] == "2024-02-02-preview"
+    rest = ("name", "apiVersion")
+    assert {k: v for k, v in bodies["v"].items() if k not in rest} == {
+        k: v for k, v in bodies["p"].items() if k not in rest
+    }
+
+
 @pytest.fixture(scope="module")
 def report(checkov_bin: Path) -> CheckovReport:
     resources = [
@@ -135,6 +166,8 @@ def report(checkov_bin: Path) -> CheckovReport:
         _group("closed", "10.20.0.0/16"),
         _pool("open-pool", "EgressEnabled"),
         _pool("closed-pool", "EgressDisabled"),
+        _pool("v-open-pool", "EgressEnabled", VERSIONED_POOL),
+        _pool("v-closed-pool", "EgressDisabled", VERSIONED_POOL),
     ]
     return scan(
         PROJECT_DIR,

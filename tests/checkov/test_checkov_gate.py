@@ -342,7 +342,10 @@ def test_missing_checkov_exits_2_naming_the_install_command_and_the_explicit_ski
     assert result.exit_code == 2
     assert result.stdout == ""
     message = " ".join(result.stderr.split())
-    assert message.startswith("error: checkov not found at /nonexistent/checkov")
+    assert message.startswith(
+        "error: missing what the gate runs: checkov (not found at /nonexistent/checkov; "
+        "SANDBOXKIT_CHECKOV names it: unset it to use the one installed below)"
+    )
     assert INSTALL_COMMAND in message
     assert message.endswith("; or pass --no-checkov to skip checkov explicitly")
 

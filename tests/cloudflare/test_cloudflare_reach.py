@@ -30,7 +30,7 @@ from sandboxkit.effective_egress import (
     compare,
     derive_probes,
 )
-from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.egress_contract import ConnectionProtocol, EgressContract, parse_rule
 from sandboxkit.explain import explain_target
 from sandboxkit.project import stack_file
 from sandboxkit.render import Recorder
@@ -62,7 +62,9 @@ def rendered(engine: Recorder, egress: dict[str, Any]) -> list[ResourceView]:
 
 
 def connect(host: str, scope: Any, ports: frozenset[int]) -> Grant:
-    return Grant(host, scope, ports, "name-l7", "kit-code", CONNECT_SOURCE, SCRIPT)
+    # An interception on 80 routes HTTP by its Host, one on 443 TLS by its SNI.
+    protocols: frozenset[ConnectionProtocol] = frozenset({"http" if ports == HTTP else "tls"})
+    return Grant(host, scope, ports, "name-l7", "kit-code", CONNECT_SOURCE, SCRIPT, (), protocols)
 
 
 def resolve(host: str, scope: Any) -> Grant:
@@ -138,7 +140,15 @@ def test_allowlist_has_no_difference_from_the_contract(
     probes = derive_probes(rules)
     assert compare(effective, EgressContract("allowlist", rules), probes) == ()
     # The probes the issue names, by hand: the exact expected answers.
-    answers = {str(p): effective.admits(p.host, p.port).admitted for p in probes}
+    # Plain TCP (no SNI, no Host) matches no interception: never routed, never admitted.
+    plain = [p for p in probes if p.kind == "plain-tcp"]
+    assert [p.origin for p in plain] == [str(r) for r in rules]  # one per name entry
+    assert not any(effective.admits(p.host, p.port, p.protocol) for p in plain)
+    answers = {
+        str(p): effective.admits(p.host, p.port, p.protocol).admitted
+        for p in probes
+        if p.kind != "plain-tcp"
+    }
     assert answers == {
         "github.com:80": True,
         "sbx-probe.github.com:80": False,
@@ -169,7 +179,17 @@ def test_an_open_policy_grants_every_name_and_public_address_on_80_and_443_only(
 
     def addresses(ports: frozenset[int]) -> tuple[Grant, ...]:
         return tuple(
-            Grant(block, "exact", ports, "address", "kit-code", CONNECT_SOURCE, SCRIPT, shut)
+            Grant(
+                block,
+                "exact",
+                ports,
+                "address",
+                "kit-code",
+                CONNECT_SOURCE,
+                SCRIPT,
+                shut,
+                frozenset({"http" if ports == HTTP else "tls"}),
+            )
             for block, shut in (("0.0.0.0/0", NON_PUBLIC_IPV4), ("::/0", NON_PUBLIC_IPV6))
         )
 
@@ -180,17 +200,19 @@ def test_an_open_policy_grants_every_name_and_public_address_on_80_and_443_only(
         *addresses(HTTPS),
     )
     assert effective.resolve == (resolve("*", "any"),)
-    # open owes every port; Cloudflare Containers route only 80 and 443: narrower, marked
-    # (hence the refusal).
+    # open owes every port and every TCP; Cloudflare Containers route only HTTP on 80 and TLS
+    # on 443: narrower, marked (hence the refusal).
     probes = (
         *derive_probes(()),
-        Probe("example.com", 443, "entry"),
-        Probe("example.com", 8443, "other-port"),
-        Probe("151.101.0.223", 443, "entry"),
+        Probe.usual("example.com", 443, "entry"),
+        Probe.usual("example.com", 8443, "other-port"),
+        Probe("151.101.0.223", 443, "tls", "entry"),
+        Probe("151.101.0.223", 443, "tcp", "entry"),
     )
     differences = compare(effective, EgressContract("open"), probes)
-    assert [(str(d.probe), d.question, d.direction) for d in differences] == [
-        ("example.com:8443", "connect", "narrower")
+    assert [(str(d.probe), d.probe.protocol, d.direction) for d in differences] == [
+        ("example.com:8443", "tls", "narrower"),
+        ("151.101.0.223:443", "tcp", "narrower"),
     ]
 
 
@@ -221,7 +243,7 @@ def test_golden_wildcard_from_the_documented_glob_table(
         "allow": [{"host": "example.com", "port": 443, "wildcard": True}],
     }
     effective = read_egress([script_with(json.dumps(policy))], worker_decider)
-    assert effective.admits(name, 443).admitted is admitted
+    assert effective.admits(name, 443, "tls").admitted is admitted
     assert effective.resolves(name).admitted is admitted
 
 

@@ -81,15 +81,15 @@ def test_the_target_admits_exactly_what_the_contract_admits(
     policy = egress_policy(profile)
     worker = worker_decider.probe(policy, asked)
     assert [(p.host, p.port, p.admitted) for p in worker] == [
-        (host, port, contract.admits(host, port)) for host, port in asked
+        (host, port, contract.admits(host, port, "tls")) for host, port in asked
     ]
     # The gateway alone, as if the platform routed everything to it: it is the authority.
     urls = [gateway_url(host, port) for host, port in asked]
     assert [allowed for allowed, _ in worker_decider.decide(policy, urls)] == [
-        contract.admits(host, port) for host, port in asked
+        contract.admits(host, port, "tls") for host, port in asked
     ]
     effective = read_egress([script(policy)], worker_decider)
-    assert compare(effective, contract, [Probe(h, p, "entry") for h, p in asked]) == ()
+    assert compare(effective, contract, [Probe.usual(h, p, "entry") for h, p in asked]) == ()
 
 
 @settings(max_examples=500, deadline=None)

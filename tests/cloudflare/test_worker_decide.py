@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,11 +147,33 @@ def test_the_configuration_loads_every_module_the_harness_may_import() -> None:
 def test_without_npm_dependencies_it_names_the_folder(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # The Worker's package without its node_modules: npm ci in that folder installs workerd.
+    for name in ("package.json", "package-lock.json", decide.HARNESS_MODULE):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(decide.WORKER_DIR / name, tmp_path / name)
+    monkeypatch.setenv(decide.WORKER_DIR_ENV, str(tmp_path))
+    with pytest.raises(WorkerSetupError) as caught, WorkerDecider():
+        pass
+    package = decide.WORKERD_PACKAGES[(sys.platform, platform.machine())]
+    assert str(caught.value) == (
+        f"workerd, which the Worker's npm dependencies install (no node_modules/@cloudflare/"
+        f"{package}/bin/workerd in {tmp_path} (SANDBOXKIT_WORKER_DIR)): run "
+        f"`npm ci --prefix {tmp_path}`"
+    )
+
+
+def test_an_empty_worker_folder_is_named_as_no_worker_package(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Issue 31 item 19: "run npm ci in <empty dir>" could not work: it holds no package.json.
     monkeypatch.setenv(decide.WORKER_DIR_ENV, str(tmp_path))
     with pytest.raises(WorkerSetupError) as caught, WorkerDecider():
         pass
     assert str(caught.value) == (
-        f"the Worker's npm dependencies are missing: run `npm ci` in {tmp_path}"
+        f"the Cloudflare Worker's package: {tmp_path} (SANDBOXKIT_WORKER_DIR) holds no "
+        f"package.json or test-support/decide-harness.js (expected a copy of the Worker's "
+        f"whole folder, {decide.WORKER_DIR}): run `cp -R {decide.WORKER_DIR}/. {tmp_path} && "
+        f"npm ci --prefix {tmp_path}`"
     )
 
 
@@ -268,14 +291,21 @@ def test_a_folder_that_is_not_the_workers_is_a_setup_error(
     with pytest.raises(WorkerSetupError) as caught, WorkerDecider():
         pass
     assert str(caught.value) == (
-        f"{tmp_path} holds no test-support/decide-harness.js: {decide.WORKER_DIR_ENV} must name "
-        f"a copy of the Worker's whole folder ({decide.WORKER_DIR}) with `npm ci` run in it"
+        f"the Cloudflare Worker's package: {tmp_path} (SANDBOXKIT_WORKER_DIR) holds no "
+        f"package.json or test-support/decide-harness.js (expected a copy of the Worker's "
+        f"whole folder, {decide.WORKER_DIR}): run `cp -R {decide.WORKER_DIR}/. {tmp_path} && "
+        f"npm ci --prefix {tmp_path}`"
     )
+    for name in ("package.json", decide.HARNESS_MODULE):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(decide.WORKER_DIR / name, tmp_path / name)
     binary.unlink()
     binary.write_text("")
     with pytest.raises(WorkerSetupError) as caught:
         decide.workerd_binary(tmp_path)
-    assert str(caught.value) == f"{binary} is not executable: run `npm ci` in {tmp_path} again"
+    assert str(caught.value) == (
+        f"workerd at {binary} is not executable: run `npm ci --prefix {tmp_path}`"
+    )
 
 
 def test_sigterm_ends_workerd_with_the_process_that_started_it(tmp_path: Path) -> None:

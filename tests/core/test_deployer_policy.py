@@ -38,7 +38,7 @@ MAPPINGS = {
 def _grants(target: str) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for module in MAPPINGS[target]:
-        merged.update(importlib.import_module(module).GRANTS)
+        merged.update({t.token: g for t, g in importlib.import_module(module).GRANTS.items()})
     return merged
 
 

@@ -18,11 +18,12 @@ from sandboxkit.effective_egress import (
     compare,
     derive_probes,
     inexpressible,
+    merge_protocols,
     plain,
     port_runs,
     port_text,
 )
-from sandboxkit.egress_contract import EgressContract, parse_rule
+from sandboxkit.egress_contract import CONNECTION_PROTOCOLS, EgressContract, parse_rule
 
 DOC: Basis = "platform-doc"
 NFW = "Network Firewall RulesSourceList: a target '.x' matches x and every name below it"
@@ -47,8 +48,16 @@ def fqdn(host: str) -> Grant:
     return Grant(host, "one-label", frozenset({443}), "resolved-address", DOC, CILIUM)
 
 
-def everywhere(excluded: Sequence[str] = NON_PUBLIC_IPV4, block: str = "0.0.0.0/0") -> Grant:
-    return Grant(block, "exact", "any", "address", DOC, "NetworkPolicy", excluded=tuple(excluded))
+def everywhere(
+    excluded: Sequence[str] = NON_PUBLIC_IPV4, block: str = "0.0.0.0/0", **kw: Any
+) -> Grant:
+    return Grant(
+        block, "exact", "any", "address", DOC, "NetworkPolicy", excluded=tuple(excluded), **kw
+    )
+
+
+TCP = {"tls", "http", "tcp"}
+NAME_L7 = "name at L7 (SNI/Host checked against the destination)"
 
 
 # --- Grant --------------------------------------------------------------------------------------
@@ -123,14 +132,14 @@ def test_admits_answers_with_the_admitting_grants() -> None:
     wide = nfw("pythonhosted.org", "exact-and-below", frozenset({443}))
     ip = Grant("8.8.8.8", "exact", frozenset({53}), "address", DOC, "security group rule")
     effective = EffectiveEgress("aws-microvm", (exact, wide, ip), (dns("pypi.org"),))
-    assert effective.admits("PyPI.org.", 443).grants == (exact,)
-    assert effective.admits("pypi.org", 80).admitted is False
-    verdict = effective.admits("pythonhosted.org", 443)
+    assert effective.admits("PyPI.org.", 443, "tls").grants == (exact,)
+    assert effective.admits("pypi.org", 80, "http").admitted is False
+    verdict = effective.admits("pythonhosted.org", 443, "tls")
     assert verdict.grants == (wide,) and verdict.enforced == ("claimed name only",)
-    assert effective.admits("8.8.8.8", 53).grants == (ip,)
-    assert not effective.admits("8.8.8.8", 443)
-    assert not effective.admits("dns.google", 53)  # an address grant is not a name grant
-    assert not effective.admits("not a host", 443)
+    assert effective.admits("8.8.8.8", 53, "tcp").grants == (ip,)
+    assert not effective.admits("8.8.8.8", 443, "tcp")
+    assert not effective.admits("dns.google", 53, "tls")  # an address grant is not a name grant
+    assert not effective.admits("not a host", 443, "tls")
     assert effective.resolves("pypi.org").grants == (dns("pypi.org"),)
     assert not effective.resolves("files.pythonhosted.org")
     assert not effective.resolves("8.8.8.8")
@@ -139,8 +148,55 @@ def test_admits_answers_with_the_admitting_grants() -> None:
 def test_a_name_reaches_through_an_address_grant_only_when_it_opens_every_public_address() -> None:
     public = everywhere()
     some = Grant("8.8.8.0/24", "exact", "any", "address", DOC, "NetworkPolicy")
-    assert EffectiveEgress("kubernetes", (public,), ()).admits("pypi.org", 22).grants == (public,)
-    assert not EffectiveEgress("kubernetes", (some,), ()).admits("dns.google", 443)
+    assert EffectiveEgress("kubernetes", (public,), ()).admits("pypi.org", 22, "tls").grants == (
+        public,
+    )
+    assert not EffectiveEgress("kubernetes", (some,), ()).admits("dns.google", 443, "tls")
+
+
+@pytest.mark.parametrize(
+    ("grant", "admitted"),
+    [
+        # Matched by SNI or Host: TLS and HTTP only, never plain TCP (nothing names the host).
+        (name_grant("pypi.org"), {"tls", "http"}),
+        (nfw("pypi.org", "exact", frozenset({443})), {"tls", "http"}),
+        (name_grant("pypi.org", protocols=frozenset({"tls"})), {"tls"}),
+        # Matched by the addresses the name resolved to: any TCP to them, plain TCP too.
+        (Grant("pypi.org", "exact", frozenset({443}), "resolved-address", DOC, CILIUM), TCP),
+        (everywhere(), TCP),
+        (everywhere(protocols=frozenset({"udp"})), {"udp"}),
+    ],
+)
+def test_a_grant_admits_the_protocols_of_how_it_is_matched(
+    grant: Grant, admitted: set[str]
+) -> None:
+    effective = EffectiveEgress("t", (grant,), ())
+    asked = CONNECTION_PROTOCOLS
+    assert {p for p in asked if effective.admits("pypi.org", 443, p)} == admitted
+
+
+def test_grants_matched_by_name_refuse_protocols_that_carry_no_name() -> None:
+    for protocol in ("tcp", "udp"):
+        with pytest.raises(ValueError, match="matched by name, it admits tls or http only"):
+            name_grant("pypi.org", protocols=frozenset({"tls", protocol}))
+    with pytest.raises(ValueError, match="a query has no protocols"):
+        Grant("pypi.org", "exact", "any", "query-name", DOC, "r", protocols=frozenset({"udp"}))
+    with pytest.raises(ValueError, match=r"protocols \['quic'\] are not protocols"):
+        everywhere(protocols=frozenset({"quic"}))
+    assert dns("pypi.org").protocols == frozenset()
+
+
+def test_a_grant_names_protocols_narrower_than_its_matching_admits() -> None:
+    tls = name_grant("pypi.org", protocols=frozenset({"tls"}))
+    assert str(tls) == f"pypi.org (exact) on 443 (tls only), {NAME_L7} [kit-code: {HERE}]"
+    assert str(name_grant("pypi.org")) == f"pypi.org (exact) on 443, {NAME_L7} [kit-code: {HERE}]"
+
+
+def test_a_names_tls_and_http_grants_merge_into_one() -> None:
+    tls = name_grant("pypi.org", protocols=frozenset({"tls"}))
+    http = name_grant("pypi.org", protocols=frozenset({"http"}))
+    other = name_grant("github.com", protocols=frozenset({"http"}))
+    assert merge_protocols([tls, other, http, tls]) == (name_grant("pypi.org"), other)
 
 
 def test_grants_are_checked_for_their_question() -> None:
@@ -157,38 +213,51 @@ def test_probes_derived_from_a_stacks_entries() -> None:
     listed = ("files.pythonhosted.org", "*.example.com", "github.com:80", "140.82.112.3:53")
     entries = [parse_rule(e) for e in listed]
     control = [parse_rule("agents.example.net")]
-    assert [(str(p), p.kind, p.origin) for p in derive_probes(entries, control)] == [
-        ("files.pythonhosted.org:443", "entry", "files.pythonhosted.org:443"),
-        ("sbx-probe.files.pythonhosted.org:443", "one-below", "files.pythonhosted.org:443"),
+    # Each name entry (control-plane hosts too) gets a plain-TCP probe, no SNI and no Host;
+    # names speak HTTP on 80 and TLS elsewhere, addresses plain TCP.
+    probes = derive_probes(entries, control)
+    assert [(str(p), p.protocol, p.kind, p.origin) for p in probes] == [
+        ("files.pythonhosted.org:443", "tls", "entry", "files.pythonhosted.org:443"),
+        ("files.pythonhosted.org:443", "tcp", "plain-tcp", "files.pythonhosted.org:443"),
+        ("sbx-probe.files.pythonhosted.org:443", "tls", "one-below", "files.pythonhosted.org:443"),
         (
             "sbx-probe-2.sbx-probe.files.pythonhosted.org:443",
+            "tls",
             "two-below",
             "files.pythonhosted.org:443",
         ),
-        ("pythonhosted.org:443", "apex", "files.pythonhosted.org:443"),
-        ("files.pythonhosted.org:53", "other-port", "files.pythonhosted.org:443"),
-        ("files.pythonhosted.org:80", "other-port", "files.pythonhosted.org:443"),
-        ("sbx-probe.example.com:443", "one-below", "*.example.com:443"),
-        ("sbx-probe-2.sbx-probe.example.com:443", "two-below", "*.example.com:443"),
-        ("example.com:443", "apex", "*.example.com:443"),
-        ("sbx-probe.example.com:53", "other-port", "*.example.com:443"),
-        ("sbx-probe.example.com:80", "other-port", "*.example.com:443"),
-        ("github.com:80", "entry", "github.com:80"),
-        ("sbx-probe.github.com:80", "one-below", "github.com:80"),
-        ("sbx-probe-2.sbx-probe.github.com:80", "two-below", "github.com:80"),
-        ("github.com:53", "other-port", "github.com:80"),
-        ("github.com:443", "other-port", "github.com:80"),
-        ("140.82.112.3:53", "entry", "140.82.112.3:53"),
-        ("140.82.112.3:80", "other-port", "140.82.112.3:53"),
-        ("140.82.112.3:443", "other-port", "140.82.112.3:53"),
-        ("agents.example.net:443", "entry", "agents.example.net:443"),
-        ("sbx-probe.agents.example.net:443", "one-below", "agents.example.net:443"),
-        ("sbx-probe-2.sbx-probe.agents.example.net:443", "two-below", "agents.example.net:443"),
-        ("example.net:443", "apex", "agents.example.net:443"),
-        ("agents.example.net:53", "other-port", "agents.example.net:443"),
-        ("agents.example.net:80", "other-port", "agents.example.net:443"),
-        ("169.254.169.254:80", "metadata", ""),
-        ("[64:ff9b::a9fe:a9fe]:80", "metadata-nat64", ""),
+        ("pythonhosted.org:443", "tls", "apex", "files.pythonhosted.org:443"),
+        ("files.pythonhosted.org:53", "tls", "other-port", "files.pythonhosted.org:443"),
+        ("files.pythonhosted.org:80", "http", "other-port", "files.pythonhosted.org:443"),
+        ("sbx-probe.example.com:443", "tcp", "plain-tcp", "*.example.com:443"),
+        ("sbx-probe.example.com:443", "tls", "one-below", "*.example.com:443"),
+        ("sbx-probe-2.sbx-probe.example.com:443", "tls", "two-below", "*.example.com:443"),
+        ("example.com:443", "tls", "apex", "*.example.com:443"),
+        ("sbx-probe.example.com:53", "tls", "other-port", "*.example.com:443"),
+        ("sbx-probe.example.com:80", "http", "other-port", "*.example.com:443"),
+        ("github.com:80", "http", "entry", "github.com:80"),
+        ("github.com:80", "tcp", "plain-tcp", "github.com:80"),
+        ("sbx-probe.github.com:80", "http", "one-below", "github.com:80"),
+        ("sbx-probe-2.sbx-probe.github.com:80", "http", "two-below", "github.com:80"),
+        ("github.com:53", "tls", "other-port", "github.com:80"),
+        ("github.com:443", "tls", "other-port", "github.com:80"),
+        ("140.82.112.3:53", "tcp", "entry", "140.82.112.3:53"),
+        ("140.82.112.3:80", "tcp", "other-port", "140.82.112.3:53"),
+        ("140.82.112.3:443", "tcp", "other-port", "140.82.112.3:53"),
+        ("agents.example.net:443", "tls", "entry", "agents.example.net:443"),
+        ("agents.example.net:443", "tcp", "plain-tcp", "agents.example.net:443"),
+        ("sbx-probe.agents.example.net:443", "tls", "one-below", "agents.example.net:443"),
+        (
+            "sbx-probe-2.sbx-probe.agents.example.net:443",
+            "tls",
+            "two-below",
+            "agents.example.net:443",
+        ),
+        ("example.net:443", "tls", "apex", "agents.example.net:443"),
+        ("agents.example.net:53", "tls", "other-port", "agents.example.net:443"),
+        ("agents.example.net:80", "http", "other-port", "agents.example.net:443"),
+        ("169.254.169.254:80", "tcp", "metadata", ""),
+        ("[64:ff9b::a9fe:a9fe]:80", "tcp", "metadata-nat64", ""),
     ]
 
 
@@ -209,7 +278,11 @@ def contract() -> EgressContract:
 def differences(connect: Sequence[Grant], resolve: Sequence[Grant]) -> list[str]:
     effective = EffectiveEgress("t", tuple(connect), tuple(resolve))
     found = compare(effective, contract(), derive_probes(contract().rules))
-    return [f"{d.direction} {d.question} {d.probe}" for d in found]
+    return [
+        f"{d.direction} {d.question} {d.probe}"
+        + (f" {d.probe.protocol}" * (d.question == "connect"))
+        for d in found
+    ]
 
 
 EXACT_MATCH = (
@@ -236,16 +309,18 @@ def test_issue_12_primitives_show_as_differences() -> None:
         nfw("github.com", "exact", both),
     ]
     assert differences(firewall, EXACT_MATCH[1]) == [
-        "wider connect pypi.org:80",
-        "wider connect pythonhosted.org:443",
-        "wider connect sbx-probe.pythonhosted.org:80",
-        "wider connect github.com:443",
+        "wider connect pypi.org:80 http",
+        "wider connect pythonhosted.org:443 tls",
+        "wider connect sbx-probe.pythonhosted.org:80 http",
+        "wider connect github.com:443 tls",
     ]
-    # Cilium: '*.x' is one label deep, so two labels below is refused.
+    # Cilium: '*.x' is one label deep, so two labels below is refused; toFQDNs without
+    # serverNames matches by resolved address, so plain TCP (no SNI) passes.
     cilium = [EXACT_MATCH[0][0], fqdn("pythonhosted.org"), EXACT_MATCH[0][2]]
     resolve = [dns("pypi.org"), dns("pythonhosted.org", "one-label"), dns("github.com")]
     assert differences(cilium, resolve) == [
-        "narrower connect sbx-probe-2.sbx-probe.pythonhosted.org:443",
+        "wider connect sbx-probe.pythonhosted.org:443 tcp",
+        "narrower connect sbx-probe-2.sbx-probe.pythonhosted.org:443 tls",
         "narrower resolve sbx-probe-2.sbx-probe.pythonhosted.org:443",
     ]
 
@@ -256,8 +331,8 @@ def test_open_address_grants_admitting_the_nat64_metadata_form_are_wider() -> No
     effective = EffectiveEgress("kubernetes", (six,), (dns("*", "any"),))
     found = compare(effective, open_contract, derive_probes([]))
     assert [str(d) for d in found] == [
-        "wider: [64:ff9b::a9fe:a9fe]:80 is admitted by ::/0 except fc00::/7, fe80::/10, ::1/128 "
-        "on every port, address [platform-doc: NetworkPolicy]; the contract refuses it"
+        "wider: [64:ff9b::a9fe:a9fe]:80 over tcp is admitted by ::/0 except fc00::/7, fe80::/10, "
+        "::1/128 on every port, address [platform-doc: NetworkPolicy]; the contract refuses it"
     ]
 
 
@@ -287,21 +362,21 @@ def test_a_grant_on_a_port_range_differs_once_per_run_of_consecutive_ports() -> 
     assert len(found) == 8_000 + 2  # 444 to 8443 on example.com; 22 and 23 on example.org
     by = f"on 443-8443, name at L7 (SNI/Host checked against the destination) [kit-code: {HERE}]"
     assert [d.describe(last) for d, last in port_runs(found)] == [
-        f"wider: example.com:8443 (other-port of example.com:443) is admitted by example.com "
-        f"(exact) {by}; the contract refuses it",
-        f"wider: example.com:444-8442 (grant of cnp) is admitted by example.com (exact) {by}; the "
+        f"wider: example.com:8443 over tls (other-port of example.com:443) is admitted by "
+        f"example.com (exact) {by}; the contract refuses it",
+        f"wider: example.com:444-8442 over tls (grant of cnp) is admitted by example.com (exact) "
+        f"{by}; the contract refuses it",
+        "wider: example.org:22-23 over tls (grant of cnp) is admitted by example.org (exact) on "
+        f"22-23, name at L7 (SNI/Host checked against the destination) [kit-code: {HERE}]; the "
         "contract refuses it",
-        "wider: example.org:22-23 (grant of cnp) is admitted by example.org (exact) on 22-23, name "
-        f"at L7 (SNI/Host checked against the destination) [kit-code: {HERE}]; the contract "
-        "refuses it",
     ]
     # Alone, a difference reads as before: one probe, one port.
     assert (
         str(found[1])
         == found[1].describe()
         == (
-            f"wider: example.com:444 (grant of cnp) is admitted by example.com (exact) {by}; the "
-            "contract refuses it"
+            f"wider: example.com:444 over tls (grant of cnp) is admitted by example.com (exact) "
+            f"{by}; the contract refuses it"
         )
     )
 
@@ -364,4 +439,4 @@ def test_a_resource_view_holds_plain_values_from_proxies_and_dicts() -> None:
 
 
 def test_probe_text_brackets_ipv6() -> None:
-    assert str(Probe("2001:db8::1", 443, "entry")) == "[2001:db8::1]:443"
+    assert str(Probe("2001:db8::1", 443, "tcp", "entry")) == "[2001:db8::1]:443"

@@ -12,7 +12,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sandboxkit.egress_contract import CONTRACT_SCHEMA, EgressContract, EgressRule, parse_rule
+from sandboxkit.egress_contract import (
+    CONNECTION_PROTOCOLS,
+    CONTRACT_SCHEMA,
+    EgressContract,
+    EgressRule,
+    parse_rule,
+)
 from sandboxkit.profile import Egress
 
 
@@ -66,17 +72,17 @@ ALLOWLIST = EgressContract(
     ],
 )
 def test_allowlist_admits(host: str, port: int, admitted: bool) -> None:
-    assert ALLOWLIST.admits(host, port) is admitted
+    assert ALLOWLIST.admits(host, port, "tls") is admitted
 
 
 def test_deny_admits_only_the_control_plane() -> None:
     deny = EgressContract("deny", (), CONTROL_PLANE)
-    assert deny.admits("agents.example.com", 443)
-    assert deny.admits("telemetry.example.com", 8443)
-    assert not deny.admits("agents.example.com", 80)
-    assert not deny.admits("pypi.org", 443)
-    assert not deny.admits("140.82.112.3", 53)
-    assert not EgressContract("deny").admits("agents.example.com", 443)
+    assert deny.admits("agents.example.com", 443, "tls")
+    assert deny.admits("telemetry.example.com", 8443, "tls")
+    assert not deny.admits("agents.example.com", 80, "http")
+    assert not deny.admits("pypi.org", 443, "tls")
+    assert not deny.admits("140.82.112.3", 53, "tcp")
+    assert not EgressContract("deny").admits("agents.example.com", 443, "tls")
 
 
 @pytest.mark.parametrize(
@@ -99,7 +105,7 @@ def test_deny_admits_only_the_control_plane() -> None:
     ],
 )
 def test_open_admits(host: str, port: int, admitted: bool) -> None:
-    assert EgressContract("open").admits(host, port) is admitted
+    assert EgressContract("open").admits(host, port, "tls") is admitted
 
 
 @pytest.mark.parametrize(
@@ -161,7 +167,7 @@ def test_inconsistent_contracts_are_refused(
 
 def test_ports_outside_the_range_are_an_error() -> None:
     with pytest.raises(ValueError, match="port 0 is not from 1 to 65535"):
-        ALLOWLIST.admits("pypi.org", 0)
+        ALLOWLIST.admits("pypi.org", 0, "tls")
 
 
 # --- Properties ------------------------------------------------------------------------------
@@ -183,9 +189,9 @@ def test_a_wildcard_admits_every_depth_below_and_never_its_apex(
     parent: str, below: list[str], port: int
 ) -> None:
     contract = EgressContract("allowlist", (EgressRule(parent, port, "wildcard"),))
-    assert contract.admits(".".join([*below, parent]), port)
+    assert contract.admits(".".join([*below, parent]), port, "tls")
     assert contract.may_resolve(".".join([*below, parent]))
-    assert not contract.admits(parent, port)
+    assert not contract.admits(parent, port, "tls")
     assert not contract.may_resolve(parent)
 
 
@@ -204,11 +210,45 @@ def test_a_port_never_leaks_to_another_entry(
     host, wild, _ = entries[pick % len(entries)]
     name = ".".join([*below, host]) if wild else host
     assume(not wild or below)
-    admitted = contract.admits(name, port)
+    admitted = contract.admits(name, port, "tls")
     # Admitted on a port exactly when an entry matching the name names that port.
     assert admitted is any(
         p == port and (name.endswith(f".{h}") if w else name == h) for h, w, p in entries
     )
+
+
+@pytest.mark.parametrize(
+    ("mode", "entries", "host", "port", "admitted"),
+    [
+        # A name entry: TLS (SNI) and HTTP (Host) on its port, never plain TCP, never UDP.
+        ("allowlist", ("pypi.org",), "pypi.org", 443, {"tls", "http"}),
+        ("allowlist", ("*.pythonhosted.org",), "files.pythonhosted.org", 443, {"tls", "http"}),
+        ("allowlist", ("github.com:80",), "github.com", 80, {"tls", "http"}),
+        # An IP entry: any TCP to the address.
+        ("allowlist", ("140.82.112.3",), "140.82.112.3", 443, {"tls", "http", "tcp"}),
+        ("allowlist", ("[2a04:4e42::223]:8443",), "2a04:4e42::223", 8443, {"tls", "http", "tcp"}),
+        # open: any TCP to what it admits (plain TCP to a name reaches an address it resolved to).
+        ("open", (), "pypi.org", 22, {"tls", "http", "tcp"}),
+        ("open", (), "151.101.0.223", 5432, {"tls", "http", "tcp"}),
+        ("deny", (), "pypi.org", 443, set()),
+    ],
+)
+def test_the_contract_admits_by_protocol(
+    mode: Any, entries: tuple[str, ...], host: str, port: int, admitted: set[str]
+) -> None:
+    contract = EgressContract(mode, tuple(parse_rule(e) for e in entries))
+    assert {p for p in CONNECTION_PROTOCOLS if contract.admits(host, port, p)} == admitted
+
+
+def test_control_plane_hosts_admit_tls_and_http_only() -> None:
+    contract = EgressContract("deny", (), (parse_rule("agents.example.com"),))
+    assert contract.admits("agents.example.com", 443, "tls")
+    assert not contract.admits("agents.example.com", 443, "tcp")
+
+
+def test_an_unknown_protocol_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="protocol 'quic' is not one of tls, http, tcp, udp"):
+        EgressContract("open").admits("pypi.org", 443, "quic")  # type: ignore[arg-type]
 
 
 # --- the JSON form (SBX-NET-008's contracts config, sandboxkit pack-config) --------------------

@@ -4,10 +4,14 @@ contract admits, read from the target's rendered resources by the target's own r
 For generated profiles (``deny``, ``open`` and allowlists of exact names, wildcards, ports 80,
 443 and 8443 and IP literals, as far as each target accepts them) the target is rendered under
 the offline engine with the prod stack's settings, its reader computes the effective egress, and
-every probe (those ``effective_egress.derive_probes`` gives plus generated names, depths, ports and
-non-public addresses) gets the same answer from the target and from the contract, for
+every probe (those ``effective_egress.derive_probes`` gives, each with its protocol, plus
+generated names, depths, ports and non-public addresses, each asked in the protocol its client
+speaks and as plain TCP) gets the same answer from the target and from the contract, for
 connections and for name resolution. What a target refuses is part of its documented
-limits (``TargetSpec.accepts``); a refusal of anything else fails the test.
+limits (``TargetSpec.accepts``); a refusal of anything else fails the test. The one answer
+allowed to differ is a target's documented residual: plain TCP to a listed name admitted by a
+grant matched by resolved address (``EgressAcceptance.plain_tcp_by_address``; SBX-NET-006
+reports it).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
-from sandboxkit.effective_egress import contract_probes
-from sandboxkit.egress_contract import parse_rule
+from sandboxkit.effective_egress import Verdict, client_protocol, contract_probes
+from sandboxkit.egress_contract import ConnectionProtocol, parse_rule
 from sandboxkit.errors import ConfigError
 from sandboxkit.explain import TargetEgress, explain_target
 from sandboxkit.project import stack_file
@@ -79,8 +83,9 @@ def egress(accepts: EgressAcceptance) -> st.SearchStrategy[dict[str, Any]]:
 
 
 @st.composite
-def extra_probes(draw: st.DrawFn) -> list[tuple[str, int]]:
-    """Destinations beyond the derived probes: deeper names, other ports, other addresses."""
+def extra_probes(draw: st.DrawFn) -> list[tuple[str, int, ConnectionProtocol]]:
+    """Destinations beyond the derived probes: deeper names, other ports, other addresses, each
+    in the protocol its client speaks (``client_protocol``) or as plain TCP."""
     hosts = [
         *NAMES,
         *WILDCARD_PARENTS,
@@ -97,7 +102,8 @@ def extra_probes(draw: st.DrawFn) -> list[tuple[str, int]]:
         host = draw(st.sampled_from(hosts))
         if not host[0].isdigit() and ":" not in host and draw(st.booleans()):
             host = ".".join([*draw(st.lists(LABELS, min_size=1, max_size=3)), host])
-        found.append((host, draw(st.sampled_from((22, 80, 443, 8443, 53)))))
+        port = draw(st.sampled_from((22, 80, 443, 8443, 53)))
+        found.append((host, port, draw(st.sampled_from((client_protocol(host, port), "tcp")))))
     return found
 
 
@@ -126,16 +132,38 @@ def explained_for(target: str, egress_json: str) -> TargetEgress:
     return explain_target(rendered, target)
 
 
-def check(target: str, egress_section: dict[str, Any], extra: list[tuple[str, int]]) -> None:
+def by_resolved_address(verdict: Verdict, protocol: ConnectionProtocol) -> bool:
+    """Whether ``verdict`` admits plain TCP by grants matched by resolved address only."""
+    grants = verdict.grants
+    return (
+        protocol == "tcp" and bool(grants) and all(g.enforced == "resolved-address" for g in grants)
+    )
+
+
+def check(
+    target: str,
+    egress_section: dict[str, Any],
+    extra: list[tuple[str, int, ConnectionProtocol]],
+) -> None:
     explained = explained_for(target, json.dumps(egress_section, sort_keys=True))
     assert explained.effective is not None, f"{target} has no egress reader"
     contract = explained.contract
-    probes = [(p.host, p.port) for p in contract_probes(contract, explained.effective)]
-    for host, port in [*probes, *extra]:
-        target_says = explained.effective.admits(host, port)
-        assert target_says.admitted == contract.admits(host, port), (
-            f"{target} {egress_section}: {host}:{port} target {target_says.admitted} "
-            f"({'; '.join(map(str, target_says.grants))}), contract {contract.admits(host, port)}"
+    derived = contract_probes(contract, explained.effective)
+    assert all(p.protocol == "tcp" for p in derived if p.kind == "plain-tcp")
+    probes = [(p.host, p.port, p.protocol) for p in derived]
+    for host, port, protocol in [*probes, *extra]:
+        target_says = explained.effective.admits(host, port, protocol)
+        contract_says = contract.admits(host, port, protocol)
+        residual = (
+            ACCEPTS[target].plain_tcp_by_address
+            and target_says.admitted
+            and not contract_says
+            and by_resolved_address(target_says, protocol)
+        )
+        assert target_says.admitted == contract_says or residual, (
+            f"{target} {egress_section}: {host}:{port} over {protocol} target "
+            f"{target_says.admitted} ({'; '.join(map(str, target_says.grants))}), "
+            f"contract {contract_says}"
         )
         if not host[0].isdigit() and ":" not in host:
             resolved = explained.effective.resolves(host)
@@ -161,7 +189,9 @@ def test_every_target_admits_exactly_what_the_contract_admits(target: str) -> No
         database=None,
     )
     @given(egress_section=egress(accepts), extra=extra_probes())
-    def run(egress_section: dict[str, Any], extra: list[tuple[str, int]]) -> None:
+    def run(
+        egress_section: dict[str, Any], extra: list[tuple[str, int, ConnectionProtocol]]
+    ) -> None:
         check(target, egress_section, extra)
 
     run()
@@ -203,7 +233,15 @@ def test_a_mixed_allowlist_explains_with_no_difference(target: str, allow: tuple
     section = {"mode": "allowlist", "allow": list(allow)}
     explained = explained_for(target, json.dumps(section, sort_keys=True))
     assert sorted(str(rule) for rule in explained.contract.rules) == sorted(allow)
-    assert explained.differences == ()
+    # Every difference is the plain-TCP probe of a name entry, admitted by resolved address
+    # where the target matches names so (and nowhere else).
+    plain = {
+        (str(d.probe), d.probe.protocol, d.probe.kind, d.direction) for d in explained.differences
+    }
+    names = [r for r in explained.contract.rules if r.kind == "name"]
+    expected = {(str(r), "tcp", "plain-tcp", "wider") for r in names}
+    assert plain == (expected if ACCEPTS[target].plain_tcp_by_address else set())
+    assert all(by_resolved_address(d.verdict, "tcp") for d in explained.differences)
     findings = [str(f) for f in explained.findings if f.kind != "resolved-address-only"]
     assert findings == []
     check(target, section, [])

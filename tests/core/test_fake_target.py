@@ -85,8 +85,8 @@ def test_preview_explains_its_egress_against_the_contract(tmp_path: Path) -> Non
     assert metadata["connect"]["basis"] == ["platform-doc"]
     # The machine's grants of whole address families are probed at their lowest public address.
     assert [d.split(" is admitted")[0] for d in flyio["differences"]] == [
-        "wider: 169.254.169.254:80",
-        "wider: [64:ff9b::a9fe:a9fe]:80",
-        "wider: 1.0.0.0:8443 (grant of flyio-machine)",
-        "wider: [2000::]:8443 (grant of flyio-machine)",
+        "wider: 169.254.169.254:80 over tcp",
+        "wider: [64:ff9b::a9fe:a9fe]:80 over tcp",
+        "wider: 1.0.0.0:8443 over tcp (grant of flyio-machine)",
+        "wider: [2000::]:8443 over tcp (grant of flyio-machine)",
     ]

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.effective_egress import ResourceView, compare, derive_probes, inexpressible
+from sandboxkit.effective_egress import (
+    ResourceView,
+    compare,
+    contract_probes,
+    derive_probes,
+    inexpressible,
+)
 from sandboxkit.egress_contract import EgressContract, parse_rule
 from sandboxkit.gcp.cloudrun.egress_reader import (
     DNS_ASSUMPTION,
@@ -20,7 +26,7 @@ from sandboxkit.gcp.cloudrun.egress_reader import (
     sandbox_paths,
 )
 from sandboxkit.render import Recorder
-from support import build_target
+from support import build_target, udp_of
 
 NET = "net-id"
 SUBNET = "subnet-id"
@@ -138,11 +144,11 @@ def test_the_path_reads_every_link() -> None:
     ],
 )
 def test_what_each_connection_gets(host: str, port: int, admitted: bool) -> None:
-    assert read_egress(render()).admits(host, port).admitted is admitted
+    assert read_egress(render()).admits(host, port, "tls").admitted is admitted
 
 
 def test_names_are_enforced_by_resolved_address_only_and_say_so() -> None:
-    verdict = read_egress(render()).admits("pypi.org", 443)
+    verdict = read_egress(render()).admits("pypi.org", 443, "tls")
     assert verdict.enforced == ("resolved address only",)
     ((grant,),) = [verdict.grants]
     assert (grant.basis, grant.source) == ("platform-doc", FQDN_DOC)
@@ -169,22 +175,22 @@ def test_without_the_catch_all_every_name_resolves() -> None:
 
 def test_without_the_association_the_implied_allow_opens_everything() -> None:
     effective = read_egress(without(render(), "association"))
-    verdict = effective.admits("151.101.0.223", 8443)
+    verdict = effective.admits("151.101.0.223", 8443, "tcp")
     assert verdict.admitted is True
     assert verdict.grants[0].source == IMPLIED_DOC
 
 
 def test_without_nat_only_non_public_parts_remain() -> None:
     effective = read_egress(without(render(), "nat", "deny-non-public-ipv4", "deny-all-ipv4"))
-    assert effective.admits("pypi.org", 443).admitted is False
-    assert effective.admits("151.101.0.223", 443).admitted is False
-    assert effective.admits("10.8.0.5", 443).admitted is True
+    assert effective.admits("pypi.org", 443, "tls").admitted is False
+    assert effective.admits("151.101.0.223", 443, "tcp").admitted is False
+    assert effective.admits("10.8.0.5", 443, "tcp").admitted is True
 
 
 def test_private_ranges_only_sends_public_traffic_past_every_control() -> None:
     for egress in ("PRIVATE_RANGES_ONLY", None):
         effective = read_egress(render(egress=egress))
-        assert effective.admits("x.attacker.example", 8443).admitted is True
+        assert effective.admits("x.attacker.example", 8443, "tls").admitted is True
         assert effective.resolves("x.attacker.example").admitted is True
 
 
@@ -193,9 +199,11 @@ def test_an_ipv6_allow_needs_an_ipv6_subnet() -> None:
         "allow-ipv6-443", 1002, "allow", destIpRanges=["2606:4700::1/128"], layer4Configs=HTTPS
     )
     resources = [*render(), allow6]
-    assert read_egress(resources).admits("2606:4700::1", 443).admitted is False
+    assert read_egress(resources).admits("2606:4700::1", 443, "tcp").admitted is False
     dual = res("gcp:compute/subnetwork:Subnetwork", "subnet", network=NET, stackType="IPV4_IPV6")
-    assert read_egress(replaced(resources, dual)).admits("2606:4700::1", 443).admitted is True
+    assert (
+        read_egress(replaced(resources, dual)).admits("2606:4700::1", 443, "tcp").admitted is True
+    )
 
 
 def test_services_without_a_sandbox_launcher_are_not_read() -> None:
@@ -238,7 +246,13 @@ def test_the_component_admits_and_resolves_exactly_what_the_contract_does(
     rules = tuple(parse_rule(e) for e in egress.get("allow", []))
     contract = EgressContract(egress["mode"], rules)
     effective = read_egress(rendered(engine, egress))
-    assert compare(effective, contract, derive_probes(rules)) == ()
+    # Cloud NGFW FQDN objects match the addresses a name resolved to: plain TCP to them (no
+    # SNI, no Host) passes too, the one difference, and on every name entry (SBX-NET-006).
+    found = compare(effective, contract, derive_probes(rules))
+    assert [(str(d.probe), d.probe.protocol, d.direction) for d in found] == [
+        (str(r), "tcp", "wider") for r in rules if r.kind == "name"
+    ]
+    assert all(d.verdict.enforced == ("resolved address only",) for d in found)
 
 
 def test_allowlist_names_are_the_only_finding(engine: Recorder) -> None:
@@ -271,7 +285,7 @@ def test_a_rebinding_hole_is_an_allowed_name_reaching_a_non_public_address() -> 
 def test_udp_is_read_by_the_same_rules_and_the_deny_all_takes_it() -> None:
     """The kit's deny-all rules take every protocol: no UDP leaves; an allow of udp 443 (QUIC)
     before them, or of every protocol, opens exactly its destinations on UDP."""
-    assert read_egress(render()).udp == ()
+    assert udp_of(read_egress(render())) == ()
     quic = fw_rule(
         "allow-quic",
         500,
@@ -280,15 +294,15 @@ def test_udp_is_read_by_the_same_rules_and_the_deny_all_takes_it() -> None:
         layer4Configs=[{"ipProtocol": "udp", "ports": ["443"]}],
     )
     opened = read_egress([*render(), quic])
-    assert [(g.host, g.ports, g.resource) for g in opened.udp] == [
+    assert [(g.host, g.ports, g.resource) for g in udp_of(opened)] == [
         ("0.0.0.0/0", frozenset({443}), f"{RULE} allow-quic")
     ]
-    assert opened.admits_udp("203.0.113.7", 443)
-    assert not opened.admits_udp("203.0.113.7", 53)
-    assert not opened.admits("203.0.113.7", 443)  # TCP stays shut
+    assert opened.admits("203.0.113.7", 443, "udp")
+    assert not opened.admits("203.0.113.7", 53, "udp")
+    assert not opened.admits("203.0.113.7", 443, "tcp")  # TCP stays shut
     everything = fw_rule("allow-all", 500, "allow", destFqdns=["pypi.org"])
     by_name = read_egress([*render(), everything])
-    assert [(g.host, g.ports, g.enforced) for g in by_name.udp] == [
+    assert [(g.host, g.ports, g.enforced) for g in udp_of(by_name)] == [
         ("pypi.org", "any", "resolved-address")
     ]
     # By protocol number too (17 is UDP).
@@ -299,14 +313,20 @@ def test_udp_is_read_by_the_same_rules_and_the_deny_all_takes_it() -> None:
         destIpRanges=["203.0.113.0/24"],
         layer4Configs=[{"ipProtocol": "17"}],
     )
-    assert read_egress([*render(), numbered]).admits_udp("203.0.113.9", 443)
+    assert read_egress([*render(), numbered]).admits("203.0.113.9", 443, "udp")
 
 
 def test_private_ranges_only_sends_udp_past_every_control() -> None:
     effective = read_egress(render("PRIVATE_RANGES_ONLY"))
-    assert [g.host for g in effective.udp] == ["0.0.0.0/0", "::/0"]
-    differences = compare(effective, EgressContract("deny"), ())
-    assert "wider: UDP to 169.254.169.254:80" in str(differences[0])
+    assert [g.host for g in udp_of(effective)] == ["0.0.0.0/0", "::/0"]
+    deny = EgressContract("deny")
+    udp = [
+        d
+        for d in compare(effective, deny, contract_probes(deny, effective))
+        if d.probe.protocol == "udp"
+    ]
+    assert [str(d.probe) for d in udp] == ["1.0.0.0:8443", "[2000::]:8443"]
+    assert str(udp[0]).startswith("wider: 1.0.0.0:8443 over udp (grant of gcp:cloudrunv2/service")
 
 
 OPEN_443 = {"destIpRanges": ["0.0.0.0/0"], "layer4Configs": HTTPS}
@@ -330,7 +350,7 @@ def test_rules_are_read_by_the_policy_they_belong_to() -> None:
             match=OPEN_443,
         ),
     )
-    assert read_egress(by_id).admits("203.0.113.7", 443)
+    assert read_egress(by_id).admits("203.0.113.7", 443, "tcp")
     elsewhere = res(
         RULE.token,
         "acme-elsewhere",
@@ -350,7 +370,7 @@ def test_rules_are_read_by_the_policy_they_belong_to() -> None:
         ),
         elsewhere,
     ]
-    assert not read_egress(unattached).admits("203.0.113.7", 443)
+    assert not read_egress(unattached).admits("203.0.113.7", 443, "tcp")
     assert read_egress(unattached) == read_egress(render())
 
 
@@ -366,8 +386,8 @@ def test_inline_rules_of_an_associated_policy_are_read() -> None:
     )
     attach = res(ASSOCIATION, "acme-attach", firewallPolicy="acme-inline", attachmentTarget=NET)
     # Not associated: its rules do not count.
-    assert not read_egress([*render(), inline]).admits("203.0.113.7", 443)
-    verdict = read_egress([*render(), inline, attach]).admits("203.0.113.7", 443)
+    assert not read_egress([*render(), inline]).admits("203.0.113.7", 443, "tcp")
+    verdict = read_egress([*render(), inline, attach]).admits("203.0.113.7", 443, "tcp")
     assert [g.resource for g in verdict.grants] == [f"{RULE} acme-inline.rules[0]"]
 
 

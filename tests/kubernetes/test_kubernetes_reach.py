@@ -23,6 +23,7 @@ from sandboxkit.explain import explain_target
 from sandboxkit.gcp.gke.egress_reader import read_egress as read_gke
 from sandboxkit.kubernetes.egress_reader import dnsmasq_names, pattern_scope, read_egress, selects
 from sandboxkit.render import RenderedStack
+from support import udp_of
 
 PROJECT = Path(__file__).resolve().parents[2]
 ALLOWLIST = [
@@ -103,9 +104,9 @@ def test_network_policy_docs_example() -> None:
         },
     )
     egress = read_egress([template(), policy])
-    assert egress.admits("93.184.216.34", 5978)
-    assert not egress.admits("93.184.216.34", 443)
-    assert not egress.admits("93.184.217.1", 5978)
+    assert egress.admits("93.184.216.34", 5978, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
+    assert not egress.admits("93.184.217.1", 5978, "tcp")
     # No DNS egress at all: even the cluster's resolver is out of reach.
     assert not egress.resolves("example.com")
 
@@ -121,14 +122,18 @@ def test_pods_no_policy_isolates_reach_everything() -> None:
         assert [(g.host, g.ports, g.resource) for g in egress.connect] == [
             ("0.0.0.0/0", "any", "SandboxTemplate t"),
             ("::/0", "any", "SandboxTemplate t"),
+            # UDP too (every protocol).
+            ("0.0.0.0/0", "any", "SandboxTemplate t"),
+            ("::/0", "any", "SandboxTemplate t"),
         ]
+        assert [g.host for g in udp_of(egress)] == ["0.0.0.0/0", "::/0"]
         assert egress.resolves("exfil.example.net")
     # Cilium: an egress rule isolates, unless enableDefaultDeny.egress is false.
     world = {"toCIDR": ["93.184.216.34/32"]}
     cilium = {"endpointSelector": {"matchLabels": SANDBOX}, "egress": [world]}
-    assert not read_egress([template(), view(CNP, cilium)]).admits("1.0.0.0", 443)
+    assert not read_egress([template(), view(CNP, cilium)]).admits("1.0.0.0", 443, "tcp")
     permissive = {**cilium, "enableDefaultDeny": {"egress": False}}
-    assert read_egress([template(), view(CNP, permissive)]).admits("1.0.0.0", 443)
+    assert read_egress([template(), view(CNP, permissive)]).admits("1.0.0.0", 443, "tcp")
 
 
 def test_label_selectors_read_match_expressions() -> None:
@@ -161,7 +166,7 @@ def test_a_cilium_policy_naming_the_pods_namespace_selects_them() -> None:
     placed = ResourceView(pod.type, pod.name, {**pod.props, "metadata": {"namespace": "sbx"}})
     selector = {"matchLabels": {**SANDBOX, "k8s:io.kubernetes.pod.namespace": "sbx"}}
     wide = {"endpointSelector": selector, "egress": [{"toEntities": ["world"]}]}
-    assert read_egress([placed, view(CNP, wide)]).admits("1.0.0.0", 443)
+    assert read_egress([placed, view(CNP, wide)]).admits("1.0.0.0", 443, "tcp")
 
 
 def test_cilium_rule_lists_clusterwide_policies_and_entities_are_read() -> None:
@@ -179,14 +184,14 @@ def test_cilium_rule_lists_clusterwide_policies_and_entities_are_read() -> None:
     }
     in_specs = ResourceView(CNP, "p", {"specs": [fenced, to_world_v4]})
     egress = read_egress([template(), in_specs])
-    assert egress.admits("1.0.0.0", 443) and not egress.admits("2000::", 443)
+    assert egress.admits("1.0.0.0", 443, "tcp") and not egress.admits("2000::", 443, "tcp")
     clusterwide = ResourceView(
         "kubernetes:cilium.io/v2:CiliumClusterwideNetworkPolicy",
         "c",
         {"spec": {**fenced, "egress": [{"toEntities": ["world-ipv6"]}]}},
     )
     egress = read_egress([template(), view(CNP, fenced), clusterwide])
-    assert egress.admits("2000::", 443) and not egress.admits("1.0.0.0", 443)
+    assert egress.admits("2000::", 443, "tcp") and not egress.admits("1.0.0.0", 443, "tcp")
 
 
 def test_cilium_peers_the_reader_cannot_place_are_refused() -> None:
@@ -256,7 +261,7 @@ def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name()
         },
     )
     egress = read_egress([template(), policy])
-    (grant,) = egress.connect
+    grant, udp = egress.connect
     assert (grant.host, grant.scope, grant.ports, grant.enforced) == (
         "my-remote-service.com",
         "exact",
@@ -266,10 +271,15 @@ def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name()
     # The door of issue 13: every name resolves through kube-dns.
     assert egress.resolves("x.attacker.example")
     # No toPorts: every protocol, so UDP (QUIC) to the name's addresses too.
-    assert [(g.host, g.ports, g.enforced) for g in egress.udp] == [
-        ("my-remote-service.com", "any", "resolved-address")
-    ]
+    assert (udp.host, udp.ports, udp.enforced, udp.protocols) == (
+        "my-remote-service.com",
+        "any",
+        "resolved-address",
+        frozenset({"udp"}),
+    )
     assert [f.kind for f in inexpressible(egress)] == [
+        "name-on-every-port",
+        "resolved-address-only",
         "name-on-every-port",
         "resolved-address-only",
         "udp",
@@ -318,12 +328,12 @@ def test_cilium_layer7_dns_docs_example() -> None:
     assert egress.resolves("a.api.cilium.io")
     assert not egress.resolves("a.b.cilium.io")
     assert not egress.resolves("x.attacker.example")
-    assert egress.admits("sub.cilium.io", 80)
+    assert egress.admits("sub.cilium.io", 80, "http")
     # "DNS queries to anothersub.cilium.io are allowed but connections to the returned IPs
     # are not"; any name in the pattern's label passes (read as one label below).
-    assert not egress.admits("anothersub.cilium.io", 80)
-    assert egress.admits("special-region1-service.api.cilium.io", 80)
-    assert not egress.admits("sub.cilium.io", 443)
+    assert not egress.admits("anothersub.cilium.io", 80, "http")
+    assert egress.admits("special-region1-service.api.cilium.io", 80, "http")
+    assert not egress.admits("sub.cilium.io", 443, "tls")
 
 
 def test_sni_docs_example_matches_the_name_at_l7() -> None:
@@ -347,11 +357,11 @@ def test_sni_docs_example_matches_the_name_at_l7() -> None:
         annotations={"sandboxkit/cilium-version": "1.18"},
     )
     egress = read_egress([template(), policy])
-    assert egress.admits("one.one.one.one", 443).enforced == (
+    assert egress.admits("one.one.one.one", 443, "tls").enforced == (
         "name at L7 (SNI/Host checked against the destination)",
     )
     # "Any other attempt to another SNI (for example, with cilium.io) will be rejected."
-    assert not egress.admits("cilium.io", 443)
+    assert not egress.admits("cilium.io", 443, "tls")
 
 
 @pytest.mark.parametrize(
@@ -456,19 +466,19 @@ def test_the_allowlist_stack_matches_the_contract(allowlist: RenderedStack) -> N
 def test_names_are_matched_at_l7_on_their_own_port_only(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
     l7 = ("name at L7 (SNI/Host checked against the destination)",)
-    assert egress.admits("pypi.org", 443).enforced == l7
-    assert egress.admits("deb.debian.org", 80).enforced == l7
-    assert egress.admits("mirror.example.org", 8443).enforced == l7
-    assert not egress.admits("pypi.org", 80)
-    assert not egress.admits("deb.debian.org", 443)
-    assert not egress.admits("mirror.example.org", 443)
+    assert egress.admits("pypi.org", 443, "tls").enforced == l7
+    assert egress.admits("deb.debian.org", 80, "http").enforced == l7
+    assert egress.admits("mirror.example.org", 8443, "tls").enforced == l7
+    assert not egress.admits("pypi.org", 80, "http")
+    assert not egress.admits("deb.debian.org", 443, "tls")
+    assert not egress.admits("mirror.example.org", 443, "tls")
 
 
 def test_a_wildcard_never_admits_or_resolves_its_apex(allowlist: RenderedStack) -> None:
     egress = effective(allowlist)
-    assert egress.admits("a.b.files.pythonhosted.org", 443)
+    assert egress.admits("a.b.files.pythonhosted.org", 443, "tls")
     assert egress.resolves("a.b.files.pythonhosted.org")
-    assert not egress.admits("pythonhosted.org", 443)
+    assert not egress.admits("pythonhosted.org", 443, "tls")
     assert not egress.resolves("pythonhosted.org")
 
 
@@ -478,19 +488,19 @@ def test_dns_is_no_tunnel_and_the_metadata_server_is_out_of_reach(
     egress = effective(allowlist)
     assert not egress.resolves("x.attacker.example")
     assert not egress.resolves("metadata.google.internal")
-    assert egress.admits("93.184.216.34", 8443)
-    assert not egress.admits("93.184.216.34", 443)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
     for port in (80, 53):
-        assert not egress.admits("169.254.169.254", port)
-        assert not egress.admits("169.254.20.10", port)
-        assert not egress.admits("64:ff9b::a9fe:a9fe", port)
+        assert not egress.admits("169.254.169.254", port, "tcp")
+        assert not egress.admits("169.254.20.10", port, "tcp")
+        assert not egress.admits("64:ff9b::a9fe:a9fe", port, "tcp")
 
 
 def test_gke_takes_ip_entries_and_resolves_nothing() -> None:
     rendered = render("prod", "gcp-gke", {"mode": "allowlist", "allow": ["93.184.216.34:8443"]})
     egress = effective(rendered, "gcp-gke")
     assert egress.target == "gcp-gke"
-    assert egress.admits("93.184.216.34", 8443)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
     assert not egress.resolves("pypi.org")
     assert explain_target(rendered, "gcp-gke").matches_contract
 
@@ -512,8 +522,8 @@ def test_plain_network_policy_takes_ip_entries_as_ip_blocks_and_resolves_nothing
     ]
     assert not [r for r in rendered.resources if r.type == CNP]
     egress = effective(rendered)
-    assert egress.admits("93.184.216.34", 8443)
-    assert not egress.admits("93.184.216.34", 443)
+    assert egress.admits("93.184.216.34", 8443, "tcp")
+    assert not egress.admits("93.184.216.34", 443, "tcp")
     assert not egress.resolves("pypi.org")
     assert explain_target(rendered, "kubernetes").matches_contract
 
@@ -525,9 +535,9 @@ def test_open_resolves_through_the_kit_resolver_and_reaches_public_addresses_onl
     rendered = render("prod", target, {"mode": "open"})
     egress = effective(rendered, target)
     assert egress.resolves("x.example")
-    assert egress.admits("x.example", 22)
-    assert not egress.admits("169.254.169.254", 80)
-    assert not egress.admits("10.1.2.3", 443)
+    assert egress.admits("x.example", 22, "tls")
+    assert not egress.admits("169.254.169.254", 80, "http")
+    assert not egress.admits("10.1.2.3", 443, "tcp")
     assert [str(d) for d in explain_target(rendered, target).differences] == []
 
 
@@ -616,7 +626,7 @@ def test_without_server_names_names_are_matched_by_resolved_address_only(
         path = ("spec", "egress", index, "toPorts", 0, key)
         weakened = testing.with_input(weakened, "kubernetes-fqdn-policy", path, testing.REMOVE)
     egress = effective(weakened)
-    assert egress.admits("pypi.org", 443).enforced == ("resolved address only",)
+    assert egress.admits("pypi.org", 443, "tls").enforced == ("resolved address only",)
     kinds = {f.kind for f in inexpressible(egress)}
     assert kinds == {"resolved-address-only"}
 
@@ -628,8 +638,8 @@ def test_an_unannotated_policy_reads_the_double_star_as_one_label(
         allowlist, "kubernetes-fqdn-policy", ("metadata", "annotations"), testing.REMOVE
     )
     egress = effective(weakened)
-    assert egress.admits("files.pythonhosted.org", 443)
-    assert not egress.admits("a.b.files.pythonhosted.org", 443)
+    assert egress.admits("files.pythonhosted.org", 443, "tls")
+    assert not egress.admits("a.b.files.pythonhosted.org", 443, "tls")
     assert "one-label-wildcard" in {f.kind for f in inexpressible(egress)}
 
 
@@ -656,10 +666,10 @@ def test_udp_is_read_from_every_policy_kind_and_the_dns_path_is_not_udp_out() ->
         },
     )
     egress = read_egress([template(), np])
-    assert [(g.host, g.ports, g.resource) for g in egress.udp] == [
+    assert [(g.host, g.ports, g.resource) for g in udp_of(egress)] == [
         ("0.0.0.0/0", frozenset({443}), "NetworkPolicy p")
     ]
-    assert not egress.admits("203.0.113.7", 443)  # the UDP rule opens no TCP
+    assert not egress.admits("203.0.113.7", 443, "tcp")  # the UDP rule opens no TCP
     cilium = view(
         CNP,
         {
@@ -679,24 +689,25 @@ def test_udp_is_read_from_every_policy_kind_and_the_dns_path_is_not_udp_out() ->
         },
     )
     egress = read_egress([template(), cilium])
-    assert [(g.host, g.enforced) for g in egress.udp] == [
+    assert [(g.host, g.enforced) for g in udp_of(egress)] == [
         ("0.0.0.0/0", "address"),
         ("::/0", "address"),
         # serverNames bind TLS on TCP only: a datagram passes by the name's addresses.
         ("pypi.org", "resolved-address"),
     ]
-    assert [(g.host, g.enforced) for g in egress.connect] == [
+    assert [(g.host, g.enforced) for g in egress.connect if g not in udp_of(egress)] == [
         ("0.0.0.0/0", "address"),
         ("::/0", "address"),
     ]
 
 
-def test_the_shipped_allowlist_opens_no_udp(allowlist: RenderedStack) -> None:
-    assert effective(allowlist).udp == ()
+def test_the_shipped_allowlist_and_open_mode_open_no_udp(allowlist: RenderedStack) -> None:
+    assert udp_of(effective(allowlist)) == ()
     open_mode = effective(render("dev", "kubernetes", {"mode": "open"}))
-    # Open mode's rule names no port: every protocol to the public blocks, as open admits.
-    assert [g.host for g in open_mode.udp] == ["0.0.0.0/0", "::/0"]
-    assert [d for d in compare(open_mode, EgressContract("open"), ()) if d.question == "udp"] == []
+    # Open mode's rule names TCP without a port: every TCP port to the public blocks, no UDP.
+    assert udp_of(open_mode) == ()
+    assert open_mode.admits("93.184.216.34", 8443, "tcp")
+    assert compare(open_mode, EgressContract("open"), ()) == ()
 
 
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
@@ -713,7 +724,7 @@ OPEN_POLICY: dict[str, JSONValue] = {
 
 def test_network_policies_in_a_config_group_are_read_as_the_objects_it_declares() -> None:
     shut = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "policyTypes": ["Egress"]})
-    assert not read_egress([template(), shut]).admits("203.0.113.7", 443)
+    assert not read_egress([template(), shut]).admits("203.0.113.7", 443, "tcp")
     other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}
     every: list[dict[str, JSONValue]] = [
         {"objs": [OPEN_POLICY]},
@@ -722,7 +733,7 @@ def test_network_policies_in_a_config_group_are_read_as_the_objects_it_declares(
     ]
     for props in every:
         group = ResourceView(CONFIG_GROUP, "acme", props)
-        verdict = read_egress([template(), shut, group]).admits("203.0.113.7", 443)
+        verdict = read_egress([template(), shut, group]).admits("203.0.113.7", 443, "tcp")
         assert [g.resource for g in verdict.grants] == ["NetworkPolicy acme/acme-open"]
 
 

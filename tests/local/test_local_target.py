@@ -14,14 +14,14 @@ from internet import FakeInternet
 from test_escapes import plan_of
 
 from sandboxkit.config import ConfigSource, load_stack
-from sandboxkit.effective_egress import ResourceView
+from sandboxkit.effective_egress import ResourceView, contract_probes
 from sandboxkit.errors import ConfigError
 from sandboxkit.explain import explain_stack
 from sandboxkit.local import type_tokens
 from sandboxkit.local.egress_reader import read_egress
 from sandboxkit.local.gateway import answer_refusal, server_name
 from sandboxkit.local.runner import AuditLog
-from sandboxkit.local.verify import verify
+from sandboxkit.local.verify import probes_of, verify
 from sandboxkit.render import render_stack
 from support import build_target, invoke_cli, make_project
 
@@ -251,6 +251,31 @@ def test_verify_shows_no_difference_against_a_fake_internet():
     assert admitted == set()
 
 
+def test_verify_asks_explains_probes_in_their_protocols():
+    # The same list --explain-egress asks (host, port, protocol, kind), then the endpoints; an
+    # HTTP entry is asked over HTTP, each name entry once more as plain TCP, which is refused.
+    names = {"pypi.org": "151.101.0.223", "example.org": "151.101.64.223"}
+    plan = plan_of({"mode": "allowlist", "allow": ["pypi.org:443", "example.org:80"]})
+    explained = [(p.host, p.port, p.kind, p.protocol) for p in contract_probes(plan["contract"])]
+    asked = [(h, port, kind, protocol) for h, port, kind, protocol, _ in probes_of(plan)]
+    assert asked[: len(explained)] == explained
+    assert {kind for *_, kind, _ in asked[len(explained) :]} == {"resolver"}
+    with FakeInternet(names) as internet:
+        plan["resolver"] = internet.resolver
+        observations = verify(plan, sockets=internet.sockets)
+        http = internet.first_bytes("151.101.64.223", 80)
+    assert [o for o in observations if o.differs] == []
+    assert {(o.host, o.port, o.protocol) for o in observations if o.observed} == {
+        ("pypi.org", 443, "tls"),
+        ("example.org", 80, "http"),
+    }
+    plain = {(o.host, o.port, o.observed) for o in observations if o.kind == "plain-tcp"}
+    assert plain == {("pypi.org", 443, False), ("example.org", 80, False)}
+    assert [first.split(b"\r\n")[:2] for first in http] == [
+        [b"GET / HTTP/1.1", b"Host: example.org"]
+    ]
+
+
 def test_verify_reports_a_difference_when_the_gateway_is_wider(monkeypatch):
     from sandboxkit.local.gateway import Gateway
 
@@ -258,7 +283,7 @@ def test_verify_reports_a_difference_when_the_gateway_is_wider(monkeypatch):
         allow = {"mode": "allowlist", "allow": ["pypi.org:443"]}
         plan = plan_of(allow)
         plan["resolver"] = internet.resolver
-        monkeypatch.setattr(Gateway, "_admitted", lambda self, host, port: True)
+        monkeypatch.setattr(Gateway, "_admitted", lambda self, host, port, protocol: True)
         observations = verify(plan, sockets=internet.sockets)
     # Names the contract may not resolve stay unreachable (the gateway resolves only those):
     # the wider admission shows on the listed name's other port.

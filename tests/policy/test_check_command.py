@@ -21,6 +21,7 @@ from google.protobuf import empty_pb2
 
 import support
 from sandboxkit import gate
+from sandboxkit.cloudflare.decide import WORKER_DIR
 from sandboxkit.errors import ConfigError
 from sandboxkit.gate.pack_config import policy_config
 from support import PROGRESS_ENV, Ran, invoke_cli, kit_program
@@ -103,8 +104,12 @@ def test_a_cloudflare_check_without_the_workers_npm_packages_exits_2_saying_what
         check=False,
     )
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == (
-        f"sandboxkit: error: the Worker's npm dependencies are missing: run `npm ci` in {empty}\n"
+    # Issue 31 item 19: the folder holds no package.json, so "run npm ci there" cannot help.
+    assert " ".join(result.stderr.split()) == (
+        f"error: missing what the gate runs: the Cloudflare Worker's package: {empty} "
+        "(SANDBOXKIT_WORKER_DIR) holds no package.json or test-support/decide-harness.js "
+        f"(expected a copy of the Worker's whole folder, {WORKER_DIR}). Install it from "
+        f"{project_copy} with: cp -R {WORKER_DIR}/. {empty} && npm ci --prefix {empty}"
     )
 
 

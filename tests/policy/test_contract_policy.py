@@ -138,8 +138,8 @@ def test_a_dropped_entry_is_narrower_only_against_the_stacks_contract(
     assert {resource for _, resource in reports} == {"aws-microvm"}
     assert (
         "aws-microvm differs from the stack's egress contract: narrower: "
-        "sbx-probe.pythonhosted.org:443 (one-below of *.pythonhosted.org:443) is refused; the "
-        "contract admits it; deploy the target's component unchanged for this profile "
+        "sbx-probe.pythonhosted.org:443 over tls (one-below of *.pythonhosted.org:443) is refused; "
+        "the contract admits it; deploy the target's component unchanged for this profile "
         "(sandboxkit preview --explain-egress shows every probe).",
         "aws-microvm",
     ) in reports
@@ -159,7 +159,7 @@ def test_a_rule_for_an_unlisted_host_is_wider_on_the_rule_group(
     assert resource == NAME_RULES
     assert message.startswith(
         "aws-microvm differs from the stack's egress contract: wider: exfil.example.net:443 "
-        f"(grant of aws:networkfirewall/ruleGroup:RuleGroup {NAME_RULES}) is admitted by "
+        f"over tls (grant of aws:networkfirewall/ruleGroup:RuleGroup {NAME_RULES}) is admitted by "
         "exfil.example.net (exact) on 443"
     )
 
@@ -449,12 +449,12 @@ def test_a_block_grant_is_probed_at_a_public_address_it_admits(
     ) == [
         (
             "kubernetes differs from the stack's egress contract: wider: 1.0.0.0:443 "
-            "(grant of NetworkPolicy kubernetes-network-policy)",
+            "over tcp (grant of NetworkPolicy kubernetes-network-policy)",
             "kubernetes-network-policy",
         ),
         (
             "kubernetes differs from the stack's egress contract: wider: 128.0.0.0:443 "
-            "(grant of NetworkPolicy kubernetes-network-policy)",
+            "over tcp (grant of NetworkPolicy kubernetes-network-policy)",
             "kubernetes-network-policy",
         ),
     ]

@@ -208,7 +208,8 @@ def test_a_cilium_port_range_is_one_contract_finding_per_run_of_ports(
     )
     result = gate.check_rendered(analyzer, rendered, PROJECT, None)
     grant = (
-        "example.com (exact) on 443-8443, name at L7 (SNI/Host checked against the destination) "
+        "example.com (exact) on 443-8443 (tls only), name at L7 (SNI/Host checked against the "
+        "destination) "
         "[platform-doc: Cilium toFQDNs with TLS serverNames checked by Envoy (docs.cilium.io, "
         "policy language, Limit TLS Server Name Indication)]"
     )
@@ -224,11 +225,11 @@ def test_a_cilium_port_range_is_one_contract_finding_per_run_of_ports(
         (
             CILIUM,
             "kubernetes differs from the stack's egress contract: wider: example.com:8443 "
-            f"(other-port of example.com:443) is admitted by {grant}; {fix}",
+            f"over tls (other-port of example.com:443) is admitted by {grant}; {fix}",
         ),
         (
             CILIUM,
             "kubernetes differs from the stack's egress contract: wider: example.com:444-8442 "
-            f"(grant of CiliumNetworkPolicy {CILIUM}) is admitted by {grant}; {fix}",
+            f"over tls (grant of CiliumNetworkPolicy {CILIUM}) is admitted by {grant}; {fix}",
         ),
     ]

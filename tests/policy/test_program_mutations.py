@@ -275,6 +275,24 @@ AWS_ROWS = (
         "SBX-NET-008",
         "'rslvr-fdl-0123456789abcdef', which no rendered",
     ),
+    Row(
+        "plain TCP on a listed name's port passed beside its tls.sni and http.host rules",
+        """
+        def plain(props):
+            group = dict(props["rule_group"])
+            source = dict(group["rules_source"])
+            source["rules_string"] += (
+                "\\npass tcp $HOME_NET any -> $EXTERNAL_NET 443 "
+                "(flow:to_server, established; sid:1999999; rev:1;)"
+            )
+            group["rules_source"] = source
+            props["rule_group"] = group
+
+        transform("aws:networkfirewall/ruleGroup:RuleGroup", "aws-microvm-fw-domains", plain)
+        """,
+        "SBX-NET-008",
+        "wider: pypi.org:443 over tcp (plain-tcp of pypi.org:443) is admitted by 0.0.0.0/0",
+    ),
 )
 
 
@@ -335,6 +353,29 @@ KUBERNETES_ROWS = tuple(
             "SBX-NET-007",
             "forward every name upstream",
         ),
+        (
+            # Without serverNames, toFQDNs admits any TCP to the names' addresses: plain TCP
+            # (no SNI) to pypi.org:443 passes, which the contract never admits.
+            f"{example}: the names' TLS serverNames dropped from the Cilium policy",
+            """
+            def edit(props):
+                spec = dict(props["spec"])
+                spec["egress"] = [
+                    {**rule, "toPorts": [
+                        {k: v for k, v in port.items() if k != "serverNames"}
+                        for port in rule.get("toPorts", [])
+                    ]}
+                    for rule in spec["egress"]
+                ]
+                props["spec"] = spec
+
+            transform("kubernetes:cilium.io/v2:CiliumNetworkPolicy", "kubernetes-fqdn-policy", edit)
+            """,
+            "SBX-NET-006",
+            "admits pypi.org by resolved address only (CiliumNetworkPolicy "
+            "kubernetes-fqdn-policy): any site on that name's addresses passes, such as another "
+            "customer of the same CDN, and so does plain TCP to them naming no host",
+        ),
     )
 )
 
@@ -362,7 +403,7 @@ UDP_ROWS = (
             f"{example}: udp 443 to every address in the sandbox NetworkPolicy",
             _network_policy_udp(policy),
             "SBX-NET-008",
-            "wider: UDP to 1.0.0.0:443 (grant of NetworkPolicy",
+            "wider: 1.0.0.0:443 over udp (grant of NetworkPolicy",
             example=example,
         )
         for example, policy in (
@@ -389,7 +430,7 @@ UDP_ROWS = (
         )
         """,
         "SBX-NET-008",
-        "wider: UDP to 0.0.0.0:443 (grant of gcp:compute/networkFirewallPolicyRule",
+        "wider: 0.0.0.0:443 over udp (grant of gcp:compute/networkFirewallPolicyRule",
         example="gcp-cloudrun",
     ),
     Row(
@@ -401,7 +442,7 @@ UDP_ROWS = (
         transform("azure-native:app:ContainerAppsSessionPool", "azure-sessions-pool", enabled)
         """,
         "SBX-NET-008",
-        "wider: UDP to 1.0.0.0:8443 (grant of azure-native:app:ContainerAppsSessionPool",
+        "wider: 1.0.0.0:8443 over udp (grant of azure-native:app:ContainerAppsSessionPool",
         example="azure-sessions",
     ),
     Row(
@@ -457,7 +498,7 @@ NGFW_ROWS = (
             "10.10.0.10/32",
         ),
         "SBX-NET-008",
-        "wider: 10.10.0.10:443 (grant of gcp:compute/networkFirewallPolicyRule",
+        "wider: 10.10.0.10:443 over tcp (grant of gcp:compute/networkFirewallPolicyRule",
         example="gcp-cloudrun",
     ),
     Row(
@@ -512,7 +553,7 @@ CONFIG_GROUP_ROWS = (
     )
 """,
         "SBX-NET-008",
-        "wider: 1.0.0.0:443 (grant of NetworkPolicy acme-policies/acme-open) is admitted",
+        "wider: 1.0.0.0:443 over tcp (grant of NetworkPolicy acme-policies/acme-open) is admitted",
         example="kubernetes",
     ),
     Row(

@@ -24,10 +24,13 @@ import pytest
 
 import support as testing
 from sandboxkit import gate, kit_guard, targets
+from sandboxkit.azure.deployer import GRANTS, azure_policy
 from sandboxkit.catalog import all_kinds, kind_of
 from sandboxkit.checkov_bridge.mapping import export_type, setting_for
-from sandboxkit.effective_egress import EffectiveEgress
+from sandboxkit.deployer import MissingGrantError, granted
+from sandboxkit.effective_egress import EffectiveEgress, ResourceView
 from sandboxkit.guard import Handler
+from sandboxkit.kubernetes.deployer import deployer_cluster_role
 from sandboxkit.policy_rules import SIZE_LIMITS
 from sandboxkit.render import RenderedStack
 from sandboxkit.type_tokens import EVERY_TYPE, VERSIONED_PACKAGES, TypeToken, without_version
@@ -171,6 +174,7 @@ def test_every_token_the_reader_reads_lives_in_the_targets_module_and_matches_ev
     assert {t for h in guard.HANDLERS if isinstance(h, Handler) for t in h.types} - {
         EVERY_TYPE
     } <= home
+    assert {sink.type for sink in getattr(guard, "SECRET_SINKS", ())} <= home
     kinds = all_kinds()
     for token in sorted(read | home, key=str):
         other = variant(token.token)
@@ -274,7 +278,6 @@ def grants(rendered: RenderedStack, target: str, names: dict[str, str]) -> Effec
         found,
         connect=tuple(replace(g, resource=_plain(g.resource, names)) for g in found.connect),
         resolve=tuple(replace(g, resource=_plain(g.resource, names)) for g in found.resolve),
-        udp=tuple(replace(g, resource=_plain(g.resource, names)) for g in found.udp),
     )
 
 
@@ -294,6 +297,7 @@ def _pool(path: tuple[str | int, ...], value: Any) -> Edit:
 
 
 SESSION = ("customContainerTemplate", "containers", 0)
+KEY = "AKIAABCDEFGHIJKLMNOP"
 IN_REACH = ("managedIdentitySettings", 0, "lifecycle")
 SESSIONS_CAP = ("scaleConfiguration", "maxConcurrentSessions")
 POOL_EDITS: dict[str, tuple[Edit, set[str]]] = {
@@ -306,6 +310,9 @@ POOL_EDITS: dict[str, tuple[Edit, set[str]]] = {
     "no size limits": (_pool((*SESSION, "resources"), {}), {"SBX-RES-001"}),
     "too many sessions": (_pool(SESSIONS_CAP, 10_000), {"SBX-RES-003"}),
     "image by tag": (_pool((*SESSION, "image"), "ghcr.io/example/agent:latest"), {"SBX-SEC-003"}),
+    # A credential in the pool's secrets is where it belongs; in a plain variable it is not.
+    "key in secrets": (_pool(("secrets",), [{"name": "key", "value": KEY}]), set()),
+    "key in env": (_pool((*SESSION, "env"), [{"name": "KEY", "value": KEY}]), {"SBX-SEC-002"}),
 }
 
 
@@ -329,13 +336,12 @@ def test_the_versioned_session_pool_is_judged_and_read_as_the_plain_one(
     assert {p for p, name, _ in found if name == POOL} - baseline == caught
     assert findings(analyzer, other, names) == found
     # The reader reads the versioned pool the same: every address (TCP and UDP) and every name
-    # when egress is enabled (two connect grants, one resolve grant, two UDP grants), nothing
+    # when egress is enabled (two TCP and two UDP connect grants, one resolve grant), nothing
     # when it is disabled.
     read = grants(plain, "azure-sessions", names)
     assert grants(other, "azure-sessions", names) == read
     opened = "SBX-NET-001" in caught
-    counts = (len(read.connect), len(read.resolve), len(read.udp))
-    assert counts == ((2, 1, 2) if opened else (0, 0, 0))
+    assert (len(read.connect), len(read.resolve)) == ((4, 1) if opened else (0, 0))
 
 
 # dev's Cilium allowlist with the kit's resolver (NetworkPolicy, CiliumNetworkPolicy, the
@@ -360,3 +366,27 @@ def test_kubernetes_objects_of_another_api_version_are_judged_and_read_the_same(
     read = grants(plain, target, names)
     assert read.connect
     assert grants(other, target, names) == read
+
+
+def test_the_deployer_policy_of_versioned_tokens_is_the_plain_ones(
+    azure_prod: RenderedStack,
+) -> None:
+    # Each rendered type takes its target's deployer entry (TypeToken.matches): a versioned
+    # pool or object needs what the plain one needs, never a missing-permission refusal.
+    def azure(rendered: RenderedStack) -> Any:
+        views = rendered.target_views("azure-sessions")
+        return azure_policy("azure-sessions", "sub", "rg", None, views).document
+
+    other = versioned(azure_prod, _azure)
+    assert VERSIONED_POOL in {r.type for r in other.resources}
+    assert azure(other) == azure(azure_prod)
+    dev = _render("dev", ("kubernetes",))
+
+    def role(rendered: RenderedStack) -> Any:
+        return deployer_cluster_role("kubernetes", "dev", rendered.target_views("kubernetes"))
+
+    assert role(versioned(dev, _kubernetes)) == role(dev)
+    with pytest.raises(MissingGrantError, match=r"azure-native:app/v20240202preview:Job"):
+        granted(
+            "azure-sessions", GRANTS, [ResourceView.of(variant("azure-native:app:Job"), "j", {})]
+        )

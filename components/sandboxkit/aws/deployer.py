@@ -29,7 +29,45 @@ from typing import Any
 from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.image import BUILD_EGRESS_CONNECTOR
 from sandboxkit.aws.plan import MicrovmSandboxArgs
-from sandboxkit.aws.type_tokens import FIREWALL_POLICY_DOCUMENT, KIT_MICROVM_IMAGE
+from sandboxkit.aws.type_tokens import (
+    API,
+    API_ROUTE,
+    COMPONENT,
+    CONNECTOR,
+    DNS_ASSOCIATION,
+    DNS_FIREWALL_CONFIG,
+    DNS_GROUP,
+    DNS_LIST,
+    DNS_RULE,
+    EIP,
+    FIREWALL,
+    FIREWALL_LOGGING,
+    FIREWALL_POLICY_DOCUMENT,
+    FLOW_LOG,
+    FUNCTION,
+    INTEGRATION,
+    INTERNET_GATEWAY,
+    KIT_MICROVM_IMAGE,
+    LOG_GROUP,
+    NAT_GATEWAY,
+    PERMISSION,
+    POLICY,
+    PROVIDER,
+    ROLE,
+    ROLE_POLICY,
+    ROUTE,
+    ROUTE_ASSOCIATION,
+    ROUTE_TABLE,
+    RULE_GROUP,
+    SECRET,
+    SECRET_VERSION,
+    SECURITY_GROUP,
+    STAGE,
+    SUBNET,
+    VPC,
+)
+from sandboxkit.deployer import grant_of
+from sandboxkit.type_tokens import TypeToken
 
 
 @dataclass(frozen=True)
@@ -85,12 +123,12 @@ _RESOLVER_TAGS = (
     "route53resolver:ListTagsForResource",
 )
 
-GRANTS: Mapping[str, tuple[Grant, ...]] = {
+GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
     # The explicit provider and the component itself call nothing; the provider's
     # get_caller_identity pins every trust policy to the account.
-    "pulumi:providers:aws": (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
-    "sandboxkit:index:MicrovmSandbox": (),
-    "aws:ec2/vpc:Vpc": (
+    PROVIDER: (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
+    COMPONENT: (),
+    VPC: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateVpc",
@@ -103,7 +141,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeSecurityGroups",
         ),
     ),
-    "aws:ec2/subnet:Subnet": (
+    SUBNET: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSubnet",
@@ -113,7 +151,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    "aws:ec2/internetGateway:InternetGateway": (
+    INTERNET_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateInternetGateway",
@@ -123,7 +161,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeInternetGateways",
         ),
     ),
-    "aws:ec2/routeTable:RouteTable": (
+    ROUTE_TABLE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRouteTable",
@@ -131,7 +169,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": (
+    ROUTE_ASSOCIATION: (
         _ec2(
             "Ec2Networking",
             "ec2:AssociateRouteTable",
@@ -140,7 +178,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    "aws:ec2/route:Route": (
+    ROUTE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRoute",
@@ -149,7 +187,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    "aws:ec2/eip:Eip": (
+    EIP: (
         _ec2(
             "Ec2Networking",
             "ec2:AllocateAddress",
@@ -159,7 +197,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeAddressesAttribute",
         ),
     ),
-    "aws:ec2/natGateway:NatGateway": (
+    NAT_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateNatGateway",
@@ -167,7 +205,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeNatGateways",
         ),
     ),
-    "aws:ec2/securityGroup:SecurityGroup": (
+    SECURITY_GROUP: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSecurityGroup",
@@ -181,11 +219,11 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    "aws:ec2/flowLog:FlowLog": (
+    FLOW_LOG: (
         _ec2("Ec2Networking", "ec2:CreateFlowLogs", "ec2:DeleteFlowLogs", "ec2:DescribeFlowLogs"),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    "aws:cloudwatch/logGroup:LogGroup": (
+    LOG_GROUP: (
         Grant(
             "KitLogGroups",
             (
@@ -201,7 +239,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         Grant("ListLogGroups", ("logs:DescribeLogGroups",), ("*",), regional=True),
     ),
-    "aws:iam/role:Role": (
+    ROLE: (
         Grant(
             "KitRoles",
             (
@@ -219,14 +257,14 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_ROLES,),
         ),
     ),
-    "aws:iam/rolePolicy:RolePolicy": (
+    ROLE_POLICY: (
         Grant(
             "KitRoles",
             ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"),
             (_ROLES,),
         ),
     ),
-    "aws:iam/policy:Policy": (
+    POLICY: (
         Grant(
             "KitPolicies",
             (
@@ -243,7 +281,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:iam::*:policy/{name}-*",),
         ),
     ),
-    "aws:secretsmanager/secret:Secret": (
+    SECRET: (
         Grant(
             "KitSecrets",
             (
@@ -258,7 +296,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    "aws:secretsmanager/secretVersion:SecretVersion": (
+    SECRET_VERSION: (
         Grant(
             "KitSecrets",
             (
@@ -270,7 +308,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    "aws:lambda/coreNetworkConnector:CoreNetworkConnector": (
+    CONNECTOR: (
         Grant(
             "KitConnector",
             (
@@ -284,7 +322,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    "aws:lambda/function:Function": (
+    FUNCTION: (
         Grant(
             "KitLauncher",
             (
@@ -307,14 +345,14 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    "aws:lambda/permission:Permission": (
+    PERMISSION: (
         Grant(
             "KitLauncher",
             ("lambda:AddPermission", "lambda:RemovePermission", "lambda:GetPolicy"),
             ("arn:aws:lambda:{region}:*:function:{name}-launcher-*",),
         ),
     ),
-    KIT_MICROVM_IMAGE.token: (
+    KIT_MICROVM_IMAGE: (
         Grant(
             "KitImage",
             (
@@ -336,28 +374,28 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (managed_connector_arn("{region}", BUILD_EGRESS_CONNECTOR),),
         ),
     ),
-    "aws:apigatewayv2/api:Api": (
+    API: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             (*_APIS, "arn:aws:apigateway:{region}::/tags/*"),
         ),
     ),
-    "aws:apigatewayv2/integration:Integration": (
+    INTEGRATION: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    "aws:apigatewayv2/route:Route": (
+    API_ROUTE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    "aws:apigatewayv2/stage:Stage": (
+    STAGE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
@@ -365,7 +403,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    FIREWALL_POLICY_DOCUMENT.token: (
+    FIREWALL_POLICY_DOCUMENT: (
         Grant(
             "KitFirewall",
             (
@@ -379,7 +417,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_FIREWALL_POLICY,),
         ),
     ),
-    "aws:networkfirewall/ruleGroup:RuleGroup": (
+    RULE_GROUP: (
         Grant(
             "KitFirewall",
             (
@@ -394,7 +432,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_RULE_GROUPS,),
         ),
     ),
-    "aws:networkfirewall/firewall:Firewall": (
+    FIREWALL: (
         Grant(
             "KitFirewall",
             (
@@ -425,7 +463,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    "aws:networkfirewall/loggingConfiguration:LoggingConfiguration": (
+    FIREWALL_LOGGING: (
         Grant(
             "KitFirewall",
             (
@@ -436,7 +474,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    "aws:route53/resolverFirewallDomainList:ResolverFirewallDomainList": (
+    DNS_LIST: (
         Grant(
             "KitDnsFirewall",
             (
@@ -450,7 +488,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_RESOLVER.replace("{kind}", "firewall-domain-list"),),
         ),
     ),
-    "aws:route53/resolverFirewallRuleGroup:ResolverFirewallRuleGroup": (
+    DNS_GROUP: (
         Grant(
             "KitDnsFirewall",
             (
@@ -462,7 +500,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             (_RESOLVER.replace("{kind}", "firewall-rule-group"),),
         ),
     ),
-    "aws:route53/resolverFirewallRule:ResolverFirewallRule": (
+    DNS_RULE: (
         Grant(
             "KitDnsFirewall",
             (
@@ -477,7 +515,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation": (
+    DNS_ASSOCIATION: (
         Grant(
             "KitDnsFirewall",
             (
@@ -494,7 +532,7 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
-    "aws:route53/resolverFirewallConfig:ResolverFirewallConfig": (
+    DNS_FIREWALL_CONFIG: (
         Grant(
             "KitDnsFirewall",
             (
@@ -510,18 +548,19 @@ GRANTS: Mapping[str, tuple[Grant, ...]] = {
 
 
 def grants_for(resource_type: str) -> tuple[Grant, ...]:
-    """The grants of one rendered resource type.
+    """The grants of one rendered resource type (any API version of a listed type).
 
     Raises:
         LookupError: for a type without an entry in :data:`GRANTS` (its permissions are not
             known, so the document would be short of them).
     """
-    if resource_type not in GRANTS:
+    found = grant_of(GRANTS, resource_type)
+    if found is None:
         raise LookupError(
             f"{resource_type}: sandboxkit.aws.deployer.GRANTS lists no deployer permissions "
             "for it; add its provider's calls there"
         )
-    return GRANTS[resource_type]
+    return found[0]
 
 
 def deployer_policy(

@@ -86,8 +86,10 @@ from sandboxkit.effective_egress import (
     as_dict,
     as_dicts,
     as_list,
+    merge_protocols,
     port_text,
 )
+from sandboxkit.egress_contract import ConnectionProtocol
 from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.type_tokens import TypeToken, of_type
 
@@ -126,6 +128,9 @@ DOMAIN_LIST_DOC = (
 SG_DOC = "EC2 security group egress rules: protocol, port range, CIDR"
 DNS_DOC = "Route 53 Resolver DNS Firewall: rules by priority; domain list entries may start with *"
 _DROP_DEFAULTS = ("aws:drop_established", "aws:drop_strict")
+# What a pass rule matching a name in each buffer admits (Suricata 7: tls.sni is a TLS
+# ClientHello's server name, http.host an HTTP request's Host).
+_BUFFER_PROTOCOLS: Mapping[str, ConnectionProtocol] = {"tls.sni": "tls", "http.host": "http"}
 _BLOCKING = ("DROP", "REJECT")
 
 
@@ -609,7 +614,12 @@ def _grant(
         enforced, basis, source = "claimed-name", "kit-code", SURICATA_TESTS
     if domain_list and policy.validated:
         enforced, source = "name-l7", f"{DOMAIN_LIST_DOC}; {RESOLVED_IP_DOC}"
-    grants = [Grant(host, rule.scope, ports, enforced, basis, source, where)]  # type: ignore[arg-type]
+    # A tls.sni rule passes TLS naming the host, an http.host rule HTTP naming it: neither
+    # passes plain TCP, which the policy's default drop then drops once established.
+    protocols = frozenset({_BUFFER_PROTOCOLS[rule.buffer]})
+    grants = [
+        Grant(host, rule.scope, ports, enforced, basis, source, where, protocols=protocols)  # type: ignore[arg-type]
+    ]
     if policy.validated:
         # A destination in a bypass range is never validated: unless the rule's destination
         # takes it out, the name rule passes a connection there by the name the client claims.
@@ -713,7 +723,7 @@ def read_egress(resources: Sequence[ResourceView]) -> EffectiveEgress:
     bypass = _routes(resources)
     return EffectiveEgress(
         TARGET,
-        # A name's TLS SNI and HTTP Host rules give one grant each: the same grant, once.
-        tuple(dict.fromkeys(_connect_grants(resources, openings, policy, bypass))),
+        # A name's TLS SNI and HTTP Host rules give one grant each: one grant for both.
+        merge_protocols(_connect_grants(resources, openings, policy, bypass)),
         tuple(dict.fromkeys(_resolve_grants(resources))),
     )

@@ -20,6 +20,7 @@ from sandboxkit.aws.type_tokens import (
     ROLE,
     ROLE_POLICY,
     SECRET,
+    SECRET_VERSION,
 )
 from sandboxkit.boundary import (
     LAUNCHER_EXEC_TIMEOUT_SECONDS,
@@ -33,6 +34,7 @@ from sandboxkit.boundary import (
 from sandboxkit.guard import (
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     dig,
@@ -418,6 +420,9 @@ def _image_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
     yield from inline_secrets("MicroVM image", ctx.name, variables, ctx)
 
+
+# A secret version holds the secret: SBX-SEC-002 does not read its value.
+SECRET_SINKS = (SecretSink(SECRET_VERSION, ("secretString", "secretBinary")),)
 
 HANDLERS = (
     *egress_guard.HANDLERS,

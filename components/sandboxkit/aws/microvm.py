@@ -27,6 +27,7 @@ from sandboxkit.aws.plan import (
     AwsAccess,
     MicrovmSandboxArgs,
 )
+from sandboxkit.aws.type_tokens import COMPONENT
 
 
 def provider_args(access: AwsAccess) -> dict[str, Any]:
@@ -84,7 +85,7 @@ class MicrovmSandbox(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: MicrovmSandboxArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("sandboxkit:index:MicrovmSandbox", name, None, opts)
+        super().__init__(COMPONENT.token, name, None, opts)
         if not 1 <= args["max_duration_seconds"] <= MAX_DURATION_SECONDS:
             raise ValueError(f"max_duration_seconds: from 1 to {MAX_DURATION_SECONDS}")
         if args["idle_timeout_seconds"] < MIN_IDLE_SECONDS:

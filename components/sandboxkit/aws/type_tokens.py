@@ -49,6 +49,8 @@ DNS_ASSOCIATION = TypeToken(
     "aws:route53/resolverFirewallRuleGroupAssociation:ResolverFirewallRuleGroupAssociation"
 )
 PROVIDER = TypeToken("pulumi:providers:aws")
+# The target's component (sandboxkit.aws.microvm.MicrovmSandbox).
+COMPONENT = TypeToken("sandboxkit:index:MicrovmSandbox")
 # The kit's dynamic resources: pulumi-python names a dynamic resource's type after its module
 # and class (sandboxkit.aws.firewall_policy.FirewallPolicy, microvm_image.MicrovmImage).
 FIREWALL_POLICY_DOCUMENT = TypeToken("pulumi-python:dynamic/networkfirewall:FirewallPolicy")

@@ -17,8 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sandboxkit.azure.type_tokens import (
+    MANAGED_ENVIRONMENT,
+    RESOURCE_GROUP,
+    ROLE_ASSIGNMENT,
+    SESSION_POOL,
+    WORKSPACE,
+)
 from sandboxkit.deployer import DeployerPolicy, granted, union
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.type_tokens import TypeToken
 
 Scope = Literal["subscription", "resourceGroup"]
 
@@ -34,20 +42,12 @@ class AzureGrant:
 
 
 _CONTRIBUTOR = "Contributor"
-GRANTS: dict[str, AzureGrant] = {
-    "azure-native:resources:ResourceGroup": AzureGrant(_CONTRIBUTOR, "subscription", ""),
-    "azure-native:app:ManagedEnvironment": AzureGrant(
-        _CONTRIBUTOR, "resourceGroup", "Microsoft.App"
-    ),
-    "azure-native:app:ContainerAppsSessionPool": AzureGrant(
-        _CONTRIBUTOR, "resourceGroup", "Microsoft.App"
-    ),
-    "azure-native:operationalinsights:Workspace": AzureGrant(
-        _CONTRIBUTOR, "resourceGroup", "Microsoft.OperationalInsights"
-    ),
-    "azure-native:authorization:RoleAssignment": AzureGrant(
-        "Role Based Access Control Administrator", "resourceGroup", ""
-    ),
+GRANTS: dict[TypeToken, AzureGrant] = {
+    RESOURCE_GROUP: AzureGrant(_CONTRIBUTOR, "subscription", ""),
+    MANAGED_ENVIRONMENT: AzureGrant(_CONTRIBUTOR, "resourceGroup", "Microsoft.App"),
+    SESSION_POOL: AzureGrant(_CONTRIBUTOR, "resourceGroup", "Microsoft.App"),
+    WORKSPACE: AzureGrant(_CONTRIBUTOR, "resourceGroup", "Microsoft.OperationalInsights"),
+    ROLE_ASSIGNMENT: AzureGrant("Role Based Access Control Administrator", "resourceGroup", ""),
 }
 
 IDENTITY_ROLE = "Managed Identity Operator"
@@ -75,7 +75,7 @@ def azure_policy(
     }
     # A group the stack creates does not exist yet when the deployer's roles are assigned:
     # what the group would scope goes to the subscription.
-    if "azure-native:resources:ResourceGroup" in found:
+    if any(RESOURCE_GROUP.matches(t) for t in found):
         scopes["resourceGroup"] = scopes["subscription"]
     pairs = {(g.role, scopes[g.scope]) for g in found.values()}
     if identity_resource_id is not None:

@@ -21,7 +21,7 @@ from typing import Final
 
 from sandboxkit.azure.plan import SESSIONS_DOC
 from sandboxkit.azure.type_tokens import SESSION_POOL
-from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, udp_grants
 from sandboxkit.type_tokens import of_type
 
 TARGET = "azure-sessions"
@@ -57,4 +57,4 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
         resolve.append(
             Grant("*", "any", "any", "query-name", "platform-doc", NETWORK_DOC, resource)
         )
-    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve), tuple(connect))
+    return EffectiveEgress(TARGET, tuple([*connect, *udp_grants(connect)]), tuple(resolve))

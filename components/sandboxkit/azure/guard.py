@@ -6,10 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from sandboxkit.azure.type_tokens import ROLE_ASSIGNMENT, SESSION_POOL, WORKSPACE
+from sandboxkit.azure.type_tokens import (
+    MANAGED_ENVIRONMENT,
+    ROLE_ASSIGNMENT,
+    SESSION_POOL,
+    WORKSPACE,
+)
 from sandboxkit.guard import (
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     dig,
@@ -187,6 +193,13 @@ def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     containers = items(dig(props, "customContainerTemplate.containers"))
     yield from unpinned_images("Session pool", ctx.name, [dig(c, "image") for c in containers])
 
+
+# The pool's secrets and the environment's log configuration (the workspace's shared key) hold
+# secrets: SBX-SEC-002 does not read them.
+SECRET_SINKS = (
+    SecretSink(SESSION_POOL, ("secrets",)),
+    SecretSink(MANAGED_ENVIRONMENT, ("appLogsConfiguration",)),
+)
 
 HANDLERS = (
     Handler(

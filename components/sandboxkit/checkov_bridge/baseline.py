@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from sandboxkit.type_tokens import without_version
+
 BASELINE_PATH = Path("policy-packs/checkov/baseline.yaml")
 SELECTORS = ("resource_type", "urn", "file")
 # A reason says what was decided and why; a word or two says neither.
@@ -37,7 +39,8 @@ class Accepted:
     Attributes:
         check: the checkov check id.
         selector: ``resource_type``, ``urn`` or ``file``.
-        pattern: the type token, or a pattern over URNs or project-relative paths.
+        pattern: the type token (any API version of it matches), or a pattern over URNs or
+            project-relative paths.
         reason: why it is accepted.
         resource: a pattern over checkov's resource id, or ``None`` for any.
     """
@@ -57,7 +60,10 @@ class Accepted:
         if self.resource is not None and not fnmatchcase(resource, self.resource):
             return False
         if self.selector == "resource_type":
-            return resource_type == self.pattern
+            # Any API version's token of the type (TypeToken.matches), as every check reads it.
+            return resource_type is not None and without_version(resource_type) == without_version(
+                self.pattern
+            )
         if self.selector == "urn":
             return fnmatchcase(urn, self.pattern)
         return fnmatchcase(file, self.pattern)

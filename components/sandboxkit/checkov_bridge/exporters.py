@@ -60,6 +60,9 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_-]")
 # An id or ARN the render's mock cloud gave another resource: ``<logical name>-<12 hex>`` at
 # the end of the value (sandboxkit.mockcloud.CloudMocks.new_resource).
+# An azure-native API version's module (app/v20240202preview): the ARM apiVersion it is
+# (2024-02-02-preview), https://www.pulumi.com/registry/packages/azure-native/version-guide/.
+_ARM_VERSION_MODULE = re.compile(r"^azure-native:[^:/]+/v(\d{4})(\d{2})(\d{2})([a-z]*):")
 _MOCK_ID = re.compile(r"(?:^|[:/])(?P<name>[A-Za-z0-9_.-]+)-[0-9a-f]{12}$")
 
 
@@ -266,6 +269,17 @@ def _references(value: Any, by_name: Mapping[str, str]) -> list[str]:
 # --- ARM -----------------------------------------------------------------------------------
 
 
+def arm_api_version(type_token: str, spec: ArmType) -> str:
+    """The ARM ``apiVersion`` of a resource of ``type_token``: the API version its token names
+    (``azure-native:app/v20240202preview:ContainerAppsSessionPool`` is ``2024-02-02-preview``),
+    else the one the default token's SDK module targets (``spec.api_version``)."""
+    found = _ARM_VERSION_MODULE.match(type_token)
+    if found is None:
+        return spec.api_version
+    year, month, day, stage = found.groups()
+    return f"{year}-{month}-{day}" + (f"-{stage}" if stage else "")
+
+
 def arm_template(
     resources: Iterable[RenderedResource],
 ) -> tuple[dict[str, Any], dict[str, RenderedResource]]:
@@ -282,7 +296,8 @@ def arm_template(
             continue
         inputs = plain(resource.inputs)
         name = inputs.get(spec.name_input) or resource.name
-        body: dict[str, Any] = {"type": spec.arm_type, "apiVersion": spec.api_version, "name": name}
+        version = arm_api_version(resource.type, spec)
+        body: dict[str, Any] = {"type": spec.arm_type, "apiVersion": version, "name": name}
         properties: dict[str, Any] = {}
         for key, value in inputs.items():
             if key == spec.name_input or key in spec.path_params or value is None:

@@ -18,7 +18,10 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Self
+from typing import IO, TYPE_CHECKING, Self
+
+if TYPE_CHECKING:  # standard library only at run time (module docstring)
+    from sandboxkit.errors import MissingTool
 
 CHECKOV_ENV = "SANDBOXKIT_CHECKOV"
 CHECKOV_VERSION = "3.3.30"
@@ -39,21 +42,43 @@ def locate_checkov(project_dir: Path) -> Path:
         CheckovMissingError: naming where it looked, what was wrong there (missing, not an
             executable file, a path the system refuses) and the install command.
     """
-    configured = os.environ.get(CHECKOV_ENV)
-    path = Path(configured) if configured else project_dir / DEFAULT_CHECKOV
-    try:
-        if not path.exists():
-            problem = "not found"
-        elif not (path.is_file() and os.access(path, os.X_OK)):
-            problem = "is not an executable file"
-        else:
-            return path
-    except OSError as error:  # a path too long, a folder that cannot be listed
-        problem = f"not found ({error.strerror})"
+    path, problem = _checkov_state(project_dir)
+    if problem is None:
+        return path
     raise CheckovMissingError(
         f"checkov {problem} at {path} (set {CHECKOV_ENV} or install it in its own venv, "
         f"from the project folder: {INSTALL_COMMAND})"
     )
+
+
+def missing_checkov(project_dir: Path) -> MissingTool | None:
+    """checkov as a ``MissingTool`` (where it was looked for, and ``INSTALL_COMMAND``) when
+    ``locate_checkov`` would not find it; ``None`` when it would."""
+    from sandboxkit.errors import MissingTool
+
+    path, problem = _checkov_state(project_dir)
+    if problem is None:
+        return None
+    other = (
+        f"; {CHECKOV_ENV} names it: unset it to use the one installed below"
+        if os.environ.get(CHECKOV_ENV)
+        else ""
+    )
+    return MissingTool(f"checkov ({problem} at {path}{other})", INSTALL_COMMAND)
+
+
+def _checkov_state(project_dir: Path) -> tuple[Path, str | None]:
+    """Where checkov is looked for and what is wrong there (``None``: nothing)."""
+    configured = os.environ.get(CHECKOV_ENV)
+    path = Path(configured) if configured else project_dir / DEFAULT_CHECKOV
+    try:
+        if not path.exists():
+            return path, "not found"
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            return path, "is not an executable file"
+    except OSError as error:  # a path too long, a folder that cannot be listed
+        return path, f"not found ({error.strerror})"
+    return path, None
 
 
 # Run by the checkov script's own interpreter: checkov's imports (most of a small run's time)

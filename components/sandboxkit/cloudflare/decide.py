@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import IO, Any, Literal, Self
 
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS, DEFAULT_COMPATIBILITY_DATE
-from sandboxkit.errors import PrerequisiteError
+from sandboxkit.errors import MissingTool, PrerequisiteError
 
 WORKER_DIR = Path(__file__).resolve().parent / "worker"
 # Where the decider finds the Worker's package instead of WORKER_DIR: a copy of it with its npm
@@ -112,14 +112,7 @@ def worker_dir() -> Path:
     return Path(os.environ.get(WORKER_DIR_ENV) or WORKER_DIR)
 
 
-def workerd_binary(folder: Path) -> Path:
-    """The workerd executable ``npm ci`` installed under ``folder`` for this platform
-    (``node_modules/@cloudflare/<WORKERD_PACKAGES entry>/bin/workerd``).
-
-    Raises:
-        WorkerSetupError: when workerd has no binary for this platform, or it is not installed
-            (or not executable).
-    """
+def _binary_path(folder: Path) -> Path:
     machine = platform.machine()
     package = WORKERD_PACKAGES.get((sys.platform, machine))
     if package is None:
@@ -127,14 +120,51 @@ def workerd_binary(folder: Path) -> Path:
             f"workerd, which runs the Worker's egress code, has no build for {sys.platform} "
             f"on {machine}; run the gate on Linux or macOS (x86-64 or arm64)"
         )
-    binary = folder / "node_modules" / "@cloudflare" / package / "bin" / "workerd"
+    return folder / "node_modules" / "@cloudflare" / package / "bin" / "workerd"
+
+
+def worker_setup(folder: Path) -> MissingTool | None:
+    """What running the Worker's code from ``folder`` lacks on this machine, or ``None``: the
+    Worker's package itself (``package.json`` and the decision harness: ``folder`` is not a
+    copy of ``WORKER_DIR``), or workerd, which its npm dependencies install (absent or not
+    executable). The install command names ``folder``, so it fixes the folder the kit reads.
+
+    Raises:
+        WorkerSetupError: when workerd has no build for this platform (nothing installs it).
+    """
+    named = f" ({WORKER_DIR_ENV})" if os.environ.get(WORKER_DIR_ENV) else ""
+    missing = [f for f in ("package.json", HARNESS_MODULE) if not (folder / f).is_file()]
+    if missing:
+        return MissingTool(
+            f"the Cloudflare Worker's package: {folder}{named} holds no {' or '.join(missing)} "
+            f"(expected a copy of the Worker's whole folder, {WORKER_DIR})",
+            f"cp -R {WORKER_DIR}/. {folder} && npm ci --prefix {folder}",
+        )
+    binary = _binary_path(folder)
     if not binary.is_file():
-        raise WorkerSetupError(
-            f"the Worker's npm dependencies are missing: run `npm ci` in {folder}"
+        return MissingTool(
+            f"workerd, which the Worker's npm dependencies install (no "
+            f"{binary.relative_to(folder)} in {folder}{named})",
+            f"npm ci --prefix {folder}",
         )
     if not os.access(binary, os.X_OK):
-        raise WorkerSetupError(f"{binary} is not executable: run `npm ci` in {folder} again")
-    return binary
+        return MissingTool(f"workerd at {binary} is not executable", f"npm ci --prefix {folder}")
+    return None
+
+
+def workerd_binary(folder: Path) -> Path:
+    """The workerd executable ``npm ci`` installed under ``folder`` for this platform
+    (``node_modules/@cloudflare/<WORKERD_PACKAGES entry>/bin/workerd``), with the Worker's
+    package beside it.
+
+    Raises:
+        WorkerSetupError: when workerd has no binary for this platform, or ``worker_setup``
+            finds something missing (its sentence: what, and the command that installs it).
+    """
+    problem = worker_setup(folder)
+    if problem is not None:
+        raise WorkerSetupError(problem.sentence())
+    return _binary_path(folder)
 
 
 def workerd_config(folder: Path) -> str:
@@ -201,7 +231,8 @@ class WorkerDecider:
     def __enter__(self) -> Self:
         folder = worker_dir()
         workerd = self._workerd or workerd_binary(folder)
-        if not (folder / HARNESS_MODULE).is_file():
+        if self._workerd is not None and not (folder / HARNESS_MODULE).is_file():
+            # A workerd given explicitly: the folder still has to hold the harness it serves.
             raise WorkerSetupError(
                 f"{folder} holds no {HARNESS_MODULE}: {WORKER_DIR_ENV} must name a copy of "
                 f"the Worker's whole folder ({WORKER_DIR}) with `npm ci` run in it"

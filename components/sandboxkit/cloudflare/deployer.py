@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT, WORKERS_SUBDOMAIN
 from sandboxkit.deployer import DeployerPolicy, granted, union
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.type_tokens import TypeToken
 
 SCRIPTS_WRITE = "Workers Scripts Write"
 CONTAINERS_WRITE = "Containers Write"
 
-GRANTS: dict[str, tuple[str, ...]] = {
-    "cloudflare:index/workersScript:WorkersScript": (SCRIPTS_WRITE,),
-    "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain": (SCRIPTS_WRITE,),
+GRANTS: dict[TypeToken, tuple[str, ...]] = {
+    WORKERS_SCRIPT: (SCRIPTS_WRITE,),
+    WORKERS_SUBDOMAIN: (SCRIPTS_WRITE,),
 }
 
 # The container application and its image are wrangler's (``sandboxkit external-config``):

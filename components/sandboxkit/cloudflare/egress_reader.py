@@ -61,7 +61,7 @@ from sandboxkit.effective_egress import (
     Scope,
     derive_probes,
 )
-from sandboxkit.egress_contract import EgressRule
+from sandboxkit.egress_contract import ConnectionProtocol, EgressRule
 
 TARGET: Final = "cloudflare"
 CONNECT_SOURCE: Final = (
@@ -81,6 +81,14 @@ _PORTS: Final = {
     "interceptOutboundHttp": 80,
     "interceptAllOutboundHttp": 80,
     "interceptOutboundHttps": 443,
+}
+# What each method's interceptions carry: the platform routes a container's HTTP by its Host, its
+# HTTPS (TLS) by its SNI; other bytes on 80 and 443 match no interception and never leave
+# (enableInternet: false).
+_PROTOCOLS: Final[Mapping[str, frozenset[ConnectionProtocol]]] = {
+    "interceptOutboundHttp": frozenset({"http"}),
+    "interceptAllOutboundHttp": frozenset({"http"}),
+    "interceptOutboundHttps": frozenset({"tls"}),
 }
 # Names a catch-all (open) policy is checked on besides the derived probes: public, any port.
 _OPEN_PROBES: Final = (("example.com", 443), ("example.com", 80), ("example.com", 8443))
@@ -224,12 +232,21 @@ def _pattern(step: Interception) -> str:
 
 def _connect_grants(step: Interception, resource: str) -> Iterator[Grant]:
     port = frozenset({_PORTS[step.method]})
+    protocols = _PROTOCOLS[step.method]
     host, scope = _name_scope(_pattern(step))
-    yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource)
+    yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource, (), protocols)
     if scope == "any":
         for block, excluded in (("0.0.0.0/0", NON_PUBLIC_IPV4), ("::/0", NON_PUBLIC_IPV6)):
             yield Grant(
-                block, "exact", port, "address", "kit-code", CONNECT_SOURCE, resource, excluded
+                block,
+                "exact",
+                port,
+                "address",
+                "kit-code",
+                CONNECT_SOURCE,
+                resource,
+                excluded,
+                protocols,
             )
 
 
@@ -246,15 +263,17 @@ def _verify(worker: WorkerDecider, policy: str, grants: list[Grant]) -> None:
         if g.scope in ("exact", "below") and g.network is None and g.ports != "any"
         for port in g.ports
     ]
-    probes = list(derive_probes(rules))
+    # The Worker decides the HTTP(S) requests the platform routes to it, so it is asked the
+    # probes that carry a name; plain TCP never reaches it (see _PROTOCOLS).
+    probes = [p for p in derive_probes(rules) if p.protocol != "tcp"]
     if any(g.scope == "any" for g in grants):
-        probes += [Probe(host, port, "entry") for host, port in _OPEN_PROBES]
+        probes += [Probe.usual(host, port, "entry") for host, port in _OPEN_PROBES]
     effective = EffectiveEgress(TARGET, tuple(grants), ())
     answers = worker.probe(policy, [(p.host, p.port) for p in probes])
     wrong = [
         f"{probe}: the Worker {'admits' if answer.admitted else 'refuses'} it ({answer.reason})"
         for probe, answer in zip(probes, answers, strict=True)
-        if effective.admits(probe.host, probe.port).admitted != answer.admitted
+        if effective.admits(probe.host, probe.port, probe.protocol).admitted != answer.admitted
     ]
     if wrong:
         raise WorkerReadError(

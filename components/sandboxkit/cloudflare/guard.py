@@ -4,6 +4,7 @@ bindings carry the egress policy, limits and keys) and its workers.dev subdomain
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT, WORKERS_SUBDOMAIN
 from sandboxkit.guard import (
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     dig,
@@ -222,6 +224,18 @@ def _container_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
         return
     yield from unpinned_images("Worker", ctx.name, [image])
 
+
+def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
+    """Whether ``path`` is the text of a ``secret_text`` binding (a Worker secret)."""
+    match = re.fullmatch(r"bindings\[(\d+)\]\.text", path)
+    if not match:
+        return False
+    binding = props["bindings"][int(match.group(1))]
+    return isinstance(binding, Mapping) and binding.get("type") == "secret_text"
+
+
+# A secret_text binding holds a Worker secret: SBX-SEC-002 does not read its text.
+SECRET_SINKS = (SecretSink(WORKERS_SCRIPT, holds=_secret_binding_text),)
 
 HANDLERS = (
     Handler(

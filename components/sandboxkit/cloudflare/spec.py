@@ -39,7 +39,7 @@ from sandboxkit.cloudflare.plan import (
 )
 from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import ResourceView
-from sandboxkit.errors import ConfigError, Problem
+from sandboxkit.errors import ConfigError, MissingTool, Problem
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.targets import (
     Cap,
@@ -398,6 +398,14 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
             "(MAX_CONFIG_SECONDS in components/sandboxkit/cloudflare/worker/src/index.js)",
         ),
     )
+
+    def missing_tools(self) -> tuple[MissingTool, ...]:
+        """workerd and the Worker's package (``decide.worker_setup``): the gate and
+        ``--explain-egress`` run the Worker's own egress code to read what it admits."""
+        from sandboxkit.cloudflare.decide import worker_dir, worker_setup
+
+        found = worker_setup(worker_dir())
+        return () if found is None else (found,)
 
     def plan(
         self, profile: SandboxProfile, settings: CloudflareSettings, context: KitContext

@@ -24,7 +24,8 @@ One module per job, each importing only those above it in this list:
 - ``crossguard``: the pack over one rendered stack (``check_rendered``, ``run_check``).
 - ``checkov_merge``: checkov's verdicts into results, at the levels of ``levels.json``.
 - ``check``: the whole gate (``check_stacks``; ``check_stack_files`` renders first, checkov's
-  process starting meanwhile; ``check_each_stack_file`` judges every stack that loads and names
+  process starting meanwhile, after ``preflight`` named every missing tool at once;
+  ``check_each_stack_file`` judges every stack that loads and names
   each one that does not).
 - ``formats``: ``text``, ``json_document`` and ``sarif``; nothing above imports them.
 """
@@ -36,7 +37,13 @@ from sandboxkit.gate.analyzer import (
     pack_dir,
     pack_process,
 )
-from sandboxkit.gate.check import check_each_stack_file, check_stack_files, check_stacks
+from sandboxkit.gate.check import (
+    MissingToolsError,
+    check_each_stack_file,
+    check_stack_files,
+    check_stacks,
+    preflight,
+)
 from sandboxkit.gate.crossguard import check_rendered, run_check
 from sandboxkit.gate.formats.json_document import format_json
 from sandboxkit.gate.formats.sarif import format_sarif
@@ -57,6 +64,7 @@ __all__ = [
     "BadFile",
     "CheckResult",
     "InProcessAnalyzer",
+    "MissingToolsError",
     "RuleInfo",
     "Violation",
     "check_each_stack_file",
@@ -72,6 +80,7 @@ __all__ = [
     "pack_dir",
     "pack_process",
     "policy_config",
+    "preflight",
     "run_check",
     "stack_pack_config",
 ]

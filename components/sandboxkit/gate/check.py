@@ -22,10 +22,12 @@ from sandboxkit.checkov_bridge.process import (
     CheckovMissingError,
     CheckovProcess,
     locate_checkov,
+    missing_checkov,
     take_prestarted,
 )
 from sandboxkit.checkov_bridge.runner import scan_started
-from sandboxkit.errors import ConfigError
+from sandboxkit.config import stack_source
+from sandboxkit.errors import ConfigError, PrerequisiteError
 from sandboxkit.gate.analyzer import Analyzer, InProcessAnalyzer, pack_dir
 from sandboxkit.gate.checkov_merge import checkov_levels, project_result, with_checkov
 from sandboxkit.gate.crossguard import check_rendered
@@ -35,6 +37,45 @@ from sandboxkit.parallel import render_each, render_stacks
 from sandboxkit.progress import Step, no_steps, rendering
 from sandboxkit.project import stack_file
 from sandboxkit.render import RenderedStack
+from sandboxkit.targets import TARGET_MODULES, get_target
+
+
+class MissingToolsError(PrerequisiteError):
+    """Every tool the gate runs that this machine lacks, named in one message with the one
+    command that installs them all (``preflight``)."""
+
+
+def preflight(project_dir: Path, names: Sequence[str], *, checkov: bool) -> None:
+    """Before anything renders: every tool the gate needs for ``names`` that is missing, at
+    once. checkov (unless ``checkov`` is false) and each listed target's own
+    (``TargetSpec.missing_tools``: workerd and the Worker's package for ``cloudflare``).
+    A stack file that does not load lists nothing here; its render reports it.
+
+    Raises:
+        MissingToolsError: naming each missing tool and where it was looked for, then one
+            command (the tools' install commands joined by ``&&``, run from the project
+            folder) that installs them all; with checkov among them, that ``--no-checkov``
+            skips it explicitly.
+    """
+    checkov_tool = missing_checkov(project_dir) if checkov else None
+    missing = [checkov_tool] if checkov_tool else []
+    listed: dict[str, None] = {}
+    for name in names:
+        try:
+            targets = stack_source(project_dir, name).values.get("targets")
+        except ConfigError:
+            continue
+        if isinstance(targets, list):
+            listed |= dict.fromkeys(t for t in targets if t in TARGET_MODULES)
+    missing += [tool for target in listed for tool in get_target(target).missing_tools()]
+    if not missing:
+        return
+    skip = "; or pass --no-checkov to skip checkov explicitly" if checkov_tool else ""
+    raise MissingToolsError(
+        f"missing what the gate runs: {'; '.join(tool.what for tool in missing)}. Install "
+        f"{'it' if len(missing) == 1 else 'them all'} from {project_dir} with: "
+        f"{' && '.join(dict.fromkeys(tool.install for tool in missing))}{skip}"
+    )
 
 
 @contextlib.contextmanager
@@ -72,9 +113,11 @@ def check_stack_files(
         step: told what starts (each target's render, CrossGuard, checkov).
 
     Raises:
+        MissingToolsError: before anything renders, naming every tool missing (``preflight``).
         ConfigError: bad stack config (before any CrossGuard or checkov verdict), and what
             ``check_stacks`` raises.
     """
+    preflight(project_dir, names, checkov=checkov)
     with contextlib.ExitStack() as cleanup:
         process = cleanup.enter_context(warm_checkov(project_dir)) if checkov else None
         rendered = render_stacks(project_dir, names, on_target=rendering(step))
@@ -106,8 +149,10 @@ def check_each_stack_file(
         names' order)``.
 
     Raises:
-        What ``check_stacks`` raises (the pack's config, checkov).
+        MissingToolsError: as ``check_stack_files``; what ``check_stacks`` raises (the pack's
+            config, checkov).
     """
+    preflight(project_dir, names, checkov=checkov)
     with contextlib.ExitStack() as cleanup:
         process = cleanup.enter_context(warm_checkov(project_dir)) if checkov else None
         rendered, refused = render_each(project_dir, names, on_target=rendering(step))

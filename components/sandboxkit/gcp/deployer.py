@@ -24,6 +24,26 @@ from typing import Any
 
 from sandboxkit.deployer import DeployerPolicy, granted, union
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.gcp.type_tokens import (
+    ASSOCIATION,
+    CLUSTER,
+    FIREWALL_POLICY,
+    FIREWALL_RULE,
+    INVOKER_MEMBER,
+    LOG_BUCKET,
+    LOG_SINK,
+    NAT,
+    NETWORK,
+    NODE_POOL,
+    PROJECT_MEMBER,
+    RESPONSE_POLICY,
+    RESPONSE_RULE,
+    ROUTER,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    SUBNET,
+)
+from sandboxkit.type_tokens import TypeToken
 
 
 @dataclass(frozen=True)
@@ -44,34 +64,30 @@ _CONTAINER = GcpGrant(
     ("roles/container.admin", "roles/iam.serviceAccountUser"), ("container.googleapis.com",)
 )
 
-GRANTS: dict[str, GcpGrant] = {
-    "gcp:cloudrunv2/service:Service": GcpGrant(
-        ("roles/run.admin", "roles/iam.serviceAccountUser"), (_RUN,)
-    ),
-    "gcp:cloudrunv2/serviceIamMember:ServiceIamMember": GcpGrant(("roles/run.admin",), (_RUN,)),
-    "gcp:compute/network:Network": _NETWORK,
-    "gcp:compute/subnetwork:Subnetwork": _NETWORK,
-    "gcp:compute/router:Router": _NETWORK,
-    "gcp:compute/routerNat:RouterNat": _NETWORK,
-    "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy": _FIREWALL,
-    "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule": _FIREWALL,
+GRANTS: dict[TypeToken, GcpGrant] = {
+    SERVICE: GcpGrant(("roles/run.admin", "roles/iam.serviceAccountUser"), (_RUN,)),
+    INVOKER_MEMBER: GcpGrant(("roles/run.admin",), (_RUN,)),
+    NETWORK: _NETWORK,
+    SUBNET: _NETWORK,
+    ROUTER: _NETWORK,
+    NAT: _NETWORK,
+    FIREWALL_POLICY: _FIREWALL,
+    FIREWALL_RULE: _FIREWALL,
     # Associating a policy with a network also needs compute.networks.setFirewallPolicy,
     # which roles/compute.networkAdmin holds.
-    "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation": GcpGrant(
+    ASSOCIATION: GcpGrant(
         ("roles/compute.securityAdmin", "roles/compute.networkAdmin"), (_COMPUTE,)
     ),
-    "gcp:dns/responsePolicy:ResponsePolicy": _DNS,
-    "gcp:dns/responsePolicyRule:ResponsePolicyRule": _DNS,
-    "gcp:logging/projectBucketConfig:ProjectBucketConfig": _LOGGING,
-    "gcp:logging/projectSink:ProjectSink": _LOGGING,
-    "gcp:serviceaccount/account:Account": GcpGrant(
-        ("roles/iam.serviceAccountAdmin",), ("iam.googleapis.com",)
-    ),
-    "gcp:projects/iAMMember:IAMMember": GcpGrant(
+    RESPONSE_POLICY: _DNS,
+    RESPONSE_RULE: _DNS,
+    LOG_BUCKET: _LOGGING,
+    LOG_SINK: _LOGGING,
+    SERVICE_ACCOUNT: GcpGrant(("roles/iam.serviceAccountAdmin",), ("iam.googleapis.com",)),
+    PROJECT_MEMBER: GcpGrant(
         ("roles/resourcemanager.projectIamAdmin",), ("cloudresourcemanager.googleapis.com",)
     ),
-    "gcp:container/cluster:Cluster": _CONTAINER,
-    "gcp:container/nodePool:NodePool": _CONTAINER,
+    CLUSTER: _CONTAINER,
+    NODE_POOL: _CONTAINER,
 }
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sandboxkit.gcp.type_tokens import IAM_GRANTS, LOG_BUCKET
-from sandboxkit.guard import CheckContext, Handler
+from sandboxkit.gcp.type_tokens import IAM_GRANTS, LOG_BUCKET, SECRET_VERSION
+from sandboxkit.guard import CheckContext, Handler, SecretSink
 from sandboxkit.guard_checks import retention_problems
 from sandboxkit.policy_rules import LEAST_PRIVILEGE, RETENTION
 
@@ -30,6 +30,9 @@ def broad_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 def _log_bucket(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     yield from retention_problems("Log bucket", ctx.name, props.get("retentionDays"), ctx, False)
 
+
+# A Secret Manager version holds the secret: SBX-SEC-002 does not read its data.
+SECRET_SINKS = (SecretSink(SECRET_VERSION, ("secretData",)),)
 
 HANDLERS = (
     Handler(

@@ -16,22 +16,35 @@ from typing import Any
 
 from sandboxkit.deployer import DeployerPolicy, RbacGrant, cluster_role, granted
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.kubernetes.type_tokens import (
+    CILIUM_POLICY,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    NAMESPACE,
+    NETWORK_POLICY,
+    RESOURCE_QUOTA,
+    RUNTIME_CLASS,
+    SANDBOX_TEMPLATE,
+    SERVICE,
+    WARM_POOL,
+)
+from sandboxkit.type_tokens import TypeToken
 
-GRANTS: dict[str, RbacGrant] = {
-    "kubernetes:core/v1:Namespace": RbacGrant("namespaces"),
-    "kubernetes:core/v1:ResourceQuota": RbacGrant("resourcequotas"),
-    "kubernetes:core/v1:ConfigMap": RbacGrant("configmaps"),
-    "kubernetes:core/v1:Service": RbacGrant(
+GRANTS: dict[TypeToken, RbacGrant] = {
+    NAMESPACE: RbacGrant("namespaces"),
+    RESOURCE_QUOTA: RbacGrant("resourcequotas"),
+    CONFIG_MAP: RbacGrant("configmaps"),
+    SERVICE: RbacGrant(
         "services", reads=(("", "endpoints"), ("discovery.k8s.io", "endpointslices"))
     ),
-    "kubernetes:apps/v1:Deployment": RbacGrant(
+    DEPLOYMENT: RbacGrant(
         "deployments", reads=(("apps", "replicasets"), ("", "pods"), ("", "events"))
     ),
-    "kubernetes:node.k8s.io/v1:RuntimeClass": RbacGrant("runtimeclasses"),
-    "kubernetes:networking.k8s.io/v1:NetworkPolicy": RbacGrant("networkpolicies"),
-    "kubernetes:cilium.io/v2:CiliumNetworkPolicy": RbacGrant("ciliumnetworkpolicies"),
-    "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate": RbacGrant("sandboxtemplates"),
-    "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool": RbacGrant("sandboxwarmpools"),
+    RUNTIME_CLASS: RbacGrant("runtimeclasses"),
+    NETWORK_POLICY: RbacGrant("networkpolicies"),
+    CILIUM_POLICY: RbacGrant("ciliumnetworkpolicies"),
+    SANDBOX_TEMPLATE: RbacGrant("sandboxtemplates"),
+    WARM_POOL: RbacGrant("sandboxwarmpools"),
 }
 
 # The ClusterRole's name: one per stack, so two stacks' deployers stay apart.

@@ -24,7 +24,7 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
 - ``FQDNNetworkPolicy`` (GKE): ``name`` exact, ``pattern`` ``*.x`` read as one label below
   ``x`` (the depth is not stated in the GKE docs read; assumed as Cilium's, to confirm on a
   first deploy); by resolved address only.
-- UDP (so QUIC, HTTP/3), ``EffectiveEgress.udp``: the same rules read for their UDP ports (a
+- UDP (so QUIC, HTTP/3), grants of protocol ``udp``: the same rules read for their UDP ports (a
   port list left out holds every protocol; Cilium's ``ANY`` both): address peers as addresses,
   Cilium and GKE names by resolved address only (Envoy checks ``serverNames`` and HTTP rules on
   TCP). Pod and namespace peers, the sandbox's DNS path to the resolver among them, stay
@@ -64,7 +64,9 @@ from sandboxkit.effective_egress import (
     as_dict,
     as_dicts,
     as_list,
+    udp_grants,
 )
+from sandboxkit.egress_contract import ConnectionProtocol
 from sandboxkit.kubernetes.cilium import (
     MULTI_LABEL_PATTERNS,
     SNI_EXACT,
@@ -354,6 +356,13 @@ def _selector_scope(selector: Mapping[str, Any], version: CiliumVersion) -> Name
     return None
 
 
+# Cilium's Envoy admits a connection on a port with serverNames only as TLS naming one of them,
+# and on a port with HTTP rules only as HTTP requests they admit: plain TCP is dropped either way
+# (docs.cilium.io, policy language, "TLS SNI" and "Layer 7 Examples").
+_TLS: Final[frozenset[ConnectionProtocol]] = frozenset({"tls"})
+_HTTP: Final[frozenset[ConnectionProtocol]] = frozenset({"http"})
+
+
 def _name_grants(
     selectors: list[Named],
     to_port: Mapping[str, Any],
@@ -377,14 +386,18 @@ def _name_grants(
     if servers and version >= SNI_EXACT:
         admitted = [n for s in servers if (n := _server_name_scope(s, version)) is not None]
         for host, scope in intersect(selectors, admitted):
-            yield Grant(host, scope, ports, "name-l7", "platform-doc", SNI_DOC, where)
+            yield Grant(
+                host, scope, ports, "name-l7", "platform-doc", SNI_DOC, where, protocols=_TLS
+            )
         return
     if hosts and all(h for h in hosts):
         read = [_host_scope(h) for h in hosts]
         if all(n is not None for n in read):
             named = [n for n in read if n is not None]
             for host, scope in intersect(selectors, named):
-                yield Grant(host, scope, ports, "name-l7", "platform-doc", HOST_DOC, where)
+                yield Grant(
+                    host, scope, ports, "name-l7", "platform-doc", HOST_DOC, where, protocols=_HTTP
+                )
             return
     for host, scope in selectors:
         yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)
@@ -766,10 +779,10 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
 
     Returns:
         Connection grants (addresses; names by resolved address, and at L7 where Envoy checks
-        them), resolution grants and UDP grants (the same rules' UDP ports to addresses and
-        names outside the cluster; pod and namespace peers, the path to the resolver among
-        them, are in-cluster), the union over every SandboxTemplate read. No SandboxTemplate:
-        nothing is read, nothing admitted.
+        them; UDP grants, ``udp_grants``, for the same rules' UDP ports to addresses and names
+        outside the cluster: pod and namespace peers, the path to the resolver among them, are
+        in-cluster) and resolution grants, the union over every SandboxTemplate read. No
+        SandboxTemplate: nothing is read, nothing admitted.
     """
     connect: list[Grant] = []
     resolve: list[Grant] = []
@@ -790,9 +803,5 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
             found += [g for v in cnps for g in _cilium_connect(v, protocol)]
             found += [g for v in gke for g in _gke_connect(v, protocol)]
         resolve += _resolve(resources, pods, nps, cnps, isolated)
-    return EffectiveEgress(
-        target,
-        tuple(dict.fromkeys(connect)),
-        tuple(dict.fromkeys(resolve)),
-        tuple(dict.fromkeys(udp)),
-    )
+    connect += udp_grants(dict.fromkeys(udp))
+    return EffectiveEgress(target, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))

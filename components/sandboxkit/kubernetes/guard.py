@@ -17,6 +17,7 @@ from sandboxkit.effective_egress import ResourceView, as_dicts
 from sandboxkit.guard import (
     CheckContext,
     Handler,
+    SecretSink,
     StackHandler,
     StackResource,
     containers_of,
@@ -63,6 +64,7 @@ from sandboxkit.kubernetes.type_tokens import (
     ROLES,
     SANDBOX_POD_KINDS,
     SANDBOX_TEMPLATE,
+    SECRET,
     WARM_POOL,
 )
 from sandboxkit.policy_rules import (
@@ -537,6 +539,9 @@ def _resolver_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
     images = [c.get("image") for c in containers_of(dig(props, "spec.template.spec", {}) or {})]
     yield from unpinned_images("Deployment", ctx.name, images)
 
+
+# A Secret holds secrets: SBX-SEC-002 does not read its data.
+SECRET_SINKS = (SecretSink(SECRET, ("data", "stringData")),)
 
 HANDLERS = (
     *pod_guard.HANDLERS,

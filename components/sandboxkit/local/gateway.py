@@ -44,7 +44,12 @@ import h11
 
 from sandboxkit.addresses import IPAddress, open_admits
 from sandboxkit.dns_names import channel_refusal
-from sandboxkit.egress_contract import EgressContract, destination_of
+from sandboxkit.egress_contract import (
+    CONNECTION_PROTOCOLS,
+    ConnectionProtocol,
+    EgressContract,
+    destination_of,
+)
 
 # Bytes of a request head or of a TLS ClientHello the gateway reads before it decides: a
 # ClientHello with every extension a browser sends fits in 16 KiB (one TLS record's limit).
@@ -209,7 +214,11 @@ class Gateway:
         self, host: str, port: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         destination = destination_of(host)
-        if destination is None or not self._admitted(host, port):
+        # Before the first bytes, what the tunnel carries is unknown: refused now when no
+        # protocol is admitted, else decided by what it turns out to carry (``_open``).
+        if destination is None or not any(
+            self._admitted(host, port, p) for p in CONNECTION_PROTOCOLS
+        ):
             self._refuse(host, port, "tcp", self._why_not(host, port))
             await _reply(writer, 403, self._why_not(host, port))
             return
@@ -231,9 +240,9 @@ class Gateway:
             return
         await self._open(host, port, protocol, first, (reader, writer))
 
-    def _admitted(self, host: str, port: int) -> bool:
+    def _admitted(self, host: str, port: int, protocol: ConnectionProtocol) -> bool:
         try:
-            return self.contract.admits(host, port)
+            return self.contract.admits(host, port, protocol)
         except ValueError:
             return False
 
@@ -249,12 +258,12 @@ class Gateway:
         self,
         host: str,
         port: int,
-        protocol: str,
+        protocol: ConnectionProtocol,
         first: bytes,
         client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
     ) -> None:
         reader, writer = client
-        if not self._admitted(host, port):
+        if not self._admitted(host, port, protocol):
             self._refuse(host, port, protocol, self._why_not(host, port))
             await _reply(writer, 403, self._why_not(host, port))
             return
@@ -353,7 +362,7 @@ class Gateway:
         return await asyncio.open_connection(sock=sock)
 
 
-def _claimed_name(first: bytes) -> tuple[str, str | None]:
+def _claimed_name(first: bytes) -> tuple[ConnectionProtocol, str | None]:
     """What the first bytes of a tunnel are (``tls``, ``http`` or ``tcp``) and the name they
     claim (the ClientHello's server name, the request's Host), if any."""
     if first[:1] == bytes([TLS_HANDSHAKE]):

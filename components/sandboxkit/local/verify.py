@@ -1,13 +1,14 @@
 """``sandboxkit verify --target local``: the egress contract checked by what a sandbox reaches.
 
-The probes are ``--explain-egress``'s (``reach.contract_probes``: every entry, one and two
-labels below, the apex, another port, the metadata address and its NAT64 form), plus per name
-entry a plain-TCP probe (bytes that are neither TLS nor HTTP: a name entry admits TLS and HTTP
-only) and each listed resolver and platform endpoint (``names.channel_endpoints``) on its port.
-One sandbox, started from the stack's plan exactly as ``sandboxkit run`` starts it, tries every
-probe from inside through the gateway and prints what came back; a probe is *reached* when the
-destination answered the bytes sent (a TLS ClientHello naming the probe's host, or plain
-bytes), *refused* otherwise. Each observation is set beside the contract's answer.
+The probes are ``--explain-egress``'s, with their protocols (``effective_egress.contract_probes``:
+every entry, its plain-TCP probe, one and two labels below, the apex, another port, the
+metadata address and its NAT64 form), plus each listed resolver and platform endpoint
+(``dns_names.channel_endpoints``) on its ports over plain TCP. One sandbox, started from the
+stack's plan exactly as ``sandboxkit run`` starts it, tries every probe from inside through the
+gateway and prints what came back; a probe is *reached* when the destination answered the bytes
+sent (``tls``: a ClientHello naming the probe's host; ``http``: a request whose Host is the
+probe's host; ``tcp``: plain bytes naming nothing), *refused* otherwise. Each observation is
+set beside the contract's answer for the same host, port and protocol.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 
 from sandboxkit.dns_names import channel_endpoints
 from sandboxkit.effective_egress import contract_probes
-from sandboxkit.egress_contract import destination_of
 from sandboxkit.local.gateway import SocketFactory
 from sandboxkit.local.plan import LocalPlan
 from sandboxkit.local.runner import AuditLog, run_sandbox
@@ -50,6 +50,8 @@ def attempt(host, port, protocol):
             except ssl.SSLWantReadError:
                 pass
             s.sendall(outgoing.read())
+        elif protocol == "http":
+            s.sendall(f"GET / HTTP/1.1\r\nHost: {target}\r\nConnection: close\r\n\r\n".encode())
         else:
             s.sendall(b"SSH-2.0-sandboxkit-probe\r\n")
         return bool(s.recv(1))
@@ -70,7 +72,8 @@ class Observation:
         port: TCP port.
         kind: how the probe was derived (``entry``, ``one-below``, ..., ``plain-tcp``,
             ``resolver``).
-        protocol: ``tls`` (a ClientHello naming the host) or ``tcp`` (plain bytes).
+        protocol: ``tls`` (a ClientHello naming the host), ``http`` (a request naming it) or
+            ``tcp`` (plain bytes).
         contract: whether the contract admits it.
         observed: whether the destination answered.
     """
@@ -89,19 +92,18 @@ class Observation:
 
 
 def probes_of(plan: LocalPlan) -> list[tuple[str, int, str, str, bool]]:
-    """``(host, port, kind, protocol, contract admits)`` for every probe of ``plan``."""
+    """``(host, port, kind, protocol, contract admits)`` for every probe of ``plan``: the
+    explain probes as ``contract_probes`` derives them (the same protocols), then the
+    endpoints."""
     contract = plan["contract"]
-    found: list[tuple[str, int, str, str, bool]] = []
-    for probe in contract_probes(contract):
-        named = isinstance(destination_of(probe.host), str)
-        admitted = contract.admits(probe.host, probe.port)
-        found.append((probe.host, probe.port, probe.kind, "tls" if named else "tcp", admitted))
-        if named and probe.kind == "entry":
-            found.append((probe.host, probe.port, "plain-tcp", "tcp", False))
+    found: list[tuple[str, int, str, str, bool]] = [
+        (p.host, p.port, p.kind, p.protocol, contract.admits(p.host, p.port, p.protocol))
+        for p in contract_probes(contract)
+    ]
     for endpoint in channel_endpoints():
         for port in RESOLVER_PORTS if endpoint.kind == "dns" else (80, 443):
             host = endpoint.host
-            found.append((host, port, "resolver", "tcp", contract.admits(host, port)))
+            found.append((host, port, "resolver", "tcp", contract.admits(host, port, "tcp")))
     return found
 
 

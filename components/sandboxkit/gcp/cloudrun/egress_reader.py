@@ -22,7 +22,7 @@ Cloud enforces it, nothing of the kit runs at that point.
    (``stackType`` other than ``IPV4_ONLY``, the default). Without a way out a grant keeps only
    its non-public parts, which the subnet routes reach.
 5. **UDP** (so QUIC): the same path read for the rules' ``udp`` and ``all`` layer 4 configs
-   (``EffectiveEgress.udp``); the kit's deny-all rules take every protocol.
+   (grants of protocol ``udp``); the kit's deny-all rules take every protocol.
 6. **The metadata server.** Firewall rules never apply to it, but sandboxes "don't have access
    to ... the Google Cloud metadata server" (``SANDBOX_DOC``): no grant.
 
@@ -53,7 +53,14 @@ from typing import Final
 
 from sandboxkit.addresses import non_public_reach
 from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_dicts
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    Grant,
+    ResourceView,
+    Scope,
+    as_dicts,
+    udp_grants,
+)
 from sandboxkit.gcp.cloud_dns import PolicyRule
 from sandboxkit.gcp.cloudrun.ngfw import (
     Allowed,
@@ -328,12 +335,8 @@ def _block_grants(path: SandboxPath, item: Allowed, resource: str) -> list[Grant
 def path_egress(path: SandboxPath) -> EffectiveEgress:
     """One launcher service's effective egress (UDP by the same rules' ``udp`` and ``all``
     layer 4 configs)."""
-    return EffectiveEgress(
-        TARGET,
-        tuple(_connections(path)),
-        tuple(_resolution(path)),
-        tuple(_connections(path, "udp")),
-    )
+    connect = [*_connections(path), *udp_grants(_connections(path, "udp"))]
+    return EffectiveEgress(TARGET, tuple(connect), tuple(_resolution(path)))
 
 
 def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
@@ -341,8 +344,7 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     found = [path_egress(path) for path in sandbox_paths(resources)]
     connect = dict.fromkeys(g for egress in found for g in egress.connect)
     resolve = dict.fromkeys(g for egress in found for g in egress.resolve)
-    udp = dict.fromkeys(g for egress in found for g in egress.udp)
-    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve), tuple(udp))
+    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve))
 
 
 def dns_tunnels(resources: Iterable[ResourceView]) -> list[str]:

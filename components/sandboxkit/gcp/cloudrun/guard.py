@@ -394,6 +394,8 @@ def _launcher_log_writers(
                 )
 
 
+SECRET_SINKS = gcp_guard.SECRET_SINKS
+
 HANDLERS = (
     *gcp_guard.HANDLERS,
     Handler(

@@ -554,9 +554,10 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
 
     name: ClassVar[str] = TARGET
     sdks: ClassVar[Mapping[str, float]] = GCP_SDKS
-    # Names need ``cnameTargets`` stated (``[]``: their answers are addresses, no CNAMEs).
+    # Names need ``cnameTargets`` stated (``[]``: their answers are addresses, no CNAMEs); Cloud
+    # NGFW FQDN objects match names by resolved address, so plain TCP to them passes.
     accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(
-        wildcards=False, ipv6=False, settings=(("cnameTargets", []),)
+        wildcards=False, ipv6=False, settings=(("cnameTargets", []),), plain_tcp_by_address=True
     )
     settings_model = CloudRunSettings
     caps: ClassVar[tuple[Cap, ...]] = (

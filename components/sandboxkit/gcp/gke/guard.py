@@ -167,6 +167,8 @@ def _external_clusters(
             yield message, pool.urn
 
 
+SECRET_SINKS = (*gcp_guard.SECRET_SINKS, *kubernetes_guard.SECRET_SINKS)
+
 HANDLERS = (
     *gcp_guard.HANDLERS,
     *kubernetes_guard.HANDLERS,
