@@ -83,7 +83,7 @@ def test_a_link_through_a_secret_the_render_cannot_read_cannot_be_verified(
     assert (document["read"], document["cannotVerify"], document["probes"][0].keys()) == (
         False,
         refusal,
-        {"probe", "kind", "origin"},
+        {"probe", "protocol", "kind", "origin"},
     )
     console = Console(record=True, width=400)
     cli._print_egress([explained], console)
