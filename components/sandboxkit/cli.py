@@ -118,32 +118,62 @@ def print_table(
     title: str = "",
     below: int = -1,
 ) -> None:
-    """Print ``rows`` as a table that fits ``console.width``.
+    """Print ``rows`` as a table that fits ``console.width``, never cutting a cell: a host
+    name (``codeload.github.com:8443``) stays whole, so two probes never look alike.
 
-    On a terminal a rich table (cells may hold rich markup). Elsewhere plain text: a title
-    line, then per row the short columns aligned on one line and column ``below`` (the long
-    one) beneath it, indented and wrapped; no box drawing, markup removed.
+    On a terminal a rich table (cells may hold rich markup) when it fits the width unsqueezed;
+    otherwise, and on a pipe, rows as lines (``_row_lines``): the short columns aligned on
+    one line and column ``below`` (the long one) beneath it, indented and wrapped; when the
+    short columns do not fit one line, the first (the probe, the resource) on its own line
+    and the others under it. Colour on a terminal only; no box drawing in lines.
     """
     if console.is_terminal:
         table = Table(title=title or None, show_lines=False)
         for column in columns:
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for row in rows:
             table.add_row(*row)
-        console.print(table)
-        return
-    long_at = below % len(columns)
-    plain = [[Text.from_markup(cell).plain for cell in row] for row in (columns, *rows)]
-    short = [[cell for i, cell in enumerate(row) if i != long_at] for row in plain]
-    widths = [max(len(row[i]) for row in short) for i in range(len(columns) - 1)]
+        # Its width with no line to fit: rich would squeeze (and fold) a wider one.
+        natural = console.measure(table, options=console.options.update_width(10**6))
+        if natural.maximum <= console.width:
+            console.print(table)
+            return
     if title:
         console.print(title, markup=False)
-    wrap_at = max(console.width - len(_PLAIN_INDENT), 20)
-    for cells, row in zip(short, plain, strict=True):
-        line = "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
-        console.print(line.rstrip(), markup=False, soft_wrap=True)
-        for part in textwrap.wrap(row[long_at], wrap_at) or [""]:
-            console.print(f"{_PLAIN_INDENT}{part}".rstrip(), markup=False, soft_wrap=True)
+    for line in _row_lines(columns, rows, below % len(columns), console.width):
+        console.print(line, soft_wrap=True)
+
+
+def _row_lines(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], long_at: int, width: int
+) -> Iterator[Text]:
+    """The lines of ``print_table`` without a table (its docstring), the header first: rich
+    ``Text`` keeping each short cell's markup as style, aligned by plain length; the long
+    column plain, wrapped to ``width``."""
+    table = [[Text.from_markup(cell) for cell in row] for row in (columns, *rows)]
+    short = [[cell for i, cell in enumerate(row) if i != long_at] for row in table]
+    widths = [max(len(row[i].plain) for row in short) for i in range(len(short[0]))]
+    one_line = sum(widths) + 2 * (len(widths) - 1) <= width
+    wrap_at = max(width - len(_PLAIN_INDENT), 20)
+    for row, cells in zip(table, short, strict=True):
+        if one_line:
+            yield _aligned(cells, widths, "")
+        else:
+            # The first column whole on its own line: a name is never cut to fit the others.
+            yield cells[0]
+            if len(cells) > 1:
+                yield _aligned(cells[1:], widths[1:], _PLAIN_INDENT)
+        for part in textwrap.wrap(row[long_at].plain, wrap_at) or [""]:
+            yield Text(f"{_PLAIN_INDENT}{part}".rstrip())
+
+
+def _aligned(cells: Sequence[Text], widths: Sequence[int], indent: str) -> Text:
+    line = Text(indent)
+    for cell, width in zip(cells, widths, strict=True):
+        line.append_text(cell)
+        line.append(" " * (width - len(cell.plain) + 2))
+    line.rstrip()
+    return line
 
 
 def fail_config(exc: ConfigError) -> typer.Exit:

@@ -15,7 +15,7 @@ import boto3
 import pytest
 
 from model_stubber import ModelStubber
-from sandboxkit.aws import microvm_image
+from sandboxkit.aws import dynamic_api
 from sandboxkit.aws.launcher import handler
 from sandboxkit.aws.microvm_image import MicrovmImageProvider
 from sandboxkit.aws.plan import AwsAccess
@@ -46,7 +46,7 @@ def test_the_rendered_image_is_a_valid_create_microvm_image(
     prod: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     props = {k: copy.deepcopy(prod["image"][k]) for k in ("namePrefix", "image", "tags", "access")}
-    monkeypatch.setattr(microvm_image.secrets, "token_hex", lambda n: "0a1b2c3d")
+    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
     name = f"{props['namePrefix']}-0a1b2c3d"
     arn = f"arn:aws:lambda:eu-west-1:123456789012:microvm-image:{name}"
     api = client("lambda-microvms")

@@ -20,9 +20,10 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from pulumi.dynamic.dynamic import serialize_provider
+from stubbed_api import StubbedClient, stubbed_api
 
 from model_stubber import ModelStubber
-from sandboxkit.aws import dynamic_api, firewall_policy
+from sandboxkit.aws import dynamic_api
 from sandboxkit.aws.dynamic_api import assume_role_params
 from sandboxkit.aws.firewall_policy import (
     AwsAccess,
@@ -70,27 +71,30 @@ def described(document: dict[str, Any], token: str = TOKEN) -> dict[str, Any]:
     }
 
 
-class StubbedProvider(FirewallPolicyProvider):
-    """The provider with a stubbed client; records which region each client was asked for."""
-
-    def __init__(self, client: Any) -> None:
-        super().__init__()
-        self.stubbed = client
-        self.regions: list[str] = []
-
-    def client(self, access: AwsAccess) -> Any:
-        self.regions.append(access.region)
-        return self.stubbed
+class StubbedProvider(StubbedClient, FirewallPolicyProvider):
+    """The provider with a stubbed ``network-firewall`` client."""
 
 
 @pytest.fixture
 def api() -> Iterator[tuple[StubbedProvider, Stubber]]:
-    client = boto3.Session(
-        aws_access_key_id="stub", aws_secret_access_key="stub", region_name=REGION
-    ).client("network-firewall")
-    with ModelStubber(client) as stubber:
-        yield StubbedProvider(client), stubber
-        stubber.assert_no_pending_responses()
+    yield from stubbed_api(StubbedProvider, REGION)
+
+
+def expect_create(stubber: Stubber) -> None:
+    """CreateFirewallPolicy of ``DOCUMENT`` named with the suffix ``0a1b2c3d``, tags by key."""
+    stubber.add_response(
+        "create_firewall_policy",
+        {"UpdateToken": TOKEN, "FirewallPolicyResponse": policy_response()},
+        {
+            "FirewallPolicyName": "kit-fw-policy-0a1b2c3d",
+            "FirewallPolicy": DOCUMENT,
+            "Description": "sandboxkit egress",
+            "Tags": [
+                {"Key": "sandboxkit-stack", "Value": "prod"},
+                {"Key": "sandboxkit-target", "Value": "aws-microvm"},
+            ],
+        },
+    )
 
 
 def test_kit_document_is_strict_drop_established_with_resolved_ip_validation() -> None:
@@ -122,20 +126,8 @@ def test_create_sends_the_whole_document_in_the_stacks_region(
     api: tuple[StubbedProvider, Stubber], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider, stubber = api
-    monkeypatch.setattr(firewall_policy.secrets, "token_hex", lambda n: "0a1b2c3d")
-    stubber.add_response(
-        "create_firewall_policy",
-        {"UpdateToken": TOKEN, "FirewallPolicyResponse": policy_response()},
-        {
-            "FirewallPolicyName": "kit-fw-policy-0a1b2c3d",
-            "FirewallPolicy": DOCUMENT,
-            "Description": "sandboxkit egress",
-            "Tags": [
-                {"Key": "sandboxkit-stack", "Value": "prod"},
-                {"Key": "sandboxkit-target", "Value": "aws-microvm"},
-            ],
-        },
-    )
+    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
+    expect_create(stubber)
     result = provider.create(dict(INPUTS))
     assert result.id == ARN
     assert result.outs == {
@@ -392,7 +384,7 @@ def test_a_role_is_assumed_from_the_profile_identity(monkeypatch: pytest.MonkeyP
                 "ExternalId": "kit-ext",
             },
         )
-        assumed = firewall_policy.session(access)
+        assumed = dynamic_api.session(access)
     assert asked == [(REGION, None)]
     assert assumed.region_name == REGION
     assert assumed.get_credentials().access_key == "ASIAEXAMPLEEXAMPLE01"
@@ -431,6 +423,9 @@ def test_resource_registers_under_its_own_type_with_its_inputs(engine: Recorder)
     assert policy.inputs["namePrefix"] == "kit-fw-policy"
     with pytest.raises(ValueError, match="letters, digits and hyphens"):
         FirewallPolicyDocument("bad_name", document={}, access=access, description="", tags={})
+    # ResourceName is at most 128 characters, of which the provider's suffix takes 9.
+    with pytest.raises(ValueError, match="at most 119 characters"):
+        FirewallPolicyDocument("x" * 120, document={}, access=access, description="", tags={})
     assert isinstance(FirewallPolicyProvider(), pulumi.dynamic.ResourceProvider)
 
 
@@ -449,17 +444,8 @@ def test_numbers_the_engine_sends_as_doubles_reach_the_api_as_integers(
     # Was: the document went to the API as the engine delivered it, Priority 100.0 (a
     # protobuf double), which botocore refuses for the integer Priority member.
     provider, stubber = api
-    monkeypatch.setattr(firewall_policy.secrets, "token_hex", lambda n: "0a1b2c3d")
+    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
     delivered = copy.deepcopy(DOCUMENT)
     delivered["StatefulRuleGroupReferences"][0]["Priority"] = 100.0
-    stubber.add_response(
-        "create_firewall_policy",
-        {"UpdateToken": TOKEN, "FirewallPolicyResponse": policy_response()},
-        {
-            "FirewallPolicyName": "kit-fw-policy-0a1b2c3d",
-            "FirewallPolicy": DOCUMENT,
-            "Description": "sandboxkit egress",
-            "Tags": [{"Key": k, "Value": v} for k, v in sorted(TAGS.items())],
-        },
-    )
+    expect_create(stubber)
     provider.create({**INPUTS, "firewallPolicy": delivered})

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import dill
 import pytest
 from botocore.exceptions import ClientError
 from pulumi.dynamic.dynamic import serialize_provider
+from stubbed_api import StubbedClient, stubbed_api
 
 from model_stubber import ModelStubber, PatternError
-from sandboxkit.aws import microvm_image
+from sandboxkit.aws import dynamic_api
 from sandboxkit.aws.image import HOOKS
 from sandboxkit.aws.microvm_image import (
     ImageBuildError,
@@ -77,29 +77,15 @@ def written(state: str, number: str = "1") -> dict[str, Any]:
     return {**image(state), **SPEC, "imageVersion": number, "updatedAt": NOW}
 
 
-class StubbedProvider(MicrovmImageProvider):
-    """The provider with a stubbed client and no pause between polls."""
+class StubbedProvider(StubbedClient, MicrovmImageProvider):
+    """The provider with a stubbed ``lambda-microvms`` client and no pause between polls."""
 
     poll_seconds = 0.0
-
-    def __init__(self, client: Any) -> None:
-        super().__init__()
-        self.stubbed = client
-        self.regions: list[str] = []
-
-    def client(self, access: AwsAccess) -> Any:
-        self.regions.append(access.region)
-        return self.stubbed
 
 
 @pytest.fixture
 def api() -> Iterator[tuple[StubbedProvider, ModelStubber]]:
-    client = boto3.Session(
-        aws_access_key_id="stub", aws_secret_access_key="stub", region_name=REGION
-    ).client("lambda-microvms")
-    with ModelStubber(client) as stubber:
-        yield StubbedProvider(client), stubber
-        stubber.assert_no_pending_responses()
+    yield from stubbed_api(StubbedProvider, REGION)
 
 
 def expect_get(stubber: ModelStubber, state: str, **more: Any) -> None:
@@ -114,14 +100,19 @@ def expect_version(stubber: ModelStubber, spec: dict[str, Any], number: str = "1
     )
 
 
+def expect_create(stubber: ModelStubber) -> None:
+    """CreateMicrovmImage of ``SPEC`` named ``NAME`` (the suffix ``0a1b2c3d``), still building."""
+    stubber.add_response(
+        "create_microvm_image", written("CREATING"), {"name": NAME, "tags": TAGS, **SPEC}
+    )
+
+
 def test_create_sends_the_hooks_and_waits_for_the_build(
     api: tuple[StubbedProvider, ModelStubber], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider, stubber = api
-    monkeypatch.setattr(microvm_image.secrets, "token_hex", lambda n: "0a1b2c3d")
-    stubber.add_response(
-        "create_microvm_image", written("CREATING"), {"name": NAME, "tags": TAGS, **SPEC}
-    )
+    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
+    expect_create(stubber)
     expect_get(stubber, "CREATING")
     expect_get(stubber, "CREATED", latestActiveImageVersion="1")
     result = provider.create(copy.deepcopy(INPUTS))
@@ -134,10 +125,8 @@ def test_a_failed_build_deletes_the_image_and_says_why(
     api: tuple[StubbedProvider, ModelStubber], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider, stubber = api
-    monkeypatch.setattr(microvm_image.secrets, "token_hex", lambda n: "0a1b2c3d")
-    stubber.add_response(
-        "create_microvm_image", written("CREATING"), {"name": NAME, "tags": TAGS, **SPEC}
-    )
+    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
+    expect_create(stubber)
     expect_get(stubber, "CREATE_FAILED", latestFailedImageVersion="1")
     stubber.add_response(
         "get_microvm_image_version",

@@ -77,6 +77,13 @@ COMPANIONS: dict[tuple[str, tuple[str, ...], Any], list[tuple[tuple[str, ...], A
     ("gcp-gke", ("controlPlaneAccess",), "authorizedNetworks"): [
         (("privateEndpoint",), False),
     ],
+    # A route to set customDomain on: a host for a custom domain, a pattern and zone for a route.
+    ("cloudflare", ("routes", "customDomain"), True): [
+        (("routes",), [{"pattern": "sandbox.example.com"}]),
+    ],
+    ("cloudflare", ("routes", "customDomain"), False): [
+        (("routes",), [{"pattern": "example.com/sandbox/*", "zoneName": "example.com"}]),
+    ],
     # 4 GiB is valid with every Cloud Run vCPU choice (1 vCPU: up to 4 GiB; 8 vCPU: 4 GiB up).
     **{
         ("gcp-cloudrun", ("instance", "vcpu"), vcpu): [(("instance", "memoryMiB"), 4096)]

@@ -1,10 +1,12 @@
-"""The cloudflare reader: effective egress from the rendered WorkersScript only, decided by the
+"""The cloudflare reader: effective egress from the rendered Worker script only (the kit's
+WranglerScript, or pulumi-cloudflare's WorkersScript in the same shape), decided by the
 Worker's own code (run in workerd), compared with the egress contract on derived probes."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,8 @@ SETTINGS = {
     "sandboxIdKey": "id-key-test-value-1b3d5f7a9c2e4a6c8e0b",
 }
 WORKERS_SCRIPT = type_tokens.WORKERS_SCRIPT.token
-SCRIPT = f"{WORKERS_SCRIPT} cloudflare-script"
+WRANGLER_SCRIPT = type_tokens.WRANGLER_SCRIPT.token
+SCRIPT = f"{WRANGLER_SCRIPT} cloudflare-script"
 HTTPS = frozenset({443})
 HTTP = frozenset({80})
 # Names, a wildcard, one name on both ports the target intercepts.
@@ -71,9 +74,9 @@ def resolve(host: str, scope: Any) -> Grant:
     return Grant(host, scope, "any", "query-name", "platform-doc", RESOLVE_SOURCE, SCRIPT)
 
 
-def script_with(policy: object) -> ResourceView:
+def script_with(policy: object, kind: str = WRANGLER_SCRIPT) -> ResourceView:
     bindings = [{"name": "EGRESS_POLICY", "type": "plain_text", "text": policy}]
-    return ResourceView.of(WORKERS_SCRIPT, "cloudflare-script", {"bindings": bindings})
+    return ResourceView.of(kind, "cloudflare-script", {"bindings": bindings})
 
 
 def test_deny_grants_nothing_and_matches_the_contract(
@@ -214,6 +217,18 @@ def test_an_open_policy_grants_every_name_and_public_address_on_80_and_443_only(
         ("example.com:8443", "tls", "narrower"),
         ("151.101.0.223:443", "tcp", "narrower"),
     ]
+
+
+def test_a_pulumi_cloudflare_workers_script_reads_as_the_kits_wrangler_script(
+    worker_decider: WorkerDecider,
+) -> None:
+    # A stack that uploads the script with pulumi-cloudflare is judged like the kit's own.
+    policy = json.dumps({"mode": "allowlist", "allow": [{"host": "pypi.org", "port": 443}]})
+    kit = read_egress([script_with(policy)], worker_decider)
+    foreign = read_egress([script_with(policy, WORKERS_SCRIPT)], worker_decider)
+    assert [g.host for g in kit.connect] == ["pypi.org"]
+    relabel = {f"{WORKERS_SCRIPT} cloudflare-script": SCRIPT}
+    assert [replace(g, resource=relabel[g.resource]) for g in foreign.connect] == list(kit.connect)
 
 
 def test_a_script_without_a_readable_policy_grants_nothing(worker_decider: WorkerDecider) -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sandboxkit import cli
 from sandboxkit.cloudflare import spec as cf_spec
-from sandboxkit.cloudflare import workers
+from sandboxkit.cloudflare.deployer import cloudflare_policy
 from sandboxkit.cloudflare.spec import (
     SPEC,
     WORKER_MODULE,
@@ -24,9 +24,12 @@ from sandboxkit.cloudflare.spec import (
     instance_type_for,
     worker_sandbox_args,
 )
+from sandboxkit.cloudflare.type_tokens import WRANGLER_SCRIPT
 from sandboxkit.cloudflare.workers import WorkerSandbox
+from sandboxkit.cloudflare.wrangler import script_inputs as planned_inputs
 from sandboxkit.cloudflare.wrangler import wrangler_config
 from sandboxkit.config import ConfigSource, load_stack
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.render import Recorder, is_secret_value
@@ -34,7 +37,7 @@ from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import KitContext
 from support import named, one, shipped_render
 
-SCRIPT = "cloudflare:index/workersScript:WorkersScript"
+SCRIPT = WRANGLER_SCRIPT.token
 SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 ACCOUNT = "0" * 32
 IMAGE = "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1"
@@ -199,10 +202,54 @@ def test_durable_object_class_is_created_sqlite_backed(
     engine: Recorder, worker_module: Path
 ) -> None:
     build(engine, worker_module)
-    assert script_inputs(engine)["migrations"] == {
-        "newTag": "v1",
-        "newSqliteClasses": ["Sandbox"],
-    }
+    # wrangler's ledger: it sends only the migrations after the live script's tag.
+    assert script_inputs(engine)["migrations"] == [{"tag": "v1", "newSqliteClasses": ["Sandbox"]}]
+
+
+def test_the_script_carries_its_container_application(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module, profile(pool={"ready": 0, "maxConcurrent": 9}))
+    inputs = script_inputs(engine)
+    assert inputs["containers"] == [
+        {
+            "name": "sandboxkit-test-sandbox",
+            "className": "Sandbox",
+            "image": IMAGE,
+            "instanceType": "standard-2",
+            "maxInstances": 9,
+        }
+    ]
+    assert (inputs["workersDev"], inputs["previewUrls"], inputs["routes"]) == (False, False, [])
+
+
+def test_routes_and_custom_domains_reach_the_script_in_order(
+    engine: Recorder, worker_module: Path
+) -> None:
+    routes = [
+        {"pattern": "sandbox.example.com", "customDomain": True},
+        {"pattern": "*.example.com/run/*", "zoneName": "example.com"},
+        {"pattern": "api.example.org/sandbox*", "zoneId": "f" * 32},
+    ]
+    build(engine, worker_module, routes=routes)
+    assert script_inputs(engine)["routes"] == routes
+
+
+def test_the_api_token_is_absent_without_the_stacks_secret(
+    engine: Recorder, worker_module: Path
+) -> None:
+    build(engine, worker_module)
+    assert script_inputs(engine).get("apiToken") is None
+
+
+def test_the_api_token_is_the_stacks_secret(
+    engine: Recorder, worker_module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pulumi-cloudflare's own key: the provider hands the same secret to wrangler.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"cloudflare:apiToken": "cf-token-value"}))
+    build(engine, worker_module)
+    token = script_inputs(engine)["apiToken"]
+    assert is_secret_value(token) and token["value"] == "cf-token-value"
 
 
 def test_secret_bindings_are_pulumi_secrets(engine: Recorder, worker_module: Path) -> None:
@@ -263,9 +310,7 @@ def test_egress_policy_binding_for_an_allowlist(engine: Recorder, worker_module:
     assert binding(engine, "EGRESS_POLICY")["text"] == ALLOWLIST_POLICY
 
 
-def test_outputs_say_the_container_is_not_deployed_by_pulumi(
-    engine: Recorder, worker_module: Path
-) -> None:
+def test_outputs_name_the_script_and_its_exposure(engine: Recorder, worker_module: Path) -> None:
     args = worker_sandbox_args(profile(), settings(), KitContext("test", "dev", "cloudflare"))
     args["worker_module_path"] = str(worker_module)
     engine.run(lambda: pulumi.export("cf", WorkerSandbox("cloudflare", args).outputs()))
@@ -273,9 +318,7 @@ def test_outputs_say_the_container_is_not_deployed_by_pulumi(
         "scriptName": "sandboxkit-test",
         "workersDevEnabled": False,
         "instanceType": "standard-2",
-        "containerConfig": workers.CONTAINER_CONFIG_STATUS,
     }
-    assert workers.CONTAINER_CONFIG_STATUS.startswith("generated, not deployed by Pulumi")
 
 
 def test_a_plain_var_cannot_shadow_a_fixed_binding(engine: Recorder, worker_module: Path) -> None:
@@ -335,7 +378,7 @@ def test_instance_type_beyond_the_largest_is_refused() -> None:
 def stack_wrangler_config(prof: SandboxProfile, stack: str, main: str) -> dict[str, Any]:
     """The wrangler config of a one-target stack with this profile and the default settings."""
     plan = worker_sandbox_args(prof, settings(), KitContext(stack, "prod", "cloudflare"))
-    return wrangler_config(plan, IMAGE, prof.pool.max_concurrent, main)
+    return wrangler_config(planned_inputs(plan, "", {}), main)
 
 
 def test_wrangler_config_is_exact() -> None:
@@ -349,6 +392,7 @@ def test_wrangler_config_is_exact() -> None:
         "name": "sandboxkit-prod",
         "account_id": ACCOUNT,
         "main": "../worker/src/index.js",
+        "no_bundle": True,
         "compatibility_date": "2026-07-01",
         "compatibility_flags": ["global_fetch_strictly_public"],
         "workers_dev": False,
@@ -356,12 +400,18 @@ def test_wrangler_config_is_exact() -> None:
         "observability": {
             "enabled": True,
             "head_sampling_rate": 1,
-            "logs": {"enabled": True, "invocation_logs": True, "head_sampling_rate": 1},
+            "logs": {
+                "enabled": True,
+                "invocation_logs": True,
+                "persist": True,
+                "head_sampling_rate": 1,
+            },
         },
         "durable_objects": {"bindings": [{"name": "SANDBOX", "class_name": "Sandbox"}]},
         "migrations": [{"tag": "v1", "new_sqlite_classes": ["Sandbox"]}],
         "containers": [
             {
+                "name": "sandboxkit-prod-sandbox",
                 "class_name": "Sandbox",
                 "image": IMAGE,
                 "instance_type": "standard-1",
@@ -379,26 +429,35 @@ def test_wrangler_config_is_exact() -> None:
             "CONTAINER_IMAGE": IMAGE,
         },
     }
-    # Secrets stay with Pulumi: wrangler keeps the secret bindings the WorkersScript set.
+    # Secrets never enter the config: wrangler uploads them from --secrets-file.
     assert "JWT_SIGNING_KEY" not in json.dumps(config)
 
 
-def test_wrangler_config_matches_the_pulumi_script(engine: Recorder, worker_module: Path) -> None:
+def test_wrangler_config_is_the_one_the_script_deploys(
+    engine: Recorder, worker_module: Path
+) -> None:
+    # cloudflare-config writes exactly what the WranglerScript's provider hands wrangler.
     prof = profile(egress={"mode": "allowlist", "allow": ALLOWLIST})
     build(engine, worker_module, prof)
-    inputs = script_inputs(engine)
-    config = stack_wrangler_config(prof, "test", "index.js")
-    assert config["name"] == inputs["scriptName"]
-    assert config["compatibility_date"] == inputs["compatibilityDate"]
-    assert config["migrations"] == [
-        {"tag": inputs["migrations"]["newTag"], "new_sqlite_classes": ["Sandbox"]}
+    deployed = wrangler_config(script_inputs(engine), "index.js")
+    assert deployed == stack_wrangler_config(prof, "test", "index.js")
+
+
+def test_wrangler_config_carries_routes_in_wranglers_shapes() -> None:
+    routes = [
+        {"pattern": "sandbox.example.com", "customDomain": True},
+        {"pattern": "sandbox.example.net", "customDomain": True, "zoneName": "example.net"},
+        {"pattern": "*.example.com/run/*", "zoneName": "example.com"},
+        {"pattern": "api.example.org/sandbox*", "zoneId": "f" * 32},
     ]
-    plain = {b["name"]: b["text"] for b in inputs["bindings"] if b["type"] == "plain_text"}
-    assert config["vars"] == plain
-    assert config["durable_objects"]["bindings"] == [
-        {"name": b["name"], "class_name": b["className"]}
-        for b in inputs["bindings"]
-        if b["type"] == "durable_object_namespace"
+    plan = worker_sandbox_args(
+        profile(), settings(routes=routes), KitContext("prod", "prod", "cloudflare")
+    )
+    assert wrangler_config(planned_inputs(plan, "", {}), "index.js")["routes"] == [
+        {"pattern": "sandbox.example.com", "custom_domain": True},
+        {"pattern": "sandbox.example.net", "custom_domain": True, "zone_name": "example.net"},
+        {"pattern": "*.example.com/run/*", "zone_name": "example.com"},
+        {"pattern": "api.example.org/sandbox*", "zone_id": "f" * 32},
     ]
 
 
@@ -565,6 +624,131 @@ def test_the_account_id_is_required() -> None:
     assert caught.value.keys == ("sandboxkit:cloudflare.accountId",)
 
 
+ZONE = "example.com"
+
+
+@pytest.mark.parametrize(
+    ("route", "key", "expected"),
+    [
+        (
+            {"pattern": "https://x.example.com/*", "zoneName": ZONE},
+            "routes[0].pattern",
+            "a route pattern HOST/PATH with '*' only at the start of the host and the end of the "
+            "path, no scheme and no query (source: developers.cloudflare.com/workers/"
+            "configuration/routing/routes/",
+        ),
+        (
+            {"pattern": "x.example.com/a*b", "zoneName": ZONE},
+            "routes[0].pattern",
+            "a route pattern HOST/PATH",
+        ),
+        (
+            {"pattern": "x.example.com/?q=*", "zoneName": ZONE},
+            "routes[0].pattern",
+            "no query",
+        ),
+        (
+            {"pattern": "x.example.com/*", "zoneName": "example.org"},
+            "routes[0].pattern",
+            "a host in zone example.org (zoneName); x.example.com is not",
+        ),
+        (
+            {"pattern": "x.example.com/*"},
+            "routes[0]",
+            "a zone for route 'x.example.com/*': set zoneName (or zoneId)",
+        ),
+        (
+            {"pattern": "x.example.com/*", "zoneName": ZONE, "zoneId": "a" * 32},
+            "routes[0]",
+            "zoneName or zoneId, not both",
+        ),
+        (
+            {"pattern": "x.example.com/*", "zoneId": "EXAMPLE"},
+            "routes[0].zoneId",
+            "a zone id: 32 lower-case hexadecimal digits",
+        ),
+        (
+            {"pattern": "*.example.com", "customDomain": True},
+            "routes[0].pattern",
+            "a host name only for a custom domain, without wildcard, scheme or path",
+        ),
+        (
+            {"pattern": "sandbox.example.com/api", "customDomain": True},
+            "routes[0].pattern",
+            "a host name only for a custom domain",
+        ),
+        (
+            {"pattern": "localhost", "customDomain": True},
+            "routes[0].pattern",
+            "a host name of at least two labels",
+        ),
+        (
+            {"pattern": "bad_name.example.com", "customDomain": True},
+            "routes[0].pattern",
+            "a host name: a DNS name of letters, digits and hyphens",
+        ),
+        (
+            {"pattern": "sandbox.example.com", "customDomain": True, "zoneName": "example.org"},
+            "routes[0].pattern",
+            "a host in zone example.org (zoneName); sandbox.example.com is not",
+        ),
+        (
+            {"pattern": "sandbox.example.com/*", "zoneName": ZONE, "zone_nme": ZONE},
+            "routes[0].zone_nme",
+            "no such key (did you mean 'zoneName'?)",
+        ),
+    ],
+)
+def test_a_bad_route_is_refused_naming_its_key(
+    route: dict[str, Any], key: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(routes=[route]), "dev")
+    assert caught.value.keys == (f"sandboxkit:cloudflare.{key}",)
+    assert expected in str(caught.value)
+
+
+def test_a_repeated_route_pattern_is_refused() -> None:
+    twice = [{"pattern": "sandbox.example.com", "customDomain": True}] * 2
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source(routes=twice), "dev")
+    assert caught.value.keys == ("sandboxkit:cloudflare.routes",)
+    assert "each pattern once; repeated: sandbox.example.com" in str(caught.value)
+
+
+def test_good_routes_load_as_given() -> None:
+    routes = [
+        {"pattern": "sandbox.example.com", "customDomain": True},
+        {"pattern": "example.com/run/*", "zoneName": ZONE},
+        {"pattern": "*example.com/*", "zoneName": ZONE},
+        {"pattern": "*.example.com/run*", "zoneName": ZONE},
+    ]
+    loaded = load_stack(source(routes=routes), "dev").settings["cloudflare"]
+    assert isinstance(loaded, CloudflareSettings)
+    assert [route.inputs() for route in loaded.routes] == routes
+
+
+def test_zone_routes_add_the_zone_groups_to_the_token() -> None:
+    def policies(routes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        view = ResourceView.of(SCRIPT, "cloudflare-script", {"routes": routes})
+        return list(cloudflare_policy("cloudflare", ACCOUNT, [view]).document["policies"])
+
+    account = f"com.cloudflare.api.account.{ACCOUNT}"
+    [only] = policies([{"pattern": "sandbox.example.com", "customDomain": True}])
+    # A custom domain is attached with Workers Scripts Write (the API's Attach Domain).
+    assert only == {
+        "effect": "allow",
+        "resources": {account: "*"},
+        "permission_groups": [{"name": "Containers Write"}, {"name": "Workers Scripts Write"}],
+    }
+    [_, zones] = policies([{"pattern": "x.example.com/*", "zoneName": "example.com"}])
+    assert zones == {
+        "effect": "allow",
+        "resources": {account: {"com.cloudflare.api.account.zone.*": "*"}},
+        "permission_groups": [{"name": "Workers Routes Write"}, {"name": "Zone Read"}],
+    }
+
+
 def test_caps_carry_their_sources() -> None:
     assert {(c.field, c.maximum) for c in SPEC.caps} == {
         ("limits.vcpu", 4),
@@ -619,11 +803,17 @@ def test_cli_writes_the_wrangler_config(tmp_path: Path) -> None:
     out.parent.mkdir()
     result = run_cli(root, out)
     assert result.exit_code == 0, result.output
-    assert f"npx wrangler deploy --config {out}" in result.output
+    assert f"npx wrangler deploy --dry-run --config {out}" in result.output
     written = json.loads(out.read_text())
     assert (out.parent / written["main"]).resolve() == cf_spec.WORKER_MODULE
     assert written["containers"] == [
-        {"class_name": "Sandbox", "image": IMAGE, "instance_type": "standard-2", "max_instances": 7}
+        {
+            "name": "sandboxkit-t-sandbox",
+            "class_name": "Sandbox",
+            "image": IMAGE,
+            "instance_type": "standard-2",
+            "max_instances": 7,
+        }
     ]
     assert written["vars"]["EGRESS_POLICY"] == '{"mode":"deny","allow":[]}'
     assert "v1:" not in out.read_text()
@@ -726,4 +916,4 @@ def test_prod_stack_renders_the_cloudflare_target(project_dir: Path, worker_modu
     assert texts["JWT_AUDIENCE"] == "sandboxkit-prod"
     assert texts["EGRESS_POLICY"] == '{"mode":"deny","allow":[]}'
     assert dict(one(rendered.resources, SUBDOMAIN).inputs)["enabled"] is False
-    assert rendered.outputs["cloudflare"]["containerConfig"].startswith("generated, not deployed")
+    assert script.inputs["containers"][0]["maxInstances"] == 50

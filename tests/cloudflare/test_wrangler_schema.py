@@ -72,6 +72,24 @@ def test_the_config_validates_against_wranglers_own_schema(
         jsonschema.validate(broken, schema, cls=jsonschema.Draft7Validator)
 
 
+def test_every_route_shape_validates_against_wranglers_schema(
+    configs: dict[str, Path],
+) -> None:
+    # The example stack has a custom domain; the other shapes the routes setting renders.
+    config = json.loads(configs["try-cloudflare"].read_text())
+    assert config["routes"] == [{"pattern": "sandbox.example.com", "custom_domain": True}]
+    config["routes"] += [
+        {"pattern": "sandbox.example.net", "custom_domain": True, "zone_name": "example.net"},
+        {"pattern": "*.example.com/run/*", "zone_name": "example.com"},
+        {"pattern": "api.example.org/sandbox*", "zone_id": "f" * 32},
+    ]
+    schema = _schema()
+    jsonschema.validate(config, schema, cls=jsonschema.Draft7Validator)
+    with pytest.raises(jsonschema.ValidationError):
+        wrong = {**config, "routes": [{"pattern": "x.example.com/*", "zone": "example.com"}]}
+        jsonschema.validate(wrong, schema, cls=jsonschema.Draft7Validator)
+
+
 def test_wrangler_deploy_dry_run_accepts_the_prod_config(
     configs: dict[str, Path], tmp_path: Path
 ) -> None:

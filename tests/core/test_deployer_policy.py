@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -20,8 +20,10 @@ from sandboxkit.deployer import (
     cloud_types,
 )
 from sandboxkit.effective_egress import ResourceView
+from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
 from sandboxkit.render import RenderedStack
 from sandboxkit.targets import TARGET_MODULES, KitContext, get_target
+from sandboxkit.type_tokens import of_type
 from support import invoke_cli, kit_program, shipped_render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +34,7 @@ MAPPINGS = {
     "gcp-gke": ("sandboxkit.gcp.deployer", "sandboxkit.kubernetes.deployer"),
     "azure-sessions": ("sandboxkit.azure.deployer",),
     "cloudflare": ("sandboxkit.cloudflare.deployer",),
+    "local": ("sandboxkit.local.deployer",),
 }
 
 
@@ -164,6 +167,73 @@ def test_prod_documents_are_these(renders: list[RenderedStack]) -> None:
         "resources": {"com.cloudflare.api.account.00000000000000000000000000000000": "*"},
         "permission_groups": [{"name": "Containers Write"}, {"name": "Workers Scripts Write"}],
     }
+
+
+@pytest.mark.parametrize("target", TARGET_MODULES)
+def test_every_target_says_what_its_deployer_needs(
+    renders: list[RenderedStack], target: str
+) -> None:
+    prod = next(r for r in renders if r.stack == "prod")
+    assert target in prod.spec.targets
+    policy = _policy(prod, target)
+    assert policy is not None and policy.target == target
+    assert policy.document and policy.apply
+
+
+def test_the_local_document_follows_the_rendered_gateway_policy(
+    renders: list[RenderedStack],
+) -> None:
+    modes = set()
+    for rendered in _cases(renders, "local"):
+        [view] = of_type(rendered.target_views("local"), EGRESS_GATEWAY_POLICY)
+        document = _policy(rendered, "local").document
+        paths = [PurePosixPath(str(view.props[key])) for key in ("policyFile", "auditLog")]
+        written = {
+            (p["path"], f.split(":")[0]) for p in document["writablePaths"] for f in p["files"]
+        }
+        assert written == {(str(path.parent), path.name) for path in paths}, rendered.stack
+        # Only a stack whose sandboxes reach out runs the gateway in a namespace of its own.
+        gateway = ["CAP_NET_ADMIN", "CAP_SYS_ADMIN"] if view.props["mode"] != "deny" else []
+        assert document["capabilities"] == gateway, rendered.stack
+        assert document["debianPackages"] == ["bubblewrap", "libseccomp2"]
+        assert document["cgroups"]["controllers"] == ["cpu", "memory", "pids"]
+        modes.add(view.props["mode"])
+    assert {"deny", "allowlist"} <= modes
+
+
+def test_the_local_command_prints_the_hosts_needs() -> None:
+    ran = invoke_cli("deployer-policy", "--stack", "staging", "--target", "local", cwd=ROOT)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {
+        "debianPackages": ["bubblewrap", "libseccomp2"],
+        "cgroups": {
+            "controllers": ["cpu", "memory", "pids"],
+            "v1": "root: a child folder under /sys/fs/cgroup/<controller> per sandbox",
+            "v2": "a subtree delegated to the deploying user with these controllers enabled",
+        },
+        "capabilities": ["CAP_NET_ADMIN", "CAP_SYS_ADMIN"],
+        "writablePaths": [
+            {
+                "path": "~/.local/state/sandboxkit/staging",
+                "files": [
+                    "local-audit.jsonl: the audit log and its rotated files (sandboxkit run)",
+                    "local-egress-policy.json: the egress gateway's policy (pulumi up, "
+                    "pulumi destroy)",
+                ],
+            }
+        ],
+        "runAs": "root, or a user with the cgroup v2 delegation and the capabilities above",
+    }
+    assert ran.stderr.startswith(
+        "install the packages (bash .ci/install-debian bubblewrap libseccomp2), then run "
+        "pulumi up and sandboxkit run as root"
+    )
+
+
+def test_a_foreign_type_in_a_local_stack_is_refused_by_name() -> None:
+    views = [ResourceView("command:local:Command", "x", {})]
+    with pytest.raises(MissingGrantError, match=r"local: .* command:local:Command"):
+        get_target("local").deployer_policy(KitContext("dev", "dev", "local"), None, views)
 
 
 def test_an_existing_azure_group_scopes_the_roles_to_it(renders: list[RenderedStack]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any
@@ -126,6 +127,25 @@ def test_relative_links_resolve(document: Path) -> None:
     links = [link for link in _LINK.findall(text) if not re.match(r"^[a-z]+:", link)]
     assert links
     assert [link for link in links if not _resolves(document, link)] == []
+
+
+_CONFLICT_MARKER = re.compile(r"^(<{7} |>{7} |={7}$)", re.M)
+
+
+def test_no_tracked_file_holds_merge_conflict_markers() -> None:
+    """docs/policy-gate.md carried a merge's ``<<<<<<< HEAD`` / ``=======`` / ``>>>>>>> main``
+    for several commits, a stale hand table after the generated one; docgen kept both."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True
+    ).stdout.decode()
+    files = [ROOT / name for name in listed.split("\0") if name]
+    assert len(files) > 100
+    marked = [
+        str(path.relative_to(ROOT))
+        for path in files
+        if path.is_file() and _CONFLICT_MARKER.search(path.read_bytes().decode("utf-8", "replace"))
+    ]
+    assert marked == []
 
 
 # A repository path in code spans: `stacks/Pulumi.<stack>.yaml`, `images/*/Dockerfile`, ...

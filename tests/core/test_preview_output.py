@@ -11,6 +11,8 @@ from rich.console import Console
 
 from sandboxkit.cli import _print_text, print_table
 from sandboxkit.config import ConfigSource, read_stack_file
+from sandboxkit.egress_contract import parse_rule
+from sandboxkit.explain import explain_stack, explanation_document
 from sandboxkit.project import stack_file
 from sandboxkit.render import placeholder_paths, render_source
 from support import render_values, shipped_render, stack_values
@@ -122,4 +124,30 @@ def test_plain_table_puts_the_long_column_under_its_row_wrapped() -> None:
         "[::1]:443  refused",
         "    one two three four five",
         "    six seven eight nine",
+    ]
+
+
+def test_every_explained_probe_names_its_protocol_and_plain_tcp_passes_by_address_only(
+    project_dir: Path,
+) -> None:
+    # The shipped stacks' --explain-egress --json: each probe has a protocol, each name entry
+    # (control-plane hosts too) a plain-TCP probe the contract refuses, which a target admits
+    # only where it matches names by resolved address (staging's gcp-cloudrun: Cloud NGFW).
+    admitted = []
+    for stack in ("dev", "staging", "prod"):
+        for target in explanation_document(explain_stack(shipped_render(project_dir, stack))):
+            probes = target["probes"]
+            assert {p["protocol"] for p in probes} <= {"tls", "http", "tcp", "udp"}
+            listed = [*target["entries"], *target["controlPlane"]]
+            names = [e for e in listed if parse_rule(e).kind != "ip"]
+            plain = [p for p in probes if p["kind"] == "plain-tcp"]
+            assert [p["origin"] for p in plain] == names
+            for probe in plain:
+                assert (probe["protocol"], probe["connect"]["contract"]) == ("tcp", False)
+                if probe["connect"]["target"]:
+                    assert probe["connect"]["enforced"] == ["resolved address only"]
+                    admitted.append((stack, target["target"], probe["probe"]))
+    assert admitted == [
+        ("staging", "gcp-cloudrun", "files.pythonhosted.org:443"),
+        ("staging", "gcp-cloudrun", "pypi.org:443"),
     ]

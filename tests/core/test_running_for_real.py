@@ -55,7 +55,7 @@ def test_the_guide_names_permissions_and_every_output_of_each_target() -> None:
         "kubernetes": ["namespace", "sandboxTemplateName", "warmPoolName", "networkPolicyName"],
         "aws-microvm": ["webhookUrl", "launcherFunctionName", "imageArn", "connectorArn"],
         "azure-sessions": ["poolManagementEndpoint", "poolName", "workspaceId"],
-        "cloudflare": ["scriptName", "workersDevEnabled", "instanceType", "containerConfig"],
+        "cloudflare": ["scriptName", "workersDevEnabled", "instanceType"],
         "gcp-cloudrun": ["serviceUri", "serviceAccountEmail", "firewallPolicyName"],
         "gcp-gke": ["clusterName", "nodePoolName", "nodeServiceAccountEmail"],
     }

@@ -21,6 +21,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from test_program_mutations import check as program_check
+from test_program_mutations import findings as program_findings
+from test_program_mutations import program_project
 
 import support as testing
 from sandboxkit import gate, kit_guard, targets
@@ -390,3 +393,92 @@ def test_the_deployer_policy_of_versioned_tokens_is_the_plain_ones(
         granted(
             "azure-sessions", GRANTS, [ResourceView.of(variant("azure-native:app:Job"), "j", {})]
         )
+
+
+# A resource type token as text: "<package>:<module>:<Type>" of a provider the kit's targets use.
+TOKEN_TEXT = re.compile(
+    r"[\"'](?:aws|gcp|azure-native|cloudflare|kubernetes|pulumi-python):[^\"'\s]*:[A-Z]\w*[\"']"
+)
+# A type compared or matched some other way than TypeToken.matches.
+OTHER_MATCH = re.compile(
+    r"(?<!for )(?:\.type|resource_type)\s*(?:==|!=|\bin\b|\bnot in\b)\s*[\w(\[{]"
+    r"|(?:\.type|resource_type)\.endswith\(|re\.compile\([^)]*(?:azure-native|kubernetes):"
+)
+
+
+def _folders() -> set[Path]:
+    package = PROJECT / "components"
+    return {package.joinpath(*_folder(target).split(".")) for target in targets.TARGET_MODULES} | {
+        PROJECT / "components" / "sandboxkit" / "kit_guard.py"
+    }
+
+
+@pytest.mark.parametrize("pattern", [TOKEN_TEXT, OTHER_MATCH], ids=["token text", "other match"])
+def test_targets_state_tokens_in_their_module_and_match_them_one_way(
+    pattern: re.Pattern[str],
+) -> None:
+    found = []
+    for place in sorted(_folders()):
+        for path in sorted(place.rglob("*.py")) if place.is_dir() else [place]:
+            if path.name == "type_tokens.py":
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if pattern.search(line):
+                    found.append(f"{path.relative_to(PROJECT)}:{number}: {line.strip()}")
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern"),
+    [
+        ('POOL = "azure-native:app:ContainerAppsSessionPool"', TOKEN_TEXT),
+        ("    if view.type == NETWORK_POLICY:", OTHER_MATCH),
+        ("        if r.resource_type.endswith(':SandboxTemplate'):", OTHER_MATCH),
+        ('_POOL = re.compile(r"^azure-native:app(/v[0-9a-z]+)?:X$")', OTHER_MATCH),
+        ("    found = [v for v in resources if v.type in kinds]", OTHER_MATCH),
+        ("    kinds = [k for k in (FOO,) if k.resource_type != BAR]", OTHER_MATCH),
+    ],
+)
+def test_the_scan_finds_the_old_ways(line: str, pattern: re.Pattern[str]) -> None:
+    assert pattern.search(line)
+
+
+def _pool_program(token: str) -> str:
+    """A program body registering its own session pool of ``token`` beside the kit's: egress
+    enabled, an image by tag, no container resources."""
+    return f"""
+    pulumi.CustomResource(
+        {token!r},
+        "acme-pool",
+        {{
+            "resourceGroupName": "rg-acme",
+            "sessionPoolName": "acme-pool",
+            "location": "westeurope",
+            "poolManagementType": "Dynamic",
+            "containerType": "CustomContainer",
+            "sessionNetworkConfiguration": {{"status": "EgressEnabled"}},
+            "customContainerTemplate": {{
+                "containers": [{{"name": "agent", "image": "ghcr.io/acme/agent:latest"}}]
+            }},
+        }},
+    )
+    """
+
+
+def test_a_programs_own_versioned_pool_fails_the_gate_as_a_plain_one(tmp_path: Path) -> None:
+    # pulumi-azure-native declares the versioned token as an alias of the pool
+    # (ContainerAppsSessionPool's alias_opts); a project's program may register either.
+    example = (PROJECT / "docs" / "examples" / "azure-sessions.yaml").read_text()
+    judged = {}
+    for token in (POOL_TOKEN, VERSIONED_POOL):
+        root = tmp_path / token.split(":")[1].replace("/", "-")
+        root.mkdir()
+        ran = program_check(program_project(root, _pool_program(token), example))
+        assert ran.returncode == 1, ran.stdout + ran.stderr
+        judged[token] = sorted(
+            (policy, message.replace(VERSIONED_POOL, POOL_TOKEN))
+            for policy, message in program_findings(ran)
+        )
+    assert judged[VERSIONED_POOL] == judged[POOL_TOKEN]
+    on_pool = {policy for policy, message in judged[POOL_TOKEN] if "acme-pool" in message}
+    assert on_pool >= {"SBX-NET-001", "SBX-NET-008", "SBX-RES-001", "SBX-SEC-003"}

@@ -9,44 +9,7 @@ from typing import Any
 
 from pulumi.runtime import MockResourceArgs
 
-from sandboxkit.aws.type_tokens import (
-    API,
-    API_ROUTE,
-    CONNECTOR,
-    DNS_ASSOCIATION,
-    DNS_FIREWALL_CONFIG,
-    DNS_GROUP,
-    DNS_LIST,
-    DNS_RULE,
-    EIP,
-    FIREWALL,
-    FIREWALL_LOGGING,
-    FIREWALL_POLICY,
-    FIREWALL_POLICY_DOCUMENT,
-    FLOW_LOG,
-    FUNCTION,
-    INTEGRATION,
-    INTERNET_GATEWAY,
-    KIT_MICROVM_IMAGE,
-    LOG_GROUP,
-    MICROVM_IMAGE,
-    NAT_GATEWAY,
-    PERMISSION,
-    POLICY,
-    PROVIDER,
-    ROLE,
-    ROLE_POLICY,
-    ROUTE,
-    ROUTE_ASSOCIATION,
-    ROUTE_TABLE,
-    RULE_GROUP,
-    SECRET,
-    SECRET_VERSION,
-    SECURITY_GROUP,
-    STAGE,
-    SUBNET,
-    VPC,
-)
+from sandboxkit.aws import type_tokens as tokens
 from sandboxkit.catalog import (
     TAGS,
     TF_AWS,
@@ -161,61 +124,61 @@ def _aws_function(args: MockResourceArgs, resource_id: str) -> dict[str, Any]:
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
-        SECURITY_GROUP.token,
+        tokens.SECURITY_GROUP.token,
         export=TerraformType("aws_security_group", TF_AWS, blocks=frozenset({"ingress", "egress"})),
     ),
     ResourceKind(
-        VPC.token,
+        tokens.VPC.token,
         export=TerraformType("aws_vpc", TF_AWS),
     ),
     ResourceKind(
-        SUBNET.token,
+        tokens.SUBNET.token,
         export=TerraformType("aws_subnet", TF_AWS),
     ),
     ResourceKind(
-        INTERNET_GATEWAY.token,
+        tokens.INTERNET_GATEWAY.token,
         export=TerraformType("aws_internet_gateway", TF_AWS),
         unchecked="attaches to the VPC; no settings of its own",
     ),
     ResourceKind(
-        NAT_GATEWAY.token,
+        tokens.NAT_GATEWAY.token,
         export=TerraformType("aws_nat_gateway", TF_AWS),
         unchecked="references its subnet and address; no settings to judge",
     ),
     ResourceKind(
-        EIP.token,
+        tokens.EIP.token,
         export=TerraformType("aws_eip", TF_AWS),
     ),
     ResourceKind(
-        ROUTE_TABLE.token,
+        tokens.ROUTE_TABLE.token,
         export=TerraformType(
             "aws_route_table", TF_AWS, blocks=frozenset({"routes"}), renames={"routes": "route"}
         ),
     ),
     ResourceKind(
-        ROUTE.token,
+        tokens.ROUTE.token,
         export=TerraformType("aws_route", TF_AWS),
     ),
     ResourceKind(
-        ROUTE_ASSOCIATION.token,
+        tokens.ROUTE_ASSOCIATION.token,
         export=TerraformType("aws_route_table_association", TF_AWS),
         unchecked="pairs a subnet and a route table",
     ),
     ResourceKind(
-        FLOW_LOG.token,
+        tokens.FLOW_LOG.token,
         export=TerraformType("aws_flow_log", TF_AWS),
         unchecked=(
             "read by checkov's graph check CKV2_AWS_11 through its VPC, which reports on the VPC"
         ),
     ),
     ResourceKind(
-        LOG_GROUP.token,
+        tokens.LOG_GROUP.token,
         export=TerraformType("aws_cloudwatch_log_group", TF_AWS),
         mock_outputs=_aws_log_group,
         settings={"CKV_AWS_338": "profile.audit.logRetentionDays"},
     ),
     ResourceKind(
-        ROLE.token,
+        tokens.ROLE.token,
         export=TerraformType(
             "aws_iam_role",
             TF_AWS,
@@ -224,25 +187,25 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        ROLE_POLICY.token,
+        tokens.ROLE_POLICY.token,
         export=TerraformType("aws_iam_role_policy", TF_AWS),
     ),
     ResourceKind(
         # ingress: authToken's managed policy, for the platform to attach.
-        POLICY.token,
+        tokens.POLICY.token,
         export=TerraformType("aws_iam_policy", TF_AWS),
     ),
     ResourceKind(
-        SECRET.token,
+        tokens.SECRET.token,
         export=TerraformType("aws_secretsmanager_secret", TF_AWS),
     ),
     ResourceKind(
-        SECRET_VERSION.token,
+        tokens.SECRET_VERSION.token,
         export=TerraformType("aws_secretsmanager_secret_version", TF_AWS),
         unchecked="its only value is the secret, which the export replaces by a placeholder",
     ),
     ResourceKind(
-        FUNCTION.token,
+        tokens.FUNCTION.token,
         export=TerraformType(
             "aws_lambda_function",
             TF_AWS,
@@ -255,14 +218,14 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_aws_function,
     ),
     ResourceKind(
-        PERMISSION.token,
+        tokens.PERMISSION.token,
         export=TerraformType("aws_lambda_permission", TF_AWS),
     ),
     # Lambda network connectors and MicroVM images are new in terraform-provider-aws; the type
     # names follow the bridge's rule (module prefix + snake_cased resource) and have no
     # built-in checkov checks, so the kit's checks read them.
     ResourceKind(
-        CONNECTOR.token,
+        tokens.CONNECTOR.token,
         export=TerraformType(
             "aws_lambda_core_network_connector",
             TF_AWS,
@@ -271,14 +234,14 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_aws_lambda_arn("network-connector"),
     ),
     ResourceKind(
-        MICROVM_IMAGE.token,
+        tokens.MICROVM_IMAGE.token,
         export=TerraformType(
             "aws_lambdamicrovms_image", TF_AWS, blocks=frozenset({"codeArtifact"})
         ),
         mock_outputs=_aws_lambda_arn("microvm-image"),
     ),
     ResourceKind(
-        KIT_MICROVM_IMAGE.token,
+        tokens.KIT_MICROVM_IMAGE.token,
         not_exported=(
             "a dynamic resource holding the MicroVM image in the API's own shape (lifecycle "
             "hooks, which pulumi-aws and terraform-provider-aws cannot express); judged by the "
@@ -287,14 +250,14 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_microvm_image,
     ),
     ResourceKind(
-        API.token,
+        tokens.API.token,
         export=TerraformType(
             "aws_apigatewayv2_api", TF_AWS, blocks=frozenset({"corsConfiguration"})
         ),
         mock_outputs=_aws_http_api,
     ),
     ResourceKind(
-        STAGE.token,
+        tokens.STAGE.token,
         export=TerraformType(
             "aws_apigatewayv2_stage",
             TF_AWS,
@@ -303,18 +266,18 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        INTEGRATION.token,
+        tokens.INTEGRATION.token,
         export=TerraformType("aws_apigatewayv2_integration", TF_AWS),
         unchecked=(
             "binds the launcher route to the Lambda function; no setting beyond the two references"
         ),
     ),
     ResourceKind(
-        API_ROUTE.token,
+        tokens.API_ROUTE.token,
         export=TerraformType("aws_apigatewayv2_route", TF_AWS),
     ),
     ResourceKind(
-        FIREWALL.token,
+        tokens.FIREWALL.token,
         export=TerraformType(
             "aws_networkfirewall_firewall",
             TF_AWS,
@@ -324,7 +287,7 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_aws_network_firewall,
     ),
     ResourceKind(
-        FIREWALL_POLICY.token,
+        tokens.FIREWALL_POLICY.token,
         export=TerraformType(
             "aws_networkfirewall_firewall_policy",
             TF_AWS,
@@ -339,7 +302,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        FIREWALL_POLICY_DOCUMENT.token,
+        tokens.FIREWALL_POLICY_DOCUMENT.token,
         not_exported=(
             "a dynamic resource holding the Network Firewall policy in the API's own shape "
             "(resolved-IP validation, which terraform-provider-aws cannot express); judged by "
@@ -348,7 +311,7 @@ KINDS: tuple[ResourceKind, ...] = (
         mock_outputs=_firewall_policy_document,
     ),
     ResourceKind(
-        RULE_GROUP.token,
+        tokens.RULE_GROUP.token,
         export=TerraformType(
             "aws_networkfirewall_rule_group",
             TF_AWS,
@@ -363,7 +326,7 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        FIREWALL_LOGGING.token,
+        tokens.FIREWALL_LOGGING.token,
         export=TerraformType(
             "aws_networkfirewall_logging_configuration",
             TF_AWS,
@@ -375,33 +338,33 @@ KINDS: tuple[ResourceKind, ...] = (
         ),
     ),
     ResourceKind(
-        DNS_FIREWALL_CONFIG.token,
+        tokens.DNS_FIREWALL_CONFIG.token,
         export=TerraformType("aws_route53_resolver_firewall_config", TF_AWS),
     ),
     ResourceKind(
-        DNS_LIST.token,
+        tokens.DNS_LIST.token,
         export=TerraformType("aws_route53_resolver_firewall_domain_list", TF_AWS),
         unchecked=(
             "the allowlisted names, judged by the CrossGuard pack against the profile's allowlist"
         ),
     ),
     ResourceKind(
-        DNS_RULE.token,
+        tokens.DNS_RULE.token,
         export=TerraformType("aws_route53_resolver_firewall_rule", TF_AWS),
         unchecked="allow and block actions between references; judged by the CrossGuard pack",
     ),
     ResourceKind(
-        DNS_GROUP.token,
+        tokens.DNS_GROUP.token,
         export=TerraformType("aws_route53_resolver_firewall_rule_group", TF_AWS),
         unchecked="a named container of rules",
     ),
     ResourceKind(
-        DNS_ASSOCIATION.token,
+        tokens.DNS_ASSOCIATION.token,
         export=TerraformType("aws_route53_resolver_firewall_rule_group_association", TF_AWS),
         unchecked="associates the rule group with the VPC; checkov has no check for it",
     ),
     ResourceKind(
-        PROVIDER.token,
+        tokens.PROVIDER.token,
         not_exported=(
             "provider configuration (region, credentials checks), not an AWS resource; the "
             "plan's provider_config is not read by checkov's resource checks"

@@ -26,46 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sandboxkit.aws import type_tokens as tokens
 from sandboxkit.aws.connector import managed_connector_arn
 from sandboxkit.aws.image import BUILD_EGRESS_CONNECTOR
 from sandboxkit.aws.plan import MicrovmSandboxArgs
-from sandboxkit.aws.type_tokens import (
-    API,
-    API_ROUTE,
-    COMPONENT,
-    CONNECTOR,
-    DNS_ASSOCIATION,
-    DNS_FIREWALL_CONFIG,
-    DNS_GROUP,
-    DNS_LIST,
-    DNS_RULE,
-    EIP,
-    FIREWALL,
-    FIREWALL_LOGGING,
-    FIREWALL_POLICY_DOCUMENT,
-    FLOW_LOG,
-    FUNCTION,
-    INTEGRATION,
-    INTERNET_GATEWAY,
-    KIT_MICROVM_IMAGE,
-    LOG_GROUP,
-    NAT_GATEWAY,
-    PERMISSION,
-    POLICY,
-    PROVIDER,
-    ROLE,
-    ROLE_POLICY,
-    ROUTE,
-    ROUTE_ASSOCIATION,
-    ROUTE_TABLE,
-    RULE_GROUP,
-    SECRET,
-    SECRET_VERSION,
-    SECURITY_GROUP,
-    STAGE,
-    SUBNET,
-    VPC,
-)
 from sandboxkit.deployer import grant_of
 from sandboxkit.type_tokens import TypeToken
 
@@ -123,12 +87,19 @@ _RESOLVER_TAGS = (
     "route53resolver:ListTagsForResource",
 )
 
+
+def _dns_firewall(kinds: tuple[str, ...], *actions: str) -> Grant:
+    # Route 53 Resolver's DNS Firewall calls on resources of these ARN resource types, any id
+    # (the service names them by a generated id, rslvr-fdl-..., never by the kit's name).
+    return Grant("KitDnsFirewall", actions, tuple(_RESOLVER.replace("{kind}", k) for k in kinds))
+
+
 GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
     # The explicit provider and the component itself call nothing; the provider's
     # get_caller_identity pins every trust policy to the account.
-    PROVIDER: (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
-    COMPONENT: (),
-    VPC: (
+    tokens.PROVIDER: (Grant("ReadIdentity", ("sts:GetCallerIdentity",), ("*",)),),
+    tokens.COMPONENT: (),
+    tokens.VPC: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateVpc",
@@ -141,7 +112,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeSecurityGroups",
         ),
     ),
-    SUBNET: (
+    tokens.SUBNET: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSubnet",
@@ -151,7 +122,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    INTERNET_GATEWAY: (
+    tokens.INTERNET_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateInternetGateway",
@@ -161,7 +132,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeInternetGateways",
         ),
     ),
-    ROUTE_TABLE: (
+    tokens.ROUTE_TABLE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRouteTable",
@@ -169,7 +140,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    ROUTE_ASSOCIATION: (
+    tokens.ROUTE_ASSOCIATION: (
         _ec2(
             "Ec2Networking",
             "ec2:AssociateRouteTable",
@@ -178,7 +149,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    ROUTE: (
+    tokens.ROUTE: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateRoute",
@@ -187,7 +158,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeRouteTables",
         ),
     ),
-    EIP: (
+    tokens.EIP: (
         _ec2(
             "Ec2Networking",
             "ec2:AllocateAddress",
@@ -197,7 +168,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeAddressesAttribute",
         ),
     ),
-    NAT_GATEWAY: (
+    tokens.NAT_GATEWAY: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateNatGateway",
@@ -205,7 +176,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeNatGateways",
         ),
     ),
-    SECURITY_GROUP: (
+    tokens.SECURITY_GROUP: (
         _ec2(
             "Ec2Networking",
             "ec2:CreateSecurityGroup",
@@ -219,11 +190,11 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             "ec2:DescribeNetworkInterfaces",
         ),
     ),
-    FLOW_LOG: (
+    tokens.FLOW_LOG: (
         _ec2("Ec2Networking", "ec2:CreateFlowLogs", "ec2:DeleteFlowLogs", "ec2:DescribeFlowLogs"),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    LOG_GROUP: (
+    tokens.LOG_GROUP: (
         Grant(
             "KitLogGroups",
             (
@@ -239,7 +210,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         Grant("ListLogGroups", ("logs:DescribeLogGroups",), ("*",), regional=True),
     ),
-    ROLE: (
+    tokens.ROLE: (
         Grant(
             "KitRoles",
             (
@@ -257,14 +228,14 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_ROLES,),
         ),
     ),
-    ROLE_POLICY: (
+    tokens.ROLE_POLICY: (
         Grant(
             "KitRoles",
             ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"),
             (_ROLES,),
         ),
     ),
-    POLICY: (
+    tokens.POLICY: (
         Grant(
             "KitPolicies",
             (
@@ -281,7 +252,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ("arn:aws:iam::*:policy/{name}-*",),
         ),
     ),
-    SECRET: (
+    tokens.SECRET: (
         Grant(
             "KitSecrets",
             (
@@ -296,7 +267,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    SECRET_VERSION: (
+    tokens.SECRET_VERSION: (
         Grant(
             "KitSecrets",
             (
@@ -308,7 +279,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ("arn:aws:secretsmanager:{region}:*:secret:{name}-*",),
         ),
     ),
-    CONNECTOR: (
+    tokens.CONNECTOR: (
         Grant(
             "KitConnector",
             (
@@ -322,7 +293,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    FUNCTION: (
+    tokens.FUNCTION: (
         Grant(
             "KitLauncher",
             (
@@ -345,14 +316,14 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         Grant("PassKitRoles", ("iam:PassRole",), (_ROLES,)),
     ),
-    PERMISSION: (
+    tokens.PERMISSION: (
         Grant(
             "KitLauncher",
             ("lambda:AddPermission", "lambda:RemovePermission", "lambda:GetPolicy"),
             ("arn:aws:lambda:{region}:*:function:{name}-launcher-*",),
         ),
     ),
-    KIT_MICROVM_IMAGE: (
+    tokens.KIT_MICROVM_IMAGE: (
         Grant(
             "KitImage",
             (
@@ -374,28 +345,28 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (managed_connector_arn("{region}", BUILD_EGRESS_CONNECTOR),),
         ),
     ),
-    API: (
+    tokens.API: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             (*_APIS, "arn:aws:apigateway:{region}::/tags/*"),
         ),
     ),
-    INTEGRATION: (
+    tokens.INTEGRATION: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    API_ROUTE: (
+    tokens.API_ROUTE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
             _APIS,
         ),
     ),
-    STAGE: (
+    tokens.STAGE: (
         Grant(
             "KitHttpApi",
             ("apigateway:POST", "apigateway:GET", "apigateway:PATCH", "apigateway:DELETE"),
@@ -403,7 +374,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    FIREWALL_POLICY_DOCUMENT: (
+    tokens.FIREWALL_POLICY_DOCUMENT: (
         Grant(
             "KitFirewall",
             (
@@ -417,7 +388,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_FIREWALL_POLICY,),
         ),
     ),
-    RULE_GROUP: (
+    tokens.RULE_GROUP: (
         Grant(
             "KitFirewall",
             (
@@ -432,7 +403,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             (_RULE_GROUPS,),
         ),
     ),
-    FIREWALL: (
+    tokens.FIREWALL: (
         Grant(
             "KitFirewall",
             (
@@ -463,7 +434,7 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
             ),
         ),
     ),
-    FIREWALL_LOGGING: (
+    tokens.FIREWALL_LOGGING: (
         Grant(
             "KitFirewall",
             (
@@ -474,73 +445,52 @@ GRANTS: Mapping[TypeToken, tuple[Grant, ...]] = {
         ),
         _VENDED_LOGS,
     ),
-    DNS_LIST: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallDomainList",
-                "route53resolver:GetFirewallDomainList",
-                "route53resolver:UpdateFirewallDomains",
-                "route53resolver:ListFirewallDomains",
-                "route53resolver:DeleteFirewallDomainList",
-                *_RESOLVER_TAGS,
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-domain-list"),),
+    tokens.DNS_LIST: (
+        _dns_firewall(
+            ("firewall-domain-list",),
+            "route53resolver:CreateFirewallDomainList",
+            "route53resolver:GetFirewallDomainList",
+            "route53resolver:UpdateFirewallDomains",
+            "route53resolver:ListFirewallDomains",
+            "route53resolver:DeleteFirewallDomainList",
+            *_RESOLVER_TAGS,
         ),
     ),
-    DNS_GROUP: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallRuleGroup",
-                "route53resolver:GetFirewallRuleGroup",
-                "route53resolver:DeleteFirewallRuleGroup",
-                *_RESOLVER_TAGS,
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-rule-group"),),
+    tokens.DNS_GROUP: (
+        _dns_firewall(
+            ("firewall-rule-group",),
+            "route53resolver:CreateFirewallRuleGroup",
+            "route53resolver:GetFirewallRuleGroup",
+            "route53resolver:DeleteFirewallRuleGroup",
+            *_RESOLVER_TAGS,
         ),
     ),
-    DNS_RULE: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:CreateFirewallRule",
-                "route53resolver:UpdateFirewallRule",
-                "route53resolver:DeleteFirewallRule",
-                "route53resolver:ListFirewallRules",
-            ),
-            (
-                _RESOLVER.replace("{kind}", "firewall-rule-group"),
-                _RESOLVER.replace("{kind}", "firewall-domain-list"),
-            ),
+    tokens.DNS_RULE: (
+        _dns_firewall(
+            ("firewall-rule-group", "firewall-domain-list"),
+            "route53resolver:CreateFirewallRule",
+            "route53resolver:UpdateFirewallRule",
+            "route53resolver:DeleteFirewallRule",
+            "route53resolver:ListFirewallRules",
         ),
     ),
-    DNS_ASSOCIATION: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:AssociateFirewallRuleGroup",
-                "route53resolver:GetFirewallRuleGroupAssociation",
-                "route53resolver:UpdateFirewallRuleGroupAssociation",
-                "route53resolver:DisassociateFirewallRuleGroup",
-                *_RESOLVER_TAGS,
-            ),
-            (
-                _RESOLVER.replace("{kind}", "firewall-rule-group-association"),
-                _RESOLVER.replace("{kind}", "firewall-rule-group"),
-            ),
+    tokens.DNS_ASSOCIATION: (
+        _dns_firewall(
+            ("firewall-rule-group-association", "firewall-rule-group"),
+            "route53resolver:AssociateFirewallRuleGroup",
+            "route53resolver:GetFirewallRuleGroupAssociation",
+            "route53resolver:UpdateFirewallRuleGroupAssociation",
+            "route53resolver:DisassociateFirewallRuleGroup",
+            *_RESOLVER_TAGS,
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),
-    DNS_FIREWALL_CONFIG: (
-        Grant(
-            "KitDnsFirewall",
-            (
-                "route53resolver:UpdateFirewallConfig",
-                "route53resolver:GetFirewallConfig",
-                "route53resolver:ListFirewallConfigs",
-            ),
-            (_RESOLVER.replace("{kind}", "firewall-config"),),
+    tokens.DNS_FIREWALL_CONFIG: (
+        _dns_firewall(
+            ("firewall-config",),
+            "route53resolver:UpdateFirewallConfig",
+            "route53resolver:GetFirewallConfig",
+            "route53resolver:ListFirewallConfigs",
         ),
         _ec2("Ec2Networking", "ec2:DescribeVpcs"),
     ),

@@ -1,6 +1,7 @@
 """What the kit's dynamic providers (``FirewallPolicyDocument``, ``MicrovmImage``) share: the
-boto3 session of an ``access`` input, the not-found test, the drift normalisation of API
-documents, the replace rule of ``access`` and tag updates.
+name rule of a resource named by a prefix plus a random suffix, the provider's client of one
+service for an ``access`` input, the not-found test and the calls that tolerate it, the drift
+normalisation of API documents, the replace rule and tag updates.
 
 Region and credentials are inputs, never ambient: ``access`` names the region and, optionally,
 the shared-config ``profile`` and a role (``roleArn``, ``externalId``) to assume, the same values
@@ -9,9 +10,13 @@ the stack's ``aws.Provider`` takes; ``AWS_REGION``/``AWS_DEFAULT_REGION`` are no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Any
+import re
+import secrets
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+import pulumi.dynamic
 from botocore.exceptions import ClientError
 
 from sandboxkit.aws.plan import AwsAccess
@@ -25,6 +30,77 @@ ASSUME_ROLE_SESSION = "sandboxkit-deploy"
 # The error code both services send for an id that names nothing (network-firewall and
 # lambda-microvms models: ResourceNotFoundException).
 NOT_FOUND = "ResourceNotFoundException"
+# The provider appends "-" and 8 hex digits to a resource's name prefix, so a replacement can
+# exist beside the old resource (both services' names are unique within the account).
+NAME_SUFFIX_CHARS = 9
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """The name rule of one service's resources, for a name prefix the provider suffixes.
+
+    Attributes:
+        what: the resource in words, as an error names it (``"firewall policy"``).
+        pattern: the characters the service's name shape allows (its model's ``pattern``).
+        max_length: the shape's longest name, characters (its model's ``max``).
+        allowed: ``pattern`` in words, for the error.
+    """
+
+    what: str
+    pattern: re.Pattern[str]
+    max_length: int
+    allowed: str
+
+    @property
+    def longest_prefix(self) -> int:
+        """The longest name prefix, characters: ``max_length`` less the random suffix."""
+        return self.max_length - NAME_SUFFIX_CHARS
+
+    def check(self, prefix: str) -> None:
+        """Refuse a prefix the service would refuse once suffixed.
+
+        Raises:
+            ValueError: for a prefix longer than ``longest_prefix`` or with characters outside
+                ``pattern``; the message names the prefix, ``allowed`` and the limit.
+        """
+        if len(prefix) > self.longest_prefix or not self.pattern.fullmatch(prefix):
+            raise ValueError(
+                f"{self.what} name {prefix!r}: {self.allowed}, at most "
+                f"{self.longest_prefix} characters"
+            )
+
+
+def unique_name(prefix: str) -> str:
+    """``prefix``, ``-`` and 8 random hex digits (``NAME_SUFFIX_CHARS`` in all)."""
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def dynamic_inputs(
+    rule: NameRule,
+    name: str,
+    members: Mapping[str, Any],
+    *,
+    access: AwsAccess,
+    tags: Mapping[str, str],
+    outputs: Sequence[str],
+) -> dict[str, Any]:
+    """A dynamic resource's inputs: ``namePrefix`` (``name``, checked by ``rule``), its own
+    ``members``, ``tags``, ``access`` (``AwsAccess.inputs``) and each of ``outputs`` as
+    ``None`` (so the engine knows the resource's output properties).
+
+    Raises:
+        ValueError: for a name ``rule`` refuses.
+    """
+    rule.check(name)
+    return {
+        "namePrefix": name,
+        **members,
+        "tags": dict(tags),
+        "access": access.inputs(),
+        **dict.fromkeys(outputs),
+    }
 
 
 def assume_role_params(access: AwsAccess) -> dict[str, str]:
@@ -65,11 +141,48 @@ def not_found(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == NOT_FOUND
 
 
-def access_replaces(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
-    """A change of ``access`` needs a new resource only when its region changes: a resource
-    lives in one region, while the profile and role are only who calls the API."""
+def unless_missing(call: Callable[[], _T]) -> _T | None:
+    """``call()``, or ``None`` when the service says the resource does not exist.
+
+    Raises:
+        botocore.exceptions.ClientError: for any other refusal.
+    """
+    try:
+        return call()
+    except ClientError as error:
+        if not_found(error):
+            return None
+        raise
+
+
+class ApiProvider(pulumi.dynamic.ResourceProvider):
+    """A dynamic provider that calls one AWS service, as the identity its ``access`` input
+    names (``session``).
+
+    Attributes:
+        service: the botocore service name (``network-firewall``, ``lambda-microvms``).
+    """
+
+    service: ClassVar[str]
+
+    def client(self, access: AwsAccess) -> Any:
+        """A ``service`` client for ``access`` (tests override this)."""
+        return session(access).client(self.service, region_name=access.region)
+
+    def client_of(self, props: Mapping[str, Any]) -> Any:
+        """The client for the ``access`` member of a resource's inputs or outputs."""
+        return self.client(AwsAccess.of(props["access"]))
+
+
+def replaced_inputs(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
+    """The inputs whose change needs a new resource: ``namePrefix`` (the name is fixed at
+    creation) and ``access`` only when its region changes (a resource lives in one region,
+    while the profile and role are only who calls the API)."""
+    replaces = ["namePrefix"] if olds.get("namePrefix") != news.get("namePrefix") else []
     old, new = olds.get("access") or {}, news.get("access") or {}
-    return bool(old.get("region") != new.get("region"))
+    if old.get("region") != new.get("region"):
+        replaces.append("access")
+    return replaces
 
 
 def drop_empty(value: Any, keep: Collection[str] = ()) -> Any:

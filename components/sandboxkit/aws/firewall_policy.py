@@ -18,29 +18,29 @@ prefix or region replaces the policy; a new profile or role is only who calls th
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi.dynamic
-from botocore.exceptions import ClientError
 
 from sandboxkit.aws.dynamic_api import (
-    access_replaces,
+    ApiProvider,
+    NameRule,
     drop_empty,
-    not_found,
-    session,
+    dynamic_inputs,
+    replaced_inputs,
+    unique_name,
+    unless_missing,
     update_tags,
     whole_numbers,
 )
 from sandboxkit.aws.plan import AwsAccess
 
-# Network Firewall resource names: ^[a-zA-Z0-9-]+$, 1 to 128 characters (shape ResourceName);
-# the provider appends "-" and 8 hex digits so a replacement can exist beside the old one.
-_NAME_SUFFIX_CHARS = 9
-MAX_NAME_PREFIX = 128 - _NAME_SUFFIX_CHARS
-_NAME = re.compile(r"^[A-Za-z0-9-]+$")
+# Network Firewall resource names: ^[a-zA-Z0-9-]+$, 1 to 128 characters (shape ResourceName).
+NAME_RULE = NameRule(
+    "firewall policy", re.compile(r"^[A-Za-z0-9-]+$"), 128, "letters, digits and hyphens"
+)
 # Members the kit writes under StatefulEngineOptions; FlowTimeouts is left at the service default.
 _ENGINE_OPTIONS = ("RuleOrder", "StreamExceptionPolicy")
 # Stateless engine: forward everything to the stateful rules, fragments included.
@@ -144,7 +144,7 @@ def kit_document(
     return document
 
 
-class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
+class FirewallPolicyProvider(ApiProvider):
     """Create, read, diff, update and delete one firewall policy through the API.
 
     Inputs (camel case): ``namePrefix``, ``firewallPolicy`` (the document in the API's shape,
@@ -153,51 +153,47 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
     the policy's ARN.
     """
 
-    def client(self, access: AwsAccess) -> Any:
-        """A ``network-firewall`` client for ``access`` (tests override this)."""
-        return session(access).client("network-firewall", region_name=access.region)
+    service = "network-firewall"
 
     def _live(self, client: Any, arn: str) -> dict[str, Any]:
         return dict(client.describe_firewall_policy(FirewallPolicyArn=arn))
 
+    @staticmethod
+    def _outs(props: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            **props,
+            "arn": response["FirewallPolicyArn"],
+            "firewallPolicyName": response["FirewallPolicyName"],
+            "firewallPolicyId": response["FirewallPolicyId"],
+        }
+
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         """CreateFirewallPolicy named ``namePrefix`` plus a random suffix."""
-        name = f"{props['namePrefix']}-{secrets.token_hex(4)}"
-        client = self.client(AwsAccess.of(props["access"]))
+        client = self.client_of(props)
         response = client.create_firewall_policy(
-            FirewallPolicyName=name,
+            FirewallPolicyName=unique_name(props["namePrefix"]),
             FirewallPolicy=whole_numbers(props["firewallPolicy"]),
             Description=props["description"],
             Tags=_tag_list(props["tags"]),
         )["FirewallPolicyResponse"]
-        outs = {
-            **props,
-            "arn": response["FirewallPolicyArn"],
-            "firewallPolicyName": response["FirewallPolicyName"],
-            "firewallPolicyId": response["FirewallPolicyId"],
-        }
-        return pulumi.dynamic.CreateResult(response["FirewallPolicyArn"], outs)
+        return pulumi.dynamic.CreateResult(
+            response["FirewallPolicyArn"], self._outs(props, response)
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         """DescribeFirewallPolicy: the live document, description and tags; no id when gone."""
-        client = self.client(AwsAccess.of(props["access"]))
-        try:
-            live = self._live(client, id_)
-        except ClientError as error:
-            if not_found(error):
-                return pulumi.dynamic.ReadResult(None, {})
-            raise
+        client = self.client_of(props)
+        live = unless_missing(lambda: self._live(client, id_))
+        if live is None:
+            return pulumi.dynamic.ReadResult(None, {})
         response = live["FirewallPolicyResponse"]
-        outs = {
+        read = {
             **props,
             "firewallPolicy": live.get("FirewallPolicy", {}),
             "description": response.get("Description", ""),
             "tags": {tag["Key"]: tag["Value"] for tag in response.get("Tags", [])},
-            "arn": response["FirewallPolicyArn"],
-            "firewallPolicyName": response["FirewallPolicyName"],
-            "firewallPolicyId": response["FirewallPolicyId"],
         }
-        return pulumi.dynamic.ReadResult(id_, outs)
+        return pulumi.dynamic.ReadResult(id_, self._outs(read, response))
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
@@ -206,9 +202,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         lives in one); update when the desired document, description, tags or access differ
         from the last applied ones or the live document differs from the desired one (one
         DescribeFirewallPolicy call)."""
-        replaces = [key for key in ("namePrefix",) if olds.get(key) != news.get(key)]
-        if access_replaces(olds, news):
-            replaces.append("access")
+        replaces = replaced_inputs(olds, news)
         if replaces:
             return pulumi.dynamic.DiffResult(changes=True, replaces=replaces)
         changed = any(olds.get(k) != news.get(k) for k in ("description", "tags", "access"))
@@ -216,7 +210,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
             news["firewallPolicy"]
         )
         if not changed:
-            live = self._live(self.client(AwsAccess.of(news["access"])), id_)
+            live = self._live(self.client_of(news), id_)
             changed = normalized(live.get("FirewallPolicy", {})) != normalized(
                 news["firewallPolicy"]
             )
@@ -226,7 +220,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
         """UpdateFirewallPolicy with the current UpdateToken, then the tag changes."""
-        client = self.client(AwsAccess.of(news["access"]))
+        client = self.client_of(news)
         token = self._live(client, id_)["UpdateToken"]
         response = client.update_firewall_policy(
             UpdateToken=token,
@@ -240,13 +234,7 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
             lambda keys: client.untag_resource(ResourceArn=id_, TagKeys=keys),
             lambda tags: client.tag_resource(ResourceArn=id_, Tags=_tag_list(tags)),
         )
-        outs = {
-            **news,
-            "arn": response["FirewallPolicyArn"],
-            "firewallPolicyName": response["FirewallPolicyName"],
-            "firewallPolicyId": response["FirewallPolicyId"],
-        }
-        return pulumi.dynamic.UpdateResult(outs)
+        return pulumi.dynamic.UpdateResult(self._outs(news, response))
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """DeleteFirewallPolicy; a policy already gone is not an error.
@@ -255,12 +243,8 @@ class FirewallPolicyProvider(pulumi.dynamic.ResourceProvider):
             botocore.exceptions.ClientError: for any other refusal (a policy still attached
                 to a firewall, throttling ...).
         """
-        client = self.client(AwsAccess.of(props["access"]))
-        try:
-            client.delete_firewall_policy(FirewallPolicyArn=id_)
-        except ClientError as error:
-            if not not_found(error):
-                raise
+        client = self.client_of(props)
+        unless_missing(lambda: client.delete_firewall_policy(FirewallPolicyArn=id_))
 
 
 class FirewallPolicyDocument(
@@ -288,26 +272,15 @@ class FirewallPolicyDocument(
         """Register the policy ``name`` (also its name prefix).
 
         Raises:
-            ValueError: for a name longer than ``MAX_NAME_PREFIX`` or with characters outside
-                ``[A-Za-z0-9-]`` (Network Firewall shape ResourceName).
+            ValueError: for a name longer than ``NAME_RULE.longest_prefix`` (119) or with
+                characters outside ``[A-Za-z0-9-]`` (Network Firewall shape ResourceName).
         """
-        if len(name) > MAX_NAME_PREFIX or not _NAME.fullmatch(name):
-            raise ValueError(
-                f"firewall policy name {name!r}: letters, digits and hyphens, at most "
-                f"{MAX_NAME_PREFIX} characters"
-            )
-        super().__init__(
-            FirewallPolicyProvider(),
+        inputs = dynamic_inputs(
+            NAME_RULE,
             name,
-            {
-                "namePrefix": name,
-                "firewallPolicy": document,
-                "description": description,
-                "tags": dict(tags),
-                "access": access.inputs(),
-                "arn": None,
-                "firewallPolicyName": None,
-                "firewallPolicyId": None,
-            },
-            opts,
+            {"firewallPolicy": document, "description": description},
+            access=access,
+            tags=tags,
+            outputs=("arn", "firewallPolicyName", "firewallPolicyId"),
         )
+        super().__init__(FirewallPolicyProvider(), name, inputs, opts)

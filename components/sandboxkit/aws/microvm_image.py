@@ -24,30 +24,30 @@ which Pulumi would otherwise not know about).
 from __future__ import annotations
 
 import re
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 import pulumi.dynamic
-from botocore.exceptions import ClientError
 
 from sandboxkit.aws.dynamic_api import (
-    access_replaces,
+    ApiProvider,
+    NameRule,
     drop_empty,
-    not_found,
-    session,
+    dynamic_inputs,
+    replaced_inputs,
+    unique_name,
+    unless_missing,
     update_tags,
     whole_numbers,
 )
 from sandboxkit.aws.plan import AwsAccess
 
-# ImageName: [a-zA-Z0-9-_]+, 1 to 64 characters; the provider appends "-" and 8 hex digits so a
-# replacement can exist beside the old image (names are unique within the account).
-_NAME_SUFFIX_CHARS = 9
-MAX_NAME_PREFIX = 64 - _NAME_SUFFIX_CHARS
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+# ImageName: [a-zA-Z0-9-_]+, 1 to 64 characters.
+NAME_RULE = NameRule(
+    "MicroVM image", re.compile(r"^[A-Za-z0-9_-]+$"), 64, "letters, digits, '-' and '_'"
+)
 # The request members the kit writes, in the API's names (CreateMicrovmImageRequest minus name,
 # tags and clientToken). UpdateMicrovmImage takes every one of them.
 SPEC_MEMBERS = (
@@ -107,7 +107,7 @@ def normalized(spec: Mapping[str, Any]) -> dict[str, Any]:
     return dict(drop_empty(kept))
 
 
-class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
+class MicrovmImageProvider(ApiProvider):
     """Create, read, diff, update and delete one MicroVM image through the API.
 
     Inputs (camel case): ``namePrefix``, ``image`` (the ``SPEC_MEMBERS`` in the API's shape),
@@ -119,12 +119,9 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
         timeout_seconds: longest wait for a build, seconds.
     """
 
+    service = "lambda-microvms"
     poll_seconds = POLL_SECONDS
     timeout_seconds = BUILD_TIMEOUT_SECONDS
-
-    def client(self, access: AwsAccess) -> Any:
-        """A ``lambda-microvms`` client for ``access`` (tests override this)."""
-        return session(access).client("lambda-microvms", region_name=access.region)
 
     def _wait(self, client: Any, arn: str, action: str) -> dict[str, Any]:
         """Poll ``GetMicrovmImage`` until the build of ``action`` ends; the final image.
@@ -183,10 +180,11 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
         Raises:
             ImageBuildError: when the build fails (the image is deleted first) or times out.
         """
-        name = f"{props['namePrefix']}-{secrets.token_hex(4)}"
-        client = self.client(AwsAccess.of(props["access"]))
+        client = self.client_of(props)
         created = client.create_microvm_image(
-            name=name, tags=dict(props["tags"]), **whole_numbers(props["image"])
+            name=unique_name(props["namePrefix"]),
+            tags=dict(props["tags"]),
+            **whole_numbers(props["image"]),
         )
         arn = created["imageArn"]
         try:
@@ -198,13 +196,11 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         """The live image: its active version's configuration and its tags; no id when gone."""
-        client = self.client(AwsAccess.of(props["access"]))
-        try:
-            image, version = self._live(client, id_)
-        except ClientError as error:
-            if not_found(error):
-                return pulumi.dynamic.ReadResult(None, {})
-            raise
+        client = self.client_of(props)
+        found = unless_missing(lambda: self._live(client, id_))
+        if found is None:
+            return pulumi.dynamic.ReadResult(None, {})
+        image, version = found
         live = {k: version[k] for k in (*SPEC_MEMBERS, *_UNSET_MEMBERS) if k in version}
         outs = {**self._outs(props, image), "image": live, "tags": dict(image.get("tags") or {})}
         return pulumi.dynamic.ReadResult(id_, outs)
@@ -215,15 +211,13 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
         """Replace for a new name prefix or region; update when the desired configuration,
         tags or access differ from the last applied ones, or the active version's live
         configuration differs from the desired one (GetMicrovmImage, GetMicrovmImageVersion)."""
-        replaces = [key for key in ("namePrefix",) if olds.get(key) != news.get(key)]
-        if access_replaces(olds, news):
-            replaces.append("access")
+        replaces = replaced_inputs(olds, news)
         if replaces:
             return pulumi.dynamic.DiffResult(changes=True, replaces=replaces)
         changed = any(olds.get(k) != news.get(k) for k in ("tags", "access"))
         changed = changed or normalized(olds["image"]) != normalized(news["image"])
         if not changed:
-            _, version = self._live(self.client(AwsAccess.of(news["access"])), id_)
+            _, version = self._live(self.client_of(news), id_)
             changed = normalized(version) != normalized(news["image"])
         return pulumi.dynamic.DiffResult(changes=changed, replaces=[])
 
@@ -236,7 +230,7 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
             ImageBuildError: when the new version's build fails or times out (the previous
                 version stays active).
         """
-        client = self.client(AwsAccess.of(news["access"]))
+        client = self.client_of(news)
         client.update_microvm_image(imageIdentifier=id_, **whole_numbers(news["image"]))
         image = self._wait(client, id_, "update")
         update_tags(
@@ -250,12 +244,8 @@ class MicrovmImageProvider(pulumi.dynamic.ResourceProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         """DeleteMicrovmImage (idempotent in the API; a missing image is not an error here
         either)."""
-        client = self.client(AwsAccess.of(props["access"]))
-        try:
-            client.delete_microvm_image(imageIdentifier=id_)
-        except ClientError as error:
-            if not not_found(error):
-                raise
+        client = self.client_of(props)
+        unless_missing(lambda: client.delete_microvm_image(imageIdentifier=id_))
 
 
 class MicrovmImage(pulumi.dynamic.Resource, module="lambdamicrovms", name="MicrovmImage"):
@@ -281,25 +271,15 @@ class MicrovmImage(pulumi.dynamic.Resource, module="lambdamicrovms", name="Micro
         """Register the image ``name`` (also its name prefix).
 
         Raises:
-            ValueError: for a name longer than ``MAX_NAME_PREFIX`` or with characters outside
-                ``[A-Za-z0-9_-]`` (lambda-microvms shape ImageName).
+            ValueError: for a name longer than ``NAME_RULE.longest_prefix`` (55) or with
+                characters outside ``[A-Za-z0-9_-]`` (lambda-microvms shape ImageName).
         """
-        if len(name) > MAX_NAME_PREFIX or not _NAME.fullmatch(name):
-            raise ValueError(
-                f"MicroVM image name {name!r}: letters, digits, '-' and '_', at most "
-                f"{MAX_NAME_PREFIX} characters"
-            )
-        super().__init__(
-            MicrovmImageProvider(),
+        inputs = dynamic_inputs(
+            NAME_RULE,
             name,
-            {
-                "namePrefix": name,
-                "image": image,
-                "tags": dict(tags),
-                "access": access.inputs(),
-                "arn": None,
-                "imageName": None,
-                "imageVersion": None,
-            },
-            opts,
+            {"image": image},
+            access=access,
+            tags=tags,
+            outputs=("arn", "imageName", "imageVersion"),
         )
+        super().__init__(MicrovmImageProvider(), name, inputs, opts)

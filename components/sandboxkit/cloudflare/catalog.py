@@ -7,7 +7,12 @@ See ``sandboxkit.catalog``: mock outputs for the offline render and checkov expo
 from __future__ import annotations
 
 from sandboxkit.catalog import TF_CLOUDFLARE, ResourceKind, TerraformType
-from sandboxkit.cloudflare.type_tokens import PROVIDER, WORKERS_SCRIPT, WORKERS_SUBDOMAIN
+from sandboxkit.cloudflare.type_tokens import (
+    PROVIDER,
+    WORKERS_SCRIPT,
+    WORKERS_SUBDOMAIN,
+    WRANGLER_SCRIPT,
+)
 
 KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(
@@ -16,6 +21,26 @@ KINDS: tuple[ResourceKind, ...] = (
             "cloudflare_workers_script",
             TF_CLOUDFLARE,
             objects=frozenset({"observability", "observability.logs", "migrations", "bindings"}),
+        ),
+    ),
+    ResourceKind(
+        WRANGLER_SCRIPT.token,
+        # The script wrangler uploads, exported as the Workers script it is: its bindings and
+        # observability have terraform-provider-cloudflare's shape, so checkov's Workers checks
+        # (CKV_SBX_22) read it; the container, routes and migration ledger ride along as data.
+        export=TerraformType(
+            "cloudflare_workers_script",
+            TF_CLOUDFLARE,
+            objects=frozenset(
+                {
+                    "observability",
+                    "observability.logs",
+                    "bindings",
+                    "migrations",
+                    "containers",
+                    "routes",
+                }
+            ),
         ),
     ),
     ResourceKind(

@@ -1,7 +1,8 @@
 """The ``cloudflare`` target's effective egress, read from its rendered Worker script only.
 
 Reader of issue 12 for this target: ``read_egress(resources)`` takes the rendered resources (as
-``ResourceView``s), finds each ``WorkersScript`` and its ``EGRESS_POLICY`` plain-text binding,
+``ResourceView``s), finds each Worker script (``type_tokens.WORKER_SCRIPTS``: the kit's
+``WranglerScript``, or pulumi-cloudflare's ``WorkersScript``) and its ``EGRESS_POLICY`` binding,
 and lets the Worker's own code say what that policy admits (``decide.WorkerDecider``, the
 JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it:
 
@@ -52,7 +53,7 @@ from sandboxkit.boundary import EGRESS_POLICY_BINDING, NON_PUBLIC_IPV4, NON_PUBL
 from sandboxkit.cloudflare.decide import Interception, WorkerDecider
 from sandboxkit.cloudflare.plan import COMPATIBILITY_FLAGS
 from sandboxkit.cloudflare.spec import WORKER_MODULE
-from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT
+from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS
 from sandboxkit.effective_egress import (
     EffectiveEgress,
     Grant,
@@ -76,19 +77,14 @@ RESOLVE_SOURCE: Final = (
     "outbound configuration decides which DNS lookups resolve'); untested here, see the Worker "
     "README, DNS"
 )
-# The port each interception method routes (Non-HTTP traffic: only 80 and 443 are intercepted).
-_PORTS: Final = {
-    "interceptOutboundHttp": 80,
-    "interceptAllOutboundHttp": 80,
-    "interceptOutboundHttps": 443,
-}
-# What each method's interceptions carry: the platform routes a container's HTTP by its Host, its
-# HTTPS (TLS) by its SNI; other bytes on 80 and 443 match no interception and never leave
-# (enableInternet: false).
-_PROTOCOLS: Final[Mapping[str, frozenset[ConnectionProtocol]]] = {
-    "interceptOutboundHttp": frozenset({"http"}),
-    "interceptAllOutboundHttp": frozenset({"http"}),
-    "interceptOutboundHttps": frozenset({"tls"}),
+# The port each interception method routes and what it carries (Non-HTTP traffic: only 80 and
+# 443 are intercepted): the platform routes a container's HTTP by its Host, its HTTPS (TLS) by
+# its SNI; other bytes on 80 and 443 match no interception and never leave (enableInternet:
+# false).
+_ROUTES: Final[Mapping[str, tuple[int, ConnectionProtocol]]] = {
+    "interceptOutboundHttp": (80, "http"),
+    "interceptAllOutboundHttp": (80, "http"),
+    "interceptOutboundHttps": (443, "tls"),
 }
 # Names a catch-all (open) policy is checked on besides the derived probes: public, any port.
 _OPEN_PROBES: Final = (("example.com", 443), ("example.com", 80), ("example.com", 8443))
@@ -163,7 +159,7 @@ def read_egress(
     """What the rendered ``WorkersScript``s let a sandbox reach (module docstring).
 
     Args:
-        resources: the target's rendered resources; only ``WorkersScript``s are read. A script
+        resources: the target's rendered resources; only Worker scripts are read. A script
             without a readable ``EGRESS_POLICY`` grants nothing (the Worker then denies every
             request and refuses to start containers).
         decider: a running ``WorkerDecider`` to ask; default: one per process, started when a
@@ -184,7 +180,8 @@ def read_egress(
     connect: list[Grant] = []
     resolve: list[Grant] = []
     for script in resources:
-        policy = egress_policy_text(script) if WORKERS_SCRIPT.matches(script.type) else None
+        kit_or_provider = any(t.matches(script.type) for t in WORKER_SCRIPTS)
+        policy = egress_policy_text(script) if kit_or_provider else None
         if policy is None:
             continue
         resource = f"{script.type} {script.name}"
@@ -231,8 +228,8 @@ def _pattern(step: Interception) -> str:
 
 
 def _connect_grants(step: Interception, resource: str) -> Iterator[Grant]:
-    port = frozenset({_PORTS[step.method]})
-    protocols = _PROTOCOLS[step.method]
+    routed, protocol = _ROUTES[step.method]
+    port, protocols = frozenset({routed}), frozenset({protocol})
     host, scope = _name_scope(_pattern(step))
     yield Grant(host, scope, port, "name-l7", "kit-code", CONNECT_SOURCE, resource, (), protocols)
     if scope == "any":
@@ -264,7 +261,7 @@ def _verify(worker: WorkerDecider, policy: str, grants: list[Grant]) -> None:
         for port in g.ports
     ]
     # The Worker decides the HTTP(S) requests the platform routes to it, so it is asked the
-    # probes that carry a name; plain TCP never reaches it (see _PROTOCOLS).
+    # probes that carry a name; plain TCP never reaches it (see _ROUTES).
     probes = [p for p in derive_probes(rules) if p.protocol != "tcp"]
     if any(g.scope == "any" for g in grants):
         probes += [Probe.usual(host, port, "entry") for host, port in _OPEN_PROBES]

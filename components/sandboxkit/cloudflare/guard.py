@@ -18,7 +18,7 @@ from sandboxkit.boundary import (
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.cloudflare.egress_reader import worker_code_problems
-from sandboxkit.cloudflare.type_tokens import WORKERS_SCRIPT, WORKERS_SUBDOMAIN
+from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS, WORKERS_SUBDOMAIN
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -172,7 +172,7 @@ def _worker_limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
 def _workers_without_observability(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
-    for script in of_kind(resources, WORKERS_SCRIPT):
+    for script in of_kind(resources, *WORKER_SCRIPTS):
         if dig(script.props, "observability.enabled") is not True:
             yield (
                 f"Worker {script.name} has observability off, so commands leave no audit "
@@ -235,36 +235,36 @@ def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:
 
 
 # A secret_text binding holds a Worker secret: SBX-SEC-002 does not read its text.
-SECRET_SINKS = (SecretSink(WORKERS_SCRIPT, holds=_secret_binding_text),)
+SECRET_SINKS = tuple(SecretSink(t, holds=_secret_binding_text) for t in WORKER_SCRIPTS)
 
 HANDLERS = (
     Handler(
         EGRESS_CLOSED,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_egress,
         "the Worker's EGRESS_POLICY binding: mode and ports",
     ),
     Handler(
         ALLOWLIST_SPECIFIC,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_entries,
         "the Worker's EGRESS_POLICY allowlist entries",
     ),
     Handler(
         DEFAULT_DENY,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_code,
         "the Worker's code and compatibility flags: the kit's module, global_fetch_strictly_public",
     ),
     Handler(
         SERVER_CHOSEN_IDS,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _id_key,
         "the Worker: a secret sandbox id key and token verification key",
     ),
     Handler(
         AUTHENTICATED_WORKER,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _auth_key,
         "the Worker: client tokens verified with a secret key",
     ),
@@ -276,17 +276,17 @@ HANDLERS = (
     ),
     Handler(
         TIME_LIMITS,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _worker_limits,
         "the Worker's idle, exec and lifetime limits",
     ),
     StackHandler(AUDIT_LOGS, _workers_without_observability, "each Worker: observability enabled"),
-    Handler(PLAINTEXT_ENV, (WORKERS_SCRIPT,), _plain_secrets, "the Worker's plain_text bindings"),
+    Handler(PLAINTEXT_ENV, WORKER_SCRIPTS, _plain_secrets, "the Worker's plain_text bindings"),
     Handler(
         AUTHENTICATED_WORKER,
-        (WORKERS_SCRIPT,),
+        WORKER_SCRIPTS,
         _token_lifetime,
         "the Worker: client tokens' maximum lifetime",
     ),
-    Handler(DIGEST_PINNED, (WORKERS_SCRIPT,), _container_image, "the Worker's container image"),
+    Handler(DIGEST_PINNED, WORKER_SCRIPTS, _container_image, "the Worker's container image"),
 )

@@ -6,15 +6,24 @@ No SDK and no settings here: the component imports this module and nothing of th
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
+from sandboxkit.boundary import DURABLE_OBJECT_CLASS
 from sandboxkit.secrets import SecretValue
 
 # The Worker's module name as uploaded.
 MAIN_MODULE = "index.js"
-# One migration creates the SQLite-backed namespace; the tag stays fixed so re-deploys of the
-# same class are no-ops for Cloudflare's migration check.
-MIGRATION_TAG = "v1"
+# The Durable Object migrations, in wrangler's shape (``migrations[]``: ``tag`` and the steps):
+# an append-only ledger. wrangler reads the script's current ``migration_tag`` and uploads only
+# the migrations after it, as ``{old_tag, new_tag, steps}``; none once the last is applied. A tag
+# removed or renamed here makes wrangler replay every migration against the live script, which
+# the API refuses (code 10074; a tagless one on a tagged script: "Migration tag precondition
+# failed; current tag is v1", code 10079, cloudflare/workers-sdk#705). Add a migration by
+# appending one with a new tag. Source:
+# developers.cloudflare.com/durable-objects/reference/durable-objects-migrations/
+MIGRATIONS: tuple[dict[str, Any], ...] = (
+    {"tag": "v1", "newSqliteClasses": [DURABLE_OBJECT_CLASS]},
+)
 # Every request and every log line is kept: the Worker's logs are the sandboxes' audit trail.
 HEAD_SAMPLING_RATE = 1
 # The egress gateway re-issues allowed requests with the global fetch(). Without this flag a
@@ -59,4 +68,11 @@ class WorkerSandboxArgs(TypedDict, total=False):
     workers_dev: bool
     """Expose the Worker on workers.dev (false: only routes or custom domains reach it)."""
     instance_type: str
-    """Container instance type of the generated wrangler config (reported, not deployed)."""
+    """Container instance type (``containers[0].instance_type``)."""
+    image: str
+    """The sandbox container image, an OCI reference (``containers[0].image``)."""
+    max_instances: int
+    """Containers at most (``containers[0].max_instances``, ``pool.maxConcurrent``)."""
+    routes: list[dict[str, Any]]
+    """Routes and custom domains, in the component's camelCase shape (``pattern`` with
+    ``customDomain``, ``zoneName`` or ``zoneId``; ``spec.WorkerRoute``)."""

@@ -1,22 +1,32 @@
 """Settings, enforcement map and factory of the ``cloudflare`` target (no SDK import here).
 
 The target is a Worker (``components/sandboxkit/cloudflare/worker/src/index.js``) that routes
-each sandbox to a Durable Object of class ``Sandbox``, which owns one container. Pulumi
-creates the Worker script, its bindings and its ``workers.dev`` switch; pulumi-cloudflare 6
-has no resource for a Containers application (image, instance type, instance count), so that
-part is a generated wrangler config (``sandboxkit cloudflare-config``, see ``wrangler.py``).
+each sandbox to a Durable Object of class ``Sandbox``, which owns one container. wrangler
+uploads the script with its bindings, migrations, container application (image, instance
+type, instance count) and routes, run by the ``WranglerScript`` dynamic resource
+(``wrangler_script.py``: pulumi-cloudflare 6 has no Containers resource and its script upload
+drops the container link); Pulumi keeps the ``workers.dev`` switch. ``sandboxkit
+cloudflare-config`` writes the same wrangler config for review (``wrangler.py``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sandboxkit.boundary import (
     CONTAINER_IMAGE_BINDING,
@@ -38,6 +48,7 @@ from sandboxkit.cloudflare.plan import (
     WorkerSandboxArgs,
 )
 from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.dns_names import is_at_or_below, normalize_name
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError, MissingTool, Problem
 from sandboxkit.profile import SandboxProfile
@@ -135,6 +146,114 @@ def instance_type_for(vcpu: float, memory_mib: int) -> InstanceType:
     return instance
 
 
+_ROUTES_SOURCE = (
+    "developers.cloudflare.com/workers/configuration/routing/routes/ (Matching behavior)"
+)
+_DOMAINS_SOURCE = "developers.cloudflare.com/workers/configuration/routing/custom-domains/"
+# A route's host: a DNS name, optionally behind a leading '*' or '*.' (the only wildcard a host
+# may hold); its path: '/' then anything without '?' (route patterns hold no query), with '*'
+# only at the end.
+_ROUTE = re.compile(r"^(?P<wild>\*\.?)?(?P<host>[^/*?:]+)(?P<path>/[^*?]*\*?)$")
+
+
+def _dns_name(value: str, what: str) -> str:
+    try:
+        name = normalize_name(value)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    if "." not in name:
+        raise ValueError(f"{what} of at least two labels (a name in a zone)")
+    return name
+
+
+class WorkerRoute(BaseModel):
+    """One entry of ``sandboxkit:cloudflare.routes``: a custom domain or a route of a zone.
+
+    Attributes:
+        pattern: with ``customDomain``, a host name the Worker is the origin of
+            (``sandbox.example.com``: no wildcard, no path; Cloudflare creates its DNS record
+            and certificate). Else a route pattern ``HOST/PATH`` in front of a proxied host of
+            the zone: ``*`` only at the start of the host (``*.example.com`` or
+            ``*example.com``) and at the end of the path, no query, no scheme
+            (``api.example.com/sandbox/*``).
+        customDomain: the pattern is a custom domain; default false (a route).
+        zoneName: the zone (a DNS name) the host is in or at; required for a route unless
+            ``zoneId`` is given, optional for a custom domain (wrangler finds its zone).
+        zoneId: the zone's id (32 hex characters) instead of ``zoneName``.
+
+    Sources: developers.cloudflare.com/workers/configuration/routing/routes/ and
+    .../routing/custom-domains/; wrangler's config schema (``CustomDomainRoute``,
+    ``ZoneNameRoute``, ``ZoneIdRoute``).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+    # Declared before pattern, so its validator sees them.
+    custom_domain: bool = Field(False, alias="customDomain")
+    zone_name: str | None = Field(None, alias="zoneName")
+    zone_id: str | None = Field(None, alias="zoneId")
+    pattern: str
+
+    @field_validator("zone_name")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        return None if value is None else _dns_name(value, "a zone name")
+
+    @field_validator("zone_id")
+    @classmethod
+    def _zone_id(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-f]{32}", value):
+            raise ValueError("a zone id: 32 lower-case hexadecimal digits")
+        return value
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str, info: ValidationInfo) -> str:
+        zone = info.data.get("zone_name")
+        if info.data.get("custom_domain"):
+            if any(c in value for c in "*/?:"):
+                raise ValueError(
+                    "a host name only for a custom domain, without wildcard, scheme or path "
+                    f"(source: {_DOMAINS_SOURCE}); use a route (customDomain false, with "
+                    "zoneName) for a path or a wildcard"
+                )
+            host = _dns_name(value, "a host name")
+        else:
+            match = _ROUTE.fullmatch(value)
+            if match is None:
+                raise ValueError(
+                    "a route pattern HOST/PATH with '*' only at the start of the host and the "
+                    f"end of the path, no scheme and no query (source: {_ROUTES_SOURCE})"
+                )
+            host = _dns_name(match["host"], "a route host")
+        if zone is not None and not is_at_or_below(host, zone):
+            raise ValueError(f"a host in zone {zone} (zoneName); {host} is not")
+        return value
+
+    @model_validator(mode="after")
+    def _one_zone(self) -> WorkerRoute:
+        if self.zone_name is not None and self.zone_id is not None:
+            raise ValueError("zoneName or zoneId, not both")
+        if not self.custom_domain and self.zone_name is None and self.zone_id is None:
+            raise ValueError(
+                f"a zone for route {self.pattern!r}: set zoneName (or zoneId) to the zone its "
+                "host is in"
+            )
+        return self
+
+    def inputs(self) -> dict[str, object]:
+        """The route as the ``WranglerScript`` records it (camelCase; wrangler's route shape
+        once snake-cased): ``pattern``, ``customDomain`` when true, the zone when given."""
+        route: dict[str, object] = {"pattern": self.pattern}
+        if self.custom_domain:
+            route["customDomain"] = True
+        if self.zone_name is not None:
+            route["zoneName"] = self.zone_name
+        if self.zone_id is not None:
+            route["zoneId"] = self.zone_id
+        return route
+
+
 class CloudflareSettings(TargetSettings):
     """``sandboxkit:cloudflare`` settings.
 
@@ -154,6 +273,8 @@ class CloudflareSettings(TargetSettings):
         scriptName: the Worker script name; default ``sandboxkit-<stack>``.
         workersDev: expose the Worker on ``<script>.<subdomain>.workers.dev``; default false
             (reach it through a route or custom domain you own).
+        routes: custom domains and routes of the account's zones that reach the Worker
+            (``WorkerRoute``, unique patterns); default none.
         compatibilityDate: Workers runtime compatibility date, ``YYYY-MM-DD`` naming a real
             day, at least 2025-11-17 (the Worker's egress gateway needs ``ctx.exports``) and at
             most ``MAX_COMPATIBILITY_DATE`` (2026-07-30, the date of the workerd the kit ships:
@@ -176,7 +297,24 @@ class CloudflareSettings(TargetSettings):
         Field(None, alias="scriptName")
     )
     workers_dev: bool = Field(False, alias="workersDev")
+    routes: tuple[WorkerRoute, ...] = ()
     compatibility_date: CalendarDate = Field(DEFAULT_COMPATIBILITY_DATE, alias="compatibilityDate")
+
+    @field_validator("routes", mode="before")
+    @classmethod
+    def _route_list(cls, value: object) -> object:
+        if isinstance(value, list):
+            value = tuple(value)
+        return value
+
+    @field_validator("routes")
+    @classmethod
+    def _unique_patterns(cls, value: tuple[WorkerRoute, ...]) -> tuple[WorkerRoute, ...]:
+        patterns = [route.pattern for route in value]
+        repeated = sorted({p for p in patterns if patterns.count(p) > 1})
+        if repeated:
+            raise ValueError(f"each pattern once; repeated: {', '.join(repeated)}")
+        return value
 
     @field_validator("compatibility_date")
     @classmethod
@@ -366,6 +504,9 @@ def worker_sandbox_args(
         },
         workers_dev=settings.workers_dev,
         instance_type=instance_type_for(profile.limits.vcpu, profile.limits.memory_mib).name,
+        image=settings.image,
+        max_instances=profile.pool.max_concurrent,
+        routes=[route.inputs() for route in settings.routes],
     )
 
 
@@ -430,15 +571,19 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
         plan: WorkerSandboxArgs,
         out: Path,
     ) -> ExternalConfig:
-        """The wrangler config of the container application (see ``wrangler.wrangler_config``);
-        its ``main`` is the Worker module's path relative to ``out``'s folder."""
-        from sandboxkit.cloudflare.wrangler import wrangler_config
+        """The wrangler config ``pulumi up`` deploys (``wrangler.wrangler_config`` of the
+        ``WranglerScript`` inputs, secrets left out), for review and ``wrangler deploy
+        --dry-run``; its ``main`` is the Worker module's path relative to ``out``'s folder."""
+        from sandboxkit.cloudflare.wrangler import script_inputs, wrangler_config
 
         main = os.path.relpath(WORKER_MODULE, out.resolve().parent)
         return ExternalConfig(
-            wrangler_config(plan, settings.image, profile.pool.max_concurrent, main),
+            wrangler_config(script_inputs(plan, "", {}), main),
             suffixes=(".jsonc", ".json"),
-            apply="npx wrangler deploy --config {out} (Node >= 22)",
+            apply=(
+                "pulumi up (its WranglerScript runs wrangler deploy with this config); check it "
+                "alone with npx wrangler deploy --dry-run --config {out} (Node >= 22)"
+            ),
         )
 
     def deployer_policy(

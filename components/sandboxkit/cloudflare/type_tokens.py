@@ -13,3 +13,8 @@ from sandboxkit.type_tokens import TypeToken
 WORKERS_SCRIPT = TypeToken("cloudflare:index/workersScript:WorkersScript")
 WORKERS_SUBDOMAIN = TypeToken("cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain")
 PROVIDER = TypeToken("pulumi:providers:cloudflare")
+# The kit's Worker script, uploaded by wrangler: pulumi-python names a dynamic resource's type
+# after its module and class (sandboxkit.cloudflare.wrangler_script.WranglerScript). It has the
+# WorkersScript's shape, so every check and the reader judge both.
+WRANGLER_SCRIPT = TypeToken("pulumi-python:dynamic/cloudflare:WranglerScript")
+WORKER_SCRIPTS = (WRANGLER_SCRIPT, WORKERS_SCRIPT)

@@ -1,72 +1,158 @@
-"""The wrangler config for the part pulumi-cloudflare 6 cannot create: the container application.
+"""The Worker as wrangler deploys it: the ``WranglerScript`` inputs and the wrangler config.
 
-pulumi-cloudflare 6.23 has no Containers resource (its only container input is
-``WorkerVersion.containers[].class_name``, which attaches an existing application). The config
-below carries the container (image, instance type, max instances) together with everything
-wrangler would otherwise reset on ``wrangler deploy``: the same script name, module, Durable
-Object binding and migration, plain-text bindings, observability and workers.dev switch as
-the Pulumi ``WorkersScript``. Secrets are absent on purpose: wrangler keeps the secret
-bindings Pulumi set.
+wrangler owns the script upload (``wrangler_script.WranglerScript`` runs ``wrangler deploy``):
+pulumi-cloudflare 6.23 has no Containers resource and its ``WorkersScript`` has no
+``containers`` argument, so a Pulumi-side upload would drop the container link wrangler sets,
+and it sends its one migration without ``old_tag`` on every update, which the API refuses once
+the script carries that tag. The inputs below keep the ``WorkersScript`` shape (camelCase
+``bindings``, ``content``, ``compatibilityFlags``, ``observability``) that the egress reader and
+the policy pack read, plus the container, routes and the migration ledger; ``wrangler_config``
+turns them into wrangler's config, which ``sandboxkit cloudflare-config`` also writes for review.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sandboxkit.boundary import DURABLE_OBJECT_BINDING, DURABLE_OBJECT_CLASS
 from sandboxkit.cloudflare.plan import (
     COMPATIBILITY_FLAGS,
     HEAD_SAMPLING_RATE,
-    MIGRATION_TAG,
+    MAIN_MODULE,
+    MIGRATIONS,
     WorkerSandboxArgs,
 )
 
 
-def wrangler_config(
-    plan: WorkerSandboxArgs, image: str, max_instances: int, main: str
+def script_inputs(
+    plan: WorkerSandboxArgs, content: str, secret_texts: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The wrangler config (JSON shape of ``wrangler.jsonc``) for one stack.
-
-    Built from the same plan as the Pulumi ``WorkersScript``, so the two cannot disagree.
+    """The ``WranglerScript`` inputs of ``plan`` (camelCase, as the engine records them).
 
     Args:
         plan: the ``WorkerSandbox`` inputs the ``cloudflare`` spec planned.
-        image: the container image (``sandboxkit:cloudflare.image``).
-        max_instances: containers at most (``pool.maxConcurrent``).
+        content: the Worker module's text (uploaded as ``MAIN_MODULE``, unbundled).
+        secret_texts: secret_text bindings, name -> text (Pulumi secrets in the component;
+            empty for a config written for review).
+
+    Returns:
+        ``accountId``, ``scriptName``, ``content``, ``mainModule``, ``compatibilityDate``,
+        ``compatibilityFlags``, ``bindings`` (durable object namespace, secret_text, then
+        plain_text; the ``WorkersScript`` shape), ``migrations`` (``plan.MIGRATIONS``),
+        ``observability``, ``workersDev``, ``previewUrls`` (false), ``containers`` (one:
+        ``name`` ``<script>-sandbox``, ``className``, ``image``, ``instanceType``,
+        ``maxInstances``) and ``routes``.
+    """
+    bindings: list[dict[str, Any]] = [
+        {
+            "name": DURABLE_OBJECT_BINDING,
+            "type": "durable_object_namespace",
+            "className": DURABLE_OBJECT_CLASS,
+        },
+        *(
+            {"name": name, "type": "secret_text", "text": text}
+            for name, text in secret_texts.items()
+        ),
+        *(
+            {"name": name, "type": "plain_text", "text": text}
+            for name, text in plan["plain_vars"].items()
+        ),
+    ]
+    return {
+        "accountId": plan["account_id"],
+        "scriptName": plan["script_name"],
+        "content": content,
+        "mainModule": MAIN_MODULE,
+        "compatibilityDate": plan["compatibility_date"],
+        "compatibilityFlags": list(COMPATIBILITY_FLAGS),
+        "bindings": bindings,
+        "migrations": [dict(migration) for migration in MIGRATIONS],
+        "observability": {
+            "enabled": True,
+            "headSamplingRate": HEAD_SAMPLING_RATE,
+            "logs": {
+                "enabled": True,
+                "invocationLogs": True,
+                "persist": True,
+                "headSamplingRate": HEAD_SAMPLING_RATE,
+            },
+        },
+        "workersDev": plan["workers_dev"],
+        "previewUrls": False,
+        "containers": [
+            {
+                # wrangler's own default name, stated: the provider deletes it by this name.
+                "name": f"{plan['script_name']}-{DURABLE_OBJECT_CLASS.lower()}",
+                "className": DURABLE_OBJECT_CLASS,
+                "image": plan["image"],
+                "instanceType": plan["instance_type"],
+                "maxInstances": plan["max_instances"],
+            }
+        ],
+        "routes": [dict(route) for route in plan["routes"]],
+    }
+
+
+def _snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+
+
+def _snake_keys(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {_snake(key): member for key, member in value.items()}
+
+
+def secret_texts(inputs: Mapping[str, Any]) -> dict[str, str]:
+    """The secret_text bindings of ``WranglerScript`` inputs, name -> text (for wrangler's
+    ``--secrets-file``, never its config)."""
+    return {
+        str(b["name"]): str(b["text"]) for b in inputs["bindings"] if b.get("type") == "secret_text"
+    }
+
+
+def wrangler_config(inputs: Mapping[str, Any], main: str) -> dict[str, Any]:
+    """The wrangler config (JSON shape of ``wrangler.jsonc``, wrangler 4's ``config-schema.json``)
+    of ``WranglerScript`` inputs.
+
+    Secrets are absent: ``wrangler deploy --secrets-file`` uploads them with the version, and
+    wrangler keeps secret bindings it is not given (``keep_bindings: secret_text``). ``vars``
+    are the plain_text bindings (wrangler deletes other vars on deploy). ``no_bundle``: the
+    module is uploaded byte for byte (the egress reader and SBX-NET-003 judge its digest).
+
+    Args:
+        inputs: ``script_inputs`` (or a ``WranglerScript``'s recorded inputs).
         main: path of the Worker module relative to the config file's folder.
 
     Returns:
-        A JSON-serialisable mapping; ``containers[0].instance_type`` is the plan's (the
-        smallest named instance type covering ``limits.vcpu`` and ``limits.memoryMiB``).
+        A JSON-serialisable mapping; ``routes`` only when the inputs have any (wrangler's
+        ``CustomDomainRoute``, ``ZoneNameRoute`` and ``ZoneIdRoute`` shapes).
     """
-    return {
-        "name": plan["script_name"],
-        "account_id": plan["account_id"],
+    bindings = inputs["bindings"]
+    observability = inputs["observability"]
+    config: dict[str, Any] = {
+        "name": inputs["scriptName"],
+        "account_id": inputs["accountId"],
         "main": main,
-        "compatibility_date": plan["compatibility_date"],
-        "compatibility_flags": list(COMPATIBILITY_FLAGS),
-        "workers_dev": plan["workers_dev"],
-        "preview_urls": False,
+        "no_bundle": True,
+        "compatibility_date": inputs["compatibilityDate"],
+        "compatibility_flags": list(inputs["compatibilityFlags"]),
+        "workers_dev": inputs["workersDev"],
+        "preview_urls": inputs["previewUrls"],
         "observability": {
-            "enabled": True,
-            "head_sampling_rate": HEAD_SAMPLING_RATE,
-            "logs": {
-                "enabled": True,
-                "invocation_logs": True,
-                "head_sampling_rate": HEAD_SAMPLING_RATE,
-            },
+            **_snake_keys({k: v for k, v in observability.items() if k != "logs"}),
+            "logs": _snake_keys(observability["logs"]),
         },
         "durable_objects": {
-            "bindings": [{"name": DURABLE_OBJECT_BINDING, "class_name": DURABLE_OBJECT_CLASS}]
+            "bindings": [
+                {"name": b["name"], "class_name": b["className"]}
+                for b in bindings
+                if b["type"] == "durable_object_namespace"
+            ]
         },
-        "migrations": [{"tag": MIGRATION_TAG, "new_sqlite_classes": [DURABLE_OBJECT_CLASS]}],
-        "containers": [
-            {
-                "class_name": DURABLE_OBJECT_CLASS,
-                "image": image,
-                "instance_type": plan["instance_type"],
-                "max_instances": max_instances,
-            }
-        ],
-        "vars": dict(plan["plain_vars"]),
+        "migrations": [_snake_keys(migration) for migration in inputs["migrations"]],
+        "containers": [_snake_keys(container) for container in inputs["containers"]],
+        "vars": {b["name"]: b["text"] for b in bindings if b["type"] == "plain_text"},
     }
+    if inputs["routes"]:
+        config["routes"] = [_snake_keys(route) for route in inputs["routes"]]
+    return config

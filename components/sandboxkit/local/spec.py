@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, field_validator
 
+from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import EgressContract
+from sandboxkit.local.deployer import local_policy
 from sandboxkit.local.isolation import Limits
 from sandboxkit.local.plan import TARGET, LocalPlan
 from sandboxkit.profile import SandboxProfile
@@ -237,6 +240,15 @@ class LocalTarget(TargetSpec[LocalSettings, LocalPlan]):
     ) -> dict[str, Enforcement]:
         """See ``local_enforcement``."""
         return local_enforcement(profile)
+
+    def deployer_policy(
+        self,
+        context: KitContext,
+        settings: LocalSettings,
+        resources: Sequence[ResourceView],
+    ) -> DeployerPolicy:
+        """The host's packages, privileges and writable folders (``local.deployer``)."""
+        return local_policy(self.name, resources)
 
     def component(self, plan: LocalPlan) -> KitComponent:
         """The ``LocalSandbox`` component, recording the gateway's policy."""

@@ -17,9 +17,9 @@
 //   MAX_LIFETIME_SECONDS  plain_text integer, hard cap from the sandbox's first request
 //   EXEC_TIMEOUT_SECONDS  plain_text integer, per-command wall clock limit
 //
-// Single module on purpose: the kit uploads this file alone as the WorkersScript's `index.js`
-// and the generated wrangler config points `main` at it inside the installed package, so it must
-// not import sibling files or npm packages. That is why token verification is the few lines under
+// Single module on purpose: wrangler uploads this file alone and unbundled (`no_bundle`) as
+// `index.js` (sandboxkit.cloudflare.wrangler_script), so the gate can judge it by its digest; it
+// must not import sibling files or npm packages. That is why token verification is the few lines under
 // "Client credentials" (one pinned algorithm; the MAC compare is crypto.subtle.verify's) rather
 // than jose, whose Web API build is 45 modules; test/auth.test.mjs checks it against jose.
 
