@@ -453,7 +453,7 @@ UDP_ROWS = (
                 "enableInternet: false", "enableInternet: true"
             )
 
-        transform("cloudflare:index/workersScript:WorkersScript", "cloudflare-script", internet)
+        transform("pulumi-python:dynamic/cloudflare:WranglerScript", "cloudflare-script", internet)
         """,
         "SBX-NET-003",
         "does not run the kit's Worker code",
