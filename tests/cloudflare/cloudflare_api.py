@@ -8,8 +8,12 @@ the API applies (developers.cloudflare.com/durable-objects/reference/durable-obj
 a migration whose ``old_tag`` is not the script's current tag, a tagless one included, is
 refused with "Migration tag precondition failed; current tag is <tag>" (code 10079, as the API
 answered in cloudflare/workers-sdk#705). Response envelopes are the v4 API's (``success``,
-``errors``, ``messages``, ``result``). A request it has no answer for gets 404 and is listed in
-``unhandled``.
+``errors``, ``messages``, ``result``). It also answers the reads of
+``pulumi refresh`` (``live_script``): the script's settings with its Durable Object namespace,
+its workers.dev switch, the custom domains by service and each zone's routes, all from the same
+state, which a test changes out of band. A request it has no answer for gets 404 and is listed
+in ``unhandled``; a path in ``refused`` gets that status (code 10000, as the API answers a
+token without the permission).
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class CloudflareAPI:
         calls: ``(method, path)`` of every request, query dropped.
         tokens: the bearer token of every request.
         unhandled: requests it had no answer for.
+        zone_routes: zone id -> the zone's routes (``id``, ``pattern``, ``script``).
+        refused: path -> HTTP status answered instead (401 or 403).
     """
 
     def __init__(self) -> None:
@@ -76,6 +82,8 @@ class CloudflareAPI:
         self.calls: list[tuple[str, str]] = []
         self.tokens: list[str] = []
         self.unhandled: list[tuple[str, str]] = []
+        self.zone_routes: dict[str, list[dict[str, Any]]] = {}
+        self.refused: dict[str, int] = {}
         self._lock = threading.Lock()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/client/v4"
@@ -103,11 +111,14 @@ class CloudflareAPI:
         self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, Any, list[dict[str, Any]]]:
         prefix = f"/client/v4/accounts/{ACCOUNT}"
+        if path in self.refused:
+            return self.refused[path], None, [{"code": 10000, "message": "Authentication error"}]
         if path == "/client/v4/zones" and method == "GET":
             names = re.findall(r"(?:^|&)name=([^&]+)", query)
             return 200, [{"id": _zone_id(name), "name": name} for name in names], []
-        if re.fullmatch(r"/client/v4/zones/[0-9a-f]{32}/workers/routes", path) and method == "GET":
-            return 200, [], []
+        zone = re.fullmatch(r"/client/v4/zones/([0-9a-f]{32})/workers/routes", path)
+        if zone and method == "GET":
+            return 200, self.zone_routes.get(zone[1], []), []
         if not path.startswith(prefix):
             return 404, None, [{"code": 7003, "message": "Could not route to " + path}]
         route = path.removeprefix(prefix)
@@ -116,6 +127,9 @@ class CloudflareAPI:
             return self._script(
                 method, match[1], match[2], rest=match[3] or "", headers=headers, body=body
             )
+        if route == "/workers/domains" and method == "GET":
+            service = dict(re.findall(r"(?:^|&)([^=&]+)=([^&]*)", query)).get("service")
+            return 200, self._domains(service), []
         if route == "/workers/subdomain" and method == "GET":
             return 200, {"subdomain": "sandboxkit-test"}, []
         if route == "/storage/kv/namespaces" and method == "GET":
@@ -144,6 +158,32 @@ class CloudflareAPI:
             for b in script.metadata.get("bindings", [])
             if b.get("type") == "durable_object_namespace"
         ]
+
+    def _domains(self, service: str | None) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": _zone_id(f"{name}:{domain['hostname']}"),
+                "hostname": domain["hostname"],
+                "service": name,
+                "environment": "production",
+                "zone_id": _zone_id(domain["hostname"].partition(".")[2]),
+            }
+            for name, script in self.scripts.items()
+            for domain in script.domains
+            if service in (None, name)
+        ]
+
+    def _put_routes(self, name: str, routes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # PUT .../scripts/{name}/routes replaces the script's routes in every zone.
+        for zone, listed in self.zone_routes.items():
+            self.zone_routes[zone] = [r for r in listed if r["script"] != name]
+        published = []
+        for route in routes:
+            zone = route.get("zone_id") or _zone_id(route["zone_name"])
+            live = {"id": uuid.uuid4().hex, "pattern": route["pattern"], "script": name}
+            self.zone_routes.setdefault(zone, []).append(live)
+            published.append({**route, **live})
+        return published
 
     def _application(
         self, method: str, app_id: str, rollout: bool, body: bytes
@@ -197,10 +237,10 @@ class CloudflareAPI:
         if rest == "/deployments" and method == "GET":
             return 200, {"deployments": []}, []
         if rest == "/settings" and method == "GET":
-            return 200, {"bindings": script.metadata.get("bindings", [])}, []
+            return 200, {"bindings": self._live_bindings(name, script)}, []
         if rest == "/routes" and method == "PUT":
             script.routes = json.loads(body)
-            return 200, [{**r, "id": uuid.uuid4().hex, "script": name} for r in script.routes], []
+            return 200, self._put_routes(name, script.routes), []
         if rest == "/domains/changeset" and method == "POST":
             changes = {"added": json.loads(body), "removed": [], "updated": [], "conflicting": []}
             return 200, changes, []
@@ -212,14 +252,18 @@ class CloudflareAPI:
                 script.subdomain.update(json.loads(body))
             return 200, script.subdomain, []
         if rest == f"/versions/{script.version}" and method == "GET":
-            bindings = [
-                {**b, "namespace_id": _namespace_id(name)}
-                if b.get("type") == "durable_object_namespace"
-                else b
-                for b in script.metadata.get("bindings", [])
-            ]
+            bindings = self._live_bindings(name, script)
             return 200, {"id": script.version, "resources": {"bindings": bindings}}, []
         return 404, None, [{"code": 7003, "message": f"No route for {method} {rest}"}]
+
+    @staticmethod
+    def _live_bindings(name: str, script: Script) -> list[dict[str, Any]]:
+        return [
+            {**b, "namespace_id": _namespace_id(name)}
+            if b.get("type") == "durable_object_namespace"
+            else b
+            for b in script.metadata.get("bindings", [])
+        ]
 
     def _upload(
         self, name: str, script: Script | None, headers: dict[str, str], body: bytes

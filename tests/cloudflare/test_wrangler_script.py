@@ -1,7 +1,8 @@
 """The ``WranglerScript`` provider against the real wrangler (the Worker package's pinned 4.164)
 and a loopback Cloudflare API that keeps the script's migration tag and refuses what the API
-refuses (``cloudflare_api``): a first ``pulumi up`` (create), a second one with nothing new, one
-that appends a migration, and ``pulumi destroy``."""
+refuses (``cloudflare_api``): a first ``pulumi up`` (create), a ``pulumi refresh`` of it, one
+after workers.dev, a route and a custom domain changed out of band, a second ``pulumi up`` that
+deploys the drift away, one that appends a migration, and ``pulumi destroy``."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import json
 import stat
 import sys
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pulumi.dynamic
 import pytest
-from cloudflare_api import ACCOUNT, MIGRATION_PRECONDITION, CloudflareAPI, Upload
+from cloudflare_api import ACCOUNT, MIGRATION_PRECONDITION, CloudflareAPI, Script, Upload
 
 from sandboxkit.cloudflare import wrangler_script
 from sandboxkit.cloudflare.decide import worker_dir
+from sandboxkit.cloudflare.live_script import CloudflareApiError
 from sandboxkit.cloudflare.spec import (
     WORKER_MODULE,
     CloudflareSettings,
@@ -72,6 +76,8 @@ class Lifecycle:
     home: Path
     routes: list[dict[str, Any]]
     domains: list[dict[str, Any]]
+    reads: dict[str, pulumi.dynamic.ReadResult]
+    drift: pulumi.dynamic.DiffResult
 
 
 def _recording_wrangler(folder: Path) -> Path:
@@ -102,13 +108,20 @@ def lifecycle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lifecycle]:
         live = api.scripts["sandboxkit-prod"]
         routes, domains = list(live.routes), list(live.domains)
         outs = dict(created.outs or {})
-        provider.update(created.id, outs, dict(props))
+        reads = {"clean": provider.read(created.id, dict(outs))}
+        _drift_out_of_band(api)
+        reads["drifted"] = provider.read(created.id, dict(outs))
+        drifted = dict(reads["drifted"].outs or {})
+        drift = provider.diff(created.id, dict(drifted), dict(props))
+        provider.update(created.id, drifted, dict(props))
         applications.append([dict(app) for app in api.applications])
+        reads["redeployed"] = provider.read(created.id, dict(outs))
         appended = {**props, "migrations": [*props["migrations"], SECOND_MIGRATION]}
         provider.update(created.id, outs, appended)
         applications.append([dict(app) for app in api.applications])
         provider.delete(created.id, appended)
         applications.append([dict(app) for app in api.applications])
+        reads["destroyed"] = provider.read(created.id, appended)
         yield Lifecycle(
             list(api.uploads),
             applications,
@@ -118,7 +131,19 @@ def lifecycle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lifecycle]:
             home,
             routes,
             domains,
+            reads,
+            drift,
         )
+
+
+def _drift_out_of_band(api: CloudflareAPI) -> None:
+    """What a hand in the dashboard does: workers.dev on, the zone route gone, a custom
+    domain added."""
+    script = api.scripts["sandboxkit-prod"]
+    script.subdomain["enabled"] = True
+    for zone, listed in api.zone_routes.items():
+        api.zone_routes[zone] = [r for r in listed if r["script"] != "sandboxkit-prod"]
+    script.domains.append({"hostname": "added.example.com"})
 
 
 def test_the_first_deploy_creates_the_namespace_with_the_ledgers_first_tag(
@@ -252,6 +277,34 @@ def test_destroy_deletes_the_script_and_its_container_application(lifecycle: Lif
     assert lifecycle.argv_log.splitlines()[-3:][0] == "delete sandboxkit-prod --force"
 
 
+def test_a_refresh_of_an_unchanged_script_reads_what_was_deployed(lifecycle: Lifecycle) -> None:
+    clean = lifecycle.reads["clean"]
+    assert clean.id == f"{ACCOUNT}/sandboxkit-prod"
+    assert clean.outs == lifecycle.outs
+
+
+def test_a_refresh_after_out_of_band_changes_reads_the_drift(lifecycle: Lifecycle) -> None:
+    drifted = dict(lifecycle.reads["drifted"].outs or {})
+    changed = {key for key in drifted if drifted[key] != lifecycle.outs[key]}
+    assert changed == {"workersDev", "routes"}
+    assert drifted["workersDev"] is True
+    # The zone route is gone; the custom domain added by hand is read as one.
+    assert drifted["routes"] == [
+        {"pattern": "sandbox.example.com", "customDomain": True},
+        {"pattern": "added.example.com", "customDomain": True},
+    ]
+    assert (lifecycle.drift.changes, lifecycle.drift.replaces) == (True, [])
+
+
+def test_the_next_up_deploys_the_drift_away(lifecycle: Lifecycle) -> None:
+    assert lifecycle.reads["redeployed"].outs == lifecycle.outs
+
+
+def test_a_destroyed_script_reads_as_gone(lifecycle: Lifecycle) -> None:
+    gone = lifecycle.reads["destroyed"]
+    assert (gone.id, gone.outs) == (None, {})
+
+
 # --- without wrangler ------------------------------------------------------------------------
 
 
@@ -324,3 +377,93 @@ _MODE_PROBE = (
     "import os, stat, sys; "
     "print('mode', oct(stat.S_IMODE(os.stat(sys.argv[5]).st_mode))); sys.exit(1)"
 )
+
+
+# --- refresh without wrangler: the fake API's state set by hand ------------------------------
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[CloudflareAPI]:
+    with CloudflareAPI() as fake:
+        monkeypatch.setenv("CLOUDFLARE_API_BASE_URL", fake.base_url)
+        monkeypatch.delenv("CLOUDFLARE_API_TOKEN", raising=False)
+        yield fake
+
+
+def _deployed_by_hand(api: CloudflareAPI, migration_tag: str | None) -> None:
+    """A script bound to its Durable Object namespace, as the first deploy leaves it, and its
+    container application bound to another script's namespace."""
+    binding = {"name": "SANDBOX", "type": "durable_object_namespace", "class_name": "Sandbox"}
+    api.scripts["sandboxkit-prod"] = Script(migration_tag, metadata={"bindings": [binding]})
+    other = uuid.uuid5(uuid.NAMESPACE_URL, "durable-object:another").hex
+    api.applications.append(
+        {
+            "id": "a" * 32,
+            "name": "sandboxkit-prod-sandbox",
+            "durable_objects": {"namespace_id": other},
+        }
+    )
+
+
+def test_a_script_deleted_out_of_band_reads_as_gone(api: CloudflareAPI) -> None:
+    gone = WranglerScriptProvider().read(f"{ACCOUNT}/sandboxkit-prod", planned())
+    assert (gone.id, gone.outs) == (None, {})
+    assert api.calls[0] == (
+        "GET",
+        f"/client/v4/accounts/{ACCOUNT}/workers/services/sandboxkit-prod",
+    )
+
+
+@pytest.mark.parametrize(
+    ("tag", "ledger"),
+    [(None, []), ("v1", [{"tag": "v1", "newSqliteClasses": ["Sandbox"]}]), ("v7", [{"tag": "v7"}])],
+)
+def test_the_live_migration_tag_ends_the_ledger_read_back(
+    api: CloudflareAPI, tag: str | None, ledger: list[dict[str, Any]]
+) -> None:
+    _deployed_by_hand(api, tag)
+    read = WranglerScriptProvider().read("id", planned())
+    assert (read.outs or {})["migrations"] == ledger
+
+
+def test_a_container_application_bound_elsewhere_reads_as_missing(api: CloudflareAPI) -> None:
+    _deployed_by_hand(api, "v1")
+    props = planned()
+    read = WranglerScriptProvider().read("id", props)
+    assert props["containers"] != []
+    assert (read.outs or {})["containers"] == []
+    assert WranglerScriptProvider().diff("id", dict(read.outs or {}), props).changes is True
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "group"),
+    [
+        ("/containers/applications", 403, "Containers Write"),
+        ("/workers/scripts/sandboxkit-prod/subdomain", 401, "Workers Scripts Write"),
+    ],
+)
+def test_a_refused_read_names_the_script_the_status_and_the_permission_group(
+    api: CloudflareAPI, path: str, status: int, group: str
+) -> None:
+    _deployed_by_hand(api, "v1")
+    api.refused[f"/client/v4/accounts/{ACCOUNT}{path}"] = status
+    with pytest.raises(CloudflareApiError) as caught:
+        WranglerScriptProvider().read("id", planned())
+    assert str(caught.value) == (
+        f"reading Worker script sandboxkit-prod: GET /accounts/{ACCOUNT}{path} answered "
+        f"{status}: the API token lacks the permission group {group} on account {ACCOUNT} "
+        "(sandboxkit deployer-policy --target cloudflare) (Authentication error [code: 10000])"
+    )
+    assert TOKEN not in str(caught.value)
+    assert set(api.tokens) == {f"Bearer {TOKEN}"}
+
+
+def test_a_zone_route_is_read_from_its_zone(api: CloudflareAPI) -> None:
+    _deployed_by_hand(api, "v1")
+    api.scripts["sandboxkit-prod"].routes = [
+        {"pattern": "*.example.com/run/*", "zone_name": "example.com"}
+    ]
+    api._put_routes("sandboxkit-prod", api.scripts["sandboxkit-prod"].routes)
+    zone = {"pattern": "*.example.com/run/*", "zoneName": "example.com"}
+    read = WranglerScriptProvider().read("id", planned(routes=[zone]))
+    assert (read.outs or {})["routes"] == [zone]

@@ -19,9 +19,13 @@ is live and not transactionally: a rollout error can follow a Worker already ser
   the secret_text bindings (mode 0600, removed afterwards);
 - delete: ``wrangler delete NAME --force``, which also deletes the script's container
   applications; a script already gone is not an error;
-- diff: the desired inputs against the last deployed ones; a new ``accountId`` or
-  ``scriptName`` replaces the script (a script cannot move or be renamed), anything else is an
-  update. A token change alone deploys nothing.
+- read (``pulumi refresh``): the live script through the Cloudflare API (``live_script``): gone
+  when the script is, else the last deployed inputs with the live migration tag, container
+  application, workers.dev and preview URL switches, routes and custom domains in their place;
+- diff: the desired inputs against the last deployed ones, or against the live ones after a
+  refresh, so drift found by ``read`` is deployed again by the next ``pulumi up``; a new
+  ``accountId`` or ``scriptName`` replaces the script (a script cannot move or be renamed),
+  anything else is an update. A token change alone deploys nothing.
 
 Credentials: the API token reaches wrangler as ``CLOUDFLARE_API_TOKEN`` in its environment,
 never its arguments: the ``apiToken`` input (the stack's secret ``cloudflare:apiToken``) when
@@ -48,6 +52,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from sandboxkit.cloudflare.live_script import NOT_FOUND_CODES, read_live
 from sandboxkit.cloudflare.plan import MAIN_MODULE
 from sandboxkit.cloudflare.wrangler import secret_texts, wrangler_config
 
@@ -61,9 +66,8 @@ KIT_WRANGLER = Path(__file__).resolve().parent / "worker" / "node_modules" / ".b
 # A deploy builds nothing (no_bundle, a prebuilt image) but waits on the API and the
 # container application's rollout start: at most 15 minutes.
 DEPLOY_TIMEOUT_SECONDS = 900.0
-# Cloudflare API codes for a script that does not exist (wrangler's suppressNotFoundError:
-# workers.api.error.script_not_found and service_not_found).
-_NOT_FOUND_CODES = ("[code: 10007]", "[code: 10090]")
+# How wrangler quotes the API's codes for a script that does not exist.
+_NOT_FOUND_CODES = tuple(f"[code: {code}]" for code in NOT_FOUND_CODES)
 # wrangler asks nothing in CI mode and sends no usage metrics.
 _WRANGLER_ENV = {"CI": "true", "WRANGLER_SEND_METRICS": "false"}
 
@@ -98,7 +102,8 @@ def _redacted(text: str, secrets: Sequence[str]) -> str:
 
 
 class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
-    """Create, diff, update and delete one Worker script through ``wrangler``.
+    """Create, read, diff, update and delete one Worker script through ``wrangler`` (read
+    through the Cloudflare API).
 
     Inputs: ``wrangler.script_inputs`` plus ``apiToken`` (secret, or ``None`` for the
     environment's ``CLOUDFLARE_API_TOKEN``). Outputs: the inputs (``apiToken`` a secret). The
@@ -172,11 +177,24 @@ class WranglerScriptProvider(pulumi.dynamic.ResourceProvider):
         self._deploy(props)
         return pulumi.dynamic.CreateResult(f"{props['accountId']}/{props['scriptName']}", props)
 
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        """The live script (``live_script.read_live``): no id when it is gone, so Pulumi
+        creates it again.
+
+        Raises:
+            CloudflareApiError: when the API refuses a read (401 or 403 name the token's
+                missing permission group).
+        """
+        live = read_live(props)
+        if live is None:
+            return pulumi.dynamic.ReadResult(None, {})
+        return pulumi.dynamic.ReadResult(id_, live)
+
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
         """Replace for a new account or script name; update when any other input differs
-        from the last deployed one (the token excepted)."""
+        from the last deployed (or, after a refresh, live) one, the token excepted."""
         replaces = [key for key in REPLACING_INPUTS if olds.get(key) != news.get(key)]
         keys = (set(olds) | set(news)) - set(CREDENTIAL_INPUTS) - {"__provider"}
         changed = any(olds.get(key) != news.get(key) for key in keys)

@@ -505,11 +505,10 @@ def _quota_per_namespace(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
-    quotas = {
-        (labelled_target(r.props), dig(r.props, "metadata.namespace"))
-        for r in of_kind(resources, RESOURCE_QUOTA)
-        if dig(r.props, "spec.hard.pods")
-    }
+    quotas = pod_guard.made_per_target(
+        (r for r in of_kind(resources, RESOURCE_QUOTA) if dig(r.props, "spec.hard.pods")),
+        "metadata.namespace",
+    )
     for r in of_kind(resources, SANDBOX_TEMPLATE):
         namespace = dig(r.props, "metadata.namespace")
         if (labelled_target(r.props), namespace) not in quotas:
