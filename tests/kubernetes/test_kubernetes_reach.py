@@ -750,3 +750,11 @@ def test_objects_a_config_group_reads_elsewhere_cannot_be_verified(
 ) -> None:
     with pytest.raises(ValueError, match=f"{type_token} acme"):
         read_egress([template(), ResourceView(type_token, "acme", props)])
+
+
+def test_a_v1_config_group_declares_nothing_its_objects_are_rendered() -> None:
+    """pulumi-kubernetes' v1 ConfigGroup/ConfigFile register no inputs; the program registers
+    their objects, which the reader reads as any other."""
+    for token in ("kubernetes:yaml:ConfigGroup", "kubernetes:yaml:ConfigFile"):
+        v1 = ResourceView(token, "acme", {})
+        assert read_egress([template(), v1]) == read_egress([template()])

@@ -659,15 +659,18 @@ def _manifests(view: ResourceView) -> list[dict[str, Any]]:
     """The objects a ``ConfigGroup`` declares in its ``objs`` and ``yaml`` inputs (a YAML text
     of one or more documents, or a list of such texts).
 
+    pulumi-kubernetes' v1 components of the same names register no inputs (their objects are
+    registered by the program itself, so rendered): they declare nothing here.
+
     Raises:
-        ValueError: for a ``ConfigFile`` or a ``ConfigGroup`` with ``files``: the objects are
-            read from paths or URLs at deployment, which the render does not hold; and for
-            YAML that does not parse.
+        ValueError: for a ``ConfigFile`` of a ``file`` or a ``ConfigGroup`` of ``files``: the
+            objects are read from paths or URLs at deployment, which the render does not hold;
+            and for YAML that does not parse.
     """
     where = f"{view.type} {view.name}"
     files = as_list(view.props.get("files"))
-    if view.type == CONFIG_FILE.token or files:
-        source = view.props.get("file") if view.type == CONFIG_FILE.token else files
+    if "file" in view.props or files:
+        source = view.props.get("file", files)
         raise ValueError(
             f"{where} reads Kubernetes objects from {source!r} at deployment: the render does not "
             "hold them, so the NetworkPolicies among them cannot be read; give the objects as "
@@ -690,7 +693,7 @@ def _expanded(resources: Sequence[ResourceView]) -> list[ResourceView]:
     provider would create them (each named by its ``metadata.name``)."""
     found: list[ResourceView] = []
     for view in resources:
-        if view.type not in (CONFIG_GROUP.token, CONFIG_FILE.token):
+        if not (CONFIG_GROUP.matches(view.type) or CONFIG_FILE.matches(view.type)):
             found.append(view)
             continue
         for manifest in _manifests(view):
