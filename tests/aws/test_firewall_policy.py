@@ -7,19 +7,16 @@ not know, a missing required one or a wrong type fails here, offline.
 
 from __future__ import annotations
 
-import base64
 import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
-import dill
 import pulumi.dynamic
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from pulumi.dynamic.dynamic import serialize_provider
 from stubbed_api import StubbedClient, stubbed_api
 
 from model_stubber import ModelStubber
@@ -426,15 +423,6 @@ def test_resource_registers_under_its_own_type_with_its_inputs(engine: Recorder)
     with pytest.raises(ValueError, match="at most 119 characters"):
         FirewallPolicyDocument("x" * 120, document={}, access=access, description="", tags={})
     assert isinstance(FirewallPolicyProvider(), pulumi.dynamic.ResourceProvider)
-
-
-def test_the_serialized_provider_names_the_kits_class_and_carries_no_code() -> None:
-    # The engine runs dynamic providers in a process that unpickles __provider; by reference,
-    # that process imports this module from the stack's own environment.
-    blob = serialize_provider(FirewallPolicyProvider())
-    restored = dill.loads(base64.b64decode(blob))
-    assert type(restored) is FirewallPolicyProvider
-    assert len(blob) < 200
 
 
 def test_numbers_the_engine_sends_as_doubles_reach_the_api_as_integers(

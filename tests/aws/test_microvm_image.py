@@ -3,16 +3,13 @@ and by ``ModelStubber`` (the ``lambda-microvms`` model's patterns and bounds), o
 
 from __future__ import annotations
 
-import base64
 import copy
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import dill
 import pytest
 from botocore.exceptions import ClientError
-from pulumi.dynamic.dynamic import serialize_provider
 from stubbed_api import StubbedClient, stubbed_api
 
 from model_stubber import ModelStubber, PatternError
@@ -315,10 +312,3 @@ def test_resource_registers_under_its_own_type_with_its_inputs(engine: Recorder)
         MicrovmImage("x" * 56, image=SPEC, access=access, tags={})
     with pytest.raises(ValueError, match="letters, digits"):
         MicrovmImage("bad.name", image=SPEC, access=access, tags={})
-
-
-def test_the_serialized_provider_names_the_kits_class_and_carries_no_code() -> None:
-    blob = serialize_provider(MicrovmImageProvider())
-    restored = dill.loads(base64.b64decode(blob))
-    assert type(restored) is MicrovmImageProvider
-    assert len(blob) < 200
