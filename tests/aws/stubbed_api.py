@@ -6,6 +6,7 @@ suffix of the names it creates is ``SUFFIX``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import boto3
@@ -37,12 +38,12 @@ class StubbedClient(ApiProvider):
 _Provider = TypeVar("_Provider", bound=StubbedClient)
 
 
+@contextmanager
 def stubbed_api(
     provider: type[_Provider], region: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[_Provider, ModelStubber]]:
-    """A fixture's body: ``provider`` with a stubbed client of its ``service`` in ``region``
-    and the stubber, names suffixed ``SUFFIX``; after the test, every response queued must have
-    been asked for."""
+    """``provider`` with a stubbed client of its ``service`` in ``region`` and the stubber,
+    names suffixed ``SUFFIX``; on leaving, every response queued must have been asked for."""
     monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: SUFFIX)
     client = boto3.Session(
         aws_access_key_id="stub", aws_secret_access_key="stub", region_name=region

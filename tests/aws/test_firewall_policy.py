@@ -74,7 +74,8 @@ class StubbedProvider(StubbedClient, FirewallPolicyProvider):
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubbedProvider, Stubber]]:
-    yield from stubbed_api(StubbedProvider, REGION, monkeypatch)
+    with stubbed_api(StubbedProvider, REGION, monkeypatch) as stubbed:
+        yield stubbed
 
 
 def expect_create(stubber: Stubber) -> None:

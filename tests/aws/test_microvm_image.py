@@ -81,7 +81,8 @@ class StubbedProvider(StubbedClient, MicrovmImageProvider):
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubbedProvider, ModelStubber]]:
-    yield from stubbed_api(StubbedProvider, REGION, monkeypatch)
+    with stubbed_api(StubbedProvider, REGION, monkeypatch) as stubbed:
+        yield stubbed
 
 
 def expect_get(stubber: ModelStubber, state: str, **more: Any) -> None:
