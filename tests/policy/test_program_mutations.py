@@ -373,8 +373,9 @@ KUBERNETES_ROWS = tuple(
             """,
             "SBX-NET-006",
             "admits pypi.org by resolved address only (CiliumNetworkPolicy "
-            "kubernetes-fqdn-policy): any site on that name's addresses passes, such as another "
-            "customer of the same CDN, and so does plain TCP to them naming no host",
+            "kubernetes-fqdn-policy, from sandboxkit:profile.egress.allow): any site on that "
+            "name's addresses passes, such as another customer of the same CDN, and so does "
+            "plain TCP to them naming no host",
         ),
     )
 )
