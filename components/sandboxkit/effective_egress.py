@@ -29,7 +29,7 @@ Example (a reader's result, checked)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from ipaddress import ip_network
@@ -333,6 +333,12 @@ def protocol_text(protocols: Iterable[ConnectionProtocol]) -> str:
     return "/".join(p for p in CONNECTION_PROTOCOLS if p in given)
 
 
+def udp_grants(grants: Iterable[Grant]) -> list[Grant]:
+    """``grants`` as grants of UDP only (protocols ``{udp}``): a reader reads a rule's UDP
+    ports (so QUIC, HTTP/3) the way it reads its TCP ports, into these."""
+    return [replace(grant, protocols=frozenset({"udp"})) for grant in grants]
+
+
 def merge_protocols(grants: Iterable[Grant]) -> tuple[Grant, ...]:
     """``grants`` with those alike but for their protocols as one grant admitting all of them
     (a name's TLS SNI rule and its HTTP Host rule: one grant for ``tls/http``), first place
@@ -543,6 +549,16 @@ def _grant_protocol(grant: Grant, host: str, port: int) -> ConnectionProtocol:
     return next(p for p in CONNECTION_PROTOCOLS if grant.covers_protocol(p))
 
 
+def _grant_probes(grant: Grant, host: str, ports: Iterable[int]) -> Iterator[Probe]:
+    """``grant``'s probes of ``host`` on ``ports``: in ``_grant_protocol``'s protocol, and in
+    ``udp`` as well when the grant admits it beside TCP (no contract admits UDP)."""
+    for port in ports:
+        protocol = _grant_protocol(grant, host, port)
+        yield Probe(host, port, protocol, "grant", grant.resource)
+        if protocol != "udp" and grant.covers_protocol("udp"):
+            yield Probe(host, port, "udp", "grant", grant.resource)
+
+
 def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
     if grant.scope == "any":
         return
@@ -557,17 +573,11 @@ def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
             else public_address_in(network, [ip_network(block) for block in grant.excluded])
         )
         if address is not None:
-            host = str(address)
-            yield from (
-                Probe(host, p, _grant_protocol(grant, host, p), "grant", grant.resource)
-                for p in ports
-            )
+            yield from _grant_probes(grant, str(address), ports)
         return
     below = grant.scope in ("below", "one-label")
     host = f"{PROBE_LABELS[0]}.{grant.host}" if below else grant.host
-    yield from (
-        Probe(host, p, _grant_protocol(grant, host, p), "grant", grant.resource) for p in ports
-    )
+    yield from _grant_probes(grant, host, ports)
 
 
 def derive_probes(
@@ -723,6 +733,7 @@ FindingKind = Literal[
     "one-label-wildcard",
     "claimed-name-only",
     "resolved-address-only",
+    "udp",
 ]
 
 _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
@@ -732,6 +743,7 @@ _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
     "claimed-name-only": "matched by the name the client claims, not where it connects",
     "resolved-address-only": "matched by the addresses the name resolved to, so any site "
     "on those addresses passes",
+    "udp": "UDP (so QUIC) out of the sandbox, which no contract admits",
 }
 
 
@@ -741,9 +753,9 @@ class Inexpressible:
 
     Attributes:
         kind: ``apex-by-wildcard``, ``name-on-every-port``, ``one-label-wildcard``,
-            ``claimed-name-only`` (the contract cannot express these four) or
-            ``resolved-address-only`` (expressible, but any site sharing the addresses
-            passes: the policy gate decides whether that is allowed).
+            ``claimed-name-only``, ``udp`` (a grant admitting UDP; the contract cannot express
+            these five) or ``resolved-address-only`` (expressible, but any site sharing the
+            addresses passes: the policy gate decides whether that is allowed).
         question: ``connect`` or ``resolve``.
         grant: the grant.
     """
@@ -760,8 +772,8 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
     """Flag, without a profile, the grants no contract expresses (``Inexpressible``).
 
     Connection grants: scope ``exact-and-below`` or ``one-label``; a name grant (scope other
-    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``.
-    Resolution grants: scope ``exact-and-below`` or ``one-label``.
+    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``; a grant
+    admitting ``udp``. Resolution grants: scope ``exact-and-below`` or ``one-label``.
     """
     found: list[Inexpressible] = []
     asked: tuple[tuple[Question, tuple[Grant, ...]], ...] = (
@@ -783,5 +795,7 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
                     kinds.append("claimed-name-only")
                 if grant.enforced == "resolved-address":
                     kinds.append("resolved-address-only")
+                if grant.covers_protocol("udp"):
+                    kinds.append("udp")
             found += [Inexpressible(k, question, grant) for k in kinds]
     return tuple(found)

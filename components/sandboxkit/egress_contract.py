@@ -32,6 +32,10 @@ What each mode admits (``EgressContract.admits``), for a destination host and po
   public, never an IPv6 form of an IPv4 address) and any name that is not internal, on any
   port; the address a name resolves to is then judged as an address.
 
+UDP (so QUIC and HTTP/3) is admitted in no mode: entries name TCP services, and a sandbox's DNS
+goes to its target's own resolver, which ``may_resolve`` judges, never to a UDP destination of
+its own.
+
 Which names may resolve (``EgressContract.may_resolve``): in ``deny`` the control-plane names
 only; in ``allowlist`` the listed names (exact, or below a wildcard) and the control-plane
 names; in ``open`` any name.

@@ -102,9 +102,15 @@ def _runtime_class(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
     runtime = sandbox_pod_spec(props).get("runtimeClassName")
     allowed = list(ctx.setting("allowedRuntimeClasses"))
     if runtime not in allowed:
+        # The kubernetes target takes the class from its settings; gcp-gke's is GKE's gvisor.
+        where = (
+            "sandboxkit:kubernetes.runtimeClass.name (the pods' runtimeClassName)"
+            if ctx.target == "kubernetes"
+            else "runtimeClassName"
+        )
         yield (
             f"{ctx.name} runs sandbox pods with runtime class {runtime}, which shares the "
-            f"host kernel; set runtimeClassName to one of {', '.join(allowed)}."
+            f"host kernel; set {where} to one of {', '.join(allowed)}."
         )
 
 

@@ -324,7 +324,12 @@ class CloudRunSandbox(pulumi.ComponentResource):
                         f"allow-public-{family}",
                         "allow",
                         ALLOW_FIRST_PRIORITY + (family == "ipv6"),
-                        {"dest_ip_ranges": [everything], "layer4_configs": _ports(None)},
+                        # Every TCP port (no ports: all of them), never UDP: no contract
+                        # admits UDP; the deny-all rules below take it.
+                        {
+                            "dest_ip_ranges": [everything],
+                            "layer4_configs": [{"ip_protocol": "tcp"}],
+                        },
                     )
                 )
         for family, everything in (("ipv4", "0.0.0.0/0"), ("ipv6", "::/0")):
