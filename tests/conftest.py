@@ -1,11 +1,12 @@
 """Shared fixtures: the one place that installs Pulumi mocks (and restores settings after);
 the hypothesis profiles; the collector's settings and the partial SDK packages for the
-session."""
+session; the renders of the shipped and example stacks that several test modules read."""
 
 from __future__ import annotations
 
 import gc
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from sandboxkit.cloudflare.decide import WorkerDecider
-from sandboxkit.render import Recorder, collector_paused, recording_engine
+from sandboxkit.render import Recorder, RenderedStack, collector_paused, recording_engine
 from sandboxkit.sdk_parts import import_partial_packages
-from support import freeze_new_imports
+from sandboxkit.targets import TARGET_MODULES
+from support import freeze_new_imports, kit_program, shipped_render
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # The reference data (agent-sandbox CRDs, SARIF schema) sits beside the clone as ../shared; a
@@ -89,6 +91,21 @@ def shared_dir() -> Path:
             "SANDBOXKIT_SHARED_DIR)"
         )
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> list[RenderedStack]:
+    """The shipped stacks (prod, staging, dev) and every docs/examples stack (as
+    ``try-<example>`` in a scratch project), rendered once per session; read them, never edit
+    them (the SDK-conformance and deployer-policy tests share them)."""
+    root = tmp_path_factory.mktemp("examples")
+    shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
+    kit_program(root)
+    (root / "stacks").mkdir()
+    for example in sorted((PROJECT_DIR / "docs" / "examples").glob("*.yaml")):
+        shutil.copy(example, root / "stacks" / f"Pulumi.try-{example.stem}.yaml")
+    shipped = [shipped_render(PROJECT_DIR, s) for s in ("prod", "staging", "dev")]
+    return shipped + [shipped_render(root, f"try-{target}") for target in TARGET_MODULES]
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 
 from sandboxkit.cli import app
 from sandboxkit.config import ConfigSource, load_stack, read_stack_file
+from sandboxkit.effective_egress import EffectiveEgress, Grant
 from sandboxkit.gate import Analyzer
 from sandboxkit.project import stack_file
 from sandboxkit.render import (
@@ -420,3 +421,8 @@ def make_project(tmp_path: Path, stacks: dict[str, str | bytes], name: str = "sa
         path = tmp_path / "stacks" / f"Pulumi.{stack}.yaml"
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
     return tmp_path
+
+
+def udp_of(effective: EffectiveEgress) -> tuple[Grant, ...]:
+    """The connection grants of ``effective`` that admit UDP (so QUIC), in order."""
+    return tuple(g for g in effective.connect if g.covers_protocol("udp"))

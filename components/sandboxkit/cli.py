@@ -307,6 +307,9 @@ def _print_egress(explained: list[TargetEgress], console: Console) -> None:
         if contract.control_plane:
             head += f"; control plane {escape(', '.join(map(str, contract.control_plane)))}"
         console.print(head)
+        if item.refusal:
+            console.print(f"  [red]cannot verify: {escape(item.refusal)}[/]")
+            continue
         if item.effective is None:
             console.print("  [red]no egress reader: this target's egress is not explained[/]")
             continue

@@ -61,13 +61,66 @@ _SHAPE = (
 )
 
 
+_URL_HOST_SOURCE = "url.spec.whatwg.org, host parsing: the ends-in-a-number checker"
+
+
+def _ipv4_number(part: str) -> int | None:
+    """``part`` read as the WHATWG URL Standard's IPv4 number parser reads it (``0x``/``0X``
+    hex, a bare ``0x`` being 0; octal after a leading ``0``; else decimal), ``None`` when it is
+    not one."""
+    digits, radix = part, 10
+    if part[:2] in ("0x", "0X"):
+        digits, radix = part[2:], 16
+    elif len(part) > 1 and part.startswith("0"):
+        digits, radix = part[1:], 8
+    if not digits:
+        return 0 if part else None
+    if not all(digit in "0123456789abcdef"[:radix] for digit in digits.lower()):
+        return None
+    return int(digits, radix)
+
+
+def numeric_name_refusal(name: str) -> str | None:
+    """Why ``name`` (normal form) is no DNS name but an IPv4 address in another spelling, or
+    ``None`` when its last label is not a number.
+
+    The rule is the WHATWG URL Standard's "ends in a number" check (url.spec.whatwg.org, host
+    parsing): a host whose last label is ASCII digits, or an IPv4 number (``0x``/``0X`` hex
+    including a bare ``0x``, octal with a leading ``0``), is parsed as an IPv4 address, by
+    URL parsers (``new URL`` in node and workerd) and by glibc's ``inet_aton`` alike:
+    ``0xa9.0xfe.0xa9.0xfe`` is 169.254.169.254, ``127.1`` is 127.0.0.1. The message names the
+    address when every label is a number in range, as those parsers read it.
+    """
+    labels = name.split(".")
+    if _ipv4_number(labels[-1]) is None and not labels[-1].isdigit():
+        return None
+    numbers = [_ipv4_number(label) for label in labels]
+    address = ""
+    if len(numbers) <= 4 and all(n is not None for n in numbers):
+        *high, low = [n for n in numbers if n is not None]
+        if all(n < 256 for n in high) and low < 256 ** (5 - len(numbers)):
+            value = sum(n << (8 * (3 - i)) for i, n in enumerate(high)) + low
+            address = ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
+    read_as = (
+        f"read it as the IPv4 address {address}"
+        if address
+        else "read it as an IPv4 address (refusing it as one out of range)"
+    )
+    return (
+        f"{name} is a numeric name: its last label is a number, so URL parsers and inet_aton "
+        f"{read_as}, not as a DNS name ({_URL_HOST_SOURCE}); write the address as an IP entry "
+        f"in dotted decimal{f' ({address})' if address else ''}, or a DNS name"
+    )
+
+
 def normalize_name(text: str) -> str:
     """``text`` in normal form (module docstring).
 
     Raises:
         ValueError: for a name that is not letters, digits and hyphens in labels of 1 to 63
             characters, 253 characters at most, once internationalised labels are A-labels;
-            or an A-label (``xn--``) that does not decode.
+            an A-label (``xn--``) that does not decode; or a numeric name
+            (``numeric_name_refusal``: what URL parsers read as an IPv4 address).
     """
     name = text.strip().lower().removesuffix(".")
     if not name.isascii():
@@ -84,6 +137,9 @@ def normalize_name(text: str) -> str:
                 idna.decode(label)
             except idna.IDNAError as exc:
                 raise ValueError(f"{label} is not a valid A-label ({exc})") from None
+    numeric = numeric_name_refusal(name)
+    if numeric:
+        raise ValueError(numeric)
     return name
 
 

@@ -29,7 +29,7 @@ Example (a reader's result, checked)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from ipaddress import ip_network
@@ -333,6 +333,12 @@ def protocol_text(protocols: Iterable[ConnectionProtocol]) -> str:
     return "/".join(p for p in CONNECTION_PROTOCOLS if p in given)
 
 
+def udp_grants(grants: Iterable[Grant]) -> list[Grant]:
+    """``grants`` as grants of UDP only (protocols ``{udp}``): a reader reads a rule's UDP
+    ports (so QUIC, HTTP/3) the way it reads its TCP ports, into these."""
+    return [replace(grant, protocols=frozenset({"udp"})) for grant in grants]
+
+
 def merge_protocols(grants: Iterable[Grant]) -> tuple[Grant, ...]:
     """``grants`` with those alike but for their protocols as one grant admitting all of them
     (a name's TLS SNI rule and its HTTP Host rule: one grant for ``tls/http``), first place
@@ -543,10 +549,25 @@ def _grant_protocol(grant: Grant, host: str, port: int) -> ConnectionProtocol:
     return next(p for p in CONNECTION_PROTOCOLS if grant.covers_protocol(p))
 
 
+def _grant_probes(grant: Grant, host: str, ports: Iterable[int]) -> Iterator[Probe]:
+    """``grant``'s probes of ``host`` on ``ports``: in ``_grant_protocol``'s protocol, and in
+    ``udp`` as well when the grant admits it beside TCP (no contract admits UDP)."""
+    for port in ports:
+        protocol = _grant_protocol(grant, host, port)
+        yield Probe(host, port, protocol, "grant", grant.resource)
+        if protocol != "udp" and grant.covers_protocol("udp"):
+            yield Probe(host, port, "udp", "grant", grant.resource)
+
+
 def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
-    if grant.scope == "any":
-        return
     ports = sorted(grant.ports) if grant.ports != "any" else [_SPARE_PORTS[0]]
+    if grant.scope == "any":
+        # Every name: left to the entries' probes, which speak TCP; UDP to a name no entry
+        # lists is asked here (no contract admits it).
+        if grant.covers_protocol("udp"):
+            host = f"{PROBE_LABELS[0]}.example.com"
+            yield from (Probe(host, p, "udp", "grant", grant.resource) for p in ports)
+        return
     network = grant.network
     if network is not None:
         # A block: its lowest address open mode admits outside its exclusions (a grant of
@@ -557,17 +578,11 @@ def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
             else public_address_in(network, [ip_network(block) for block in grant.excluded])
         )
         if address is not None:
-            host = str(address)
-            yield from (
-                Probe(host, p, _grant_protocol(grant, host, p), "grant", grant.resource)
-                for p in ports
-            )
+            yield from _grant_probes(grant, str(address), ports)
         return
     below = grant.scope in ("below", "one-label")
     host = f"{PROBE_LABELS[0]}.{grant.host}" if below else grant.host
-    yield from (
-        Probe(host, p, _grant_protocol(grant, host, p), "grant", grant.resource) for p in ports
-    )
+    yield from _grant_probes(grant, host, ports)
 
 
 def derive_probes(
@@ -591,8 +606,10 @@ def derive_probes(
     64:ff9b::a9fe:a9fe on port 80. Per connection grant a target's reader found (``grants``,
     so a grant no entry explains is asked too): its name (one label below for a wildcard), its
     single address, or for a block its lowest address ``open`` mode admits outside the grant's
-    exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port);
-    grants of every name are left to the entries' probes and to SBX-NET-001. Each
+    exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port),
+    and over ``udp`` too for a grant admitting UDP beside TCP; grants of every name are left
+    to the entries' probes and to SBX-NET-001, but for UDP (``sbx-probe.example.com`` over
+    ``udp``: no entry probe speaks it). Each
     ``(host, port, protocol)`` once, first derivation kept, in derivation order.
     """
     listed = [*rules, *control_plane]
@@ -723,6 +740,7 @@ FindingKind = Literal[
     "one-label-wildcard",
     "claimed-name-only",
     "resolved-address-only",
+    "udp",
 ]
 
 _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
@@ -732,6 +750,7 @@ _FINDING_TEXT: Final[Mapping[FindingKind, str]] = {
     "claimed-name-only": "matched by the name the client claims, not where it connects",
     "resolved-address-only": "matched by the addresses the name resolved to, so any site "
     "on those addresses passes",
+    "udp": "UDP (so QUIC) out of the sandbox, which no contract admits",
 }
 
 
@@ -741,9 +760,9 @@ class Inexpressible:
 
     Attributes:
         kind: ``apex-by-wildcard``, ``name-on-every-port``, ``one-label-wildcard``,
-            ``claimed-name-only`` (the contract cannot express these four) or
-            ``resolved-address-only`` (expressible, but any site sharing the addresses
-            passes: the policy gate decides whether that is allowed).
+            ``claimed-name-only``, ``udp`` (a grant admitting UDP; the contract cannot express
+            these five) or ``resolved-address-only`` (expressible, but any site sharing the
+            addresses passes: the policy gate decides whether that is allowed).
         question: ``connect`` or ``resolve``.
         grant: the grant.
     """
@@ -760,8 +779,8 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
     """Flag, without a profile, the grants no contract expresses (``Inexpressible``).
 
     Connection grants: scope ``exact-and-below`` or ``one-label``; a name grant (scope other
-    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``.
-    Resolution grants: scope ``exact-and-below`` or ``one-label``.
+    than ``any``) on every port; enforcement ``claimed-name`` or ``resolved-address``; a grant
+    admitting ``udp``. Resolution grants: scope ``exact-and-below`` or ``one-label``.
     """
     found: list[Inexpressible] = []
     asked: tuple[tuple[Question, tuple[Grant, ...]], ...] = (
@@ -783,5 +802,7 @@ def inexpressible(effective: EffectiveEgress) -> tuple[Inexpressible, ...]:
                     kinds.append("claimed-name-only")
                 if grant.enforced == "resolved-address":
                     kinds.append("resolved-address-only")
+                if grant.covers_protocol("udp"):
+                    kinds.append("udp")
             found += [Inexpressible(k, question, grant) for k in kinds]
     return tuple(found)

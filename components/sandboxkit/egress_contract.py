@@ -22,7 +22,9 @@ through the same parser) are ``host[:port]``, port 443 by default:
 Names compare case-insensitively, without a trailing dot, internationalised names in their
 A-label form (``sandboxkit.dns_names.normalize_name``). A name is fully qualified (two labels or
 more): a one-label name resolves through the search path (``kubernetes`` is the cluster's API),
-and an all-digit last label may be read as an address (``127.1``).
+and a name whose last label is a number is an address in another spelling (``127.1``,
+``0xa9.0xfe.0xa9.0xfe``: the WHATWG URL Standard's "ends in a number" rule,
+``sandboxkit.dns_names.numeric_name_refusal``).
 
 What each mode admits (``EgressContract.admits``), for a destination host and port:
 
@@ -31,6 +33,10 @@ What each mode admits (``EgressContract.admits``), for a destination host and po
 - ``open``: any address ``open`` mode does not exclude (``sandboxkit.addresses.open_admits``:
   public, never an IPv6 form of an IPv4 address) and any name that is not internal, on any
   port; the address a name resolves to is then judged as an address.
+
+UDP (so QUIC and HTTP/3) is admitted in no mode: entries name TCP services, and a sandbox's DNS
+goes to its target's own resolver, which ``may_resolve`` judges, never to a UDP destination of
+its own.
 
 Which names may resolve (``EgressContract.may_resolve``): in ``deny`` the control-plane names
 only; in ``allowlist`` the listed names (exact, or below a wildcard) and the control-plane
@@ -116,8 +122,8 @@ def destination_of(host: str) -> IPAddress | str | None:
 
     Returns:
         The address for an IP literal (``[v6]`` brackets allowed); the name in normal form for
-        a fully qualified name; ``None`` for anything else (a one-label name, an all-digit last
-        label, text that is not a name).
+        a fully qualified name; ``None`` for anything else (a one-label name, a numeric name
+        such as ``127.1`` or ``0x7f.1``, text that is not a name).
     """
     address = address_of(host.strip())
     if address is not None:
@@ -127,7 +133,7 @@ def destination_of(host: str) -> IPAddress | str | None:
     except ValueError:
         return None
     labels = name.split(".")
-    return None if len(labels) < 2 or labels[-1].isdigit() else name
+    return None if len(labels) < 2 else name
 
 
 @dataclass(frozen=True, order=True)
@@ -259,10 +265,10 @@ def parse_rule(entry: str) -> EgressRule:
             not public or is an IPv6 form of an IPv4 address, a public DNS resolver or platform
             endpoint (address or name), a malformed name or port, a
             wildcard anywhere but the leftmost label or over a top-level domain, a name that is
-            not fully qualified or ends in digits, an internal name, a wildcard-DNS service
-            name, a wildcard over shared hosting or a public suffix, a path-style
-            object-storage name, or a name on a port of ``NAMELESS_PORTS``. The message says
-            why and what to write instead.
+            not fully qualified or ends in a number (decimal, hex, octal), an internal name, a
+            wildcard-DNS service name, a wildcard over shared hosting or a public suffix, a
+            path-style object-storage name, or a name on a port of ``NAMELESS_PORTS``. The
+            message says why and what to write instead.
     """
     text = entry.strip().lower()
     if text in EVERYTHING_ENTRIES or text.startswith("*:"):
@@ -291,11 +297,6 @@ def parse_rule(entry: str) -> EgressRule:
         raise ValueError(internal)
     if kind == "wildcard" and len(labels) < 2:
         raise ValueError(f"*.{host} covers a whole top-level domain; name the registrable domain")
-    if labels[-1].isdigit():
-        raise ValueError(
-            f"{host} is a numeric name, which resolvers may read as an IP address; "
-            "write a DNS name, or a public IP address in dotted form"
-        )
     if kind == "name" and len(labels) < 2:
         raise ValueError(f"{host} is not a fully qualified name; write e.g. pypi.org")
     refusal = name_refusal(host, wildcard=kind == "wildcard") or _nameless_port(host, kind, port)

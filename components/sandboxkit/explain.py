@@ -28,6 +28,7 @@ from sandboxkit.effective_egress import (
     inexpressible,
 )
 from sandboxkit.egress_contract import EgressContract, destination_of
+from sandboxkit.guard import EGRESS_READ_FAILURES
 from sandboxkit.render import RenderedStack
 from sandboxkit.targets import get_target
 
@@ -40,9 +41,12 @@ class TargetEgress:
         target: the target name.
         contract: what the contract admits for this target (profile plus control plane).
         probes: the probes asked, in derivation order.
-        effective: the reader's result; ``None`` when the target has no reader.
+        effective: the reader's result; ``None`` when the target has no reader, or its
+            reader refused the resources (``refusal``).
         differences: probes the target answers unlike the contract.
         findings: grants the contract cannot express, or matches by resolved address only.
+        refusal: why the reader cannot read the resources (a link it cannot follow, a rule it
+            does not model), which SBX-NET-008 reports as "cannot verify"; ``""`` when read.
     """
 
     target: str
@@ -51,6 +55,7 @@ class TargetEgress:
     effective: EffectiveEgress | None
     differences: tuple[Difference, ...]
     findings: tuple[Inexpressible, ...]
+    refusal: str = ""
 
     @property
     def matches_contract(self) -> bool:
@@ -59,9 +64,14 @@ class TargetEgress:
 
 
 def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
-    """Explain one listed target's egress (see the module docstring)."""
+    """Explain one listed target's egress (see the module docstring); a reader that refuses
+    the resources (``guard.EGRESS_READ_FAILURES``) leaves the target unread, with its refusal."""
     contract = rendered.spec.contract(target)
-    effective = get_target(target).read_egress(rendered.target_views(target))
+    try:
+        effective = get_target(target).read_egress(rendered.target_views(target))
+    except EGRESS_READ_FAILURES as failure:
+        refusal = str(failure) if isinstance(failure, ValueError) else repr(failure)
+        return TargetEgress(target, contract, contract_probes(contract), None, (), (), refusal)
     probes = contract_probes(contract, effective)
     if effective is None:
         return TargetEgress(target, contract, probes, None, (), ())
@@ -71,7 +81,8 @@ def explain_target(rendered: RenderedStack, target: str) -> TargetEgress:
         probes,
         effective,
         compare(effective, contract, probes),
-        inexpressible(effective),
+        # A UDP grant is compared on its probes above (what the contract makes of it).
+        tuple(f for f in inexpressible(effective) if f.kind != "udp"),
     )
 
 
@@ -93,7 +104,8 @@ def _verdict(verdict: Verdict, contract: bool) -> dict[str, Any]:
 def explanation_document(explained: Sequence[TargetEgress]) -> list[dict[str, Any]]:
     """The JSON of ``--explain-egress --json``: per target, its contract, every probe (with its
     ``protocol``) and its two answers (connect and, for names, resolve), and the differences
-    and findings as text."""
+    and findings as text; for a target whose reader refused its resources, ``cannotVerify``
+    with the refusal."""
     out = []
     for item in explained:
         probes = []
@@ -128,4 +140,6 @@ def explanation_document(explained: Sequence[TargetEgress]) -> list[dict[str, An
                 "findings": [str(f) for f in item.findings],
             }
         )
+        if item.refusal:
+            out[-1]["cannotVerify"] = item.refusal
     return out

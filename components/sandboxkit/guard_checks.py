@@ -48,12 +48,24 @@ def ports_problem(what: str, spans: Sequence[PortSpan], ctx: CheckContext) -> It
     """One sentence when egress rule ``what`` (e.g. ``Security group sg egress rule 0``)
     admits ``spans`` beyond SBX-NET-001's ``allowedPorts``; nothing when every span is allowed."""
     beyond = _beyond(spans, ctx)
-    if beyond:
+    if any(span is None or span == (0, 65535) for span in spans):
+        # No allowedPorts entry admits every port: the cause is the mode, not a missing port.
+        yield (
+            f"{what} admits egress on every port, which the kit renders for "
+            "sandboxkit:profile.egress.mode open only; set sandboxkit:profile.egress.mode to "
+            "deny or allowlist, or restore the kit's rule with its ports (sbx-net-001's "
+            "allowedPorts lists single ports, never every port)."
+        )
+    elif beyond:
+        # aws-microvm opens its control-plane hosts' ports too (controlPlaneHosts).
+        hosts = (
+            " and sandboxkit:aws-microvm.controlPlaneHosts" if ctx.target == "aws-microvm" else ""
+        )
         yield (
             f"{what} admits egress on {', '.join(beyond)}, beyond ports "
             f"{numbers(ctx.setting('allowedPorts'))}; allow only hosts on those ports in "
-            "sandboxkit:profile.egress.allow, or add the port to sbx-net-001's allowedPorts "
-            "in the pack config."
+            f"sandboxkit:profile.egress.allow{hosts}, or add the port to sbx-net-001's "
+            "allowedPorts in the pack config."
         )
 
 
@@ -343,16 +355,26 @@ def mapped_variables(variables: Any) -> list[Variable]:
     return [(str(k), variables, k) for k in variables] if isinstance(variables, Mapping) else []
 
 
-def unpinned_images(kind: str, name: str, images: Sequence[Any]) -> Iterator[str]:
+def unpinned_images(
+    kind: str, name: str, images: Sequence[Any], setting: str | None = None
+) -> Iterator[str]:
     """SBX-SEC-003: a sentence for each image reference of ``kind`` ``name`` without a
-    ``@sha256:<64 hex>`` digest (``sandboxkit.value_formats.pinned_by_digest``)."""
+    ``@sha256:<64 hex>`` digest (``sandboxkit.value_formats.pinned_by_digest``), naming
+    ``setting`` (``sandboxkit:kubernetes.image``), where the stack wrote the image, when given."""
+    where = f" in {setting}" if setting else ""
     # Unknown values (an image from another resource's output) are not strings: not judged.
     for image in images:
         if isinstance(image, str) and not pinned_by_digest(image):
             yield (
                 f"{kind} {name} runs image {image} by tag, which can be moved to other "
-                "content; pin it by digest (image@sha256:<64 hex digits>)."
+                f"content; pin it by digest{where} (image@sha256:<64 hex digits>)."
             )
+
+
+def target_setting(ctx: CheckContext, key: str) -> str | None:
+    """``sandboxkit:<target>.<key>`` for a resource a kit target labelled, else ``None``: the
+    stack setting a finding on the kit's own resource comes from."""
+    return f"sandboxkit:{ctx.target}.{key}" if ctx.target in targets.TARGET_MODULES else None
 
 
 # --- SBX-SES-001..003: secrets named by fragments -------------------------------------------------

@@ -180,7 +180,8 @@ DEFAULT_DENY = PolicyRule(
         "kit's."
     ),
     remediation=(
-        "Keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
+        "Set sandboxkit:profile.egress.mode to deny or allowlist (open renders no resolved-IP "
+        "validation) and keep the kit's firewall defaults: STRICT_ORDER with aws:drop_established, "
         "aws:forward_to_sfe, resolved-IP validation in the kit's FirewallPolicyDocument, ALLOWLIST "
         "domain rule groups, ADVANCED_DATAPATH on GKE, and the kit's Worker module unchanged with "
         "compatibility flag global_fetch_strictly_public."
@@ -366,7 +367,8 @@ NO_GUEST_IDENTITY = PolicyRule(
         "policy's allowedGuestIdentities."
     ),
     remediation=(
-        "Give sandboxes no identity; if one is truly needed, grant it least privilege and name the "
+        "Give sandboxes no identity (no sandboxkit:aws-microvm.executionRolePolicy, no identity "
+        "lifecycle Main or All); if one is truly needed, grant it least privilege and name the "
         "resource in the pack config's allowedGuestIdentities."
     ),
     config_schema={
@@ -409,8 +411,8 @@ EXECUTOR_NAMED = PolicyRule(
         "principal and scoped to one session pool, not a resource group or subscription."
     ),
     remediation=(
-        "Assign the Session Executor role to the caller's own principal id with the session pool's "
-        "resource id as scope."
+        "Assign the Session Executor role to the caller's own principal id "
+        "(sandboxkit:azure-sessions.executors) with the session pool's resource id as scope."
     ),
 )
 
@@ -483,7 +485,7 @@ AUTHENTICATED_WORKER = PolicyRule(
     ),
     remediation=(
         "Bind the bearer or JWT key as a secret_text binding and keep the workers.dev subdomain "
-        "disabled."
+        "disabled (sandboxkit:cloudflare.workersDev false)."
     ),
     config_schema={
         "authBindings": {

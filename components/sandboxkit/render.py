@@ -75,6 +75,21 @@ def to_display(value: Any) -> Any:
     return value
 
 
+def as_the_pack_reads(value: Any) -> Any:
+    """Wire form as the policy pack reads it: a secret as its value (the engine hands a policy
+    the values of secrets; the offline render's stand-in ``UNKNOWN_SECRET`` where it could not
+    decrypt one), the rest as ``to_display`` shows it. A reader then follows a link through a
+    secret as the gate does: a known value like any other, the stand-in as a link it cannot
+    place ("cannot verify")."""
+    if is_secret_value(value):
+        return as_the_pack_reads(value.get("value"))
+    if isinstance(value, list):
+        return [as_the_pack_reads(item) for item in value]
+    if isinstance(value, dict) and rpc._special_sig_key not in value:  # noqa: SLF001
+        return {key: as_the_pack_reads(item) for key, item in value.items()}
+    return to_display(value)
+
+
 @dataclass(frozen=True)
 class RenderedResource:
     """One registered resource.
@@ -138,10 +153,11 @@ class RenderedStackResource:
 
     @functools.cached_property
     def props(self) -> Mapping[str, Any]:
-        """The inputs as ``to_display`` shows them: plain values, secrets ``[secret]``,
+        """The inputs as the policy pack reads them (``as_the_pack_reads``): plain values,
+        a secret as its value (the offline render's stand-in where it could not decrypt one),
         unknowns ``[unknown]``, assets and archives as ``{kind: {...}}``."""
-        display: Mapping[str, Any] = to_display(self.resource.inputs)
-        return display
+        read: Mapping[str, Any] = as_the_pack_reads(self.resource.inputs)
+        return read
 
 
 def stack_resources(resources: Sequence[RenderedResource]) -> list[RenderedStackResource]:

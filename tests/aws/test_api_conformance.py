@@ -13,12 +13,11 @@ from typing import Any
 
 import boto3
 import pytest
+from stubbed_api import SUFFIX, StubbedClient, stubbed_api
 
 from model_stubber import ModelStubber
-from sandboxkit.aws import dynamic_api
 from sandboxkit.aws.launcher import handler
 from sandboxkit.aws.microvm_image import MicrovmImageProvider
-from sandboxkit.aws.plan import AwsAccess
 from sandboxkit.aws.worker import build as worker_build
 from support import named, shipped_render
 
@@ -42,16 +41,18 @@ def prod(project_dir: Path) -> dict[str, Any]:
     }
 
 
+class StubbedImageProvider(StubbedClient, MicrovmImageProvider):
+    """The image provider with a stubbed ``lambda-microvms`` client."""
+
+
 def test_the_rendered_image_is_a_valid_create_microvm_image(
     prod: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     props = {k: copy.deepcopy(prod["image"][k]) for k in ("namePrefix", "image", "tags", "access")}
-    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
-    name = f"{props['namePrefix']}-0a1b2c3d"
+    name = f"{props['namePrefix']}-{SUFFIX}"
     arn = f"arn:aws:lambda:eu-west-1:123456789012:microvm-image:{name}"
-    api = client("lambda-microvms")
     spec = props["image"]
-    with ModelStubber(api) as stubber:
+    with stubbed_api(StubbedImageProvider, "eu-west-1", monkeypatch) as (provider, stubber):
         stubber.add_response(
             "create_microvm_image",
             {
@@ -71,13 +72,7 @@ def test_the_rendered_image_is_a_valid_create_microvm_image(
             {"imageArn": arn, "name": name, "state": "CREATED", "createdAt": NOW},
             {"imageIdentifier": arn},
         )
-
-        class Stubbed(MicrovmImageProvider):
-            def client(self, access: AwsAccess) -> Any:
-                return api
-
-        assert Stubbed().create(props).id == arn
-        stubber.assert_no_pending_responses()
+        assert provider.create(props).id == arn
 
 
 def test_the_rendered_launcher_makes_a_valid_run_microvm(prod: dict[str, Any]) -> None:

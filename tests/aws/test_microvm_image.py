@@ -3,20 +3,16 @@ and by ``ModelStubber`` (the ``lambda-microvms`` model's patterns and bounds), o
 
 from __future__ import annotations
 
-import base64
 import copy
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import dill
 import pytest
 from botocore.exceptions import ClientError
-from pulumi.dynamic.dynamic import serialize_provider
 from stubbed_api import StubbedClient, stubbed_api
 
 from model_stubber import ModelStubber, PatternError
-from sandboxkit.aws import dynamic_api
 from sandboxkit.aws.image import HOOKS
 from sandboxkit.aws.microvm_image import (
     ImageBuildError,
@@ -84,8 +80,9 @@ class StubbedProvider(StubbedClient, MicrovmImageProvider):
 
 
 @pytest.fixture
-def api() -> Iterator[tuple[StubbedProvider, ModelStubber]]:
-    yield from stubbed_api(StubbedProvider, REGION)
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StubbedProvider, ModelStubber]]:
+    with stubbed_api(StubbedProvider, REGION, monkeypatch) as stubbed:
+        yield stubbed
 
 
 def expect_get(stubber: ModelStubber, state: str, **more: Any) -> None:
@@ -108,10 +105,9 @@ def expect_create(stubber: ModelStubber) -> None:
 
 
 def test_create_sends_the_hooks_and_waits_for_the_build(
-    api: tuple[StubbedProvider, ModelStubber], monkeypatch: pytest.MonkeyPatch
+    api: tuple[StubbedProvider, ModelStubber],
 ) -> None:
     provider, stubber = api
-    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
     expect_create(stubber)
     expect_get(stubber, "CREATING")
     expect_get(stubber, "CREATED", latestActiveImageVersion="1")
@@ -122,10 +118,9 @@ def test_create_sends_the_hooks_and_waits_for_the_build(
 
 
 def test_a_failed_build_deletes_the_image_and_says_why(
-    api: tuple[StubbedProvider, ModelStubber], monkeypatch: pytest.MonkeyPatch
+    api: tuple[StubbedProvider, ModelStubber],
 ) -> None:
     provider, stubber = api
-    monkeypatch.setattr(dynamic_api.secrets, "token_hex", lambda n: "0a1b2c3d")
     expect_create(stubber)
     expect_get(stubber, "CREATE_FAILED", latestFailedImageVersion="1")
     stubber.add_response(
@@ -318,10 +313,3 @@ def test_resource_registers_under_its_own_type_with_its_inputs(engine: Recorder)
         MicrovmImage("x" * 56, image=SPEC, access=access, tags={})
     with pytest.raises(ValueError, match="letters, digits"):
         MicrovmImage("bad.name", image=SPEC, access=access, tags={})
-
-
-def test_the_serialized_provider_names_the_kits_class_and_carries_no_code() -> None:
-    blob = serialize_provider(MicrovmImageProvider())
-    restored = dill.loads(base64.b64decode(blob))
-    assert type(restored) is MicrovmImageProvider
-    assert len(blob) < 200

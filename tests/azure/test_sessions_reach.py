@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from sandboxkit.azure.egress_reader import NETWORK_DOC, read_egress
-from sandboxkit.effective_egress import ResourceView, compare, derive_probes
+from sandboxkit.effective_egress import ResourceView, compare, contract_probes, derive_probes
 from sandboxkit.egress_contract import EgressContract
 from sandboxkit.render import Recorder
-from support import build_target
+from support import build_target, udp_of
 
 POOL = "azure-native:app:ContainerAppsSessionPool"
 SETTINGS = {
@@ -61,7 +61,7 @@ def test_a_pool_of_a_versioned_type_token_is_read() -> None:
     assert [(g.host, g.resource) for g in effective.connect] == [
         ("0.0.0.0/0", f"{versioned} pool"),
         ("::/0", f"{versioned} pool"),
-    ]
+    ] * 2  # TCP, then UDP
     other = ResourceView.of("azure-native:app:ContainerApp", "app", enabled)
     assert read_egress([other]).connect == ()
 
@@ -86,3 +86,20 @@ def test_enabled_egress_is_wider_than_open_so_the_target_refuses_open() -> None:
         ("169.254.169.254:80", "connect", "wider"),
         ("[64:ff9b::a9fe:a9fe]:80", "connect", "wider"),
     ]
+
+
+def test_disabled_egress_grants_no_udp_and_enabled_egress_udp_everywhere() -> None:
+    disabled = read_egress([pool(sessionNetworkConfiguration={"status": "EgressDisabled"})])
+    enabled = read_egress([pool(sessionNetworkConfiguration={"status": "EgressEnabled"})])
+    assert udp_of(disabled) == ()
+    assert [g.host for g in udp_of(enabled)] == ["0.0.0.0/0", "::/0"]
+    assert enabled.admits("203.0.113.7", 443, "udp")
+    deny = EgressContract("deny")
+    differences = compare(enabled, deny, contract_probes(deny, enabled))
+    (difference,) = [
+        d for d in differences if (str(d.probe), d.probe.protocol) == ("1.0.0.0:8443", "udp")
+    ]
+    assert difference.describe().startswith(
+        "wider: 1.0.0.0:8443 over udp (grant of azure-native:app:ContainerAppsSessionPool pool) "
+        "is admitted by 0.0.0.0/0 on every port (udp only), address"
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -24,7 +23,7 @@ from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
 from sandboxkit.render import RenderedStack
 from sandboxkit.targets import TARGET_MODULES, KitContext, get_target
 from sandboxkit.type_tokens import of_type
-from support import invoke_cli, kit_program, shipped_render
+from support import invoke_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # The folder module holding each target's per-type mapping (``GRANTS``).
@@ -43,20 +42,6 @@ def _grants(target: str) -> dict[str, Any]:
     for module in MAPPINGS[target]:
         merged.update({t.token: g for t, g in importlib.import_module(module).GRANTS.items()})
     return merged
-
-
-@pytest.fixture(scope="module")
-def renders(tmp_path_factory: pytest.TempPathFactory) -> list[RenderedStack]:
-    """The shipped stacks and every docs/examples stack, rendered once."""
-    root = tmp_path_factory.mktemp("examples")
-    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
-    kit_program(root)
-    (root / "stacks").mkdir()
-    for example in sorted((ROOT / "docs" / "examples").glob("*.yaml")):
-        shutil.copy(example, root / "stacks" / f"Pulumi.try-{example.stem}.yaml")
-    shipped = [shipped_render(ROOT, s) for s in ("prod", "staging", "dev")]
-    examples = [shipped_render(root, f"try-{target}") for target in TARGET_MODULES]
-    return shipped + examples
 
 
 def _policy(rendered: RenderedStack, target: str) -> Any:

@@ -24,6 +24,18 @@ def _with(tmp_path: Path, lines: str) -> Path:
     return make_project(tmp_path, {"dev": GOOD.replace("config:\n", f"config:\n{lines}", 1)})
 
 
+def _refusal(tmp_path: Path, line: str) -> tuple[str, str]:
+    """The one problem of a stack whose config gains ``line`` first: the key it names (the
+    location after it checked: line 2 of the stack's file) and what it expects."""
+    root = _with(tmp_path, f"  {line}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_stack_file(root, "dev")
+    [problem] = caught.value.problems
+    where = f" ({root}/stacks/Pulumi.dev.yaml line 2)"
+    assert problem.key.endswith(where)
+    return problem.key.removesuffix(where), problem.expected
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -41,13 +53,9 @@ def _with(tmp_path: Path, lines: str) -> Path:
 def test_a_key_moving_a_providers_endpoint_or_identity_exits_2_naming_it(
     tmp_path: Path, line: str
 ) -> None:
-    root = _with(tmp_path, f"  {line}\n")
-    with pytest.raises(ConfigError) as caught:
-        load_stack_file(root, "dev")
-    [problem] = caught.value.problems
-    key = line.split(":", 2)[0] + ":" + line.split(":", 2)[1]
-    assert problem.key == f"{key} ({root}/stacks/Pulumi.dev.yaml line 2)"
-    assert problem.expected.startswith(MOVED)
+    key, expected = _refusal(tmp_path, line)
+    assert key == ":".join(line.split(":", 2)[:2])
+    assert expected.startswith(MOVED)
 
 
 @pytest.mark.parametrize(
@@ -62,13 +70,9 @@ def test_a_key_moving_a_providers_endpoint_or_identity_exits_2_naming_it(
 def test_a_plain_credential_under_any_namespace_exits_2_naming_it(
     tmp_path: Path, line: str
 ) -> None:
-    root = _with(tmp_path, f"  {line}\n")
-    with pytest.raises(ConfigError) as caught:
-        load_stack_file(root, "dev")
-    [problem] = caught.value.problems
-    key = "myorg:settings.clientSecret" if "{" in line else line.split(": ", 1)[0]
-    assert problem.key == f"{key} ({root}/stacks/Pulumi.dev.yaml line 2)"
-    assert problem.expected.startswith(PLAIN)
+    key, expected = _refusal(tmp_path, line)
+    assert key == ("myorg:settings.clientSecret" if "{" in line else line.split(": ", 1)[0])
+    assert expected.startswith(PLAIN)
 
 
 def test_region_flags_and_secrets_outside_the_namespace_stay_the_stacks(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import importlib.util
 import inspect
 import json
 import re
-import shutil
 import sys
 import types
 import typing
@@ -26,10 +25,7 @@ from pulumi import _types as pulumi_types
 from pulumi.runtime import rpc
 
 from sandboxkit.render import RenderedResource, RenderedStack, is_secret_value
-from sandboxkit.targets import TARGET_MODULES
-from support import kit_program, shipped_render
 
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (
     "pulumi_aws",
     "pulumi_gcp",
@@ -214,19 +210,6 @@ def _provider_value(value: Any) -> Any:
         except ValueError:
             return value
     return value
-
-
-@pytest.fixture(scope="module")
-def renders(tmp_path_factory: pytest.TempPathFactory) -> list[RenderedStack]:
-    """The shipped stacks and every docs/examples stack, rendered once."""
-    root = tmp_path_factory.mktemp("examples")
-    shutil.copy(ROOT / "Pulumi.yaml", root / "Pulumi.yaml")
-    kit_program(root)
-    (root / "stacks").mkdir()
-    for example in sorted((ROOT / "docs" / "examples").glob("*.yaml")):
-        shutil.copy(example, root / "stacks" / f"Pulumi.try-{example.stem}.yaml")
-    shipped = [shipped_render(ROOT, s) for s in ("prod", "staging", "dev")]
-    return shipped + [shipped_render(root, f"try-{target}") for target in TARGET_MODULES]
 
 
 def _custom(renders: list[RenderedStack]) -> list[tuple[str, RenderedResource]]:

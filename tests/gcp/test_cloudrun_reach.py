@@ -7,19 +7,26 @@ from typing import Any
 
 import pytest
 
-from sandboxkit.effective_egress import ResourceView, compare, derive_probes, inexpressible
+from sandboxkit.effective_egress import (
+    ResourceView,
+    compare,
+    contract_probes,
+    derive_probes,
+    inexpressible,
+)
 from sandboxkit.egress_contract import EgressContract, parse_rule
 from sandboxkit.gcp.cloudrun.egress_reader import (
     DNS_ASSUMPTION,
     FQDN_DOC,
     IMPLIED_DOC,
+    RULE,
     dns_tunnels,
     read_egress,
     rebinding_holes,
     sandbox_paths,
 )
 from sandboxkit.render import Recorder
-from support import build_target
+from support import build_target, udp_of
 
 NET = "net-id"
 SUBNET = "subnet-id"
@@ -68,6 +75,7 @@ def render(egress: str | None = "ALL_TRAFFIC") -> list[ResourceView]:
     return [
         res("gcp:cloudrunv2/service:Service", "service", template=template),
         res("gcp:compute/subnetwork:Subnetwork", "subnet", network=NET, ipCidrRange="10.8.0.0/24"),
+        res("gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy", "policy", name="egress"),
         res(
             "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation",
             "association",
@@ -272,3 +280,126 @@ def test_a_rebinding_hole_is_an_allowed_name_reaching_a_non_public_address() -> 
         (h.rule, h.name, h.address) for h in holes
     }
     assert {h.service for h in holes} == {"service"}
+
+
+def test_udp_is_read_by_the_same_rules_and_the_deny_all_takes_it() -> None:
+    """The kit's deny-all rules take every protocol: no UDP leaves; an allow of udp 443 (QUIC)
+    before them, or of every protocol, opens exactly its destinations on UDP."""
+    assert udp_of(read_egress(render())) == ()
+    quic = fw_rule(
+        "allow-quic",
+        500,
+        "allow",
+        destIpRanges=["0.0.0.0/0"],
+        layer4Configs=[{"ipProtocol": "udp", "ports": ["443"]}],
+    )
+    opened = read_egress([*render(), quic])
+    assert [(g.host, g.ports, g.resource) for g in udp_of(opened)] == [
+        ("0.0.0.0/0", frozenset({443}), f"{RULE} allow-quic")
+    ]
+    assert opened.admits("203.0.113.7", 443, "udp")
+    assert not opened.admits("203.0.113.7", 53, "udp")
+    assert not opened.admits("203.0.113.7", 443, "tcp")  # TCP stays shut
+    everything = fw_rule("allow-all", 500, "allow", destFqdns=["pypi.org"])
+    by_name = read_egress([*render(), everything])
+    assert [(g.host, g.ports, g.enforced) for g in udp_of(by_name)] == [
+        ("pypi.org", "any", "resolved-address")
+    ]
+    # By protocol number too (17 is UDP).
+    numbered = fw_rule(
+        "allow-17",
+        500,
+        "allow",
+        destIpRanges=["203.0.113.0/24"],
+        layer4Configs=[{"ipProtocol": "17"}],
+    )
+    assert read_egress([*render(), numbered]).admits("203.0.113.9", 443, "udp")
+
+
+def test_private_ranges_only_sends_udp_past_every_control() -> None:
+    effective = read_egress(render("PRIVATE_RANGES_ONLY"))
+    assert [g.host for g in udp_of(effective)] == ["0.0.0.0/0", "::/0"]
+    deny = EgressContract("deny")
+    udp = [
+        d
+        for d in compare(effective, deny, contract_probes(deny, effective))
+        if d.probe.protocol == "udp"
+    ]
+    assert [str(d.probe) for d in udp] == ["1.0.0.0:8443", "[2000::]:8443"]
+    assert str(udp[0]).startswith("wider: 1.0.0.0:8443 over udp (grant of gcp:cloudrunv2/service")
+
+
+OPEN_443 = {"destIpRanges": ["0.0.0.0/0"], "layer4Configs": HTTPS}
+WITH_RULES = "gcp:compute/networkFirewallPolicyWithRules:NetworkFirewallPolicyWithRules"
+ASSOCIATION = "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation"
+
+
+def test_rules_are_read_by_the_policy_they_belong_to() -> None:
+    """A rule of the associated policy counts whether it names the policy by name or by id; a
+    rule of a policy no association attaches to the network never does."""
+    by_id = replaced(
+        [*render(), fw_rule("acme-open", 100, "allow", **OPEN_443)],
+        res(
+            RULE.token,
+            "acme-open",
+            ruleName="acme-open",
+            firewallPolicy="projects/acme/global/firewallPolicies/egress",
+            direction="EGRESS",
+            action="allow",
+            priority=100,
+            match=OPEN_443,
+        ),
+    )
+    assert read_egress(by_id).admits("203.0.113.7", 443, "tcp")
+    elsewhere = res(
+        RULE.token,
+        "acme-elsewhere",
+        ruleName="acme-elsewhere",
+        firewallPolicy="unattached",
+        direction="EGRESS",
+        action="allow",
+        priority=100,
+        match=OPEN_443,
+    )
+    unattached = [
+        *render(),
+        res(
+            "gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy",
+            "acme-policy",
+            name="unattached",
+        ),
+        elsewhere,
+    ]
+    assert not read_egress(unattached).admits("203.0.113.7", 443, "tcp")
+    assert read_egress(unattached) == read_egress(render())
+
+
+def test_inline_rules_of_an_associated_policy_are_read() -> None:
+    inline = res(
+        WITH_RULES,
+        "acme-inline",
+        name="acme-inline",
+        rules=[
+            {"priority": 10, "action": "allow", "direction": "EGRESS", "match": OPEN_443},
+            {"priority": 20, "action": "allow", "direction": "INGRESS", "match": OPEN_443},
+        ],
+    )
+    attach = res(ASSOCIATION, "acme-attach", firewallPolicy="acme-inline", attachmentTarget=NET)
+    # Not associated: its rules do not count.
+    assert not read_egress([*render(), inline]).admits("203.0.113.7", 443, "tcp")
+    verdict = read_egress([*render(), inline, attach]).admits("203.0.113.7", 443, "tcp")
+    assert [g.resource for g in verdict.grants] == [f"{RULE} acme-inline.rules[0]"]
+
+
+def test_an_association_of_a_policy_the_render_does_not_create_cannot_be_verified() -> None:
+    existing = "projects/acme/global/firewallPolicies/1234567890"
+    attach = res(ASSOCIATION, "acme-attach", firewallPolicy=existing, attachmentTarget=NET)
+    with pytest.raises(
+        ValueError,
+        match="attaches firewall policy 'projects/acme/global/"
+        "firewallPolicies/1234567890' to the sandboxes' network, and no rendered",
+    ):
+        read_egress([*render(), attach])
+    # Attached to another network: not on the sandboxes' path.
+    other = res(ASSOCIATION, "acme-attach", firewallPolicy=existing, attachmentTarget="other-net")
+    assert read_egress([*render(), other]) == read_egress(render())

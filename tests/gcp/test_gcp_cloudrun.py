@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,12 +13,13 @@ from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.errors import ConfigError
 from sandboxkit.gcp.cloud_dns import Outcome, PolicyRule, answer
 from sandboxkit.gcp.cloudrun.ngfw import Probe, decide, read_rules
-from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.cloudrun.plan import MAX_OBJECT_NAME, CloudRunSandboxArgs
 from sandboxkit.gcp.cloudrun.service import (
     ALLOW_FIRST_PRIORITY,
     DENY_ALL_PRIORITY,
     CloudRunSandbox,
 )
+from sandboxkit.gcp.common import check_object_name
 from sandboxkit.gcp.response_policy import REFUSAL_TEXT, rule_name
 from sandboxkit.render import Recorder
 from support import build_target, named, of_type, one, shipped_render
@@ -356,6 +358,24 @@ def test_the_component_refuses_templates_that_expose_the_launcher(
     plan = load_stack(ConfigSource(values=values), "test").plans["gcp-cloudrun"]
     args = cast(CloudRunSandboxArgs, {**plan, "templates": tuple(templates)})
     with pytest.raises(ValueError, match=error):
+        engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
+
+
+@pytest.mark.parametrize(
+    "object_name",
+    ["s" * (MAX_OBJECT_NAME + 1), "Sbx-prod", "sbx-prod-", "1sbx", "sbx_prod", ""],
+    ids=["too-long", "upper-case", "trailing-hyphen", "leading-digit", "underscore", "empty"],
+)
+def test_the_component_refuses_an_object_name_no_gcp_name_takes(
+    engine: Recorder, object_name: str
+) -> None:
+    values = {"environment": "prod", "targets": ["gcp-cloudrun"], "gcp-cloudrun": SETTINGS}
+    plan = load_stack(ConfigSource(values=values), "test").plans["gcp-cloudrun"]
+    assert len(plan["object_name"]) <= MAX_OBJECT_NAME
+    check_object_name("s" * MAX_OBJECT_NAME, MAX_OBJECT_NAME)
+    args = cast(CloudRunSandboxArgs, {**plan, "object_name": object_name})
+    message = f"object_name {object_name!r}: a lower-case name of 22 or fewer"
+    with pytest.raises(ValueError, match=re.escape(message)):
         engine.run(lambda: CloudRunSandbox("gcp-cloudrun", args))
 
 

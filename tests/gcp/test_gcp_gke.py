@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -13,7 +13,13 @@ from sandboxkit import cli
 from sandboxkit.config import ConfigSource, load_stack
 from sandboxkit.errors import ConfigError
 from sandboxkit.gcp.gke.catalog import MOCK_GKE_CA, MOCK_GKE_DNS_ENDPOINT
-from sandboxkit.gcp.gke.cluster import GVISOR_NODE_LABEL, GVISOR_TOLERATION, NODE_ROLES
+from sandboxkit.gcp.gke.cluster import (
+    GVISOR_NODE_LABEL,
+    GVISOR_TOLERATION,
+    NODE_ROLES,
+    GkeAgentSandbox,
+)
+from sandboxkit.gcp.gke.plan import MAX_OBJECT_NAME, GkeAgentSandboxArgs
 from sandboxkit.gcp.gke.spec import gke_version
 from sandboxkit.render import Recorder, is_secret_value
 from support import build_target, named, of_type, one
@@ -31,6 +37,17 @@ SETTINGS = {
 
 def build(engine: Recorder, profile: dict[str, Any] | None = None, **settings: Any) -> list[Any]:
     return build_target(engine, "gcp-gke", {**SETTINGS, **settings}, profile)
+
+
+def test_the_component_refuses_an_object_name_longer_than_its_plan_allows(
+    engine: Recorder,
+) -> None:
+    values = {"environment": "prod", "targets": ["gcp-gke"], "gcp-gke": SETTINGS}
+    plan = load_stack(ConfigSource(values=values), "test").plans["gcp-gke"]
+    assert len(plan["object_name"]) <= MAX_OBJECT_NAME == 24
+    args = cast(GkeAgentSandboxArgs, {**plan, "object_name": "s" * 25})
+    with pytest.raises(ValueError, match="a lower-case name of 24 or fewer"):
+        engine.run(lambda: GkeAgentSandbox("gcp-gke", args))
 
 
 SANDBOX_CHILDREN = [

@@ -8,13 +8,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import support as testing
-from sandboxkit.effective_egress import EffectiveEgress, JSONValue, ResourceView, inexpressible
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    JSONValue,
+    ResourceView,
+    compare,
+    contract_probes,
+    inexpressible,
+)
+from sandboxkit.egress_contract import EgressContract, parse_rule
 from sandboxkit.explain import explain_target
 from sandboxkit.gcp.gke.egress_reader import read_egress as read_gke
 from sandboxkit.kubernetes.egress_reader import dnsmasq_names, pattern_scope, read_egress, selects
 from sandboxkit.render import RenderedStack
+from support import udp_of
 
 PROJECT = Path(__file__).resolve().parents[2]
 ALLOWLIST = [
@@ -113,7 +123,11 @@ def test_pods_no_policy_isolates_reach_everything() -> None:
         assert [(g.host, g.ports, g.resource) for g in egress.connect] == [
             ("0.0.0.0/0", "any", "SandboxTemplate t"),
             ("::/0", "any", "SandboxTemplate t"),
+            # UDP too (every protocol).
+            ("0.0.0.0/0", "any", "SandboxTemplate t"),
+            ("::/0", "any", "SandboxTemplate t"),
         ]
+        assert [g.host for g in udp_of(egress)] == ["0.0.0.0/0", "::/0"]
         assert egress.resolves("exfil.example.net")
     # Cilium: an egress rule isolates, unless enableDefaultDeny.egress is false.
     world = {"toCIDR": ["93.184.216.34/32"]}
@@ -248,7 +262,7 @@ def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name()
         },
     )
     egress = read_egress([template(), policy])
-    (grant,) = egress.connect
+    grant, udp = egress.connect
     assert (grant.host, grant.scope, grant.ports, grant.enforced) == (
         "my-remote-service.com",
         "exact",
@@ -257,9 +271,19 @@ def test_cilium_fqdn_docs_example_is_by_resolved_address_and_resolves_any_name()
     )
     # The door of issue 13: every name resolves through kube-dns.
     assert egress.resolves("x.attacker.example")
+    # No toPorts: every protocol, so UDP (QUIC) to the name's addresses too.
+    assert (udp.host, udp.ports, udp.enforced, udp.protocols) == (
+        "my-remote-service.com",
+        "any",
+        "resolved-address",
+        frozenset({"udp"}),
+    )
     assert [f.kind for f in inexpressible(egress)] == [
         "name-on-every-port",
         "resolved-address-only",
+        "name-on-every-port",
+        "resolved-address-only",
+        "udp",
     ]
 
 
@@ -618,3 +642,144 @@ def test_an_unannotated_policy_reads_the_double_star_as_one_label(
     assert egress.admits("files.pythonhosted.org", 443, "tls")
     assert not egress.admits("a.b.files.pythonhosted.org", 443, "tls")
     assert "one-label-wildcard" in {f.kind for f in inexpressible(egress)}
+
+
+def test_udp_is_read_from_every_policy_kind_and_the_dns_path_is_not_udp_out() -> None:
+    """UDP (QUIC) to an address block or a name leaves; UDP 53 to the resolver's pods is the
+    DNS path (resolution), not a UDP grant."""
+    quic = [{"protocol": "UDP", "port": 443}]
+    np = view(
+        NP,
+        {
+            "podSelector": {"matchLabels": SANDBOX},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": quic},
+                {
+                    "to": [{"podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                    "ports": [{"protocol": "UDP", "port": 53}],
+                },
+                {
+                    "to": [{"ipBlock": {"cidr": "93.184.216.34/32"}}],
+                    "ports": [{"protocol": "TCP", "port": 443}],
+                },
+            ],
+        },
+    )
+    egress = read_egress([template(), np])
+    assert [(g.host, g.ports, g.resource) for g in udp_of(egress)] == [
+        ("0.0.0.0/0", frozenset({443}), "NetworkPolicy p")
+    ]
+    assert not egress.admits("203.0.113.7", 443, "tcp")  # the UDP rule opens no TCP
+    cilium = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toEntities": ["world"],
+                    "toPorts": [{"ports": [{"port": "443", "protocol": "ANY"}]}],
+                },
+                {
+                    "toFQDNs": [{"matchName": "pypi.org"}],
+                    "toPorts": [
+                        {"ports": [{"port": "443", "protocol": "UDP"}], "serverNames": ["pypi.org"]}
+                    ],
+                },
+            ],
+        },
+    )
+    egress = read_egress([template(), cilium])
+    assert [(g.host, g.enforced) for g in udp_of(egress)] == [
+        ("0.0.0.0/0", "address"),
+        ("::/0", "address"),
+        # serverNames bind TLS on TCP only: a datagram passes by the name's addresses.
+        ("pypi.org", "resolved-address"),
+    ]
+    assert [(g.host, g.enforced) for g in egress.connect if g not in udp_of(egress)] == [
+        ("0.0.0.0/0", "address"),
+        ("::/0", "address"),
+    ]
+
+
+def test_the_shipped_allowlist_and_open_mode_open_no_udp(allowlist: RenderedStack) -> None:
+    assert udp_of(effective(allowlist)) == ()
+    open_mode = effective(render("dev", "kubernetes", {"mode": "open"}))
+    # Open mode's rule names TCP without a port: every TCP port to the public blocks, no UDP.
+    assert udp_of(open_mode) == ()
+    assert open_mode.admits("93.184.216.34", 8443, "tcp")
+    assert compare(open_mode, EgressContract("open"), ()) == ()
+
+
+CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
+OPEN_POLICY: dict[str, JSONValue] = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "NetworkPolicy",
+    "metadata": {"name": "acme-open"},
+    "spec": {
+        "podSelector": {"matchLabels": SANDBOX},
+        "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": 443}]}],
+    },
+}
+
+
+def test_network_policies_in_a_config_group_are_read_as_the_objects_it_declares() -> None:
+    shut = view(NP, {"podSelector": {"matchLabels": SANDBOX}, "policyTypes": ["Egress"]})
+    assert not read_egress([template(), shut]).admits("203.0.113.7", 443, "tcp")
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {}}
+    every: list[dict[str, JSONValue]] = [
+        {"objs": [OPEN_POLICY]},
+        {"yaml": yaml.safe_dump_all([other, OPEN_POLICY])},
+        {"yaml": [yaml.safe_dump(OPEN_POLICY)]},
+    ]
+    for props in every:
+        group = ResourceView(CONFIG_GROUP, "acme", props)
+        verdict = read_egress([template(), shut, group]).admits("203.0.113.7", 443, "tcp")
+        assert [g.resource for g in verdict.grants] == ["NetworkPolicy acme/acme-open"]
+
+
+@pytest.mark.parametrize(
+    ("type_token", "props"),
+    [
+        (CONFIG_GROUP, {"files": ["manifests/*.yaml"]}),
+        ("kubernetes:yaml/v2:ConfigFile", {"file": "manifests/policies.yaml"}),
+        (CONFIG_GROUP, {"yaml": "kind: [unclosed"}),
+    ],
+)
+def test_objects_a_config_group_reads_elsewhere_cannot_be_verified(
+    type_token: str, props: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match=f"{type_token} acme"):
+        read_egress([template(), ResourceView(type_token, "acme", props)])
+
+
+def test_a_v1_config_group_declares_nothing_its_objects_are_rendered() -> None:
+    """pulumi-kubernetes' v1 ConfigGroup/ConfigFile register no inputs; the program registers
+    their objects, which the reader reads as any other."""
+    for token in ("kubernetes:yaml:ConfigGroup", "kubernetes:yaml:ConfigFile"):
+        v1 = ResourceView(token, "acme", {})
+        assert read_egress([template(), v1]) == read_egress([template()])
+
+
+def test_udp_to_every_name_is_asked_with_a_contract() -> None:
+    """A toFQDNs pattern '*' on UDP admits every name's addresses over UDP: no entry probe
+    speaks UDP, so the grant's own probe asks it (and the allowlist refuses it)."""
+    every = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toFQDNs": [{"matchPattern": "*"}],
+                    "toPorts": [{"ports": [{"port": "443", "protocol": "UDP"}]}],
+                }
+            ],
+        },
+    )
+    egress = read_egress([template(), every])
+    allowlist = EgressContract("allowlist", (parse_rule("pypi.org"),))
+    differences = compare(egress, allowlist, contract_probes(allowlist, egress))
+    udp = [d for d in differences if d.probe.protocol == "udp"]
+    assert [(str(d.probe), d.probe.protocol, d.direction) for d in udp] == [
+        ("sbx-probe.example.com:443", "udp", "wider")
+    ]

@@ -109,9 +109,13 @@ def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
     assert {(v.policy, v.urn.rsplit("::", 1)[-1]) for v in new} == {(POLICY, resource)}
     (violation,) = new
     tagged = LAUNCHER_TAGGED if "launcher" in violation.message else TAGGED
+    # Issue 31 item 14: where the stack wrote the image, for the targets with one image setting.
+    target = resource.removesuffix("-service").rsplit("-", 1)[0].removesuffix("-agent-sandbox")
+    single = {"kubernetes", "gcp-gke", "azure-sessions", "cloudflare"}
+    where = f" in sandboxkit:{target}.image" if target in single else ""
     assert violation.message == (
         f"{kind} {resource} runs image {tagged} by tag, which can be moved to other content; "
-        "pin it by digest (image@sha256:<64 hex digits>)."
+        f"pin it by digest{where} (image@sha256:<64 hex digits>)."
     )
     assert violation.severity == "medium"
     # prod's pack config makes every policy mandatory.

@@ -33,6 +33,16 @@ REMEDY = (
     "sandboxkit:profile.egress.allow, or add the port to sbx-net-001's allowedPorts in the "
     "pack config."
 )
+# aws-microvm opens its controlPlaneHosts' ports too: the remedy names them.
+AWS_REMEDY = REMEDY.replace(
+    "egress.allow,", "egress.allow and sandboxkit:aws-microvm.controlPlaneHosts,"
+)
+# A rule over every port: only egress mode open renders one (issue 31 item 14).
+EVERY_PORT = (
+    "every port, which the kit renders for sandboxkit:profile.egress.mode open only; set "
+    "sandboxkit:profile.egress.mode to deny or allowlist, or restore the kit's rule with its "
+    "ports (sbx-net-001's allowedPorts lists single ports, never every port)."
+)
 
 
 @pytest.fixture(scope="module")
@@ -112,12 +122,12 @@ CASES = {
             (
                 "aws-microvm-connector-sg",
                 "Security group aws-microvm-connector-sg egress rule 3 admits egress on port 25, "
-                f"{REMEDY}",
+                f"{AWS_REMEDY}",
             ),
             (
                 "aws-microvm-fw-ip-rules",
                 "Network Firewall rule group aws-microvm-fw-ip-rules pass rule sid 1000001 "
-                f"admits egress on port 25, {REMEDY}",
+                f"admits egress on port 25, {AWS_REMEDY}",
             ),
         },
     ),
@@ -190,8 +200,9 @@ def test_rules_that_admit_more_than_their_port_are_reported(
 ) -> None:
     rendered = with_input(render("kubernetes", ALLOWED, fqdnPolicy="cilium"), name, path, value)
     kind = named(rendered.resources, name).type.rsplit(":", 1)[-1]
+    remedy = EVERY_PORT if words == "every port" else f"{words}, {REMEDY}"
     assert port_findings(analyzer, rendered) == {
-        (name, f"{kind} {name} egress rule {path[2]} admits egress on {words}, {REMEDY}")
+        (name, f"{kind} {name} egress rule {path[2]} admits egress on {remedy}")
     }
 
 

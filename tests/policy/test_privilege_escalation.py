@@ -74,7 +74,8 @@ def test_an_escalating_execution_role_fails_prod(analyzer: gate.InProcessAnalyze
             "mandatory",
             f"IAM policy {EXECUTION_POLICY} lets its holder escalate privileges on every "
             "resource: CreateAccessKey (iam:createaccesskey); scope these actions to the named "
-            "resources the role needs, or remove them.",
+            "resources the role needs, or remove them (written in "
+            "sandboxkit:aws-microvm.executionRolePolicy).",
         )
     }
 

@@ -196,15 +196,16 @@ def test_layers_and_base_images_of_trusted_accounts_pass(
             "aws-microvm-launcher",
             f"Launcher function aws-microvm-launcher runs layer arn:aws:lambda:eu-west-1:{FOREIGN}"
             f":layer:boto3:7 from account {FOREIGN}, which the stack does not trust; use one from "
-            "your own account or AWS, or list the account in "
-            "sandboxkit:aws-microvm.trustedAccounts once you trust it.",
+            "your own account or AWS in sandboxkit:aws-microvm.launcherLayers, or list the "
+            "account in sandboxkit:aws-microvm.trustedAccounts once you trust it.",
         ),
         (
             "SBX-SEC-004",
             "aws-microvm-image",
             f"MicroVM image aws-microvm-image builds on base image arn:aws:lambda:eu-west-1:"
             f"{FOREIGN}:microvm-image:worker-base from account {FOREIGN}, which the stack does "
-            "not trust; use one from your own account or AWS, or list the account in "
+            "not trust; use one from your own account or AWS in "
+            "sandboxkit:aws-microvm.baseImageArn, or list the account in "
             "sandboxkit:aws-microvm.trustedAccounts once you trust it.",
         ),
     }

@@ -77,7 +77,8 @@ def findings(ran: Ran) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Row:
-    """One door: the program ``body``, the exit code, and a text each named finding holds."""
+    """One door: the program ``body``, the exit code, a text a finding of ``policy`` holds, and
+    a policy that must find nothing (``absent``: the reader reads the change as harmless)."""
 
     door: str
     body: str
@@ -85,6 +86,7 @@ class Row:
     says: str
     code: int = 1
     example: str = "aws-microvm"
+    absent: str = ""
 
 
 NOTHING = Row("nothing", "", "", "", code=0)
@@ -371,10 +373,202 @@ KUBERNETES_ROWS = tuple(
             """,
             "SBX-NET-006",
             "admits pypi.org by resolved address only (CiliumNetworkPolicy "
-            "kubernetes-fqdn-policy): any site on that name's addresses passes, such as another "
-            "customer of the same CDN, and so does plain TCP to them naming no host",
+            "kubernetes-fqdn-policy, from sandboxkit:profile.egress.allow): any site on that "
+            "name's addresses passes, such as another customer of the same CDN, and so does "
+            "plain TCP to them naming no host",
         ),
     )
+)
+
+
+def _network_policy_udp(name: str) -> str:
+    """A program body giving NetworkPolicy ``name`` an egress rule for UDP 443 (QUIC) to every
+    IPv4 address."""
+    return f"""
+    def quic(props):
+        spec = dict(props["spec"])
+        rule = {{
+            "to": [{{"ipBlock": {{"cidr": "0.0.0.0/0"}}}}],
+            "ports": [{{"protocol": "UDP", "port": 443}}],
+        }}
+        spec["egress"] = [*spec["egress"], rule]
+        props["spec"] = spec
+
+    transform("kubernetes:networking.k8s.io/v1:NetworkPolicy", {name!r}, quic)
+    """
+
+
+UDP_ROWS = (
+    *(
+        Row(
+            f"{example}: udp 443 to every address in the sandbox NetworkPolicy",
+            _network_policy_udp(policy),
+            "SBX-NET-008",
+            "wider: 1.0.0.0:443 over udp (grant of NetworkPolicy",
+            example=example,
+        )
+        for example, policy in (
+            ("kubernetes", "kubernetes-network-policy"),
+            ("gcp-gke", "gcp-gke-agent-sandbox-network-policy"),
+        )
+    ),
+    Row(
+        "gcp-cloudrun: an allow of udp 443 added to the kit's firewall policy, outside the "
+        "components",
+        """
+        from pulumi_gcp.compute import NetworkFirewallPolicyRule
+
+        NetworkFirewallPolicyRule(
+            "acme-quic",
+            firewall_policy="sbx-t-run-egress",
+            priority=100,
+            action="allow",
+            direction="EGRESS",
+            match={
+                "dest_ip_ranges": ["0.0.0.0/0"],
+                "layer4_configs": [{"ip_protocol": "udp", "ports": ["443"]}],
+            },
+        )
+        """,
+        "SBX-NET-008",
+        "wider: 0.0.0.0:443 over udp (grant of gcp:compute/networkFirewallPolicyRule",
+        example="gcp-cloudrun",
+    ),
+    Row(
+        "azure-sessions: the pool's egress switched on",
+        """
+        def enabled(props):
+            props["session_network_configuration"] = {"status": "EgressEnabled"}
+
+        transform("azure-native:app:ContainerAppsSessionPool", "azure-sessions-pool", enabled)
+        """,
+        "SBX-NET-008",
+        "wider: 1.0.0.0:8443 over udp (grant of azure-native:app:ContainerAppsSessionPool",
+        example="azure-sessions",
+    ),
+    Row(
+        "cloudflare: the Worker starts its containers with the internet on",
+        """
+        def internet(props):
+            props["content"] = props["content"].replace(
+                "enableInternet: false", "enableInternet: true"
+            )
+
+        transform("pulumi-python:dynamic/cloudflare:WranglerScript", "cloudflare-script", internet)
+        """,
+        "SBX-NET-003",
+        "does not run the kit's Worker code",
+        example="cloudflare",
+    ),
+)
+
+
+def _ngfw_rule(name: str, policy: str, ranges: str) -> str:
+    """A program body declaring an allow rule of TCP 443 to ``ranges`` in ``policy``."""
+    return f"""
+    NetworkFirewallPolicyRule(
+        {name!r},
+        firewall_policy={policy!r},
+        priority=100,
+        action="allow",
+        direction="EGRESS",
+        match={{
+            "dest_ip_ranges": [{ranges!r}],
+            "layer4_configs": [{{"ip_protocol": "tcp", "ports": ["443"]}}],
+        }},
+    )
+    """
+
+
+NGFW_IMPORTS = """
+    from pulumi_gcp.compute import (
+        NetworkFirewallPolicy,
+        NetworkFirewallPolicyAssociation,
+        NetworkFirewallPolicyRule,
+    )
+"""
+
+NGFW_ROWS = (
+    Row(
+        "gcp-cloudrun: an allow rule added to the kit's policy by its id",
+        NGFW_IMPORTS
+        + _ngfw_rule(
+            "acme-open",
+            "projects/example-sandboxkit-dev/global/firewallPolicies/sbx-t-run-egress",
+            # A private address: the example has no Cloud NAT, so only the VPC's routes lead out.
+            "10.10.0.10/32",
+        ),
+        "SBX-NET-008",
+        "wider: 10.10.0.10:443 over tcp (grant of gcp:compute/networkFirewallPolicyRule",
+        example="gcp-cloudrun",
+    ),
+    Row(
+        # SBX-NET-002 judges every rule on its own; the reader reads only associated policies.
+        "gcp-cloudrun: an allow rule in a policy no association attaches to the network",
+        NGFW_IMPORTS
+        + '\n    NetworkFirewallPolicy("acme-policy", name="acme-unattached")\n'
+        + _ngfw_rule("acme-open", "acme-unattached", "10.10.0.10/32"),
+        "SBX-NET-002",
+        "Firewall policy rule acme-open allows 10.10.0.10/32",
+        example="gcp-cloudrun",
+        absent="SBX-NET-008",
+    ),
+    Row(
+        "gcp-cloudrun: an existing policy attached to the sandboxes' network by id",
+        NGFW_IMPORTS
+        + """
+    NetworkFirewallPolicyAssociation(
+        "acme-attach",
+        firewall_policy="projects/acme/global/firewallPolicies/1234567890",
+        attachment_target="gcp-cloudrun-network-275530699b3a",
+    )
+""",
+        "SBX-NET-008",
+        "attaches firewall policy 'projects/acme/global/firewallPolicies/1234567890' to the "
+        "sandboxes' network, and no rendered NetworkFirewallPolicy is that policy",
+        example="gcp-cloudrun",
+    ),
+)
+
+
+CONFIG_GROUP_ROWS = (
+    Row(
+        "kubernetes: a NetworkPolicy opening 443 to every address in a ConfigGroup's yaml",
+        """
+    from pulumi_kubernetes.yaml.v2 import ConfigGroup
+
+    ConfigGroup(
+        "acme-policies",
+        yaml='''
+    apiVersion: networking.k8s.io/v1
+    kind: NetworkPolicy
+    metadata:
+      name: acme-open
+      namespace: agent-sandboxes
+    spec:
+      podSelector: {}
+      egress:
+      - to: [{ipBlock: {cidr: 0.0.0.0/0}}]
+        ports: [{port: 443}]
+    ''',
+    )
+""",
+        "SBX-NET-008",
+        "wider: 1.0.0.0:443 over tcp (grant of NetworkPolicy acme-policies/acme-open) is admitted",
+        example="kubernetes",
+    ),
+    Row(
+        "kubernetes: a ConfigGroup of manifest files the render does not hold",
+        """
+    from pulumi_kubernetes.yaml.v2 import ConfigGroup
+
+    ConfigGroup("acme-policies", files=["manifests/*.yaml"])
+""",
+        "SBX-NET-008",
+        "kubernetes:yaml/v2:ConfigGroup acme-policies reads Kubernetes objects from "
+        "['manifests/*.yaml'] at deployment",
+        example="kubernetes",
+    ),
 )
 
 
@@ -417,6 +611,9 @@ def test_a_resource_the_program_adds_is_rendered_beside_the_components(tmp_path:
         Row("nothing (kubernetes)", "", "", "", 0, "kubernetes"),
         *AWS_ROWS,
         *KUBERNETES_ROWS,
+        *UDP_ROWS,
+        *NGFW_ROWS,
+        *CONFIG_GROUP_ROWS,
     ],
     ids=lambda row: row.door,
 )
@@ -430,3 +627,5 @@ def test_each_door_a_program_opens_fails_the_gate(row: Row, tmp_path: Path) -> N
         ), findings(ran)
     if row.code == 0:
         assert findings(ran) == []
+    if row.absent:
+        assert [m for policy, m in findings(ran) if policy == row.absent] == []

@@ -338,12 +338,13 @@ def test_the_versioned_session_pool_is_judged_and_read_as_the_plain_one(
     found = findings(analyzer, plain, names)
     assert {p for p, name, _ in found if name == POOL} - baseline == caught
     assert findings(analyzer, other, names) == found
-    # The reader reads the versioned pool the same: every address and every name when egress
-    # is enabled (two connect grants, one resolve grant), nothing when it is disabled.
+    # The reader reads the versioned pool the same: every address (TCP and UDP) and every name
+    # when egress is enabled (two TCP and two UDP connect grants, one resolve grant), nothing
+    # when it is disabled.
     read = grants(plain, "azure-sessions", names)
     assert grants(other, "azure-sessions", names) == read
     opened = "SBX-NET-001" in caught
-    assert (len(read.connect), len(read.resolve)) == ((2, 1) if opened else (0, 0))
+    assert (len(read.connect), len(read.resolve)) == ((4, 1) if opened else (0, 0))
 
 
 # dev's Cilium allowlist with the kit's resolver (NetworkPolicy, CiliumNetworkPolicy, the

@@ -212,7 +212,9 @@ def _resolved_ip_validation(what: str, validation: Any) -> Iterator[str]:
         yield (
             f"{what} has no Route53ResolvedIPValidation, so a TLS SNI or HTTP Host naming an "
             "allowed host passes to any address (a DNS-over-HTTPS resolver, an attacker's "
-            "server); validate destinations against the DNS Firewall rule group's VPC answers."
+            "server); the kit leaves it out only for sandboxkit:profile.egress.mode open: set "
+            "the mode to deny or allowlist, and the kit's policy validates destinations against "
+            "the DNS Firewall rule group's VPC answers."
         )
         return
     action = validation.get("Action")

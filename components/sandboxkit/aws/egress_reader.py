@@ -90,6 +90,7 @@ from sandboxkit.effective_egress import (
     port_text,
 )
 from sandboxkit.egress_contract import ConnectionProtocol
+from sandboxkit.secrets import UNKNOWN_SECRET
 from sandboxkit.type_tokens import TypeToken, of_type
 
 TARGET = "aws-microvm"
@@ -153,9 +154,15 @@ def _placed(
     """
     found = [v for v in of_type(resources, *kinds) if _refers(v, ref)]
     if not found:
+        why = (
+            "a Pulumi secret the offline render cannot read"
+            if ref == UNKNOWN_SECRET
+            else "the id of a resource the stack does not create (an existing one, looked up or "
+            "written in), whose rules the render does not hold"
+        )
         raise ValueError(
-            f"{where} names {ref!r}, which no rendered {' or '.join(map(str, kinds))} is: the "
-            "reader cannot follow the path there"
+            f"{where} names {ref!r}, which no rendered {' or '.join(map(str, kinds))} is: {why}, "
+            "so the reader cannot follow the path there"
         )
     return max(found, key=lambda v: len(v.name))
 

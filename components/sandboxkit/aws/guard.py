@@ -157,10 +157,20 @@ def escalations(document: Any, ctx: CheckContext, path: str) -> list[str]:
     )
 
 
-def _escalation_sentence(what: str, methods: list[str]) -> str:
+# The kit's name for the policy it creates from sandboxkit:aws-microvm.executionRolePolicy
+# (``image.execution_role``: the ``execution`` role's ``-execution-policy``).
+_EXECUTION_POLICY_SUFFIX = "-execution-policy"
+
+
+def _escalation_sentence(what: str, methods: list[str], name: str = "") -> str:
+    source = (
+        " (written in sandboxkit:aws-microvm.executionRolePolicy)"
+        if name.endswith(_EXECUTION_POLICY_SUFFIX)
+        else ""
+    )
     return (
         f"{what} lets its holder escalate privileges on every resource: {'; '.join(methods)}; "
-        "scope these actions to the named resources the role needs, or remove them."
+        f"scope these actions to the named resources the role needs, or remove them{source}."
     )
 
 
@@ -174,7 +184,7 @@ def _policy_document(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
         )
     methods = escalations(document, ctx, "policy")
     if methods:
-        yield _escalation_sentence(f"IAM policy {ctx.name}", methods)
+        yield _escalation_sentence(f"IAM policy {ctx.name}", methods, ctx.name)
 
 
 def _admin_arns(arns: Any) -> list[str]:
@@ -209,8 +219,9 @@ def _pass_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
         if "iam:PassRole" in _listed(statement.get("Action", [])) and not identity_allowed(ctx):
             yield (
                 f"IAM policy {ctx.name} lets the launcher pass an execution role to MicroVMs, "
-                "which the guest can read; run MicroVMs without one or name this resource in "
-                "allowedGuestIdentities."
+                "which the guest can read (the role sandboxkit:aws-microvm.executionRolePolicy "
+                "creates); run MicroVMs without one (leave executionRolePolicy out) or name "
+                "this resource in sbx-iam-002's allowedGuestIdentities."
             )
 
 
@@ -219,8 +230,9 @@ def _execution_role(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
     if variables.get(LAUNCHER_EXECUTION_ROLE_ARN) and not identity_allowed(ctx):
         yield (
             f"Launcher function {ctx.name} starts MicroVMs with an execution role, whose "
-            "credentials the guest reads through IMDSv2; remove the role, or name this resource "
-            "in allowedGuestIdentities after granting it least privilege."
+            "credentials the guest reads through IMDSv2 (sandboxkit:aws-microvm."
+            "executionRolePolicy); leave executionRolePolicy out, or name this resource in "
+            "sbx-iam-002's allowedGuestIdentities after granting it least privilege."
         )
 
 
@@ -322,14 +334,14 @@ def _trusted(props: Mapping[str, Any]) -> set[str]:
     return {AWS_OWNED, *(text.split("-") if isinstance(text, str) and text else ())}
 
 
-def _untrusted(what: str, arn: Any, trusted: set[str]) -> Iterator[str]:
+def _untrusted(what: str, arn: Any, trusted: set[str], setting: str) -> Iterator[str]:
     parts = arn.split(":") if isinstance(arn, str) else []
     account = parts[4] if len(parts) > 4 else ""
     if isinstance(arn, str) and account not in trusted:
         yield (
             f"{what} {arn} from account {account or '(none)'}, which the stack does not "
-            "trust; use one from your own account or AWS, or list the account in "
-            f"sandboxkit:aws-microvm.trustedAccounts once you trust it."
+            f"trust; use one from your own account or AWS in sandboxkit:aws-microvm.{setting}, "
+            "or list the account in sandboxkit:aws-microvm.trustedAccounts once you trust it."
         )
 
 
@@ -338,14 +350,16 @@ def _launcher_layers(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
         return
     trusted = _trusted(props)
     for layer in items(props.get("layers")):
-        yield from _untrusted(f"Launcher function {ctx.name} runs layer", layer, trusted)
+        what = f"Launcher function {ctx.name} runs layer"
+        yield from _untrusted(what, layer, trusted, "launcherLayers")
 
 
 def _base_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     # The kit's MicrovmImage holds the service's request under ``image``; the provider's Image
     # takes it at the top.
     arn = dig(props, "image.baseImageArn") or props.get("baseImageArn")
-    yield from _untrusted(f"MicroVM image {ctx.name} builds on base image", arn, _trusted(props))
+    what = f"MicroVM image {ctx.name} builds on base image"
+    yield from _untrusted(what, arn, _trusted(props), "baseImageArn")
 
 
 # --- SBX-RES-002, SBX-RES-003 ------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 ``read_egress(resources)`` returns the target's ``EffectiveEgress``. A session pool's egress is
 one switch, ``sessionNetworkConfiguration.status`` (``NETWORK_DOC``): ``EgressEnabled`` lets
-session code reach the internet, so every address on every port and every name; anything else
+session code reach the internet, so every address on every port, TCP and UDP (so QUIC) alike,
+and every name; anything else
 but an explicit ``EgressDisabled`` (an absent status, whose default Microsoft does not state, or
 an unknown value) is read the same way, never as closed. ``EgressDisabled`` grants nothing.
 
@@ -20,7 +21,7 @@ from typing import Final
 
 from sandboxkit.azure.plan import SESSIONS_DOC
 from sandboxkit.azure.type_tokens import SESSION_POOL
-from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView
+from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, udp_grants
 from sandboxkit.type_tokens import of_type
 
 TARGET = "azure-sessions"
@@ -40,7 +41,8 @@ def pool_status(pool: ResourceView) -> str | None:
 
 def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
     """The sessions' effective egress: every pool whose status is not ``EgressDisabled``
-    opens every address and resolves every name."""
+    opens every address, on TCP and UDP alike (the switch names no protocol), and resolves
+    every name."""
     connect: list[Grant] = []
     resolve: list[Grant] = []
     # Any API version's token of the pool (TypeToken.matches) is the same resource.
@@ -55,4 +57,4 @@ def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:
         resolve.append(
             Grant("*", "any", "any", "query-name", "platform-doc", NETWORK_DOC, resource)
         )
-    return EffectiveEgress(TARGET, tuple(connect), tuple(resolve))
+    return EffectiveEgress(TARGET, tuple([*connect, *udp_grants(connect)]), tuple(resolve))

@@ -29,6 +29,7 @@ from sandboxkit.guard_checks import (
     inline_secrets,
     listed_variables,
     retention_problems,
+    target_setting,
     time_problems,
     unpinned_images,
 )
@@ -117,8 +118,9 @@ def _executor_scope(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str
     principal = str(props.get("principalId", ""))
     if not principal or principal == _ZERO_GUID:
         yield (
-            f"Role assignment {ctx.name} grants Session Executor without a named principal; "
-            "set principalId to the caller's identity."
+            f"Role assignment {ctx.name} grants Session Executor without a named principal "
+            f"(principalId {principal or 'empty'}); set the executor's principalId in "
+            "sandboxkit:azure-sessions.executors to the caller's own Entra object id."
         )
 
 
@@ -191,7 +193,8 @@ def _pool_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 def _pool_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     containers = items(dig(props, "customContainerTemplate.containers"))
-    yield from unpinned_images("Session pool", ctx.name, [dig(c, "image") for c in containers])
+    images = [dig(c, "image") for c in containers]
+    yield from unpinned_images("Session pool", ctx.name, images, target_setting(ctx, "image"))
 
 
 # The pool's secrets and the environment's log configuration (the workspace's shared key) hold

@@ -34,6 +34,7 @@ from sandboxkit.azure.plan import (
     check_allocation,
 )
 from sandboxkit.deployer import DeployerPolicy
+from sandboxkit.dns_names import numeric_name_refusal
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.errors import ConfigError, FieldError, Problem
 from sandboxkit.profile import SandboxProfile
@@ -131,6 +132,9 @@ class IdentitySettings(_Strict):
                 "login server Container Apps' registries[].server takes, no scheme or path), "
                 f"or leave registryServer out{hint}"
             )
+        numeric = numeric_name_refusal(value.partition(":")[0].lower())
+        if numeric:
+            raise ValueError(numeric)
         return value
 
     @field_validator("lifecycle")

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -195,6 +195,24 @@ def _identifier(name: str, taken: set[str]) -> str:
     return candidate
 
 
+_Export = TypeVar("_Export", TerraformType, ArmType, KubernetesType)
+
+
+def exported_as(
+    resources: Iterable[RenderedResource], kind: type[_Export]
+) -> Iterator[tuple[RenderedResource, _Export]]:
+    """Each of ``resources`` that is exported as a ``kind`` (``mapping.export_type``), with
+    its export, in order.
+
+    Raises:
+        UnmappedTypeError: for a type no registered target's catalog declares.
+    """
+    for resource in resources:
+        spec = export_type(resource.type)
+        if isinstance(spec, kind):
+            yield resource, spec
+
+
 def terraform_plan(
     resources: Iterable[RenderedResource], *, strict: bool = False
 ) -> tuple[dict[str, Any], dict[str, RenderedResource]]:
@@ -211,11 +229,9 @@ def terraform_plan(
     """
     chosen: list[tuple[RenderedResource, TerraformType, str]] = []
     taken: dict[str, set[str]] = {}
-    for resource in resources:
-        spec = export_type(resource.type)
-        if isinstance(spec, TerraformType):
-            name = _identifier(resource.name, taken.setdefault(spec.tf_type, set()))
-            chosen.append((resource, spec, name))
+    for resource, spec in exported_as(resources, TerraformType):
+        name = _identifier(resource.name, taken.setdefault(spec.tf_type, set()))
+        chosen.append((resource, spec, name))
     by_name = {r.name: f"{spec.tf_type}.{name}" for r, spec, name in chosen}
     planned: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
@@ -290,10 +306,7 @@ def arm_template(
     """
     out: list[dict[str, Any]] = []
     ids: dict[str, RenderedResource] = {}
-    for resource in resources:
-        spec = export_type(resource.type)
-        if not isinstance(spec, ArmType):
-            continue
+    for resource, spec in exported_as(resources, ArmType):
         inputs = plain(resource.inputs)
         name = inputs.get(spec.name_input) or resource.name
         version = arm_api_version(resource.type, spec)
@@ -338,10 +351,7 @@ def kubernetes_manifests(
     """
     documents: list[dict[str, Any]] = []
     ids: dict[str, RenderedResource] = {}
-    for resource in resources:
-        spec = export_type(resource.type)
-        if not isinstance(spec, KubernetesType):
-            continue
+    for resource, spec in exported_as(resources, KubernetesType):
         manifest = plain(resource.inputs)
         metadata = manifest.setdefault("metadata", {})
         metadata.setdefault("name", resource.name)

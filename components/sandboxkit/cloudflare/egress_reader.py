@@ -25,6 +25,9 @@ JavaScript of ``worker/src/index.js`` run in workerd), never a Python copy of it
   SNI, and that ports other than 80 and 443 never leave (``enableInternet: false``).
   Sources: developers.cloudflare.com/containers/api/durable-object-container/ and
   developers.cloudflare.com/containers/configuration/outbound-traffic/.
+- **UDP** (so QUIC): no grant. The kit's Durable Object starts every container with
+  ``enableInternet: false``, so nothing but intercepted HTTP and HTTPS leaves (same sources);
+  a script of other content is SBX-NET-003's (``worker_code_problems``).
 - **resolution** (documented platform behaviour): the Worker cannot see DNS. The current
   outbound-traffic page says "your outbound configuration decides which DNS lookups resolve", so
   a name resolves when an interception covers it; an older text of the same page sent every

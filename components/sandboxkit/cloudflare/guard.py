@@ -151,8 +151,9 @@ def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     key = "workersDev" if WRANGLER_SCRIPT.matches(ctx.resource_type) else "enabled"
     if props.get(key) is True and not ctx.setting("allowWorkersDev"):
         yield (
-            f"{ctx.name} exposes the sandbox Worker on workers.dev; set {key} to false and "
-            "route through the account's own domain."
+            f"{ctx.name} exposes the sandbox Worker on workers.dev ({key} true, from "
+            "sandboxkit:cloudflare.workersDev); set sandboxkit:cloudflare.workersDev to false "
+            "and route through the account's own domain."
         )
 
 
@@ -226,7 +227,7 @@ def _container_image(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[st
             "deploy the kit's component, which carries sandboxkit:cloudflare.image."
         )
         return
-    yield from unpinned_images("Worker", ctx.name, [image])
+    yield from unpinned_images("Worker", ctx.name, [image], "sandboxkit:cloudflare.image")
 
 
 def _secret_binding_text(props: Mapping[str, Any], path: str) -> bool:

@@ -1,8 +1,10 @@
 """Children both Google Cloud targets create: a service account with project roles, a private
-network with flow logs (and Cloud NAT), and the audit log bucket and sink."""
+network with flow logs (and Cloud NAT), and the audit log bucket and sink; and the check of the
+object name that prefixes their GCP names."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,20 @@ FLOW_LOGS: SubnetworkLogConfigArgsDict = {
     "flow_sampling": 1.0,
     "metadata": "INCLUDE_ALL_METADATA",
 }
+
+
+def check_object_name(object_name: str, longest: int) -> None:
+    """Refuse an ``object_name`` that cannot prefix a component's GCP names.
+
+    The form is a service account id's and an RFC 1035 label's (``[a-z]([-a-z0-9]*[a-z0-9])?``,
+    IAM ``projects.serviceAccounts.create`` accountId); ``longest`` is the component's room for
+    it (its plan's ``MAX_OBJECT_NAME``, which its spec derives the name within).
+
+    Raises:
+        ValueError: for a name of another form or longer than ``longest`` characters.
+    """
+    if not re.match(rf"^[a-z]([-a-z0-9]{{0,{longest - 2}}}[a-z0-9])?$", object_name):
+        raise ValueError(f"object_name {object_name!r}: a lower-case name of {longest} or fewer")
 
 
 def service_account(

@@ -15,6 +15,10 @@ SUBNET = TypeToken("gcp:compute/subnetwork:Subnetwork")
 ROUTER = TypeToken("gcp:compute/router:Router")
 NAT = TypeToken("gcp:compute/routerNat:RouterNat")
 FIREWALL_POLICY = TypeToken("gcp:compute/networkFirewallPolicy:NetworkFirewallPolicy")
+# A policy holding its rules inline (``rules``: the fields of a NetworkFirewallPolicyRule).
+FIREWALL_POLICY_WITH_RULES = TypeToken(
+    "gcp:compute/networkFirewallPolicyWithRules:NetworkFirewallPolicyWithRules"
+)
 ASSOCIATION = TypeToken(
     "gcp:compute/networkFirewallPolicyAssociation:NetworkFirewallPolicyAssociation"
 )

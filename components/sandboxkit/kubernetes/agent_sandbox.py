@@ -287,7 +287,10 @@ class AgentSandbox(pulumi.ComponentResource):
                     "to": [
                         {"ipBlock": {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_IPV4)}},
                         {"ipBlock": {"cidr": "::/0", "except": list(NON_PUBLIC_IPV6)}},
-                    ]
+                    ],
+                    # Every TCP port (a port left out matches all, NetworkPolicyPort), never
+                    # UDP: no contract admits UDP (QUIC falls back to TCP).
+                    "ports": [{"protocol": "TCP"}],
                 },
             ]
         elif args["egress_mode"] == "allowlist":

@@ -8,8 +8,8 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
 - ``NetworkPolicy`` selecting the sandbox pods (its ``podSelector``, ``matchLabels`` and
   ``matchExpressions``, holds for the pod template's labels): egress rules add up; an
   ``ipBlock`` admits its block less ``except`` on the rule's TCP ports (no ``ports``: every
-  port; a rule without ``to``: every address). Pod and namespace peers are in-cluster, not
-  internet reach. Enforced by address
+  port of every protocol; a rule without ``to``: every address). Pod and namespace peers are
+  in-cluster, not internet reach. Enforced by address
   (https://kubernetes.io/docs/concepts/services-networking/network-policies/).
 - ``CiliumNetworkPolicy`` and ``CiliumClusterwideNetworkPolicy`` rules (``spec`` and each of
   ``specs``) selecting them: ``toCIDR``/``toCIDRSet``/``toEntities`` (``world``, ``all``,
@@ -24,6 +24,15 @@ semantics (sources in /work/notes/k8s-egress.md and ``sandboxkit.kubernetes.cili
 - ``FQDNNetworkPolicy`` (GKE): ``name`` exact, ``pattern`` ``*.x`` read as one label below
   ``x`` (the depth is not stated in the GKE docs read; assumed as Cilium's, to confirm on a
   first deploy); by resolved address only.
+- UDP (so QUIC, HTTP/3), grants of protocol ``udp``: the same rules read for their UDP ports (a
+  port list left out holds every protocol; Cilium's ``ANY`` both): address peers as addresses,
+  Cilium and GKE names by resolved address only (Envoy checks ``serverNames`` and HTTP rules on
+  TCP). Pod and namespace peers, the sandbox's DNS path to the resolver among them, stay
+  in-cluster and give no UDP grant.
+- Objects declared in a ``kubernetes:yaml/v2:ConfigGroup`` (its ``objs`` and ``yaml``), which
+  the provider creates at deployment and a render holds only as the component's inputs, are
+  read as the objects they declare; a ``ConfigGroup`` with ``files`` or a ``ConfigFile`` reads
+  its objects from paths the render does not hold: "cannot verify" (``ValueError``).
 - Resolution follows the pod template's DNS: ``dnsPolicy: None`` with loopback nameservers
   resolves nothing; the kit's resolver (its ConfigMap's dnsmasq configuration, read with
   dnsmasq's documented matching and run by ``tests/kubernetes/test_sandbox_resolver.py``)
@@ -42,6 +51,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import yaml
+
 from sandboxkit.boundary import RESOLVER_POD_LABEL
 from sandboxkit.dns_names import is_below
 from sandboxkit.effective_egress import (
@@ -53,6 +64,7 @@ from sandboxkit.effective_egress import (
     as_dict,
     as_dicts,
     as_list,
+    udp_grants,
 )
 from sandboxkit.egress_contract import ConnectionProtocol
 from sandboxkit.kubernetes.cilium import (
@@ -67,6 +79,8 @@ from sandboxkit.kubernetes.resolver import CONFIG_PATH, DNS_PORT
 from sandboxkit.kubernetes.type_tokens import (
     CILIUM_POLICY,
     CLUSTERWIDE_POLICY,
+    CONFIG_FILE,
+    CONFIG_GROUP,
     CONFIG_MAP,
     DEPLOYMENT,
     GKE_FQDN_POLICY,
@@ -206,16 +220,17 @@ def _port_numbers(port: Mapping[str, Any]) -> tuple[str, set[int] | None]:
     return protocol, set(range(first, last + 1))
 
 
-def _tcp_ports(ports: Iterable[Mapping[str, Any]]) -> Ports | None:
-    """TCP ports of a port list: ``"any"`` for an empty list or a named port, ``None`` when it
-    lists UDP only."""
+def _ports_of(ports: Iterable[Mapping[str, Any]], protocol: str = "TCP") -> Ports | None:
+    """The ``protocol`` (``TCP`` or ``UDP``) ports of a port list: ``"any"`` for an empty list
+    (every protocol) or a named port, ``None`` when it lists other protocols only. Cilium's
+    ``ANY`` holds both."""
     found: set[int] = set()
     listed = list(ports)
     if not listed:
         return "any"
     for port in listed:
-        protocol, numbers = _port_numbers(port)
-        if protocol not in ("TCP", "ANY"):
+        listed_protocol, numbers = _port_numbers(port)
+        if listed_protocol not in (protocol, "ANY"):
             continue
         if numbers is None:
             return "any"
@@ -312,10 +327,10 @@ def _address_grant(cidr: str, ports: Ports, excluded: Iterable[str], where: str,
     return Grant(cidr, "exact", ports, "address", "platform-doc", doc, where, tuple(excluded))
 
 
-def _np_connect(view: ResourceView) -> Iterator[Grant]:
+def _np_connect(view: ResourceView, protocol: str = "TCP") -> Iterator[Grant]:
     where = f"NetworkPolicy {view.name}"
     for rule in as_list(view.at("spec.egress")):
-        ports = _tcp_ports(as_list(as_dict(rule).get("ports")))
+        ports = _ports_of(as_list(as_dict(rule).get("ports")), protocol)
         if ports is None:
             continue
         peers = as_list(as_dict(rule).get("to"))
@@ -349,10 +364,20 @@ _HTTP: Final[frozenset[ConnectionProtocol]] = frozenset({"http"})
 
 
 def _name_grants(
-    selectors: list[Named], to_port: Mapping[str, Any], version: CiliumVersion, where: str
+    selectors: list[Named],
+    to_port: Mapping[str, Any],
+    version: CiliumVersion,
+    where: str,
+    protocol: str = "TCP",
 ) -> Iterator[Grant]:
-    ports = _tcp_ports(as_list(to_port.get("ports")))
+    ports = _ports_of(as_list(to_port.get("ports")), protocol)
     if ports is None:
+        return
+    if protocol != "TCP":
+        # Envoy checks serverNames and HTTP rules on TCP only: a datagram to the name's
+        # addresses passes by address.
+        for host, scope in selectors:
+            yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)
         return
     servers = [str(s) for s in as_list(to_port.get("serverNames"))]
     hosts = [
@@ -378,7 +403,7 @@ def _name_grants(
         yield Grant(host, scope, ports, "resolved-address", "platform-doc", FQDN_DOC, where)
 
 
-def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
+def _cilium_connect(view: ResourceView, protocol: str = "TCP") -> Iterator[Grant]:
     where = f"CiliumNetworkPolicy {view.name}"
     version = _version(view)
     for rule in as_dicts(view.at("spec.egress")):
@@ -388,7 +413,7 @@ def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
         ]
         if selectors:
             for to_port in to_ports:
-                yield from _name_grants(selectors, to_port, version, where)
+                yield from _name_grants(selectors, to_port, version, where, protocol)
             continue
         unread = sorted(_UNREAD_PEERS & set(rule))
         if unread:
@@ -401,15 +426,15 @@ def _cilium_connect(view: ResourceView) -> Iterator[Grant]:
         for entity in dict.fromkeys(str(e) for e in as_list(rule.get("toEntities"))):
             blocks += [b for b in _WORLD.get(entity, ()) if b not in blocks]
         for to_port in to_ports:
-            ports = _tcp_ports(as_list(to_port.get("ports")))
+            ports = _ports_of(as_list(to_port.get("ports")), protocol)
             if ports is not None:
                 yield from (_address_grant(b, ports, (), where, CIDR_DOC) for b in blocks)
 
 
-def _gke_connect(view: ResourceView) -> Iterator[Grant]:
+def _gke_connect(view: ResourceView, protocol: str = "TCP") -> Iterator[Grant]:
     where = f"FQDNNetworkPolicy {view.name}"
     for rule in as_list(view.at("spec.egress")):
-        ports = _tcp_ports(as_list(as_dict(rule).get("ports")))
+        ports = _ports_of(as_list(as_dict(rule).get("ports")), protocol)
         if ports is None:
             continue
         for match in as_dicts(as_dict(rule).get("matches")):
@@ -621,6 +646,62 @@ def _is_loopback(text: str) -> bool:
         return False
 
 
+def object_type(manifest: Mapping[str, Any]) -> str:
+    """The Pulumi type token of a Kubernetes object by its ``apiVersion`` and ``kind``
+    (``networking.k8s.io/v1`` ``NetworkPolicy`` is ``kubernetes:networking.k8s.io/v1:
+    NetworkPolicy``; the core group's ``v1`` is ``core/v1``), as pulumi-kubernetes names it."""
+    api_version = str(manifest.get("apiVersion", ""))
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{manifest.get('kind', '')}"
+
+
+def _manifests(view: ResourceView) -> list[dict[str, Any]]:
+    """The objects a ``ConfigGroup`` declares in its ``objs`` and ``yaml`` inputs (a YAML text
+    of one or more documents, or a list of such texts).
+
+    pulumi-kubernetes' v1 components of the same names register no inputs (their objects are
+    registered by the program itself, so rendered): they declare nothing here.
+
+    Raises:
+        ValueError: for a ``ConfigFile`` of a ``file`` or a ``ConfigGroup`` of ``files``: the
+            objects are read from paths or URLs at deployment, which the render does not hold;
+            and for YAML that does not parse.
+    """
+    where = f"{view.type} {view.name}"
+    files = as_list(view.props.get("files"))
+    if "file" in view.props or files:
+        source = view.props.get("file", files)
+        raise ValueError(
+            f"{where} reads Kubernetes objects from {source!r} at deployment: the render does not "
+            "hold them, so the NetworkPolicies among them cannot be read; give the objects as "
+            "objs or yaml"
+        )
+    found = as_dicts(view.props.get("objs"))
+    texts = view.props.get("yaml")
+    for text in texts if isinstance(texts, list) else [texts]:
+        if not isinstance(text, str):
+            continue
+        try:
+            found += [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+        except yaml.YAMLError as error:
+            raise ValueError(f"{where}: its yaml does not parse ({error})") from None
+    return found
+
+
+def _expanded(resources: Sequence[ResourceView]) -> list[ResourceView]:
+    """``resources`` with each ``ConfigGroup`` replaced by the objects it declares, as the
+    provider would create them (each named by its ``metadata.name``)."""
+    found: list[ResourceView] = []
+    for view in resources:
+        if not (CONFIG_GROUP.matches(view.type) or CONFIG_FILE.matches(view.type)):
+            found.append(view)
+            continue
+        for manifest in _manifests(view):
+            name = str(as_dict(manifest.get("metadata")).get("name", view.name))
+            found.append(ResourceView(object_type(manifest), f"{view.name}/{name}", manifest))
+    return found
+
+
 def _cilium_rules(resources: Sequence[ResourceView]) -> list[ResourceView]:
     """``resources`` with each CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy as one
     CiliumNetworkPolicy view per rule: its ``spec`` and each of its ``specs`` (Cilium docs,
@@ -694,14 +775,22 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
         resources: the target's rendered resources as ``ResourceView``s.
         target: the target name the result carries (``gcp-gke`` reads the same objects).
 
+    Raises:
+        ValueError: for what the reader cannot place: objects a YAML component reads from
+            files (``_manifests``), a label selector operator it does not know, Cilium peers
+            it does not model, a dnsmasq option it does not model.
+
     Returns:
         Connection grants (addresses; names by resolved address, and at L7 where Envoy checks
-        them) and resolution grants, the union over every SandboxTemplate read. No
+        them; UDP grants, ``udp_grants``, for the same rules' UDP ports to addresses and names
+        outside the cluster: pod and namespace peers, the path to the resolver among them, are
+        in-cluster) and resolution grants, the union over every SandboxTemplate read. No
         SandboxTemplate: nothing is read, nothing admitted.
     """
     connect: list[Grant] = []
     resolve: list[Grant] = []
-    resources = _cilium_rules(resources)
+    udp: list[Grant] = []
+    resources = _cilium_rules(_expanded(resources))
     for pods in _sandbox_pods(resources):
         nps = _policies(resources, NETWORK_POLICY, pods)
         cnps = _policies(resources, CILIUM_POLICY, pods)
@@ -711,8 +800,11 @@ def read_egress(resources: Sequence[ResourceView], target: str = TARGET) -> Effe
             # Kubernetes admits all egress of a pod no policy isolates.
             where = f"SandboxTemplate {pods.template}"
             connect += [_address_grant(c, "any", (), where, NP_DOC) for c in _EVERYWHERE]
-        connect += [g for v in nps for g in _np_connect(v)]
-        connect += [g for v in cnps for g in _cilium_connect(v)]
-        connect += [g for v in gke for g in _gke_connect(v)]
+            udp += [_address_grant(c, "any", (), where, NP_DOC) for c in _EVERYWHERE]
+        for protocol, found in (("TCP", connect), ("UDP", udp)):
+            found += [g for v in nps for g in _np_connect(v, protocol)]
+            found += [g for v in cnps for g in _cilium_connect(v, protocol)]
+            found += [g for v in gke for g in _gke_connect(v, protocol)]
         resolve += _resolve(resources, pods, nps, cnps, isolated)
+    connect += udp_grants(dict.fromkeys(udp))
     return EffectiveEgress(target, tuple(dict.fromkeys(connect)), tuple(dict.fromkeys(resolve)))

@@ -40,6 +40,7 @@ from sandboxkit.guard_checks import (
     inline_secrets,
     listed_variables,
     ports_problem,
+    target_setting,
     time_problems,
     unpinned_images,
 )
@@ -505,11 +506,10 @@ def _quota_per_namespace(
     resources: Sequence[StackResource], ctx: CheckContext
 ) -> Iterator[tuple[str, str | None]]:
     # Keyed by target (cluster) and namespace: two targets may use the same namespace name.
-    quotas = {
-        (labelled_target(r.props), dig(r.props, "metadata.namespace"))
-        for r in of_kind(resources, RESOURCE_QUOTA)
-        if dig(r.props, "spec.hard.pods")
-    }
+    quotas = pod_guard.made_per_target(
+        (r for r in of_kind(resources, RESOURCE_QUOTA) if dig(r.props, "spec.hard.pods")),
+        "metadata.namespace",
+    )
     for r in of_kind(resources, SANDBOX_TEMPLATE):
         namespace = dig(r.props, "metadata.namespace")
         if (labelled_target(r.props), namespace) not in quotas:
@@ -531,13 +531,14 @@ def _pod_env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 def _pod_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     images = [c.get("image") for c in containers_of(sandbox_pod_spec(props))]
-    yield from unpinned_images("SandboxTemplate", ctx.name, images)
+    yield from unpinned_images("SandboxTemplate", ctx.name, images, target_setting(ctx, "image"))
 
 
 def _resolver_images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     # The kit's resolver answers every sandbox's DNS: its image is judged as a sandbox's is.
     images = [c.get("image") for c in containers_of(dig(props, "spec.template.spec", {}) or {})]
-    yield from unpinned_images("Deployment", ctx.name, images)
+    setting = target_setting(ctx, "resolver.image")
+    yield from unpinned_images("Deployment", ctx.name, images, setting)
 
 
 # A Secret holds secrets: SBX-SEC-002 does not read its data.

@@ -4,7 +4,7 @@ folder's others."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sandboxkit.guard import (
@@ -39,6 +39,14 @@ from sandboxkit.policy_rules import (
     SANDBOXED_RUNTIME,
     SECCOMP,
 )
+
+
+def made_per_target(
+    resources: Iterable[StackResource], path: str = "metadata.name"
+) -> set[tuple[str | None, Any]]:
+    """``(target, the value at path)`` of each resource, the target read from the kit's label:
+    what each target's component made, by name (two targets may use the same name)."""
+    return {(labelled_target(r.props), dig(r.props, path)) for r in resources}
 
 
 def _each_container(props: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -94,9 +102,15 @@ def _runtime_class(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]
     runtime = sandbox_pod_spec(props).get("runtimeClassName")
     allowed = list(ctx.setting("allowedRuntimeClasses"))
     if runtime not in allowed:
+        # The kubernetes target takes the class from its settings; gcp-gke's is GKE's gvisor.
+        where = (
+            "sandboxkit:kubernetes.runtimeClass.name (the pods' runtimeClassName)"
+            if ctx.target == "kubernetes"
+            else "runtimeClassName"
+        )
         yield (
             f"{ctx.name} runs sandbox pods with runtime class {runtime}, which shares the "
-            f"host kernel; set runtimeClassName to one of {', '.join(allowed)}."
+            f"host kernel; set {where} to one of {', '.join(allowed)}."
         )
 
 
@@ -148,10 +162,7 @@ def _external_runtime_classes(
 ) -> Iterator[tuple[str, str | None]]:
     # A class is created when the same target's component registered a RuntimeClass by that
     # name; otherwise its handler (runsc, kata, or runc) is the cluster's secret.
-    created = {
-        (labelled_target(r.props), dig(r.props, "metadata.name"))
-        for r in of_kind(resources, RUNTIME_CLASS)
-    }
+    created = made_per_target(of_kind(resources, RUNTIME_CLASS))
     for template in of_kind(resources, SANDBOX_TEMPLATE):
         # Only kubernetes makes the runtime class a setting; gcp-gke uses GKE's own ``gvisor``
         # class, which GKE installs with the GKE Sandbox node pools the stack creates and
@@ -189,10 +200,7 @@ def _external_namespaces(
 ) -> Iterator[tuple[str, str | None]]:
     # A namespace is created when the same target's component registered a Namespace by that
     # name; otherwise its labels and the other policies in it are the cluster's secret.
-    created = {
-        (labelled_target(r.props), dig(r.props, "metadata.name"))
-        for r in of_kind(resources, NAMESPACE)
-    }
+    created = made_per_target(of_kind(resources, NAMESPACE))
     reported: set[tuple[str | None, str]] = set()
     for template in of_kind(resources, SANDBOX_TEMPLATE):
         target, name = labelled_target(template.props), dig(template.props, "metadata.namespace")

@@ -25,8 +25,26 @@ resolvers and platform endpoints (``dns_names.channel_endpoints``: ``8.8.8.8``, 
 ``stop-dns-rebind`` list applies on top. A name list cannot stop DNS rebinding; this is where
 the kit's boundary drops such answers.
 
-Record types. A sandbox needs addresses: A and AAAA, and the CNAME records of a chain that
-leads to them (``ANSWER_RECORD_TYPES``). Every other record is removed from every answer
+Query types. A sandbox needs addresses: A and AAAA, and the CNAME records of a chain that
+leads to them (``ANSWER_RECORD_TYPES``); those are the only records it gets. What each question
+meets, measured with Debian's dnsmasq 2.90 (``tests/kubernetes/test_sandbox_resolver.py``):
+
+- A, AAAA (and CNAME) of an allowed name: forwarded, answered with the address records;
+- SRV and SOA of any name, ANY of a name with an underscore (``_ldap._tcp...``): answered
+  NOERROR with no records by the resolver itself, never forwarded (``filterwin2k``);
+- every other type of an allowed name (TXT, NULL, MX, HINFO ...): forwarded (dnsmasq 2.90 has
+  no option that refuses a question by type), answered NOERROR with no records;
+- ANY of an allowed name: forwarded, answered with its A, AAAA, CNAME and MX records;
+- class CHAOS: ``servers.bind``, ``version.bind`` and the cache statistics NOTIMP, never
+  forwarded (``no-ident``); a CHAOS question for an allowed name forwarded (no option refuses
+  a class) and answered with no records; for any other name NXDOMAIN, never forwarded.
+
+Residuals, since dnsmasq cannot do better: a question of another type or class for an allowed
+name still reaches the upstream. It carries nothing out that an A question for the same name
+does not (the data channel of a wildcard entry is the name itself), and nothing in but MX in
+an ANY answer.
+
+Record types. Every other record is removed from every answer
 (``filter-rr``, ``STRIPPED_RECORD_TYPES``): TXT, NULL, MX, SRV, the private-use types and the
 rest, whose data is a channel in from any name's authoritative server, and SVCB and HTTPS,
 whose ``ipv4hint``/``ipv6hint`` carry addresses the range check does not read. A query of
@@ -183,6 +201,9 @@ def resolver_config(
         "log-queries",
         # No CHAOS-class answers of dnsmasq's own (servers.bind names the upstream).
         "no-ident",
+        # SRV and SOA questions, and ANY for a name with an underscore, answered here with no
+        # records and never forwarded (dnsmasq(8) --filterwin2k; measured with 2.90).
+        "filterwin2k",
     ]
     lines += [
         f"filter-rr={','.join(STRIPPED_RECORD_TYPES[start : start + _TYPES_PER_LINE])}"

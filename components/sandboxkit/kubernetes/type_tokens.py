@@ -34,6 +34,12 @@ CLUSTER_ROLE = TypeToken("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
 ROLE_BINDING = TypeToken("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
 CLUSTER_ROLE_BINDING = TypeToken("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
 PROVIDER = TypeToken("pulumi:providers:kubernetes")
+# pulumi-kubernetes 4's YAML components (pulumi_kubernetes.yaml.v2): the provider builds their
+# objects at deployment, so a render holds only the components' inputs. Their v1 namesakes
+# (``kubernetes:yaml:ConfigGroup``, the same kind to ``matches``) register no inputs and every
+# object in the program, so the reader finds nothing to expand in them.
+CONFIG_GROUP = TypeToken("kubernetes:yaml/v2:ConfigGroup")
+CONFIG_FILE = TypeToken("kubernetes:yaml/v2:ConfigFile")
 
 # Kinds whose pod template is a sandbox's pod.
 SANDBOX_POD_KINDS = (SANDBOX_TEMPLATE, SANDBOX)

@@ -5,7 +5,9 @@ The gateway decides every connection by ``EgressContract`` built from the policy
 is admitted by name at L7 (the gateway resolves the name itself, dials what it resolved and
 requires the TLS server name or HTTP Host to be the name), an IP entry by address; the gateway
 resolves exactly the names the contract may resolve. ``deny`` grants nothing: the sandbox's
-namespace has loopback only. Every grant is the kit's own code, tested in tests/local.
+namespace has loopback only. Every grant is the kit's own code, tested in tests/local. No UDP
+grant in any mode: the sandbox's namespace holds loopback and the gateway's TCP listener only
+(``tests/local/test_escapes.py`` sends DNS over UDP to a public resolver and is refused).
 """
 
 from __future__ import annotations

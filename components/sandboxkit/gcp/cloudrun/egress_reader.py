@@ -21,17 +21,27 @@ Cloud enforces it, nothing of the kit runs at that point.
    (instances have no external address); an IPv6 destination needs a subnet that carries IPv6
    (``stackType`` other than ``IPV4_ONLY``, the default). Without a way out a grant keeps only
    its non-public parts, which the subnet routes reach.
-5. **The metadata server.** Firewall rules never apply to it, but sandboxes "don't have access
+5. **UDP** (so QUIC): the same path read for the rules' ``udp`` and ``all`` layer 4 configs
+   (grants of protocol ``udp``); the kit's deny-all rules take every protocol.
+6. **The metadata server.** Firewall rules never apply to it, but sandboxes "don't have access
    to ... the Google Cloud metadata server" (``SANDBOX_DOC``): no grant.
 
 Resources are linked by the values a render passes between them: the service's
 ``networkInterfaces[].network`` / ``subnetwork`` equal the association's ``attachmentTarget``,
 the response policy's ``networks[].networkUrl``, the subnets' and the router's ``network`` and
-the NAT's ``subnetworks[].name``; a rule whose ``firewallPolicy`` is a secret the render cannot
-read counts on every path unless it denies. Not read, so never counted as narrowing: the
-network's own settings (deleted default routes: a render does not link the network resource to
-its id) and VPC firewall rules (the kit sets ``BEFORE_CLASSIC_FIREWALL``, so the policy decides
-first).
+the NAT's ``subnetworks[].name``. Firewall rules are read by the policy they belong to: an
+association's ``firewallPolicy`` names a rendered policy (by name or by its
+``projects/<p>/global/firewallPolicies/<name>`` id, ``policy_key``), a
+``NetworkFirewallPolicy`` whose ``NetworkFirewallPolicyRule``s name it in their
+``firewallPolicy``, or a ``NetworkFirewallPolicyWithRules`` holding its rules inline; only the
+rules of the policies associated with the sandboxes' network count, whoever declares them (a
+component or the project's program). An association of a policy the render does not create is
+"cannot verify" (``ValueError``: its rules cannot be seen); a rule whose ``firewallPolicy`` is a
+secret the render cannot read counts on every path unless it denies. Not read, so never
+counted as narrowing: the network's own settings (deleted default routes: a render does not
+link the network resource to its id), VPC firewall rules (the kit sets
+``BEFORE_CLASSIC_FIREWALL``, so the policy decides first) and regional network firewall
+policies (evaluated after the global one, whose deny-all rules decide first).
 """
 
 from __future__ import annotations
@@ -43,7 +53,14 @@ from typing import Final
 
 from sandboxkit.addresses import non_public_reach
 from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.effective_egress import EffectiveEgress, Grant, ResourceView, Scope, as_dicts
+from sandboxkit.effective_egress import (
+    EffectiveEgress,
+    Grant,
+    ResourceView,
+    Scope,
+    as_dicts,
+    udp_grants,
+)
 from sandboxkit.gcp.cloud_dns import PolicyRule
 from sandboxkit.gcp.cloudrun.ngfw import (
     Allowed,
@@ -55,6 +72,8 @@ from sandboxkit.gcp.cloudrun.ngfw import (
 )
 from sandboxkit.gcp.type_tokens import (
     ASSOCIATION,
+    FIREWALL_POLICY,
+    FIREWALL_POLICY_WITH_RULES,
     NAT,
     RESPONSE_POLICY,
     RESPONSE_RULE,
@@ -126,11 +145,64 @@ def _is_launcher(service: ResourceView) -> bool:
     )
 
 
+def policy_key(reference: object) -> str:
+    """The policy name a firewall policy reference names: the name itself, or the last
+    segment of ``projects/<p>/global/firewallPolicies/<name>`` (the id Google's API and
+    pulumi-gcp accept for ``firewallPolicy``), a self link included."""
+    text = str(reference)
+    marker = "/firewallPolicies/"
+    return text.rsplit(marker, 1)[-1] if marker in text else text
+
+
 def _in(rule: ResourceView, policies: Container[object]) -> bool:
-    """Whether a firewall policy rule is one of ``policies``'; a rule whose policy is a secret
-    the render cannot read may be, so it counts unless it denies (wider, never narrower)."""
+    """Whether a firewall policy rule is one of ``policies``' (names, ``policy_key``); a rule
+    whose policy is a secret the render cannot read may be, so it counts unless it denies
+    (wider, never narrower)."""
     policy = rule.props.get("firewallPolicy")
-    return policy in policies or (policy == UNKNOWN_SECRET and rule.props.get("action") != "deny")
+    return policy_key(policy) in policies or (
+        policy == UNKNOWN_SECRET and rule.props.get("action") != "deny"
+    )
+
+
+def _associated_policies(resources: Sequence[ResourceView], networks: set[object]) -> set[str]:
+    """The names of the firewall policies associated with ``networks``, each one a policy the
+    render creates (its rules are then all in the render: separate rule resources, or inline).
+
+    Raises:
+        ValueError: for an association of a policy no rendered policy is (an existing policy
+            by id, a secret the render cannot read): its rules cannot be seen.
+    """
+    rendered = {
+        policy_key(p.props.get("name", p.name))
+        for p in of_type(resources, FIREWALL_POLICY, FIREWALL_POLICY_WITH_RULES)
+    }
+    found: set[str] = set()
+    for association in of_type(resources, ASSOCIATION):
+        if association.props.get("attachmentTarget") not in networks:
+            continue
+        reference = association.props.get("firewallPolicy")
+        if policy_key(reference) not in rendered:
+            raise ValueError(
+                f"{ASSOCIATION} {association.name} attaches firewall policy {reference!r} to the "
+                "sandboxes' network, and no rendered NetworkFirewallPolicy is that policy (one "
+                "the stack does not create, or a secret the render cannot read): its rules "
+                "cannot be seen, so what they admit is unknown"
+            )
+        found.add(policy_key(reference))
+    return found
+
+
+def _inline_rules(
+    resources: Sequence[ResourceView], policies: Container[str]
+) -> list[FirewallRule]:
+    """The egress rules a ``NetworkFirewallPolicyWithRules`` of ``policies`` holds inline, each
+    named ``<policy resource>.rules[<index>]``."""
+    return read_rules(
+        (f"{view.name}.rules[{index}]", rule)
+        for view in of_type(resources, FIREWALL_POLICY_WITH_RULES)
+        if policy_key(view.props.get("name", view.name)) in policies
+        for index, rule in enumerate(as_dicts(view.props.get("rules")))
+    )
 
 
 def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPath:
@@ -138,12 +210,9 @@ def _path(resources: Sequence[ResourceView], service: ResourceView) -> SandboxPa
     interfaces = as_dicts(service.at("template.vpcAccess.networkInterfaces"))
     networks = {i.get("network") for i in interfaces} - {None}
     subnets = {i.get("subnetwork") for i in interfaces} - {None}
-    policies = {
-        a.props.get("firewallPolicy")
-        for a in of_type(resources, ASSOCIATION)
-        if a.props.get("attachmentTarget") in networks
-    }
+    policies = _associated_policies(resources, networks)
     rules = read_rules((r.name, r.props) for r in of_type(resources, RULE) if _in(r, policies))
+    rules += _inline_rules(resources, policies)
     bound = {
         p.props.get("responsePolicyName")
         for p in of_type(resources, RESPONSE_POLICY)
@@ -207,7 +276,9 @@ def _resolution(path: SandboxPath) -> list[Grant]:
     return grants
 
 
-def _connections(path: SandboxPath) -> list[Grant]:
+def _connections(path: SandboxPath, protocol: str = "tcp") -> list[Grant]:
+    """What the path admits on ``protocol`` (``tcp``; ``udp``: Cloud NAT translates UDP as
+    well, https://cloud.google.com/nat/docs/overview)."""
     if path.vpc_egress != "ALL_TRAFFIC":
         resource = f"{SERVICE} {path.service}"
         return [
@@ -216,7 +287,7 @@ def _connections(path: SandboxPath) -> list[Grant]:
         ]
     families = frozenset({4, 6} if path.ipv6 else {4})
     grants: list[Grant] = []
-    for item in allowed(path.rules, families):
+    for item in allowed(path.rules, families, protocol):
         resource = f"{RULE} {item.rule}" if item.rule else "the VPC's implied egress rule"
         if item.fqdn is not None:
             if path.internet:
@@ -262,8 +333,10 @@ def _block_grants(path: SandboxPath, item: Allowed, resource: str) -> list[Grant
 
 
 def path_egress(path: SandboxPath) -> EffectiveEgress:
-    """One launcher service's effective egress."""
-    return EffectiveEgress(TARGET, tuple(_connections(path)), tuple(_resolution(path)))
+    """One launcher service's effective egress (UDP by the same rules' ``udp`` and ``all``
+    layer 4 configs)."""
+    connect = [*_connections(path), *udp_grants(_connections(path, "udp"))]
+    return EffectiveEgress(TARGET, tuple(connect), tuple(_resolution(path)))
 
 
 def read_egress(resources: Iterable[ResourceView]) -> EffectiveEgress:

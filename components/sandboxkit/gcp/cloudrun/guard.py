@@ -124,8 +124,10 @@ def _firewall_rule_open(props: Mapping[str, Any], ctx: CheckContext) -> Iterator
     wide = [c for c in items(dig(props, "match.destIpRanges")) if c in EVERYWHERE]
     if wide:
         yield (
-            f"Firewall policy rule {ctx.name} allows egress to {wide[0]}; allow only the "
-            "allowlisted FQDNs and let the deny-all rule take the rest."
+            f"Firewall policy rule {ctx.name} allows egress to {wide[0]}, the rule "
+            "sandboxkit:profile.egress.mode open renders; set sandboxkit:profile.egress.mode to "
+            "deny or allowlist, so only the allowlisted FQDNs pass and the deny-all rule takes "
+            "the rest."
         )
     else:
         what = f"Firewall policy rule {ctx.name}"

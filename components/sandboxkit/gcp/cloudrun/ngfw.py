@@ -216,11 +216,12 @@ def read_rules(rendered: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Firewa
 TcpPorts = frozenset[int] | Literal["any"]
 
 
-def tcp_ports(rule: FirewallRule) -> TcpPorts | None:
-    """The TCP ports a rule's layer 4 configs take: ``"any"``, a set, or ``None`` (no TCP)."""
+def tcp_ports(rule: FirewallRule, protocol: str = "tcp") -> TcpPorts | None:
+    """The ``protocol`` (``tcp`` or ``udp``) ports a rule's layer 4 configs take: ``"any"``, a
+    set, or ``None`` (none of that protocol)."""
     found: set[int] = set()
     for config in rule.layer4:
-        if config.protocol not in ("all", "tcp"):
+        if config.protocol not in ("all", protocol):
             continue
         if config.protocol == "all" or not config.ports:
             return "any"
@@ -233,11 +234,12 @@ def tcp_ports(rule: FirewallRule) -> TcpPorts | None:
 
 @dataclass(frozen=True)
 class Allowed:
-    """What one destination of an allow rule still admits, on TCP, after every rule before it.
+    """What one destination of an allow rule still admits, on TCP (or UDP: ``allowed``'s
+    protocol), after every rule before it.
 
     Attributes:
         rule: the allow rule's resource name; ``None`` for the VPC's implied allow.
-        ports: the TCP ports it opens, ``"any"`` or a set (empty: nothing left).
+        ports: the ports it opens, ``"any"`` or a set (empty: nothing left).
         fqdn: the name it admits (an FQDN object: by the name's resolved addresses), or
         block: the address range it admits, less ``excluded``.
         excluded: blocks inside ``block`` that earlier denies take out.
@@ -262,9 +264,12 @@ def _ports_left(deny: TcpPorts, allow: TcpPorts) -> TcpPorts:
     return allow if allow == "any" else allow - deny
 
 
-def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> list[Allowed]:
-    """What every allow rule's destinations still admit, by priority, then the implied allow's
-    (``0.0.0.0/0`` and ``::/0``, every port); destinations with no port left are dropped.
+def allowed(
+    rules: Sequence[FirewallRule], name_families: frozenset[int], protocol: str = "tcp"
+) -> list[Allowed]:
+    """What every allow rule's destinations still admit on ``protocol`` (``tcp`` or ``udp``,
+    ``tcp_ports``), by priority, then the implied allow's (``0.0.0.0/0`` and ``::/0``, every
+    port); destinations with no port left are dropped.
 
     A deny before an allow takes out of a name the ports it covers when it lists the name, or
     when it denies the whole address space of every family in ``name_families`` (the families
@@ -294,7 +299,7 @@ def allowed(rules: Sequence[FirewallRule], name_families: frozenset[int]) -> lis
                 f"{', '.join(rule.unmodelled)}, which the model does not read, so what it "
                 "admits is unknown"
             )
-        ports = tcp_ports(rule)
+        ports = tcp_ports(rule, protocol)
         if rule.unmodelled or ports is None:
             continue
         if rule.action == "deny":

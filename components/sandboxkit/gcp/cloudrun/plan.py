@@ -14,6 +14,9 @@ from sandboxkit.gcp.response_policy import ResponseRule
 # name only, no secret): the launcher passes it to the sandbox CLI, so no sandbox mounts the
 # launcher's own filesystem.
 TEMPLATE_VARIABLE = "SANDBOXKIT_SANDBOX_TEMPLATE"
+# The longest object name, the prefix of the target's cloud names: ``<object_name>-run`` is a
+# service account id (6 to 30 characters, IAM projects.serviceAccounts.create accountId).
+MAX_OBJECT_NAME = 22
 
 
 class CloudRunSandboxArgs(TypedDict, total=False):

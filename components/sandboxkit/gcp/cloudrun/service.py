@@ -5,7 +5,6 @@ See docs/targets/gcp-cloudrun.md and ``sandboxkit.gcp.cloudrun.spec`` for the so
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -20,8 +19,13 @@ from pulumi_gcp.compute.network_firewall_policy_association import (
 from pulumi_gcp.compute.network_firewall_policy_rule import NetworkFirewallPolicyRule
 
 from sandboxkit.boundary import NON_PUBLIC_IPV4, NON_PUBLIC_IPV6
-from sandboxkit.gcp.cloudrun.plan import TEMPLATE_VARIABLE, CloudRunSandboxArgs
-from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
+from sandboxkit.gcp.cloudrun.plan import MAX_OBJECT_NAME, TEMPLATE_VARIABLE, CloudRunSandboxArgs
+from sandboxkit.gcp.common import (
+    audit_log_bucket,
+    check_object_name,
+    private_network,
+    service_account,
+)
 from sandboxkit.gcp.dns import response_policy
 
 # Project roles of the launcher's service account: none. The launcher writes its audit record of
@@ -54,7 +58,6 @@ DENY_ALL_PRIORITY = 65000
 # compute.NetworkFirewallPolicyRule match.dest_fqdns / dest_ip_ranges); longer lists take
 # further rules, "allow-fqdn-443-2" and on.
 MAX_DESTINATIONS = {"fqdn": 100, "ipv4": 5000}
-_OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$")
 
 
 def _ports(port: int | None) -> list[dict[str, Any]]:
@@ -98,8 +101,7 @@ class CloudRunSandbox(pulumi.ComponentResource):
     ) -> None:
         super().__init__("sandboxkit:index:CloudRunSandbox", name, None, opts)
         object_name = args["object_name"]
-        if not _OBJECT_NAME.match(object_name):
-            raise ValueError(f"object_name {object_name!r}: a lower-case name of 22 or fewer")
+        check_object_name(object_name, MAX_OBJECT_NAME)
         if not args["slots"] >= 1 or not args["max_instances"] >= 1:
             raise ValueError("slots and max_instances: at least 1")
         if not 0 <= args["min_instances"] <= args["max_instances"]:
@@ -322,7 +324,12 @@ class CloudRunSandbox(pulumi.ComponentResource):
                         f"allow-public-{family}",
                         "allow",
                         ALLOW_FIRST_PRIORITY + (family == "ipv6"),
-                        {"dest_ip_ranges": [everything], "layer4_configs": _ports(None)},
+                        # Every TCP port (no ports: all of them), never UDP: no contract
+                        # admits UDP; the deny-all rules below take it.
+                        {
+                            "dest_ip_ranges": [everything],
+                            "layer4_configs": [{"ip_protocol": "tcp"}],
+                        },
                     )
                 )
         for family, everything in (("ipv4", "0.0.0.0/0"), ("ipv6", "::/0")):

@@ -31,7 +31,7 @@ from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import parse_rule
 from sandboxkit.errors import MISSING, ConfigError, FieldError, Problem
-from sandboxkit.gcp.cloudrun.plan import CloudRunSandboxArgs
+from sandboxkit.gcp.cloudrun.plan import MAX_OBJECT_NAME, CloudRunSandboxArgs
 from sandboxkit.gcp.deployer import gcp_policy
 from sandboxkit.gcp.response_policy import response_rules
 from sandboxkit.gcp.settings import GCP_SDKS, LOG_RETENTION_CAP, GcpSettings, PrivateCidr
@@ -516,7 +516,7 @@ def cloudrun_args(
         project=settings.project,
         deletion_protection=settings.deletion_protection,
         region=settings.region,
-        object_name=context.object_name("sbx-", 22),
+        object_name=context.object_name("sbx-", MAX_OBJECT_NAME),
         image=settings.image,
         port=settings.port,
         instance_vcpu=settings.instance.vcpu,

@@ -7,7 +7,6 @@ See docs/targets/gcp-gke.md and ``sandboxkit.gcp.gke.spec`` for the sources.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pulumi
@@ -15,10 +14,16 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from sandboxkit.boundary import NODE_POOL_LABEL, SYSTEM_NODE_POOL
-from sandboxkit.gcp.common import audit_log_bucket, private_network, service_account
+from sandboxkit.gcp.common import (
+    audit_log_bucket,
+    check_object_name,
+    private_network,
+    service_account,
+)
 from sandboxkit.gcp.gke.plan import (
     GVISOR_NODE_LABEL,
     GVISOR_TOLERATION,
+    MAX_OBJECT_NAME,
     GkeAgentSandboxArgs,
     cluster_description,
 )
@@ -34,7 +39,6 @@ NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
 NODE_OAUTH_SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
-_OBJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$")
 
 
 def kubeconfig(cluster_name: str, endpoint: str | None, ca_certificate: str | None) -> str:
@@ -103,8 +107,7 @@ class GkeAgentSandbox(pulumi.ComponentResource):
     ) -> None:
         super().__init__("sandboxkit:index:GkeAgentSandbox", name, None, opts)
         object_name = args["object_name"]
-        if not _OBJECT_NAME.match(object_name):
-            raise ValueError(f"object_name {object_name!r}: a lower-case name of 24 or fewer")
+        check_object_name(object_name, MAX_OBJECT_NAME)
         if not 0 <= args["min_nodes"] <= args["max_nodes"]:
             raise ValueError(f"min_nodes {args['min_nodes']}: from 0 to max_nodes")
         sandbox = args["sandbox"]

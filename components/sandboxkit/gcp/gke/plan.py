@@ -31,6 +31,9 @@ def cluster_reference(project: object, location: object, name: object) -> str:
 # GKE's limit on authorized networks: MasterAuthorizedNetworksConfig.cidr_blocks "define up to 50
 # external networks" (GKE API v1, google.cloud.container.v1 MasterAuthorizedNetworksConfig).
 MAX_AUTHORIZED_NETWORKS = 50
+# The longest object name, the prefix of the target's cloud names: ``<object_name>-nodes`` is a
+# service account id (6 to 30 characters, IAM projects.serviceAccounts.create accountId).
+MAX_OBJECT_NAME = 24
 # What the cluster's description says after the kit's text when the stack acknowledges a public
 # control-plane endpoint (publicEndpointReason); SBX-NET-009 reads it.
 PUBLIC_ENDPOINT_MARK = "; public control-plane endpoint acknowledged: "

@@ -23,6 +23,7 @@ from sandboxkit.gcp.gke.plan import (
     GVISOR_NODE_LABEL,
     GVISOR_TOLERATION,
     MAX_AUTHORIZED_NETWORKS,
+    MAX_OBJECT_NAME,
     GkeAgentSandboxArgs,
     cluster_reference,
 )
@@ -383,7 +384,7 @@ def gke_args(
     return GkeAgentSandboxArgs(
         project=settings.project,
         region=settings.region,
-        object_name=context.object_name("sbx-", 24),
+        object_name=context.object_name("sbx-", MAX_OBJECT_NAME),
         existing_cluster=settings.existing_cluster,
         private_endpoint=settings.private_endpoint,
         public_endpoint_reason=settings.public_endpoint_reason,
