@@ -560,9 +560,14 @@ def _grant_probes(grant: Grant, host: str, ports: Iterable[int]) -> Iterator[Pro
 
 
 def _probes_of_grant(grant: Grant) -> Iterable[Probe]:
-    if grant.scope == "any":
-        return
     ports = sorted(grant.ports) if grant.ports != "any" else [_SPARE_PORTS[0]]
+    if grant.scope == "any":
+        # Every name: left to the entries' probes, which speak TCP; UDP to a name no entry
+        # lists is asked here (no contract admits it).
+        if grant.covers_protocol("udp"):
+            host = f"{PROBE_LABELS[0]}.example.com"
+            yield from (Probe(host, p, "udp", "grant", grant.resource) for p in ports)
+        return
     network = grant.network
     if network is not None:
         # A block: its lowest address open mode admits outside its exclusions (a grant of
@@ -601,8 +606,10 @@ def derive_probes(
     64:ff9b::a9fe:a9fe on port 80. Per connection grant a target's reader found (``grants``,
     so a grant no entry explains is asked too): its name (one label below for a wildcard), its
     single address, or for a block its lowest address ``open`` mode admits outside the grant's
-    exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port);
-    grants of every name are left to the entries' probes and to SBX-NET-001. Each
+    exclusions (``addresses.public_address_in``), on each of its ports (8443 for every port),
+    and over ``udp`` too for a grant admitting UDP beside TCP; grants of every name are left
+    to the entries' probes and to SBX-NET-001, but for UDP (``sbx-probe.example.com`` over
+    ``udp``: no entry probe speaks it). Each
     ``(host, port, protocol)`` once, first derivation kept, in derivation order.
     """
     listed = [*rules, *control_plane]

@@ -16,9 +16,10 @@ from sandboxkit.effective_egress import (
     JSONValue,
     ResourceView,
     compare,
+    contract_probes,
     inexpressible,
 )
-from sandboxkit.egress_contract import EgressContract
+from sandboxkit.egress_contract import EgressContract, parse_rule
 from sandboxkit.explain import explain_target
 from sandboxkit.gcp.gke.egress_reader import read_egress as read_gke
 from sandboxkit.kubernetes.egress_reader import dnsmasq_names, pattern_scope, read_egress, selects
@@ -758,3 +759,27 @@ def test_a_v1_config_group_declares_nothing_its_objects_are_rendered() -> None:
     for token in ("kubernetes:yaml:ConfigGroup", "kubernetes:yaml:ConfigFile"):
         v1 = ResourceView(token, "acme", {})
         assert read_egress([template(), v1]) == read_egress([template()])
+
+
+def test_udp_to_every_name_is_asked_with_a_contract() -> None:
+    """A toFQDNs pattern '*' on UDP admits every name's addresses over UDP: no entry probe
+    speaks UDP, so the grant's own probe asks it (and the allowlist refuses it)."""
+    every = view(
+        CNP,
+        {
+            "endpointSelector": {"matchLabels": SANDBOX},
+            "egress": [
+                {
+                    "toFQDNs": [{"matchPattern": "*"}],
+                    "toPorts": [{"ports": [{"port": "443", "protocol": "UDP"}]}],
+                }
+            ],
+        },
+    )
+    egress = read_egress([template(), every])
+    allowlist = EgressContract("allowlist", (parse_rule("pypi.org"),))
+    differences = compare(egress, allowlist, contract_probes(allowlist, egress))
+    udp = [d for d in differences if d.probe.protocol == "udp"]
+    assert [(str(d.probe), d.probe.protocol, d.direction) for d in udp] == [
+        ("sbx-probe.example.com:443", "udp", "wider")
+    ]

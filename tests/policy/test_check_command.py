@@ -154,7 +154,9 @@ def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy
     result = run_cli("check", "--stack", "prod", cwd=project_copy)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == "Stack prod (prod): 7 violation(s), 7 mandatory, 0 advisory"
+    # The local gateway's open mode was not reported before (a prod stack listing only local
+    # passed the gate with egress open).
+    assert lines[0] == "Stack prod (prod): 8 violation(s), 8 mandatory, 0 advisory"
     resources = {line.rsplit("::", 1)[-1] for line in lines[1:-2:2]}
     assert resources == {
         "kubernetes-network-policy",
@@ -164,6 +166,7 @@ def test_open_egress_in_prod_exits_1_naming_the_policy_per_resource(project_copy
         "gcp-cloudrun-allow-public-ipv4",
         "gcp-cloudrun-allow-public-ipv6",
         "gcp-gke-agent-sandbox-network-policy",
+        "local-egress-policy",
     }
     findings = dict(zip(lines[1:-2:2], lines[2:-2:2], strict=True))
     policy_line = next(f for r, f in findings.items() if r.endswith("::aws-microvm-fw-policy"))

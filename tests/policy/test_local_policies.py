@@ -1,5 +1,6 @@
-"""The pack on the local target's gateway policy: its limits and audit retention (SBX-RES-001,
-SBX-RES-002, SBX-LOG-001), a failing input and the silence for a good one."""
+"""The pack on the local target's gateway policy: its egress mode, entries and ports
+(SBX-NET-001, SBX-NET-002), limits and audit retention (SBX-RES-001, SBX-RES-002, SBX-LOG-001),
+a failing input and the silence for a good one."""
 
 from __future__ import annotations
 
@@ -10,9 +11,41 @@ from sandboxkit.local import type_tokens
 EGRESS_GATEWAY_POLICY = type_tokens.EGRESS_GATEWAY_POLICY.token
 
 
-def _policy(**limits: object) -> dict[str, object]:
+def _policy(mode: str = "deny", allow: tuple[str, ...] = (), **limits: object) -> dict[str, object]:
     base = {"vcpu": 1, "memoryMiB": 2048, "execTimeoutSeconds": 300}
-    return {"mode": "deny", "allow": [], "limits": {**base, **limits}, "retentionDays": 30}
+    return {"mode": mode, "allow": list(allow), "limits": {**base, **limits}, "retentionDays": 30}
+
+
+def test_open_egress_on_the_local_gateway_is_reported():
+    # The prod gate passed `egress.mode: open` on a stack listing only local (no SBX-NET-001
+    # handler read the gateway policy), while every other target's open egress failed it.
+    assert resource_reports("sbx-net-001", EGRESS_GATEWAY_POLICY, _policy("open"), "p") == [
+        "Local sandbox policy p lets its sandboxes egress with mode open; set "
+        "sandboxkit:profile.egress.mode to deny or allowlist."
+    ]
+    for mode, allow in (("deny", ()), ("allowlist", ("pypi.org:443", "*.pythonhosted.org:443"))):
+        policy = _policy(mode, allow)
+        assert resource_reports("sbx-net-001", EGRESS_GATEWAY_POLICY, policy, "p") == []
+
+
+def test_local_allowlist_ports_beyond_the_allowed_ones_are_reported():
+    policy = _policy("allowlist", ("pypi.org:443", "pypi.org:8443"))
+    assert resource_reports("sbx-net-001", EGRESS_GATEWAY_POLICY, policy, "p") == [
+        "Local sandbox policy p allowlist admits egress on port 8443, beyond ports 443, 80, 53; "
+        "allow only hosts on those ports in sandboxkit:profile.egress.allow, or add the port to "
+        "sbx-net-001's allowedPorts in the pack config."
+    ]
+
+
+def test_local_allowlist_entries_are_specific_public_hosts():
+    good = _policy("allowlist", ("pypi.org:443", "*.pythonhosted.org:443", "93.184.216.34:443"))
+    assert resource_reports("sbx-net-002", EGRESS_GATEWAY_POLICY, good, "p") == []
+    bad = _policy("allowlist", ("*.com:443", "169.254.169.254:80"))
+    reports = resource_reports("sbx-net-002", EGRESS_GATEWAY_POLICY, bad, "p")
+    assert [r.split(":")[0] for r in reports] == [
+        "Local sandbox policy p allows '*.com",
+        "Local sandbox policy p allows '169.254.169.254",
+    ]
 
 
 def test_the_pack_judges_the_local_limits_and_retention():

@@ -1,18 +1,58 @@
-"""The ``local`` target's policy handlers (``sandboxkit.guard``): its gateway policy's limits
-and audit retention, judged as every target's are. Its egress is judged by SBX-NET-008 through
-``local/egress_reader.py``."""
+"""The ``local`` target's policy handlers (``sandboxkit.guard``): its gateway policy's egress
+mode, entries and ports, limits and audit retention, judged as every target's are. Its egress
+is also compared with the contract by SBX-NET-008 through ``local/egress_reader.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sandboxkit.guard import CheckContext, Handler, dig
-from sandboxkit.guard_checks import retention_problems, size_problems, time_problems
+from sandboxkit.egress_contract import parse_rule
+from sandboxkit.guard import CheckContext, Handler, dig, items
+from sandboxkit.guard_checks import (
+    entries_problems,
+    ports_problem,
+    retention_problems,
+    size_problems,
+    time_problems,
+)
 from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
-from sandboxkit.policy_rules import RETENTION, SIZE_LIMITS, TIME_LIMITS
+from sandboxkit.policy_rules import (
+    ALLOWLIST_SPECIFIC,
+    EGRESS_CLOSED,
+    RETENTION,
+    SIZE_LIMITS,
+    TIME_LIMITS,
+)
 
 _KIND = "Local sandbox policy"
+
+
+def _entries(props: Mapping[str, Any]) -> list[str]:
+    return [str(entry) for entry in items(props.get("allow"))]
+
+
+def _egress(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    # The gateway admits by its mode: open dials any public address on any port.
+    mode = props.get("mode")
+    if mode not in ("deny", "allowlist"):
+        yield (
+            f"{_KIND} {ctx.name} lets its sandboxes egress with mode {mode}; set "
+            "sandboxkit:profile.egress.mode to deny or allowlist."
+        )
+        return
+    ports: list[tuple[int, int]] = []
+    for entry in _entries(props):
+        try:
+            port = parse_rule(entry).port
+        except ValueError:
+            continue  # SBX-NET-002 reports an entry the contract refuses
+        ports.append((port, port))
+    yield from ports_problem(f"{_KIND} {ctx.name} allowlist", ports, ctx)
+
+
+def _allowlist(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    yield from entries_problems(_KIND, ctx.name, _entries(props))
 
 
 def _limits(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
@@ -38,6 +78,18 @@ def _retention(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 HANDLERS = (
+    Handler(
+        EGRESS_CLOSED,
+        (EGRESS_GATEWAY_POLICY,),
+        _egress,
+        "the local sandbox policy: egress mode deny or allowlist, entries on allowed ports",
+    ),
+    Handler(
+        ALLOWLIST_SPECIFIC,
+        (EGRESS_GATEWAY_POLICY,),
+        _allowlist,
+        "the local sandbox policy: each allowlist entry a specific public host",
+    ),
     Handler(
         SIZE_LIMITS, (EGRESS_GATEWAY_POLICY,), _limits, "the local sandbox policy: vCPU and memory"
     ),
