@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
+from typer.core import TyperGroup, TyperOption
 
 from sandboxkit import __version__
 from sandboxkit.config import load_stack_file
@@ -54,7 +55,52 @@ EXIT_CODES_HELP = (
     "(stdout closed or full, or a pipe closed early)."
 )
 
+
+def _refuse_repeated_stack(command_name: str, command: Any, given: Sequence[str]) -> None:
+    """Exit 2 when ``given`` (the ``--stack`` values on the command line) holds more than one:
+    click keeps the last of a single-value option silently (``check --stack a --stack b``
+    judged ``b`` alone)."""
+    if len(given) < 2:
+        return
+    times = "twice" if len(given) == 2 else f"{len(given)} times"
+    every = any(param.name == "all_stacks" for param in command.params)
+    raise fail_config(
+        ConfigError(
+            Problem(
+                "--stack",
+                list(given),
+                f"one stack: given {times} ({', '.join(given)}); {command_name} takes one "
+                f"stack{', or --all-stacks' if every else ''}",
+            )
+        )
+    )
+
+
+class _KitGroup(TyperGroup):
+    """The root command group: a command whose ``--stack`` takes one value refuses it given
+    more than once (``_refuse_repeated_stack``), so no stack given is ever ignored."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # typer's own click (typer._click) types ctx and the command; Any keeps them private.
+        name, command, rest = super().resolve_command(ctx, args)
+        params = command.params if command is not None else []
+        stack = next((p for p in params if p.name == "stack" and isinstance(p, TyperOption)), None)
+        if command is None or name is None or stack is None or stack.multiple:
+            return name, command, rest
+        # The command's own parser, its --stack collecting every value instead of the last.
+        context = command.context_class(command, info_name=name, parent=ctx)
+        parser = command.make_parser(context)
+        parser.add_option(obj=stack, opts=stack.opts, dest="stack", action="append")
+        try:
+            given = parser.parse_args(args=list(rest))[0].get("stack") or []
+        except typer.TyperException:
+            given = []  # the command's own parse reports it
+        _refuse_repeated_stack(name, command, given)
+        return name, command, rest
+
+
 app = typer.Typer(
+    cls=_KitGroup,
     add_completion=False,
     no_args_is_help=True,
     # Plain click help and errors: flags show as flags (no "<bool>"), nothing is read as markup

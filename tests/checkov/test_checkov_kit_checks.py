@@ -70,8 +70,26 @@ EXPECTED: dict[str, tuple[set[str], set[str]]] = {
     "CKV_SBX_19": ({"pass-invoker"}, {"fail-all-users"}),
     "CKV_SBX_20": ({"pass-deny-all", "pass-allow-named"}, {"fail-allow-anywhere"}),
     "CKV_SBX_21": ({"pass-bucket"}, {"fail-bucket-short"}),
-    "CKV_SBX_22": ({"pass-worker"}, {"fail-worker-plain-token", "fail-worker-no-logs"}),
-    "CKV_SBX_23": ({"pass-subdomain"}, {"fail-subdomain-enabled", "fail-subdomain-previews"}),
+    "CKV_SBX_22": (
+        {
+            "pass-worker",
+            "pass-wrangler-script",
+            "fail-wrangler-workers-dev",
+            "fail-wrangler-preview-urls",
+        },
+        {"fail-worker-plain-token", "fail-worker-no-logs"},
+    ),
+    # The kit's script (workers_dev, preview_urls: the switches wrangler writes) or a plain
+    # script's subdomain resource; a plain script without the switches is not judged.
+    "CKV_SBX_23": (
+        {"pass-subdomain", "pass-wrangler-script"},
+        {
+            "fail-subdomain-enabled",
+            "fail-subdomain-previews",
+            "fail-wrangler-workers-dev",
+            "fail-wrangler-preview-urls",
+        },
+    ),
 }
 _STEP = re.compile(r"\.steps\[\d+\]\((?P<name>[^)]*)\)$")
 

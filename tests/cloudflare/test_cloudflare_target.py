@@ -38,7 +38,6 @@ from sandboxkit.targets import KitContext
 from support import named, one, shipped_render
 
 SCRIPT = WRANGLER_SCRIPT.token
-SUBDOMAIN = "cloudflare:index/workersScriptSubdomain:WorkersScriptSubdomain"
 ACCOUNT = "0" * 32
 IMAGE = "registry.cloudflare.com/00000000000000000000000000000000/sandbox:v1"
 SIGNING_KEY = "signing-key-test-value-7f3a9c1e5b2d4f6a8c0e"
@@ -113,15 +112,13 @@ def plain_strings(value: Any) -> Iterator[str]:
 # --- the component -------------------------------------------------------------------------
 
 
-def test_children_are_exactly_the_script_and_its_subdomain(
-    engine: Recorder, worker_module: Path
-) -> None:
+def test_the_one_child_is_the_script(engine: Recorder, worker_module: Path) -> None:
+    # wrangler alone writes workers.dev: no WorkersScriptSubdomain beside it.
     build(engine, worker_module)
     component = named(engine.resources, "cloudflare")
     assert component.type == "sandboxkit:index:WorkerSandbox"
     assert {(r.type, r.name, r.parent) for r in engine.resources if r is not component} == {
         (SCRIPT, "cloudflare-script", component.urn),
-        (SUBDOMAIN, "cloudflare-subdomain", component.urn),
     }
 
 
@@ -284,20 +281,26 @@ def test_workers_dev_and_preview_urls_are_off_by_default(
     engine: Recorder, worker_module: Path
 ) -> None:
     build(engine, worker_module)
-    subdomain = dict(one(engine.resources, SUBDOMAIN).inputs)
-    assert subdomain == {
-        "accountId": ACCOUNT,
-        "scriptName": "sandboxkit-test",
-        "enabled": False,
-        "previewsEnabled": False,
-    }
+    script = dict(one(engine.resources, SCRIPT).inputs)
+    assert (script["workersDev"], script["previewUrls"]) == (False, False)
+    config = wrangler_config(script, "index.js")
+    assert (config["workers_dev"], config["preview_urls"]) == (False, False)
 
 
 def test_workers_dev_only_when_asked(engine: Recorder, worker_module: Path) -> None:
     build(engine, worker_module, workersDev=True)
-    subdomain = dict(one(engine.resources, SUBDOMAIN).inputs)
-    assert subdomain["enabled"] is True
-    assert subdomain["previewsEnabled"] is False
+    script = dict(one(engine.resources, SCRIPT).inputs)
+    assert (script["workersDev"], script["previewUrls"]) == (True, False)
+    assert wrangler_config(script, "index.js")["workers_dev"] is True
+
+
+def test_the_exposure_output_is_the_scripts(engine: Recorder, worker_module: Path) -> None:
+    args = worker_sandbox_args(
+        profile(), settings(workersDev=True), KitContext("test", "dev", "cloudflare")
+    )
+    args["worker_module_path"] = str(worker_module)
+    engine.run(lambda: pulumi.export("cf", WorkerSandbox("cloudflare", args).outputs()))
+    assert engine.outputs["cf"]["workersDevEnabled"] is True
 
 
 def test_egress_policy_binding_for_deny(engine: Recorder, worker_module: Path) -> None:
@@ -908,12 +911,11 @@ def test_prod_stack_renders_the_cloudflare_target(project_dir: Path, worker_modu
     assert mine == {
         ("sandboxkit:index:WorkerSandbox", "cloudflare"),
         (SCRIPT, "cloudflare-script"),
-        (SUBDOMAIN, "cloudflare-subdomain"),
     }
     script = one(rendered.resources, SCRIPT)
     texts = {b["name"]: b["text"] for b in script.inputs["bindings"] if "text" in b}
     assert is_secret_value(texts["JWT_SIGNING_KEY"]) and is_secret_value(texts["SANDBOX_ID_KEY"])
     assert texts["JWT_AUDIENCE"] == "sandboxkit-prod"
     assert texts["EGRESS_POLICY"] == '{"mode":"deny","allow":[]}'
-    assert dict(one(rendered.resources, SUBDOMAIN).inputs)["enabled"] is False
+    assert script.inputs["workersDev"] is False
     assert script.inputs["containers"][0]["maxInstances"] == 50

@@ -176,8 +176,12 @@ DIRECT = """
 import socket, sys
 family, address = {"4": (socket.AF_INET, "151.101.0.223"), "6": (socket.AF_INET6, "2606:4700::1"),
                    "mapped": (socket.AF_INET6, "::ffff:151.101.0.223")}[sys.argv[1]]
+kind = {"tcp": socket.SOCK_STREAM, "udp": socket.SOCK_DGRAM}[sys.argv[2]]
 try:
-    socket.socket(family, socket.SOCK_STREAM).connect((address, 443))
+    s = socket.socket(family, kind)
+    s.connect((address, 443))
+    # A QUIC Initial's first byte (long header): a datagram only fails when it is sent.
+    s.send(b"\\xc0" + bytes(1199))
     print("connected")
 except OSError:
     print("refused")
@@ -185,12 +189,17 @@ except OSError:
 
 
 @pytest.mark.parametrize("mode", ["deny", "allowlist"])
-@pytest.mark.parametrize("form", ["4", "6", "mapped"])
-def test_no_address_is_reachable_directly(internet, audit, mode, form):
+@pytest.mark.parametrize(
+    "attempt", [f"{form} {kind}" for form in ("4", "6", "mapped") for kind in ("tcp", "udp")]
+)
+def test_no_address_is_reachable_directly(internet, audit, capfd, mode, attempt):
+    """Neither TCP nor UDP (QUIC on 443) reaches an address, by IPv4, IPv6 or a mapped form:
+    the sandbox's namespace has no route out (the local reader grants no UDP)."""
     log, _ = audit
     egress = {"mode": "deny"} if mode == "deny" else ALLOWLIST
-    result = run_in(plan_of(egress), [*python(DIRECT), form], internet, log)
+    result = run_in(plan_of(egress), [*python(DIRECT), *attempt.split()], internet, log)
     assert result.exit_code == 0
+    assert capfd.readouterr().out.strip().splitlines()[-1] == "refused"
 
 
 def sandboxed_output(plan: LocalPlan, code: str, capfd: pytest.CaptureFixture[str]) -> str:

@@ -293,6 +293,9 @@ FUNCTION = "aws:lambda/function:Function"
 RUN = "gcp:cloudrunv2/service:Service"
 RULE = "gcp:compute/networkFirewallPolicyRule:NetworkFirewallPolicyRule"
 WORKER = "cloudflare:index/workersScript:WorkersScript"
+# The kit's script: the WorkersScript's shape plus the workers.dev switch wrangler writes.
+WRANGLER = "pulumi-python:dynamic/cloudflare:WranglerScript"
+HAPPY[WRANGLER] = {**HAPPY[WORKER], "workersDev": False, "previewUrls": False}
 ENV = "environment.variables"
 
 CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
@@ -498,6 +501,7 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         _set("enabled", True),
         "ses-002",
     ),
+    ("wrangler-script-on-workers-dev", WRANGLER, _set("workersDev", True), "ses-002"),
     ("launcher-unsigned-webhooks", FUNCTION, _drop(f"{ENV}.WEBHOOK_SECRET_ARN"), "ses-003"),
     ("run-no-limits", RUN, _set("template.containers.0.resources", {}), "res-001"),
     ("run-too-big", RUN, _set("template.containers.0.resources.limits.cpu", "16"), "res-001"),

@@ -319,7 +319,7 @@ ROWS = [
     Row(
         "workers-dev-on",
         "prod",
-        _caught(("SBX-SES-002", "cloudflare-subdomain")),
+        _caught(("SBX-SES-002", WORKER)),
         config=_setting("cloudflare", "workersDev", True),
         targets=("cloudflare",),
     ),
@@ -1226,8 +1226,8 @@ ROWS = [
     Row(
         "worker-on-workers-dev",
         "prod",
-        _caught(("SBX-SES-002", "cloudflare-subdomain")),
-        inputs=_set("cloudflare-subdomain", ("enabled",), True),
+        _caught(("SBX-SES-002", WORKER)),
+        inputs=_set(WORKER, ("workersDev",), True),
     ),
     Row(
         "worker-no-lifetime",

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sandboxkit.addresses import private_use_reason
+from sandboxkit.addresses import address_of, private_use_reason
 from sandboxkit.aws.plan import (
     MAX_DURATION_SECONDS,
     MAX_IP_ENTRIES,
@@ -160,7 +160,7 @@ def bucket_name(value: str) -> str:
             _BUCKET_SHAPE.match(value) is not None,
         ),
         ("no two adjacent dots", ".." not in value),
-        ("not an IP address", not _is_ipv4(value)),
+        ("not an IP address", address_of(value) is None),
         *(
             (f"no {p!r} prefix (reserved)", not value.startswith(p))
             for p in RESERVED_BUCKET_PREFIXES
@@ -174,14 +174,6 @@ def bucket_name(value: str) -> str:
             f"example-sandboxkit-artifacts (source: {BUCKET_NAMING_SOURCE})"
         )
     return value
-
-
-def _is_ipv4(value: str) -> bool:
-    try:
-        ipaddress.IPv4Address(value)
-    except ValueError:
-        return False
-    return True
 
 
 # IAM matches * and ? anywhere in an action ("s3:Get*", "iam:?ut*"): each one grants a family.

@@ -27,7 +27,8 @@ KINDS: tuple[ResourceKind, ...] = (
         WRANGLER_SCRIPT.token,
         # The script wrangler uploads, exported as the Workers script it is: its bindings and
         # observability have terraform-provider-cloudflare's shape, so checkov's Workers checks
-        # (CKV_SBX_22) read it; the container, routes and migration ledger ride along as data.
+        # (CKV_SBX_22) read it; the container, routes and migration ledger ride along as data,
+        # and CKV_SBX_23 reads the workers.dev and preview URL switches wrangler writes.
         export=TerraformType(
             "cloudflare_workers_script",
             TF_CLOUDFLARE,
@@ -42,6 +43,7 @@ KINDS: tuple[ResourceKind, ...] = (
                 }
             ),
         ),
+        settings={"CKV_SBX_23": "workersDev"},
     ),
     ResourceKind(
         WORKERS_SUBDOMAIN.token,

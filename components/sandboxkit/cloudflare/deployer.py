@@ -7,6 +7,10 @@ uploads (wrangler's own ``containers:write`` scope), both on the one account ``a
 names. A script with zone routes adds, on the account's zones, ``Workers Routes Write`` (the
 "Edit Cloudflare Workers" template's zone group: wrangler's ``PUT .../workers/scripts/{name}/
 routes``) and ``Zone Read`` (wrangler finds a route's zone by ``GET /zones?name=``).
+``pulumi refresh`` reads the same objects back (``live_script``): each Write group also grants
+its reads. The workers.dev switch is the script's (wrangler's ``POST .../subdomain``, Workers
+Scripts Write); ``WORKERS_SUBDOMAIN`` is granted for a program that sets it with
+pulumi-cloudflare instead.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The sandbox-guard checks of what the cloudflare target creates: the Worker script (its
-bindings carry the egress policy, limits and keys) and its workers.dev subdomain."""
+bindings carry the egress policy, limits and keys; its workersDev switch the exposure), and a
+program's own WorkersScriptSubdomain."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from sandboxkit.boundary import (
     MAX_LIFETIME_BINDING,
 )
 from sandboxkit.cloudflare.egress_reader import worker_code_problems
-from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS, WORKERS_SUBDOMAIN
+from sandboxkit.cloudflare.type_tokens import WORKER_SCRIPTS, WORKERS_SUBDOMAIN, WRANGLER_SCRIPT
 from sandboxkit.guard import (
     CheckContext,
     Handler,
@@ -145,9 +146,12 @@ def _auth_key(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _workers_dev(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    if props.get("enabled") is True and not ctx.setting("allowWorkersDev"):
+    # wrangler writes the kit's switch (the script's workersDev); a program of pulumi-cloudflare's
+    # own WorkersScript sets it with a WorkersScriptSubdomain (enabled).
+    key = "workersDev" if WRANGLER_SCRIPT.matches(ctx.resource_type) else "enabled"
+    if props.get(key) is True and not ctx.setting("allowWorkersDev"):
         yield (
-            f"{ctx.name} exposes the sandbox Worker on workers.dev (enabled true, from "
+            f"{ctx.name} exposes the sandbox Worker on workers.dev ({key} true, from "
             "sandboxkit:cloudflare.workersDev); set sandboxkit:cloudflare.workersDev to false "
             "and route through the account's own domain."
         )
@@ -271,9 +275,10 @@ HANDLERS = (
     ),
     Handler(
         AUTHENTICATED_WORKER,
-        (WORKERS_SUBDOMAIN,),
+        (WRANGLER_SCRIPT, WORKERS_SUBDOMAIN),
         _workers_dev,
-        "Workers subdomains: no workers.dev exposure",
+        "the Worker's workers.dev switch (workersDev, or a WorkersScriptSubdomain's enabled): "
+        "no workers.dev exposure",
     ),
     Handler(
         TIME_LIMITS,

@@ -15,10 +15,6 @@ from typing import Any
 
 import pulumi
 
-# The resource module itself, not the package: an offline render then loads this one of
-# pulumi-cloudflare's ~1,250 modules (``sdk_parts``).
-from pulumi_cloudflare.workers_script_subdomain import WorkersScriptSubdomain
-
 from sandboxkit.boundary import (
     DURABLE_OBJECT_BINDING,
     JWT_SIGNING_KEY_BINDING,
@@ -35,12 +31,13 @@ API_TOKEN_CONFIG = ("cloudflare", "apiToken")
 
 class WorkerSandbox(pulumi.ComponentResource):
     """The Worker script (Durable Object ``Sandbox`` with its SQLite migration, container
-    application, secrets, limits, observability, routes) and its workers.dev switch.
+    application, secrets, limits, observability, routes, workers.dev and preview URL switches).
 
     Children (``<name>`` is the component name): ``<name>-script`` (``WranglerScript``, deployed
-    by wrangler), ``<name>-subdomain`` (WorkersScriptSubdomain, workers.dev and preview URLs:
-    the same value the wrangler config carries, kept as a Pulumi resource so the policy pack
-    and checkov read the exposure).
+    by wrangler). wrangler alone writes the workers.dev and preview URL switches (its config's
+    ``workers_dev`` and ``preview_urls``, the script's ``workersDev`` and ``previewUrls``
+    inputs, which the policy pack and checkov read): a second writer (pulumi-cloudflare's
+    ``WorkersScriptSubdomain``) would undo what the other set on each ``pulumi up``.
 
     Raises:
         ValueError: for a plain-text binding that collides with a fixed binding name.
@@ -69,16 +66,8 @@ class WorkerSandbox(pulumi.ComponentResource):
         script = WranglerScript(
             f"{name}-script", script_inputs(args, content, secrets), token, opts=child
         )
-        subdomain = WorkersScriptSubdomain(
-            f"{name}-subdomain",
-            account_id=args["account_id"],
-            script_name=script.script_name,
-            enabled=args["workers_dev"],
-            previews_enabled=False,
-            opts=child,
-        )
         self.script_name = script.script_name
-        self.workers_dev_enabled = subdomain.enabled
+        self.workers_dev_enabled = script.workers_dev
         self.instance_type = pulumi.Output.from_input(args["instance_type"])
         self.register_outputs(self.outputs())
 

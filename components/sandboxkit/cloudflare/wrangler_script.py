@@ -239,7 +239,10 @@ class WranglerScript(pulumi.dynamic.Resource, module="cloudflare", name="Wrangle
     """A Worker script deployed by wrangler (see the module docstring).
 
     Outputs: the inputs (``wrangler.script_inputs``, ``apiToken`` a secret); ``script_name``
-    is the script's name once it is deployed.
+    is the script's name once it is deployed; ``workers_dev`` whether it is on workers.dev
+    (the ``workersDev`` output: deployed by wrangler, live after a refresh). wrangler is the
+    one writer of the workers.dev and preview URL switches (its config's ``workers_dev`` and
+    ``preview_urls``).
     """
 
     def __init__(
@@ -261,3 +264,5 @@ class WranglerScript(pulumi.dynamic.Resource, module="cloudflare", name="Wrangle
         )
         script = str(inputs["scriptName"])
         self.script_name: pulumi.Output[str] = self.id.apply(lambda _: script)
+        # Pulumi sets one attribute per input key; "workersDev" is not a Python name.
+        self.workers_dev: pulumi.Output[bool] = self.__dict__["workersDev"]

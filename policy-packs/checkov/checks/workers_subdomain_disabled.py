@@ -1,4 +1,9 @@
-"""CKV_SBX_23: a Workers script is not exposed on workers.dev nor on preview URLs."""
+"""CKV_SBX_23: a Workers script is not exposed on workers.dev nor on preview URLs.
+
+The kit's script carries the switches wrangler writes (``workers_dev``, ``preview_urls``); a
+plain Workers script has them on a ``cloudflare_workers_script_subdomain`` instead, and is
+judged there.
+"""
 
 from __future__ import annotations
 
@@ -18,14 +23,20 @@ class WorkersSubdomainDisabled(BaseResourceCheck):
             name="Ensure Workers scripts are not served on workers.dev or preview URLs",
             id="CKV_SBX_23",
             categories=(CheckCategories.NETWORKING,),
-            supported_resources=("cloudflare_workers_script_subdomain",),
+            supported_resources=(
+                "cloudflare_workers_script",
+                "cloudflare_workers_script_subdomain",
+            ),
         )
 
     def scan_resource_conf(self, conf: dict[str, Any]) -> CheckResult:
-        exposed = (
-            first(conf.get("enabled")) is not False
-            or first(conf.get("previews_enabled")) is not False
-        )
+        if self.entity_type == "cloudflare_workers_script_subdomain":
+            switches = ("enabled", "previews_enabled")
+        elif "workers_dev" in conf:
+            switches = ("workers_dev", "preview_urls")
+        else:
+            return CheckResult.UNKNOWN
+        exposed = any(first(conf.get(switch)) is not False for switch in switches)
         return CheckResult.FAILED if exposed else CheckResult.PASSED
 
 
