@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -113,16 +114,32 @@ def numeric_name_refusal(name: str) -> str | None:
     )
 
 
+def _invisible(character: str) -> str:
+    code = f"U+{ord(character):04X} {unicodedata.name(character, 'format character')}"
+    return (
+        f"the name holds {code}, an invisible format character (Unicode category Cf); IDNA's "
+        "UTS #46 mapping (unicode.org/reports/tr46, the one the idna library applies) deletes "
+        "some such characters (U+200B, U+00AD, U+FEFF are 'ignored') and keeps others "
+        "(U+200C, U+200D), so the name read would not be the name written; write the name "
+        "without it, or its A-label (xn--...) where the character belongs to the name"
+    )
+
+
 def normalize_name(text: str) -> str:
     """``text`` in normal form (module docstring).
 
     Raises:
         ValueError: for a name that is not letters, digits and hyphens in labels of 1 to 63
             characters, 253 characters at most, once internationalised labels are A-labels;
-            an A-label (``xn--``) that does not decode; or a numeric name
+            an A-label (``xn--``) that does not decode; a name holding an invisible format
+            character (Unicode category Cf: U+200B, U+200D ...), refused before IDNA's
+            UTS #46 mapping could drop or keep it; or a numeric name
             (``numeric_name_refusal``: what URL parsers read as an IPv4 address).
     """
     name = text.strip().lower().removesuffix(".")
+    invisible = next((c for c in name if unicodedata.category(c) == "Cf"), None)
+    if invisible is not None:
+        raise ValueError(_invisible(invisible))
     if not name.isascii():
         try:
             name = idna.encode(name, uts46=True).decode("ascii")

@@ -329,13 +329,12 @@ def normalisation_notices(entries: object, key: str) -> list[str]:
     Returns:
         One sentence per entry written other than as the contract reads it (case, a trailing
         dot, spaces, an IPv6 literal not in compressed form, a non-ASCII name, whose A-label
-        is suggested) and per entry that repeats an earlier one once normalised (kept once).
-        Entries ``parse_rule`` refuses are left to its refusal.
+        is suggested). Entries ``parse_rule`` refuses are left to its refusal, and a repeat
+        once normalised to the profile's (``sandboxkit.profile.Egress``: exit 2).
     """
     if not isinstance(entries, list | tuple):
         return []
     notices: list[str] = []
-    first_at: dict[EgressRule, int] = {}
     for index, entry in enumerate(entries):
         if not isinstance(entry, str):
             continue
@@ -345,13 +344,6 @@ def normalisation_notices(entries: object, key: str) -> list[str]:
         except ValueError:
             continue
         where = f"{key}[{index}] {entry!r}"
-        if rule in first_at:
-            notices.append(
-                f"{where} repeats {key}[{first_at[rule]}] once normalised ({rule}); it is "
-                "listed once"
-            )
-            continue
-        first_at[rule] = index
         host = rule.pattern
         if written == host and entry == entry.strip():
             continue

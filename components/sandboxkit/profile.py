@@ -118,21 +118,37 @@ class Egress(_Section):
     def _parse_allow(cls, value: object) -> tuple[EgressRule, ...]:
         if not isinstance(value, list | tuple):
             raise FieldError("", value, "a list of 'host[:port]' strings")
-        rules: list[EgressRule] = []
+        first_at: dict[EgressRule, int] = {}
         errors: list[FieldError] = []
         for index, entry in enumerate(value):
             if not isinstance(entry, str):
                 errors.append(FieldError(f"[{index}]", entry, "a 'host[:port]' string"))
                 continue
             try:
-                rules.append(parse_rule(entry))
+                rule = parse_rule(entry)
             except ValueError as exc:
                 errors.append(
                     FieldError(f"[{index}]", entry, f"a specific public host[:port] entry: {exc}")
                 )
+                continue
+            if rule in first_at:
+                # Like a target listed twice: a repeat is a mistake (often a spelling the parser
+                # folds: case, a trailing dot, full-width letters, an A-label), never merged.
+                errors.append(
+                    FieldError(
+                        f"[{index}]",
+                        entry,
+                        f"each entry listed once: allow[{first_at[rule]}] "
+                        f"{value[first_at[rule]]!r} and allow[{index}] {entry!r} are both {rule} "
+                        "once normalised (case, trailing dot, IDNA A-label, default port 443); "
+                        "remove one",
+                    )
+                )
+                continue
+            first_at[rule] = index
         if errors:
             raise FieldError.first_of(errors)
-        return tuple(sorted(set(rules)))
+        return tuple(sorted(first_at))
 
     @model_validator(mode="after")
     def _allow_matches_mode(self) -> Egress:

@@ -24,8 +24,9 @@ from sandboxkit.cloudflare.plan import WorkerSandboxArgs
 from sandboxkit.cloudflare.wrangler import script_inputs
 from sandboxkit.cloudflare.wrangler_script import WranglerScript
 
-# Where the stack's Cloudflare API token lives for Pulumi (pulumi-cloudflare's provider key);
-# the same secret is handed to wrangler.
+# Where the stack's Cloudflare API token lives (pulumi-cloudflare's provider key, kept so a
+# program that adds pulumi-cloudflare resources shares it); handed to wrangler and used by the
+# refresh's reads.
 API_TOKEN_CONFIG = ("cloudflare", "apiToken")
 
 
