@@ -221,6 +221,7 @@ SETTINGS = {
     "sandboxImage": "us-docker.pkg.dev/example-project/agents/sandbox:1",
     # The allowlists below name no CNAME (``cnameTargets`` is required with names).
     "cnameTargets": [],
+    "nameMatching": "resolved-address",  # names match by resolved address (accepted)
 }
 ALLOWLIST = ["pypi.org", "files.pythonhosted.org", "api.example.com:8443", "pypi.org:80"]
 IP_ENTRIES = ["93.184.216.34", "93.184.216.34:8443"]

@@ -35,6 +35,7 @@ SETTINGS = {
     "sandboxImage": "us-docker.pkg.dev/example-project/agents/sandbox:1",
     # The allowlists below name no CNAME (``cnameTargets`` is required with names).
     "cnameTargets": [],
+    "nameMatching": "resolved-address",  # names match by resolved address (accepted)
     "invokers": ["serviceAccount:agent@example-project.iam.gserviceaccount.com"],
 }
 ALLOWLIST = [
@@ -416,8 +417,25 @@ def test_an_allowlist_of_names_without_cname_targets_is_refused() -> None:
     )
 
 
+def test_an_allowlist_of_names_needs_resolved_address_matching_accepted() -> None:
+    # Cloud NGFW FQDN objects admit a name by its resolved addresses (plain TCP naming no host
+    # too): the kit deployed that, weaker than the contract, with only a gate finding.
+    settings = {k: v for k, v in SETTINGS.items() if k != "nameMatching"}
+    profile = {"egress": {"mode": "allowlist", "allow": ["pypi.org"]}}
+    problem = _settings_problem(profile, settings)
+    assert problem.key == "sandboxkit:gcp-cloudrun.nameMatching"
+    assert problem.expected.startswith(
+        "resolved-address, to accept that Cloud NGFW FQDN objects admit pypi.org by the "
+        "addresses they resolve to: plain TCP naming no host"
+    )
+    assert problem.expected.endswith(
+        "Or list IPv4 addresses instead of names, or run these sandboxes on kubernetes or "
+        "gcp-gke with fqdnPolicy: cilium, which match TLS server names and HTTP hosts"
+    )
+
+
 def test_an_allowlist_of_addresses_needs_no_cname_targets(engine: Recorder) -> None:
-    settings = {k: v for k, v in SETTINGS.items() if k != "cnameTargets"}
+    settings = {k: v for k, v in SETTINGS.items() if k not in ("cnameTargets", "nameMatching")}
     build_target(
         engine,
         "gcp-cloudrun",

@@ -59,6 +59,7 @@ def render(target: str, allow: list[str], **settings: Any) -> RenderedStack:
     values["profile"]["egress"] = {"mode": "allowlist", "allow": allow}
     if target == "gcp-cloudrun":
         values[target]["cnameTargets"] = []  # the test names answer with addresses
+        values[target]["nameMatching"] = "resolved-address"
     values[target].update(settings)
     return testing.render_values(PROJECT, "prod", values)
 

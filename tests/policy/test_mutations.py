@@ -80,6 +80,7 @@ def _big_pool(values: dict[str, Any]) -> None:
 def _cloudrun_allowlist(values: dict[str, Any]) -> None:
     values["profile"]["egress"] = {"mode": "allowlist", "allow": ["pypi.org"]}
     values["gcp-cloudrun"]["cnameTargets"] = []  # pypi.org answers with addresses
+    values["gcp-cloudrun"]["nameMatching"] = "resolved-address"
 
 
 def _host_runtime(values: dict[str, Any]) -> None:

@@ -225,6 +225,12 @@ class CloudRunSettings(GcpSettings):
             ``cloudrunv2.Service`` ``deletion_protection``, default true there too): while
             true, ``pulumi destroy`` and any change that replaces the service fail. Set it
             false and ``pulumi up`` first to destroy or replace deliberately; default true.
+        nameMatching: ``resolved-address``, the explicit acceptance an allowlist that names
+            hosts needs on this target: Cloud NGFW FQDN objects match a name by the addresses
+            it resolves to (https://cloud.google.com/firewall/docs/fqdn-objects-overview), so
+            a listed name also admits plain TCP naming no host and every other site on its
+            addresses, where the egress contract admits TLS by SNI and HTTP by Host only
+            (SBX-NET-006 reports it, mandatory in prod). Unset, such an allowlist exits 2.
     """
 
     image: ImageReference
@@ -248,6 +254,7 @@ class CloudRunSettings(GcpSettings):
         | None
     ) = Field(None, alias="cnameTargets")
     deletion_protection: bool = Field(DEFAULT_DELETION_PROTECTION, alias="deletionProtection")
+    name_matching: Literal["resolved-address"] | None = Field(None, alias="nameMatching")
 
     @model_validator(mode="before")
     @classmethod
@@ -463,6 +470,26 @@ def check_egress(profile: SandboxProfile) -> None:
         raise ConfigError(*problems)
 
 
+def _check_name_matching(settings: CloudRunSettings, names: Sequence[str]) -> None:
+    """Refuse an allowlist of ``names`` without ``nameMatching: resolved-address``
+    (``CloudRunSettings.nameMatching``)."""
+    key = f"sandboxkit:{TARGET}.nameMatching"
+    if names and settings.name_matching is None:
+        raise ConfigError(
+            Problem(
+                key,
+                MISSING,
+                "resolved-address, to accept that Cloud NGFW FQDN objects admit "
+                f"{', '.join(names)} by the addresses they resolve to: plain TCP naming no host and every other "
+                "site on those addresses pass too, where the egress contract admits TLS by SNI "
+                "and HTTP by Host only (https://cloud.google.com/firewall/docs/fqdn-objects-"
+                "overview; SBX-NET-006, mandatory in prod). Or list IPv4 addresses instead of "
+                "names, or run these sandboxes on kubernetes or gcp-gke with fqdnPolicy: cilium, "
+                "which match TLS server names and HTTP hosts",
+            )
+        )
+
+
 def template_spec(template: SandboxTemplate) -> dict[str, Any]:
     """A template as Cloud Run's ``template.sandboxes.templates`` takes it (``name``,
     ``image``, ``commands``, ``args``, ``working_dir``; never ``envs``)."""
@@ -498,6 +525,7 @@ def cloudrun_args(
             )
         )
     names = sorted({rule.pattern for rule in profile.egress.allow if rule.kind != "ip"})
+    _check_name_matching(settings, names if mode == "allowlist" else [])
     if mode == "allowlist" and names and settings.cname_targets is None:
         raise ConfigError(
             Problem(
@@ -557,7 +585,10 @@ class CloudRunTarget(TargetSpec[CloudRunSettings, CloudRunSandboxArgs]):
     # Names need ``cnameTargets`` stated (``[]``: their answers are addresses, no CNAMEs); Cloud
     # NGFW FQDN objects match names by resolved address, so plain TCP to them passes.
     accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(
-        wildcards=False, ipv6=False, settings=(("cnameTargets", []),), plain_tcp_by_address=True
+        wildcards=False,
+        ipv6=False,
+        settings=(("cnameTargets", []), ("nameMatching", "resolved-address")),
+        plain_tcp_by_address=True,
     )
     settings_model = CloudRunSettings
     caps: ClassVar[tuple[Cap, ...]] = (
