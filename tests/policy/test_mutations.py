@@ -1317,7 +1317,9 @@ ISSUE_32_ROWS = [
         "control-plane-on-a-resolver-port",
         "prod",
         _caught(("SBX-NET-008", "aws-microvm")),
-        config=_setting("aws-microvm", "controlPlaneHosts", ["pastebin.com", "ns1.example.net:53"]),
+        config=_setting(
+            "aws-microvm", "controlPlaneHosts", ["pastebin.com", "ns1.example.net:853"]
+        ),
         targets=("aws-microvm",),
     ),
     Row(
