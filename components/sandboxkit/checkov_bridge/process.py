@@ -124,8 +124,27 @@ def script_interpreter(executable: Path) -> list[str] | None:
     return words
 
 
+# What checkov reads besides its command line: its environment variables (configargparse
+# ``env_var``s of checkov 3.3.30's ext_argument_parser: CKV_SKIP_CHECK, CKV_CHECK, CKV_FRAMEWORK,
+# BC_API_KEY, PRISMA_API_URL, ...) and ``.checkov.yaml``/``.checkov.yml`` in the working folder
+# and the home folder (checkov.common.util.config_utils.get_default_config_paths).
+_CHECKOV_VARIABLE = re.compile(r"(CKV|BC|PRISMA|CHECKOV)_")
+
+
+def hermetic_environment(home: Path) -> dict[str, str]:
+    """This process's environment for checkov, less every variable checkov reads as an option
+    (``CKV_*``, ``BC_*``, ``PRISMA_*``, ``CHECKOV_*``), with ``HOME`` at ``home``: a
+    ``CKV_SKIP_CHECK`` or a ``~/.checkov.yaml`` must not drop checks the gate runs."""
+    kept = {k: v for k, v in os.environ.items() if not _CHECKOV_VARIABLE.match(k)}
+    return {**kept, "HOME": str(home)}
+
+
 class CheckovProcess:
     """One checkov run whose process can start before the files it scans exist.
+
+    checkov runs hermetic: in an empty folder of its own, as working folder and ``HOME``, with
+    ``hermetic_environment``, so a ``.checkov.yaml`` of the project (a file a pull request
+    controls), of the caller's folder or home, or a ``CKV_*`` variable, cannot skip a check.
 
     ``warm`` starts the script's interpreter now, importing checkov (about two thirds of a
     run on one stack's exports: benchmarks/README.md), when the executable is a Python script
@@ -139,10 +158,12 @@ class CheckovProcess:
     """
 
     def __init__(self, executable: Path) -> None:
-        self.executable = executable
+        # Absolute: the process runs in a folder of its own.
+        self.executable = Path(os.path.abspath(executable))
         self._process: subprocess.Popen[str] | None = None
         self._warm = False
         self._outputs: tuple[IO[str], IO[str]] | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
 
     def __enter__(self) -> Self:
         # Entered again by the owner of a prestarted process: its output files stay.
@@ -151,15 +172,19 @@ class CheckovProcess:
                 tempfile.TemporaryFile("w+", encoding="utf-8"),
                 tempfile.TemporaryFile("w+", encoding="utf-8"),
             )
+            self._folder = tempfile.TemporaryDirectory(prefix="sandboxkit-checkov-")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def _popen(self, command: Sequence[str], stdin: int) -> subprocess.Popen[str]:
-        assert self._outputs is not None, "use CheckovProcess as a context manager"
+        assert self._outputs is not None and self._folder is not None, (
+            "use CheckovProcess as a context manager"
+        )
         # Its own process group: checkov forks a runner per framework, and ``close`` ends them
         # with it (killing the script alone left a runner blocked on a pipe for good).
+        folder = Path(self._folder.name)
         return subprocess.Popen(
             list(command),
             stdin=stdin,
@@ -168,6 +193,8 @@ class CheckovProcess:
             text=True,
             encoding="utf-8",
             start_new_session=True,
+            cwd=folder,
+            env=hermetic_environment(folder),
         )
 
     def warm(self) -> Self:
@@ -216,6 +243,9 @@ class CheckovProcess:
         for stream in self._outputs or ():
             stream.close()
         self._outputs = None
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
 
 
 # A checkov started by ``prestart`` for the command this process runs, until ``take_prestarted``.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,6 +37,10 @@ PROJECT_FILES = ("images/*/Dockerfile", ".github/workflows/*.yml")
 # baseline accepts is reported as advisory with the reason.
 SEVERITY = "high"
 SOURCE = "checkov"
+# The verdicts of a JSON report read; a skipped check is one an inline ``checkov:skip``
+# comment suppressed (the kit passes no --skip-check, and checkov reads no config file of the
+# project: ``process.hermetic_environment``), and counts as failed (``CheckovFinding``).
+CHECK_STATUSES = ("passed_checks", "failed_checks", "skipped_checks")
 
 
 class CheckovFailedError(RuntimeError):
@@ -60,6 +65,10 @@ class CheckovFinding:
         framework: the checkov framework that ran the check (``kubernetes``, ``dockerfile``).
         line: 1-based first line in ``file`` for project files (export lines mean nothing).
         guideline: checkov's link for the check, when it reports one (offline, usually none).
+        suppressed: the comment of an inline suppression (``# checkov:skip=<id>:<comment>`` in
+            the scanned file) checkov honoured, or ``None``. The gate counts a suppressed check
+            as failed: a file the pull request controls must not accept its own failure (the
+            baseline, with its reason and code-owner review, is the one place to accept).
     """
 
     policy: str
@@ -73,6 +82,7 @@ class CheckovFinding:
     framework: str = ""
     line: int | None = None
     guideline: str | None = None
+    suppressed: str | None = None
 
     @property
     def severity(self) -> str:
@@ -84,6 +94,12 @@ class CheckovFinding:
         """A sentence naming what failed where."""
         where = self.resource if self.type is None else f"{self.resource} in {self.file}"
         text = f"{self.name} (checkov {self.policy} failed on {where})."
+        if self.suppressed is not None:
+            text += (
+                f" An inline checkov:skip comment ('{self.suppressed}') suppresses it in the "
+                "file; the gate does not honour inline suppressions: fix it, or accept it in "
+                "policy-packs/checkov/baseline.yaml with a reason."
+            )
         if self.accepted is not None:
             text += f" Accepted by the baseline: {self.accepted.reason}"
         return text
@@ -174,13 +190,15 @@ def checkov_command(
     frameworks: Iterable[str],
     external_checks_dir: Path | None = None,
 ) -> list[str]:
-    """The command line of an offline checkov run with a JSON report on ``files``."""
-    command = [str(executable), "--skip-download", "--compact", "-o", "json", "--framework"]
+    """The command line of an offline checkov run with a JSON report on ``files`` (absolute
+    paths: checkov runs in a folder of its own, ``process.CheckovProcess``)."""
+    command = [os.path.abspath(executable), "--skip-download", "--compact", "-o", "json"]
+    command += ["--framework"]
     command += list(frameworks)
     for path in files:
-        command += ["-f", str(path)]
+        command += ["-f", str(path.resolve())]
     if external_checks_dir is not None:
-        command += ["--external-checks-dir", str(external_checks_dir)]
+        command += ["--external-checks-dir", str(external_checks_dir.resolve())]
     return command
 
 
@@ -324,7 +342,7 @@ def scan_started(
             check_fully_read(reports, report.exports, root, project_dir)
             for framework_report in reports:
                 results = framework_report.get("results", {})
-                for status in ("passed_checks", "failed_checks"):
+                for status in CHECK_STATUSES:
                     for result in results.get(status, []):
                         report.findings.append(
                             _finding(
@@ -390,7 +408,7 @@ def check_fully_read(
         results = framework_report.get("results", {})
         seen = {
             (str(Path(result["file_abs_path"]).resolve()), result["resource"])
-            for status in ("passed_checks", "failed_checks")
+            for status in CHECK_STATUSES
             for result in results.get(status, [])
         }
         unseen: dict[str, list[str]] = defaultdict(list)
@@ -450,7 +468,16 @@ def _finding(
         framework=framework,
         line=line,
         guideline=result.get("guideline"),
+        suppressed=_suppression(result),
     )
+
+
+def _suppression(result: dict[str, Any]) -> str | None:
+    """The comment of the inline suppression checkov honoured for a skipped ``result``."""
+    check = result.get("check_result") or {}
+    if check.get("result") != "SKIPPED":
+        return None
+    return str(check.get("suppress_comment") or result.get("suppress_comment") or "no comment")
 
 
 def _apply_baseline(finding: CheckovFinding, baseline: Sequence[Accepted]) -> CheckovFinding:
