@@ -100,6 +100,41 @@ def test_bad_settings_name_their_key(settings, key):
     assert caught.value.keys[0].startswith(key)
 
 
+def test_a_credential_in_the_environment_exits_2_without_its_value():
+    # newcomer F13: these reached the sandbox, preview and check exiting 0.
+    environment = {
+        "GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "password": "hunter2hunter2",
+        "FOO": "AKIAIOSFODNN7EXAMPLE",
+        "LOG_LEVEL": "debug",
+    }
+    values = {"environment": "prod", "targets": ["local"], "local": {"environment": environment}}
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(values=values), "test")
+    problems = caught.value.problems
+    assert [p.key for p in problems] == [
+        "sandboxkit:local.environment.GITHUB_TOKEN",
+        "sandboxkit:local.environment.password",
+        "sandboxkit:local.environment.FOO",
+    ]
+    shown = "\n".join(str(p) for p in problems)
+    assert "ghp_" not in shown and "hunter2" not in shown and "AKIA" not in shown
+    assert "no credential" in problems[0].expected
+
+
+def test_a_secret_in_the_environment_exits_2_without_its_value():
+    values = {
+        "environment": "dev",
+        "targets": ["local"],
+        "local": {"environment": {"API": "s3cr3t-text"}},
+    }
+    source = ConfigSource(values=values, secret_paths=frozenset({"local.environment.API"}))
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source, "test")
+    assert [p.key for p in caught.value.problems] == ["sandboxkit:local.environment.API"]
+    assert "s3cr3t" not in str(caught.value.problems[0])
+
+
 def test_one_shot_fields_set_explicitly_must_be_acknowledged():
     values = {"environment": "dev", "targets": ["local"], "profile": {"pool": {"ready": 1}}}
     with pytest.raises(ConfigError) as caught:

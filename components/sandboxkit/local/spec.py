@@ -16,13 +16,16 @@ from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, field_validator
 
+from sandboxkit.credentials import credential_kind
 from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import EgressContract
+from sandboxkit.errors import NOT_SHOWN, FieldError
 from sandboxkit.local.deployer import local_policy
 from sandboxkit.local.isolation import Limits
 from sandboxkit.local.plan import TARGET, LocalPlan
 from sandboxkit.profile import SandboxProfile
+from sandboxkit.provider_config import CREDENTIAL_WORDS
 from sandboxkit.targets import (
     Cap,
     EgressAcceptance,
@@ -89,8 +92,11 @@ class LocalSettings(TargetSettings):
         auditLog: the audit log file (``{stack}`` is replaced by the stack name, ``~`` by the
             user's home).
         environment: variables the command gets besides ``PATH``, ``HOME`` and ``LANG`` (plain
-            values only: the kit refuses secrets in plain text, and a sandbox holds no
-            credential).
+            values only, no setting of ``local`` is a secret: a sandbox holds no credential).
+            A variable whose name says it holds a credential (``GITHUB_TOKEN``, ``password``:
+            ``CREDENTIAL_WORDS``) or whose value looks like one (``ghp_...``, ``AKIA...``:
+            ``CREDENTIAL_SHAPES``) exits 2 naming ``environment.<variable>``, its value not
+            shown, as a plain credential under any other namespace does.
     """
 
     workdir_size_mib: Annotated[int, Field(gt=0, le=1024 * 1024)] = Field(
@@ -117,6 +123,21 @@ class LocalSettings(TargetSettings):
                 raise ValueError(f"variable names of letters, digits and _, not {name!r}")
             if name in PROXY_VARIABLES:
                 raise ValueError(f"no {name}: the kit points the proxy variables at its gateway")
+        credentials = [
+            FieldError(
+                f".{name}",
+                NOT_SHOWN,
+                "no credential: a local sandbox runs untrusted code, which reads its whole "
+                "environment, and a plain value is readable by anyone who reads the stack file; "
+                "remove the variable (no setting of local is a secret: a Pulumi secret, pulumi "
+                "config set --secret, belongs to a target's secret settings, never to a "
+                "sandbox's environment)",
+            )
+            for name, text in value.items()
+            if CREDENTIAL_WORDS.search(name) or credential_kind(text) is not None
+        ]
+        if credentials:
+            raise FieldError.first_of(credentials)
         return value
 
 
