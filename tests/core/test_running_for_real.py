@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from importlib.metadata import version
 from pathlib import Path
@@ -104,3 +105,14 @@ def test_every_kit_command_of_the_guide_runs(arguments: list[str], tmp_path: Pat
         argv[at] = str(tmp_path / Path(argv[at]).name)
     ran = invoke_cli(*argv, cwd=ROOT)
     assert ran.returncode == 0, ran.stderr
+
+
+@pytest.mark.parametrize("target", ["gcp-cloudrun", "gcp-gke"])
+def test_the_guides_gcp_roles_are_the_ones_deployer_policy_prints(target: str) -> None:
+    # The guide named roles/resourcemanager.projectIamAdmin for gcp-cloudrun, whose render
+    # makes no project IAM binding; deployer-policy, derived from the render, printed none.
+    bullet = GUIDE[GUIDE.index(f"- **{target}**:") :].split("\n- **", 1)[0]
+    named = set(re.findall(r"`(roles/[A-Za-z.]+)`", bullet))
+    printed = invoke_cli("deployer-policy", "--stack", "prod", "--target", target, cwd=ROOT)
+    assert printed.returncode == 0, printed.stderr
+    assert named == set(json.loads(printed.stdout)["roles"])

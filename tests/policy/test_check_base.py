@@ -297,3 +297,27 @@ def test_the_gate_jobs_steps_pass_on_a_clean_clone(base_repo: Path, tmp_path: Pa
     assert invocation["properties"]["base"]["commit"] == git(clone, "rev-parse", "HEAD^1")
     assert invocation["toolConfigurationNotifications"] == []  # the merge changes no gate file
     assert {run["tool"]["driver"]["name"] for run in log["runs"]} == {"sandbox-guard", "checkov"}
+
+
+def test_gate_install_refuses_tools_the_commit_under_review_brings(
+    base_repo: Path, tmp_path: Path
+) -> None:
+    # A newcomer's PR trial: install reused a force-added .venv/, whose .pth file then ran in
+    # every interpreter of the gate, the base's gate included.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(base_repo), str(clone)], check=True)
+    planted = clone / ".venv/lib/python3.11/site-packages/zz.pth"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("import os; os.system('touch /tmp/owned')\n")
+    git(clone, "add", "-f", str(planted))
+    git(clone, "commit", "-q", "-m", "bring my own venv")
+    done = subprocess.run(
+        ["bash", ".ci/gate", "install"], cwd=clone, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: the commit tracks files where the gate installs its tools; remove them from "
+        "the repository (git rm -r --cached PATH) and let 'bash .ci/gate install' build them: "
+        ".venv/lib/python3.11/site-packages/zz.pth\n"
+    )
+    assert not (clone / ".venv/bin").exists()

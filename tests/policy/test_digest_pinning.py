@@ -100,6 +100,8 @@ def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
     mutate: Callable[[dict[str, Any]], None],
     resource: str,
     kind: str,
+    *,
+    request: pytest.FixtureRequest,
 ) -> None:
     values = testing.stack_values(PROJECT, "prod")
     mutate(values)
@@ -109,10 +111,12 @@ def test_tag_only_image_fires_exactly_this_policy_on_that_resource(
     assert {(v.policy, v.urn.rsplit("::", 1)[-1]) for v in new} == {(POLICY, resource)}
     (violation,) = new
     tagged = LAUNCHER_TAGGED if "launcher" in violation.message else TAGGED
-    # Issue 31 item 14: where the stack wrote the image, for the targets with one image setting.
-    target = resource.removesuffix("-service").rsplit("-", 1)[0].removesuffix("-agent-sandbox")
-    single = {"kubernetes", "gcp-gke", "azure-sessions", "cloudflare"}
-    where = f" in sandboxkit:{target}.image" if target in single else ""
+    # Issue 31 item 14: where the stack wrote the image (Cloud Run: the launcher's image, or a
+    # template's, sandboxImage or a templates[] entry).
+    target = resource.rsplit("-", 1)[0].removesuffix("-agent-sandbox")
+    template = request.node.callspec.id in ("cloudrun-template", "cloudrun-sandbox-image")
+    key = "sandboxImage or templates[].image" if template else "image"
+    where = f" in sandboxkit:{target}.{key}"
     assert violation.message == (
         f"{kind} {resource} runs image {tagged} by tag, which can be moved to other content; "
         f"pin it by digest{where} (image@sha256:<64 hex digits>)."

@@ -43,6 +43,7 @@ from sandboxkit.guard_checks import (
     inline_secrets,
     listed_variables,
     ports_problem,
+    target_setting,
     time_problems,
     unpinned_images,
 )
@@ -248,10 +249,14 @@ def _env(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
 
 
 def _images(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
-    containers = items(dig(props, "template.containers"))
-    templates = items(dig(props, "template.sandboxes.templates"))
-    images = [dig(entry, "image") for entry in containers + templates]
-    yield from unpinned_images("Cloud Run service", ctx.name, images)
+    # The launcher container runs sandboxkit:gcp-cloudrun.image; the templates run sandboxImage
+    # (the kit's own template) or a templates[] entry's image.
+    containers = [dig(entry, "image") for entry in items(dig(props, "template.containers"))]
+    templates = [dig(e, "image") for e in items(dig(props, "template.sandboxes.templates"))]
+    launcher = target_setting(ctx, "image")
+    yield from unpinned_images("Cloud Run service", ctx.name, containers, launcher)
+    sandboxes = launcher and f"{launcher.removesuffix('.image')}.sandboxImage or templates[].image"
+    yield from unpinned_images("Cloud Run service", ctx.name, templates, sandboxes)
 
 
 def _dns_doors(
