@@ -1031,7 +1031,10 @@ def _local_audit(plan: LocalPlan) -> Iterator[AuditLog]:
     from sandboxkit.local.runner import AuditLog
     from sandboxkit.local.spec import audit_path
 
-    audit = AuditLog(audit_path(plan), plan["retention_days"])
+    try:
+        audit = AuditLog(audit_path(plan), plan["retention_days"])
+    except ConfigError as exc:
+        raise fail_config(exc) from None
     try:
         yield audit
     except HostError as exc:

@@ -775,7 +775,10 @@ def load_stack(
                 environment,
                 f"{expected_environment}: the environment sandboxkit.yaml gives stack {stack!r} "
                 "(the gate's strictness is the organisation's choice, not the stack file's; a "
-                "stack no pattern matches is prod)",
+                f"stack no pattern matches is prod); to make it {environment}, add "
+                f"'{stack}: {environment}' first under environments: in sandboxkit.yaml (its "
+                "code owners review it; the first matching pattern wins), or write "
+                f"sandboxkit:environment: {expected_environment}",
             )
         )
     targets, target_problems = _validate_targets(source)

@@ -80,11 +80,21 @@ from sandboxkit.dns_names import (
 # HTTPS is the only protocol most package indexes and APIs need; anything else is spelled out.
 DEFAULT_PORT = 443
 
-# IANA service-name registry ports whose protocol opens in the clear with no TLS SNI and no HTTP
-# Host (TLS, where there is any, starts after an in-protocol upgrade: SMTP, IMAP, POP3 and
-# LDAP STARTTLS, PostgreSQL's SSLRequest, MySQL's and SQL Server's handshakes), so no target's
-# name check can ever match them: a name entry there is a connection that never works.
+# Ports whose protocol opens in the clear with no TLS SNI and no HTTP Host (TLS, where there is
+# any, starts after an in-protocol upgrade: SMTP, IMAP, POP3, XMPP and LDAP STARTTLS,
+# PostgreSQL's SSLRequest, MySQL's and SQL Server's handshakes), or runs over UDP only, so no
+# target's name check can ever match them: a name entry there is a connection that never works.
+# Each port is the one IANA's Service Name and Transport Protocol Port Number Registry assigns
+# to the service (iana.org/assignments/service-names-port-numbers; service names as in
+# Debian netbase's /etc/services: domain, ntp, sunrpc, epmap, nfs, rsync, svn, git, amqp,
+# redis, epmd, xmpp-client, sip, socks, openvpn, x11, ircd, finger, nntp, snmp, bgp), or where
+# the registry names another service there, the protocol's documented default: memcached
+# 11211 (IANA memcache), MongoDB 27017 (IANA mongodb), MQTT 1883 (IANA mqtt), Cassandra's
+# native_transport_port 9042 (cassandra.apache.org, cassandra.yaml), Oracle Net's listener
+# 1521 (docs.oracle.com, Net Services Reference), Kafka 9092 (kafka.apache.org, listeners).
+# A partial list by nature: a name entry on another plaintext port never connects either.
 NAMELESS_PORTS: dict[int, str] = {
+    # Remote shells, files and mail.
     21: "FTP",
     22: "SSH",
     23: "Telnet",
@@ -94,11 +104,43 @@ NAMELESS_PORTS: dict[int, str] = {
     389: "LDAP",
     445: "SMB",
     587: "SMTP submission",
-    1433: "SQL Server (TDS)",
-    3306: "MySQL",
+    873: "rsync",
+    2049: "NFS",
     3389: "RDP",
-    5432: "PostgreSQL",
     5900: "VNC",
+    6000: "X11",
+    # Names, time and routing.
+    53: "DNS (the name asked travels in the query, never as an SNI or Host)",
+    79: "Finger",
+    123: "NTP (over UDP)",
+    161: "SNMP",
+    179: "BGP",
+    # Remote procedure calls and tunnels.
+    111: "ONC RPC (portmapper)",
+    135: "DCE RPC (endpoint mapper)",
+    1080: "SOCKS (its request carries the name, not an SNI or Host)",
+    1194: "OpenVPN",
+    4369: "Erlang's port mapper (epmd)",
+    # Version control.
+    3690: "Subversion (svn://)",
+    9418: "the git protocol (git://)",
+    # Databases, caches and message brokers.
+    1433: "SQL Server (TDS)",
+    1521: "Oracle Net (TNS)",
+    1883: "MQTT",
+    3306: "MySQL",
+    5432: "PostgreSQL",
+    5672: "AMQP",
+    6379: "Redis (RESP)",
+    9042: "Cassandra's native protocol (CQL)",
+    9092: "Kafka",
+    11211: "memcached",
+    27017: "MongoDB's wire protocol",
+    # Chat and calls.
+    119: "NNTP",
+    5060: "SIP",
+    5222: "XMPP client",
+    6667: "IRC",
 }
 
 _HOST_PORT_ONLY = "write host[:port] only, without a scheme, path or user name"
@@ -310,7 +352,7 @@ def _nameless_port(host: str, kind: RuleKind, port: int) -> str | None:
     if protocol is None:
         return None
     pattern = f"*.{host}" if kind == "wildcard" else host
-    git = ", git over HTTPS instead of SSH" if port == 22 else ""
+    git = {22: ", git over HTTPS instead of SSH", 9418: ", git over HTTPS"}.get(port, "")
     return (
         f"{pattern}:{port} is {protocol}, which carries no name a target can check: a name "
         "entry admits TLS by its SNI and HTTP by its Host header only, so this connection "

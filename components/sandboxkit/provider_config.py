@@ -10,7 +10,8 @@ unchanged. So ``refusals`` refuses, whatever the value (exit 2, naming the key):
 - the keys of ``MOVING_KEYS``: provider settings that move an API endpoint, a proxy or the
   identity, taken from each SDK's config module (``pulumi_aws/config/vars.py``,
   ``pulumi_gcp/config/vars.py`` with every ``*CustomEndpoint``, ``pulumi_azure_native``,
-  ``pulumi_cloudflare``), in any namespace spelling of the package;
+  ``pulumi_cloudflare``), in any namespace spelling of the package and in the legacy
+  ``<ns>:config:<name>`` spelling the engine reads as ``<ns>:<name>``;
 - a credential in plain text under any namespace: a key whose name says it holds one
   (``CREDENTIAL_WORDS``) with a value that is not ``secure:`` (``pulumi config set --secret``).
 
@@ -97,6 +98,11 @@ def refusals(written: str, value: Any, where: str) -> list[Problem]:
         ``[]`` for a key the kit leaves to the stack, else one ``Problem`` naming the key.
     """
     namespace, _, name = written.partition(":")
+    # The engine reads `<ns>:config:<name>` as `<ns>:<name>` (pulumi's ParseKey in
+    # sdk/go/common/resource/config/key.go, kept for the old rule that every value be in a
+    # config module); the Python SDK's Config then finds it under `<ns>:<name>` exactly
+    # (pulumi/config.py Config.full_key, pulumi/runtime/config.py get_config).
+    name = name.removeprefix("config:")
     package = _package(namespace)
     if name in MOVING_KEYS.get(package, ()) or (
         package == "gcp" and CUSTOM_ENDPOINT.fullmatch(name)

@@ -18,6 +18,7 @@ from sandboxkit.errors import ConfigError
 from sandboxkit.profile import SandboxProfile
 from sandboxkit.secrets import SecretValue
 from sandboxkit.targets import TARGET_MODULES, KitContext
+from settings_paths import refusal, with_value
 
 
 def settings(**overrides: object) -> MicrovmSettings:
@@ -118,7 +119,31 @@ def test_plan_refuses_more_entries_than_the_firewall_holds(
     assert egress_plan(profile("allowlist", tuple(allow[:-1])), settings()).mode == "allowlist"
 
 
+@pytest.mark.parametrize(
+    ("url", "at", "shown", "encoded"),
+    [
+        ("https://agents.example.com /x", 26, "' '", "%20"),  # newcomer finding F11
+        ("https://agents.example.com/a\tb", 28, "'\\t'", "%09"),
+        ("https://agents.example.com/<x>", 27, "'<'", "%3C"),
+        ("https://agents.example.com/\u00a0", 27, "'\\xa0'", "%C2%A0"),
+    ],
+)
+def test_a_control_plane_url_with_a_character_urls_exclude_is_refused(
+    url: str, at: int, shown: str, encoded: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        control_plane_rule(url)
+    assert str(caught.value) == (
+        'an https:// URL without spaces, control characters or <>"{}|\\^` (RFC 3986 section '
+        f"2); it holds {shown} at {at}: percent-encode it ({encoded})"
+    )
+    refused = refusal(with_value("aws-microvm.controlPlaneUrl", url))
+    assert refused is not None
+    assert refused.keys == ("sandboxkit:aws-microvm.controlPlaneUrl",)
+
+
 def test_control_plane_url_gives_host_and_port() -> None:
+    assert str(control_plane_rule("https://agents.example.com/a%20b")) == "agents.example.com:443"
     assert str(control_plane_rule("https://api.example.com:443/v1")) == "api.example.com:443"
     with pytest.raises(ValueError, match="https://"):
         control_plane_rule("https://user:pw@api.example.com")

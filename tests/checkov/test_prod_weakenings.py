@@ -57,7 +57,7 @@ def weakened_prod() -> RenderedStack:
     )
     values["kubernetes"]["createNamespace"] = False
     values["aws-microvm"].update(
-        controlPlaneHosts=["pastebin.com", "ns1.example.net:53"],
+        controlPlaneHosts=["pastebin.com", "ns1.example.net:853"],
         replayWindowSeconds=3600,
         workerCredentialKeyMaxAgeDays=365,
         launcherLayers=[f"arn:aws:lambda:eu-west-1:{FOREIGN}:layer:anything:1"],

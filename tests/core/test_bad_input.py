@@ -356,7 +356,9 @@ def test_the_stack_file_cannot_choose_the_gates_environment(tmp_path: Path) -> N
     assert str(caught.value) == (
         "sandboxkit:environment: got 'dev'; expected prod: the environment sandboxkit.yaml "
         "gives stack 'prod' (the gate's strictness is the organisation's choice, not the stack "
-        "file's; a stack no pattern matches is prod)"
+        "file's; a stack no pattern matches is prod); to make it dev, add 'prod: dev' first "
+        "under environments: in sandboxkit.yaml (its code owners review it; the first matching "
+        "pattern wins), or write sandboxkit:environment: prod"
     )
 
 

@@ -36,6 +36,19 @@ MAPPINGS = {
     "local": ("sandboxkit.local.deployer",),
 }
 
+# The "Constrain roles" condition of Azure's delegate-role-assignments-examples, for the Azure
+# ContainerApps Session Executor role (built-in role id 0fb8eba5-...), written out once here so
+# a change to the kit's text is seen.
+_EXECUTOR = "0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0"
+SESSION_EXECUTOR_ONLY = (
+    "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'})) OR "
+    "(@Request[Microsoft.Authorization/roleAssignments:RoleDefinitionId] "
+    f"ForAnyOfAnyValues:GuidEquals {{{_EXECUTOR}}})) AND "
+    "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})) OR "
+    "(@Resource[Microsoft.Authorization/roleAssignments:RoleDefinitionId] "
+    f"ForAnyOfAnyValues:GuidEquals {{{_EXECUTOR}}}))"
+)
+
 
 def _grants(target: str) -> dict[str, Any]:
     merged: dict[str, Any] = {}
@@ -142,7 +155,13 @@ def test_prod_documents_are_these(renders: list[RenderedStack]) -> None:
                 "scope": f"{subscription}/resourceGroups/rg-sandboxkit-identities/providers/"
                 "Microsoft.ManagedIdentity/userAssignedIdentities/id-sandbox-image-pull",
             },
-            {"role": "Role Based Access Control Administrator", "scope": subscription},
+            # newcomer F16: unconditioned, this could grant Owner to anyone (= Owner).
+            {
+                "role": "Role Based Access Control Administrator",
+                "scope": subscription,
+                "condition": SESSION_EXECUTOR_ONLY,
+                "conditionVersion": "2.0",
+            },
         ],
         "resourceProviders": ["Microsoft.App", "Microsoft.OperationalInsights"],
     }
@@ -237,6 +256,11 @@ def test_an_existing_azure_group_scopes_the_roles_to_it(renders: list[RenderedSt
         ("Contributor", group),
         ("Role Based Access Control Administrator", group),
     }
+    [administrator] = [a for a in document["assignments"] if a["role"].startswith("Role Based")]
+    assert administrator["condition"] == SESSION_EXECUTOR_ONLY
+    assert f'--scope {group} --condition "{SESSION_EXECUTOR_ONLY}" --condition-version 2.0' in (
+        policy.apply
+    )
 
 
 def test_a_type_without_a_mapping_is_refused_by_name(renders: list[RenderedStack]) -> None:

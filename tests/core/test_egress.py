@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 
 import pytest
 from hypothesis import example, given, settings
@@ -205,6 +206,20 @@ def test_an_address_is_accepted_exactly_when_public_and_not_a_listed_endpoint(
         ("smtp.example.com:25", "SMTP"),
         ("mail.example.com:587", "SMTP submission"),
         ("ldap.example.com:389", "LDAP"),
+        # Newcomer finding F4: one per family added from IANA's registry.
+        ("files.example.com:873", "rsync"),
+        ("ns.example.com:53", "DNS (the name asked travels in the query, never as an SNI or Host)"),
+        ("time.example.com:123", "NTP (over UDP)"),
+        ("rpc.example.com:111", "ONC RPC (portmapper)"),
+        ("proxy.example.com:1080", "SOCKS (its request carries the name, not an SNI or Host)"),
+        ("svn.example.com:3690", "Subversion (svn://)"),
+        ("cache.example.com:6379", "Redis (RESP)"),
+        ("cache.example.com:11211", "memcached"),
+        ("*.example.com:27017", "MongoDB's wire protocol"),
+        ("db.example.com:9042", "Cassandra's native protocol (CQL)"),
+        ("db.example.com:1521", "Oracle Net (TNS)"),
+        ("mq.example.com:5672", "AMQP"),
+        ("chat.example.com:6667", "IRC"),
     ],
 )
 def test_a_name_on_a_port_without_sni_or_host_is_refused_naming_the_alternatives(
@@ -222,6 +237,30 @@ def test_a_name_on_a_port_without_sni_or_host_is_refused_naming_the_alternatives
 def test_the_ssh_refusal_says_git_over_https() -> None:
     with pytest.raises(ValueError, match=r"e\.g\. github\.com:443, git over HTTPS instead of SSH"):
         parse_rule("github.com:22")
+    with pytest.raises(ValueError, match=r"is the git protocol \(git://\).* github\.com:443, git"):
+        parse_rule("github.com:9418")
+
+
+# The service names netbase's /etc/services (IANA's registry) gives the ports the list names.
+IANA_SERVICE = {
+    53: "domain", 79: "finger", 111: "sunrpc", 119: "nntp", 135: "epmap", 161: "snmp",
+    179: "bgp", 873: "rsync", 1080: "socks", 1194: "openvpn", 2049: "nfs", 3690: "svn",
+    4369: "epmd", 5060: "sip", 5222: "xmpp-client", 5672: "amqp", 6000: "x11",
+    6379: "redis", 6667: "ircd", 9418: "git",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("port", "service"), sorted(IANA_SERVICE.items()))
+def test_each_listed_port_is_the_registrys_port_for_its_service(port: int, service: str) -> None:
+    assert port in NAMELESS_PORTS
+    assert socket.getservbyport(port, "udp" if port == 123 else "tcp") == service
+
+
+@pytest.mark.parametrize("port", [80, 443, 636, 853, 993, 995, 5671, 6443, 8080, 8443, 8883])
+def test_a_name_stays_accepted_on_ports_whose_protocol_carries_tls_or_http(port: int) -> None:
+    # HTTP, HTTPS, and implicit TLS from the first byte (LDAPS, DNS over TLS, IMAPS, POP3S,
+    # AMQPS, the Kubernetes API, MQTT over TLS): the SNI or Host names the host.
+    assert parse_rule(f"api.example.com:{port}") == EgressRule("api.example.com", port, "name")
 
 
 @settings(max_examples=300)

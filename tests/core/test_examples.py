@@ -3,6 +3,7 @@ gate accept as a newcomer copies it (into stacks/ of a project)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -38,9 +39,51 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ignore=shutil.ignore_patterns("venv", "__pycache__"),
     )
     (root / "stacks").mkdir()
+    # The kit's own sandboxkit.yaml (a stack it does not map is prod), then each example's
+    # header followed: the copy under a new name, and the environments: entry it says to add.
+    kit_map = (ROOT / "sandboxkit.yaml").read_text()
+    entries = "".join(
+        f"  try-{target}: {documented_environment(target)}\n" for target in TARGET_MODULES
+    )
+    (root / "sandboxkit.yaml").write_text(
+        kit_map.replace("environments:\n", f"environments:\n{entries}")
+    )
     for target in TARGET_MODULES:
         shutil.copy(EXAMPLES / f"{target}.yaml", root / "stacks" / f"Pulumi.try-{target}.yaml")
     return root
+
+
+def documented_environment(target: str) -> str:
+    """The environment the example's header says to map the copy to in sandboxkit.yaml."""
+    text = (EXAMPLES / f"{target}.yaml").read_text()
+    header = " ".join(line.removeprefix("# ") for line in text.split("\nconfig:")[0].splitlines())
+    step = re.search(
+        r"copy it to stacks/Pulumi\.<your stack>\.yaml and add `<your stack>: (\w+)` under "
+        r"`environments:` in sandboxkit\.yaml \(a stack it does not map is prod, and this file "
+        r"says (\w+)\)",
+        header,
+    )
+    assert step is not None, f"{target}: the header names no environments: entry to add"
+    environment = yaml.safe_load(text)["config"]["sandboxkit:environment"]
+    assert step.groups() == (environment, environment)
+    return environment
+
+
+@pytest.mark.parametrize("target", TARGET_MODULES)
+def test_a_copy_without_the_documented_entry_exits_2_naming_it(project: Path, target: str) -> None:
+    shutil.copy(EXAMPLES / f"{target}.yaml", project / "stacks" / f"Pulumi.mine-{target}.yaml")
+    try:
+        result = CliRunner().invoke(
+            app, ["preview", "--stack", f"mine-{target}", "--project-dir", str(project)]
+        )
+    finally:
+        (project / "stacks" / f"Pulumi.mine-{target}.yaml").unlink()
+    environment = documented_environment(target)
+    assert result.exit_code == 2, result.output
+    assert (
+        f"to make it {environment}, add 'mine-{target}: {environment}' first under "
+        "environments: in sandboxkit.yaml"
+    ) in " ".join(result.output.split())
 
 
 @pytest.mark.parametrize("target", TARGET_MODULES)

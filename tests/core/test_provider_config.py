@@ -61,6 +61,36 @@ def test_a_key_moving_a_providers_endpoint_or_identity_exits_2_naming_it(
 @pytest.mark.parametrize(
     "line",
     [
+        "gcp:config:impersonateServiceAccount: deployer@other-project.iam.gserviceaccount.com",
+        "cloudflare:config:baseUrl: https://evil.example.com",
+        "aws:config:endpoints: [{lambda: 'https://lambda.attacker.example'}]",
+        "azure_native:config:metadataHost: management.attacker.example",
+    ],
+)
+def test_the_legacy_config_spelling_of_a_moving_key_exits_2_naming_it(
+    tmp_path: Path, line: str
+) -> None:
+    # newcomer F12: the engine reads <ns>:config:<name> as <ns>:<name>; these exited 0.
+    key, expected = _refusal(tmp_path, line)
+    assert key == line.split(": ", 1)[0]
+    assert expected.startswith(MOVED)
+
+
+@pytest.mark.parametrize(
+    ("line", "refusal"),
+    [("gcp:config:accessToken: ya29.plain", MOVED), ("myorg:config:apiToken: plain-text", PLAIN)],
+)
+def test_the_legacy_config_spelling_of_a_credential_exits_2(
+    tmp_path: Path, line: str, refusal: str
+) -> None:
+    key, expected = _refusal(tmp_path, line)
+    assert key == line.split(": ", 1)[0]
+    assert expected.startswith(refusal)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
         "cloudflare:apiToken: plain-token-value",
         "aws:secretKey: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "myorg:databasePassword: hunter2",

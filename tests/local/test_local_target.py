@@ -91,6 +91,11 @@ def test_the_component_records_the_gateway_policy(engine):
         ({"environment": {"HTTPS_PROXY": "x"}}, "sandboxkit:local.environment"),
         ({"environment": {"A-B": "x"}}, "sandboxkit:local.environment"),
         ({"workdir": 1}, "sandboxkit:local.workdir"),
+        # newcomer F14: these were accepted, the audit trail discarded or a system file appended.
+        ({"auditLog": "/dev/null"}, "sandboxkit:local.auditLog"),
+        ({"auditLog": "/etc/passwd"}, "sandboxkit:local.auditLog"),
+        ({"auditLog": "/var/tmp/../../usr/lib/x.jsonl"}, "sandboxkit:local.auditLog"),
+        ({"auditLog": "/var/log/sandboxkit/"}, "sandboxkit:local.auditLog"),
     ],
 )
 def test_bad_settings_name_their_key(settings, key):
@@ -98,6 +103,41 @@ def test_bad_settings_name_their_key(settings, key):
     with pytest.raises(ConfigError) as caught:
         load_stack(ConfigSource(values=values), "test")
     assert caught.value.keys[0].startswith(key)
+
+
+def test_a_credential_in_the_environment_exits_2_without_its_value():
+    # newcomer F13: these reached the sandbox, preview and check exiting 0.
+    environment = {
+        "GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "password": "hunter2hunter2",
+        "FOO": "AKIAIOSFODNN7EXAMPLE",
+        "LOG_LEVEL": "debug",
+    }
+    values = {"environment": "prod", "targets": ["local"], "local": {"environment": environment}}
+    with pytest.raises(ConfigError) as caught:
+        load_stack(ConfigSource(values=values), "test")
+    problems = caught.value.problems
+    assert [p.key for p in problems] == [
+        "sandboxkit:local.environment.GITHUB_TOKEN",
+        "sandboxkit:local.environment.password",
+        "sandboxkit:local.environment.FOO",
+    ]
+    shown = "\n".join(str(p) for p in problems)
+    assert "ghp_" not in shown and "hunter2" not in shown and "AKIA" not in shown
+    assert "no credential" in problems[0].expected
+
+
+def test_a_secret_in_the_environment_exits_2_without_its_value():
+    values = {
+        "environment": "dev",
+        "targets": ["local"],
+        "local": {"environment": {"API": "s3cr3t-text"}},
+    }
+    source = ConfigSource(values=values, secret_paths=frozenset({"local.environment.API"}))
+    with pytest.raises(ConfigError) as caught:
+        load_stack(source, "test")
+    assert [p.key for p in caught.value.problems] == ["sandboxkit:local.environment.API"]
+    assert "s3cr3t" not in str(caught.value.problems[0])
 
 
 def test_one_shot_fields_set_explicitly_must_be_acknowledged():
@@ -206,6 +246,37 @@ def test_the_audit_log_rotates_and_keeps_retention_days(tmp_path):
     assert f"audit.jsonl.{today - timedelta(days=5)}" in rotated
     (line,) = path.read_text().splitlines()
     assert json.loads(line)["exit"] == 0
+
+
+def test_the_audit_log_is_never_a_file_the_kit_did_not_write(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not json\n")
+    (tmp_path / "null").symlink_to("/dev/null")
+    os.mkfifo(tmp_path / "pipe")
+    for path, expected in (
+        (victim, "JSON-lines audit logs"),
+        (tmp_path / "null", "outside the system's folders"),
+        (tmp_path / "pipe", "a regular file"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            AuditLog(path, 30)
+        [problem] = caught.value.problems
+        assert (problem.key, problem.value) == ("sandboxkit:local.auditLog", str(path))
+        assert expected in problem.expected
+    assert victim.read_text() == "not json\n"
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text('{"event": "run"}\n')
+    AuditLog(kept, 30).close()
+
+
+def test_run_refuses_an_audit_log_that_is_another_file(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not json\n")
+    stack = STACK + f"  sandboxkit:local:\n    auditLog: {victim}\n"
+    project = make_project(tmp_path, {"local": stack})
+    ran = invoke_cli("run", "--stack", "local", "--", "/bin/true", cwd=project)
+    assert ran.returncode == 2 and "sandboxkit:local.auditLog" in ran.stderr
+    assert victim.read_text() == "not json\n"
 
 
 def test_run_exits_with_the_commands_code_and_names_limits(tmp_path):

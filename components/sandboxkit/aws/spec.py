@@ -550,14 +550,27 @@ def exact_control_plane_host(rule: EgressRule) -> EgressRule:
     return rule
 
 
+_NOT_IN_URLS = '<>"{}|\\^`'
+
+
 def control_plane_rule(url: str) -> EgressRule:
     """The ``host:port`` rule of an ``https://`` control-plane URL (port 443 unless given).
 
     Raises:
-        ValueError: for a URL that is not ``https://host[:port][/path]``, whose host the
+        ValueError: for a URL that is not ``https://host[:port][/path]`` (a space, control
+            character or other character RFC 3986 excludes anywhere in it), whose host the
             egress parser refuses, or whose host is not one exact name
             (``exact_control_plane_host``).
     """
+    # RFC 3986 section 2: a URL holds no space, control character or any of <>"{}|\^`; urlsplit
+    # takes them, while the worker's HTTP client would send them or fail (percent-encode them).
+    stray = next((c for c in url if c.isspace() or not c.isprintable() or c in _NOT_IN_URLS), None)
+    if stray is not None:
+        encoded = "".join(f"%{byte:02X}" for byte in stray.encode())
+        raise ValueError(
+            f"an https:// URL without spaces, control characters or {_NOT_IN_URLS} (RFC 3986 "
+            f"section 2); it holds {stray!r} at {url.index(stray)}: percent-encode it ({encoded})"
+        )
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname:
         raise ValueError("an https:// URL with a host, e.g. https://api.example.com")

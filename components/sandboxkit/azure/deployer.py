@@ -9,6 +9,18 @@ Roles: Azure built-in roles (https://learn.microsoft.com/azure/role-based-access
 user-assigned identity to a session pool needs where the identity lives. Creating a resource
 group is ``Microsoft.Resources/subscriptions/resourceGroups/write`` at subscription scope.
 Resource providers: "Azure resource providers and types" (``az provider register``).
+
+Role Based Access Control Administrator unconditioned can assign any role, Owner included, to
+anyone at its scope: it is assigned with the condition "Delegate Azure role assignment
+management to others with conditions" describes
+(https://learn.microsoft.com/azure/role-based-access-control/delegate-role-assignments-portal,
+the "Constrain roles" example of delegate-role-assignments-examples; attributes from
+conditions-authorization-actions-attributes): a role assignment written or deleted must be of a
+role in ``ASSIGNABLE_ROLES`` (the kit's only one: Azure ContainerApps Session Executor on the
+pool), ``conditionVersion`` 2.0. The RoleAssignment resources the kit creates are in the
+stack's resource group, so the role is assigned there; only when the stack creates that group
+(which does not exist when the deployer's roles are assigned) is it at the subscription, and
+the condition still limits it to the Session Executor role.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sandboxkit.azure.plan import SESSION_EXECUTOR_ROLE_ID
 from sandboxkit.azure.type_tokens import (
     MANAGED_ENVIRONMENT,
     RESOURCE_GROUP,
@@ -42,15 +55,32 @@ class AzureGrant:
 
 
 _CONTRIBUTOR = "Contributor"
+_RBAC_ADMINISTRATOR = "Role Based Access Control Administrator"
 GRANTS: dict[TypeToken, AzureGrant] = {
     RESOURCE_GROUP: AzureGrant(_CONTRIBUTOR, "subscription", ""),
     MANAGED_ENVIRONMENT: AzureGrant(_CONTRIBUTOR, "resourceGroup", "Microsoft.App"),
     SESSION_POOL: AzureGrant(_CONTRIBUTOR, "resourceGroup", "Microsoft.App"),
     WORKSPACE: AzureGrant(_CONTRIBUTOR, "resourceGroup", "Microsoft.OperationalInsights"),
-    ROLE_ASSIGNMENT: AzureGrant("Role Based Access Control Administrator", "resourceGroup", ""),
+    ROLE_ASSIGNMENT: AzureGrant(_RBAC_ADMINISTRATOR, "resourceGroup", ""),
 }
 
 IDENTITY_ROLE = "Managed Identity Operator"
+ASSIGNABLE_ROLES = (SESSION_EXECUTOR_ROLE_ID,)
+"""Role definition ids (GUIDs) the deployer may assign and remove: the kit's RoleAssignments'."""
+
+
+def delegation_condition(role_ids: Sequence[str]) -> str:
+    """The ABAC condition (``conditionVersion`` 2.0) that lets a Role Based Access Control
+    Administrator write and delete only assignments of ``role_ids``: the request's role on
+    ``roleAssignments/write``, the existing assignment's on ``roleAssignments/delete``."""
+    ids = ", ".join(role_ids)
+    action = "Microsoft.Authorization/roleAssignments"
+    return (
+        f"((!(ActionMatches{{'{action}/write'}})) OR "
+        f"(@Request[{action}:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{ids}}})) AND "
+        f"((!(ActionMatches{{'{action}/delete'}})) OR "
+        f"(@Resource[{action}:RoleDefinitionId] ForAnyOfAnyValues:GuidEquals {{{ids}}}))"
+    )
 
 
 def azure_policy(
@@ -60,7 +90,9 @@ def azure_policy(
     identity_resource_id: str | None,
     resources: Sequence[ResourceView],
 ) -> DeployerPolicy:
-    """``{subscriptionId, assignments: [{role, scope}], resourceProviders}`` for ``resources``.
+    """``{subscriptionId, assignments: [{role, scope[, condition, conditionVersion]}],
+    resourceProviders}`` for ``resources`` (the Role Based Access Control Administrator's
+    assignment carries ``delegation_condition(ASSIGNABLE_ROLES)``).
 
     ``identity_resource_id`` (the pool's user-assigned identity, if any) adds ``Managed
     Identity Operator`` on that identity.
@@ -86,7 +118,13 @@ def azure_policy(
         for role, scope in pairs
         if scope == scopes["subscription"] or (role, scopes["subscription"]) not in pairs
     }
-    assignments = [{"role": role, "scope": scope} for role, scope in sorted(pairs)]
+    condition = delegation_condition(ASSIGNABLE_ROLES)
+    assignments: list[dict[str, str]] = [
+        {"role": role, "scope": scope, "condition": condition, "conditionVersion": "2.0"}
+        if role == _RBAC_ADMINISTRATOR
+        else {"role": role, "scope": scope}
+        for role, scope in sorted(pairs)
+    ]
     document: dict[str, Any] = {
         "subscriptionId": subscription_id,
         "assignments": assignments,
@@ -94,6 +132,11 @@ def azure_policy(
     }
     commands = "; ".join(
         f'az role assignment create --assignee DEPLOYER --role "{a["role"]}" --scope {a["scope"]}'
+        + (
+            f' --condition "{a["condition"]}" --condition-version {a["conditionVersion"]}'
+            if "condition" in a
+            else ""
+        )
         for a in assignments
     )
     registers = "; ".join(

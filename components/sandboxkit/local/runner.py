@@ -33,7 +33,7 @@ from sandboxkit.local.gateway import Decision, Gateway, SocketFactory
 from sandboxkit.local.isolation import CgroupLimits, Limits, Usage, bwrap_argv, seccomp_filter
 from sandboxkit.local.network import SandboxNetwork, enter
 from sandboxkit.local.plan import LocalPlan
-from sandboxkit.local.spec import system_resolver
+from sandboxkit.local.spec import check_audit_file, system_resolver
 
 KILLED = 128 + signal.SIGKILL
 # What the kit's own shell line does before the command: copy the seed into the workdir, then
@@ -72,9 +72,13 @@ class AuditLog:
     Args:
         path: the log file (``sandboxkit:local.auditLog``).
         retention_days: days a rotated file is kept.
+
+    Raises:
+        ConfigError: ``path`` is no file the kit may write (``spec.check_audit_file``).
     """
 
     def __init__(self, path: Path, retention_days: int) -> None:
+        check_audit_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.retention_days = retention_days
         self._handler = logging.handlers.TimedRotatingFileHandler(

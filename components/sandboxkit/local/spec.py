@@ -9,20 +9,26 @@ in CI under the same rules. See docs/targets/local.md.
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, Field, field_validator
 
+from sandboxkit.credentials import credential_kind
 from sandboxkit.deployer import DeployerPolicy
 from sandboxkit.effective_egress import ResourceView
 from sandboxkit.egress_contract import EgressContract
+from sandboxkit.errors import NOT_SHOWN, ConfigError, FieldError, Problem
 from sandboxkit.local.deployer import local_policy
 from sandboxkit.local.isolation import Limits
 from sandboxkit.local.plan import TARGET, LocalPlan
 from sandboxkit.profile import SandboxProfile
+from sandboxkit.provider_config import CREDENTIAL_WORDS
 from sandboxkit.targets import (
     Cap,
     EgressAcceptance,
@@ -49,6 +55,22 @@ BASE_ENVIRONMENT = {
     "HOME": "/workspace",
     "LANG": "C.UTF-8",
 }
+AUDIT_LOG_KEY = "sandboxkit:local.auditLog"
+# The system's own files (Filesystem Hierarchy Standard 3.0: /etc host configuration, /usr, /bin,
+# /sbin, /lib, /boot the system's programs and data) and the kernel's (/proc, /sys, /dev): an
+# audit log appended, rotated and deleted there would overwrite them or be discarded (/dev/null).
+SYSTEM_FOLDERS = (
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/boot",
+    "/proc",
+    "/sys",
+    "/dev",
+)
 PROXY_VARIABLES = frozenset({"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"})
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 GATEWAY_SOURCE = "tests/local/test_gateway.py (sandboxkit.local.gateway decides by EgressContract)"
@@ -63,6 +85,60 @@ def _resolver(value: str) -> str:
     if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise ValueError("a port from 1 to 65535 after the address")
     return value
+
+
+def _in_system_folder(path: str) -> bool:
+    normal = os.path.normpath(path)
+    return any(normal == f or normal.startswith(f"{f}/") for f in SYSTEM_FOLDERS)
+
+
+def _audit_log(value: str) -> str:
+    if value.endswith("/") or os.path.basename(os.path.normpath(value)) in ("", ".", ".."):
+        raise ValueError(
+            "a file path, not a folder (~/.local/state/sandboxkit/{stack}/audit.jsonl)"
+        )
+    if _in_system_folder(value):
+        raise ValueError(
+            f"a file outside the system's folders ({', '.join(SYSTEM_FOLDERS)}): the kit appends "
+            "to, rotates and deletes its audit log files; the default is "
+            f"{DEFAULT_AUDIT_LOG}"
+        )
+    return value
+
+
+def check_audit_file(path: Path) -> None:
+    """Refuse ``path`` as the audit log ``sandboxkit run`` appends to, rotates and deletes.
+
+    Raises:
+        ConfigError: naming ``sandboxkit:local.auditLog`` when ``path``, its links followed,
+            lies in a ``SYSTEM_FOLDERS`` folder, exists and is not a regular file (a device
+            such as ``/dev/null``, a folder, a pipe), or is a non-empty file whose first line is
+            not a JSON object (not one of the kit's JSON-lines audit logs).
+    """
+    real = path.resolve()
+    expected = ""
+    if _in_system_folder(str(real)):
+        expected = f"a file outside the system's folders ({', '.join(SYSTEM_FOLDERS)})"
+    elif real.exists():
+        if not stat.S_ISREG(real.stat().st_mode):
+            expected = "a regular file (this path is a device, a folder or a pipe)"
+        else:
+            with real.open("rb") as file:
+                first = file.readline(1 << 20)
+            if first and not _json_object(first):
+                expected = (
+                    "a new file or one of the kit's JSON-lines audit logs (this file holds "
+                    "something else, which the kit would append to, rotate and delete)"
+                )
+    if expected:
+        raise ConfigError(Problem(AUDIT_LOG_KEY, str(path), expected))
+
+
+def _json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def _split_resolver(text: str) -> tuple[str, str]:
@@ -87,10 +163,15 @@ class LocalSettings(TargetSettings):
             default: the host's first ``/etc/resolv.conf`` nameserver, read per run.
         proxyPort: the gateway's loopback port inside the sandbox.
         auditLog: the audit log file (``{stack}`` is replaced by the stack name, ``~`` by the
-            user's home).
+            user's home). Not in a system folder (``/etc``, ``/usr``, ``/dev``, ``/proc``,
+            ``/sys`` ...); ``sandboxkit run`` also exits 2 when the path exists and is not a
+            regular file (``/dev/null``) or not one of the kit's JSON-lines audit logs.
         environment: variables the command gets besides ``PATH``, ``HOME`` and ``LANG`` (plain
-            values only: the kit refuses secrets in plain text, and a sandbox holds no
-            credential).
+            values only, no setting of ``local`` is a secret: a sandbox holds no credential).
+            A variable whose name says it holds a credential (``GITHUB_TOKEN``, ``password``:
+            ``CREDENTIAL_WORDS``) or whose value looks like one (``ghp_...``, ``AKIA...``:
+            ``CREDENTIAL_SHAPES``) exits 2 naming ``environment.<variable>``, its value not
+            shown, as a plain credential under any other namespace does.
     """
 
     workdir_size_mib: Annotated[int, Field(gt=0, le=1024 * 1024)] = Field(
@@ -106,7 +187,9 @@ class LocalSettings(TargetSettings):
     proxy_port: Annotated[int, Field(ge=1024, le=65535)] = Field(
         DEFAULT_PROXY_PORT, alias="proxyPort"
     )
-    audit_log: Annotated[str, Field(min_length=1)] = Field(DEFAULT_AUDIT_LOG, alias="auditLog")
+    audit_log: Annotated[str, Field(min_length=1), AfterValidator(_audit_log)] = Field(
+        DEFAULT_AUDIT_LOG, alias="auditLog"
+    )
     environment: Annotated[dict[str, str], Field(strict=False)] = Field(default_factory=dict)
 
     @field_validator("environment")
@@ -117,6 +200,21 @@ class LocalSettings(TargetSettings):
                 raise ValueError(f"variable names of letters, digits and _, not {name!r}")
             if name in PROXY_VARIABLES:
                 raise ValueError(f"no {name}: the kit points the proxy variables at its gateway")
+        credentials = [
+            FieldError(
+                f".{name}",
+                NOT_SHOWN,
+                "no credential: a local sandbox runs untrusted code, which reads its whole "
+                "environment, and a plain value is readable by anyone who reads the stack file; "
+                "remove the variable (no setting of local is a secret: a Pulumi secret, pulumi "
+                "config set --secret, belongs to a target's secret settings, never to a "
+                "sandbox's environment)",
+            )
+            for name, text in value.items()
+            if CREDENTIAL_WORDS.search(name) or credential_kind(text) is not None
+        ]
+        if credentials:
+            raise FieldError.first_of(credentials)
         return value
 
 
