@@ -297,6 +297,12 @@ class TargetSpec(ABC, Generic[SettingsT, PlanT]):
     # shares targets out between processes by them (``sandboxkit.parallel``). Targets that use
     # one SDK state the same seconds for it (the same test holds them to it).
     sdks: ClassVar[Mapping[str, float]]
+    # SDK packages whose resources a project's own program may add around the component (the
+    # target's handlers and reader judge them; tests/core/test_sdk_conformance checks them
+    # against the SDK's args classes), beyond ``sdks``: mypy follows them as it does ``sdks``
+    # (tests/core/test_architecture.py). cloudflare: its component registers only the kit's
+    # WranglerScript, and pulumi-cloudflare's WorkersScript stays judged for programs.
+    program_sdks: ClassVar[tuple[str, ...]] = ()
     # What of an egress profile the target accepts (the property tests' bounds); ``None`` only
     # for a target that enforces no egress mode (every registered target declares one).
     accepts: ClassVar[EgressAcceptance | None]

@@ -127,7 +127,15 @@ def test_an_import_of_the_kit_from_a_shipped_folder_is_caught(tmp_path: Path) ->
 
 # --- mypy reads the cloud SDKs only where the kit calls them (pyproject [tool.mypy]) -----------
 
-SDKS = tuple(sorted({sdk for name in TARGET_MODULES for sdk in get_target(name).sdks}))
+SDKS = tuple(
+    sorted(
+        {
+            sdk
+            for name in TARGET_MODULES
+            for sdk in (*get_target(name).sdks, *get_target(name).program_sdks)
+        }
+    )
+)
 CHECKED = ("components/sandboxkit", "tests", "policy-packs/sandbox-guard/policies", "benchmarks")
 
 

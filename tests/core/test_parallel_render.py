@@ -65,16 +65,18 @@ def child_pids(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], 
 def test_targets_sharing_an_sdk_stay_together_and_the_heaviest_groups_are_balanced() -> None:
     # gcp-gke links pulumi_gcp and pulumi_kubernetes: kubernetes, gcp-cloudrun and gcp-gke
     # (0.75) stay here with the first target; aws-microvm (0.55) goes to the child, then
-    # cloudflare (0.35) to the lighter child (0.55), azure-sessions (0.15) to the lighter share
-    # here (0.75 against 0.9).
+    # azure-sessions (0.15) to the lighter child (0.55 against 0.75), and cloudflare (no SDK:
+    # 0) to the lighter child again (0.7).
     assert shares(PROD) == (
-        ("kubernetes", "gcp-cloudrun", "gcp-gke", "azure-sessions"),
-        ("aws-microvm", "cloudflare"),
+        ("kubernetes", "gcp-cloudrun", "gcp-gke"),
+        ("aws-microvm", "azure-sessions", "cloudflare"),
     )
     assert shares(("kubernetes", "aws-microvm")) == (("kubernetes",), ("aws-microvm",))
+    # cloudflare first (no SDK, 0) stays here; kubernetes (0.2) joins it (both shares weigh 0,
+    # the tie stays here), azure-sessions (0.15) goes to the lighter child.
     assert shares(("cloudflare", "azure-sessions", "kubernetes")) == (
-        ("cloudflare",),
-        ("azure-sessions", "kubernetes"),
+        ("cloudflare", "kubernetes"),
+        ("azure-sessions",),
     )
 
 
@@ -97,10 +99,14 @@ def test_a_child_is_forked_only_for_sdks_not_imported_yet(
 ) -> None:
     render_stack(PROJECT, "dev")  # this process has kubernetes's and aws-microvm's SDKs now
     assert parallel.unimported_sdks(("aws-microvm", "kubernetes")) == set()
-    monkeypatch.delitem(sys.modules, "pulumi_cloudflare", raising=False)
+    monkeypatch.delitem(sys.modules, "pulumi_gcp", raising=False)
     monkeypatch.delitem(sys.modules, "pulumi_azure_native", raising=False)
+    # cloudflare imports no SDK (its component registers the kit's WranglerScript only).
     assert parallel.unimported_sdks(("aws-microvm", "cloudflare", "azure-sessions")) == {
-        "pulumi_cloudflare",
+        "pulumi_azure_native"
+    }
+    assert parallel.unimported_sdks(("gcp-cloudrun", "azure-sessions")) == {
+        "pulumi_gcp",
         "pulumi_azure_native",
     }
 

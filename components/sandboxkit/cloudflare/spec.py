@@ -514,9 +514,10 @@ class CloudflareTarget(TargetSpec[CloudflareSettings, WorkerSandboxArgs]):
     """The ``cloudflare`` target."""
 
     name: ClassVar[str] = "cloudflare"
-    # What the kit imports of pulumi_cloudflare (its resource modules, ``sdk_parts``), not the
-    # whole package: 0.41 of its 0.85 s.
-    sdks: ClassVar[Mapping[str, float]] = {"pulumi_cloudflare": 0.35}
+    # None: the component registers the kit's own WranglerScript (wrangler uploads the Worker
+    # and owns workers.dev), so a render imports nothing of pulumi_cloudflare.
+    sdks: ClassVar[Mapping[str, float]] = {}
+    program_sdks: ClassVar[tuple[str, ...]] = ("pulumi_cloudflare",)
     accepts: ClassVar[EgressAcceptance | None] = EgressAcceptance(
         open=False, ipv4=False, ipv6=False, ports=(80, 443)
     )

@@ -480,11 +480,12 @@ def _check_name_matching(settings: CloudRunSettings, names: Sequence[str]) -> No
                 key,
                 MISSING,
                 "resolved-address, to accept that Cloud NGFW FQDN objects admit "
-                f"{', '.join(names)} by the addresses they resolve to: plain TCP naming no host and every other "
-                "site on those addresses pass too, where the egress contract admits TLS by SNI "
-                "and HTTP by Host only (https://cloud.google.com/firewall/docs/fqdn-objects-"
-                "overview; SBX-NET-006, mandatory in prod). Or list IPv4 addresses instead of "
-                "names, or run these sandboxes on kubernetes or gcp-gke with fqdnPolicy: cilium, "
+                f"{', '.join(names)} by the addresses they resolve to: plain TCP naming no "
+                "host and every other site on those addresses pass too, where the egress "
+                "contract admits TLS by SNI and HTTP by Host only "
+                "(https://cloud.google.com/firewall/docs/fqdn-objects-overview; SBX-NET-006, "
+                "mandatory in prod). Or list IPv4 addresses instead of names, or run these "
+                "sandboxes on kubernetes or gcp-gke with fqdnPolicy: cilium, "
                 "which match TLS server names and HTTP hosts",
             )
         )
