@@ -76,6 +76,11 @@ def test_the_component_records_the_gateway_policy(engine):
             "sandboxkit-environment": "prod",
             "sandboxkit-target": "local",
         },
+        "environment": {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/workspace",
+            "LANG": "C.UTF-8",
+        },
         "policyFile": "~/.local/state/sandboxkit/test/local-egress-policy.json",
     }
 

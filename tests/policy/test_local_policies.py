@@ -64,3 +64,24 @@ def test_the_pack_judges_the_local_limits_and_retention():
         "Local audit log p keeps logs 7 days, fewer than 30; raise "
         "sandboxkit:profile.audit.logRetentionDays."
     ]
+
+
+def test_a_credential_in_the_local_environment_is_reported():
+    # newcomer F13: the rendered policy held no environment, so SBX-SEC-001/002 never saw it.
+    policy = {
+        **_policy(),
+        "environment": {
+            "PATH": "/usr/bin",
+            "GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "FOO": "AKIAIOSFODNN7EXAMPLE",
+        },
+    }
+    assert resource_reports("sbx-sec-001", EGRESS_GATEWAY_POLICY, policy, "p") == [
+        "Local sandbox policy p sets GITHUB_TOKEN inline, where anyone who can read the "
+        "configuration reads the secret; move it to a secret store and pass a reference."
+    ]
+    reports = resource_reports("sbx-sec-002", EGRESS_GATEWAY_POLICY, policy, "p")
+    assert len(reports) == 2 and all("environment." in r for r in reports)
+    clean = {**_policy(), "environment": {"PATH": "/usr/bin", "LOG_LEVEL": "debug"}}
+    for rule in ("sbx-sec-001", "sbx-sec-002"):
+        assert resource_reports(rule, EGRESS_GATEWAY_POLICY, clean, "p") == []

@@ -45,6 +45,8 @@ def policy_inputs(plan: LocalPlan) -> dict[str, Any]:
         },
         "auditLog": plan["audit_log"],
         "retentionDays": plan["retention_days"],
+        # What the command's environment holds, judged by SBX-SEC-001/002 as every target's is.
+        "environment": dict(plan["environment"]),
         "labels": dict(plan["labels"]),
     }
 

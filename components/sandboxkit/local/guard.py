@@ -1,5 +1,6 @@
 """The ``local`` target's policy handlers (``sandboxkit.guard``): its gateway policy's egress
-mode, entries and ports, limits and audit retention, judged as every target's are. Its egress
+mode, entries and ports, limits, audit retention and the command's environment (SBX-SEC-001),
+judged as every target's are. Its egress
 is also compared with the contract by SBX-NET-008 through ``local/egress_reader.py``."""
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from sandboxkit.egress_contract import parse_rule
 from sandboxkit.guard import CheckContext, Handler, dig, items
 from sandboxkit.guard_checks import (
     entries_problems,
+    inline_secrets,
+    mapped_variables,
     ports_problem,
     retention_problems,
     size_problems,
@@ -20,6 +23,7 @@ from sandboxkit.local.type_tokens import EGRESS_GATEWAY_POLICY
 from sandboxkit.policy_rules import (
     ALLOWLIST_SPECIFIC,
     EGRESS_CLOSED,
+    PLAINTEXT_ENV,
     RETENTION,
     SIZE_LIMITS,
     TIME_LIMITS,
@@ -77,6 +81,11 @@ def _retention(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
     )
 
 
+def _environment(props: Mapping[str, Any], ctx: CheckContext) -> Iterator[str]:
+    variables = mapped_variables(props.get("environment"))
+    yield from inline_secrets(_KIND, ctx.name, variables, ctx)
+
+
 HANDLERS = (
     Handler(
         EGRESS_CLOSED,
@@ -100,4 +109,10 @@ HANDLERS = (
         "the local sandbox policy: execTimeoutSeconds (a sandbox lives for one command)",
     ),
     Handler(RETENTION, (EGRESS_GATEWAY_POLICY,), _retention, "the local audit log: retentionDays"),
+    Handler(
+        PLAINTEXT_ENV,
+        (EGRESS_GATEWAY_POLICY,),
+        _environment,
+        "the local sandbox policy: the command's environment variables",
+    ),
 )
