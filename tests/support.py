@@ -303,7 +303,38 @@ class RecordedRequest:
     body: bytes
 
 
-class LoopbackHTTP:
+class LoopbackServer:
+    """An HTTP server on ``127.0.0.1`` (a free port, ``port``) serving the request handler
+    class ``_handler()`` returns from a daemon thread until ``close()`` (or the end of a
+    ``with`` block) shuts it down and frees the port. Subclasses set what their handler reads
+    before calling ``__init__``."""
+
+    def __init__(self) -> None:
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class LoopbackHTTP(LoopbackServer):
     """A loopback HTTP stand-in for a service the code under test calls (a control plane).
 
     Routes map ``(method, path)`` (the raw request path, query included) to a queue of
@@ -324,9 +355,8 @@ class LoopbackHTTP:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self.routes: dict[tuple[str, str], list[tuple[int, dict[str, str], bytes]]] = {}
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def answer(
         self,
@@ -343,22 +373,6 @@ class LoopbackHTTP:
     def calls(self) -> list[tuple[str, str]]:
         """``(method, path)`` of every request so far, in arrival order."""
         return [(r.method, r.path) for r in self.requests]
-
-    def close(self) -> None:
-        """Stop serving and free the port."""
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _respond(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
         self.requests.append(request)

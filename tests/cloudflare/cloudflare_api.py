@@ -26,8 +26,9 @@ import uuid
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
+
+from support import LoopbackServer
 
 ACCOUNT = "0" * 32
 MIGRATION_PRECONDITION = 10079
@@ -61,7 +62,7 @@ class Upload:
     refused: int | None
 
 
-class CloudflareAPI:
+class CloudflareAPI(LoopbackServer):
     """The fake API on ``127.0.0.1``; ``base_url`` is what ``CLOUDFLARE_API_BASE_URL`` takes.
 
     Attributes:
@@ -85,25 +86,8 @@ class CloudflareAPI:
         self.zone_routes: dict[str, list[dict[str, Any]]] = {}
         self.refused: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/client/v4"
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-
-    def close(self) -> None:
-        """Stop serving and free the port."""
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+        super().__init__()
+        self.base_url = f"http://127.0.0.1:{self.port}/client/v4"
 
     # --- answers ----------------------------------------------------------------------------
 
