@@ -473,11 +473,12 @@ def _finding(
 
 
 def _suppression(result: dict[str, Any]) -> str | None:
-    """The comment of the inline suppression checkov honoured for a skipped ``result``."""
+    """The comment of the inline suppression checkov honoured for a skipped ``result``
+    (checkov 3.3.30 reports it as ``check_result.suppress_comment``)."""
     check = result.get("check_result") or {}
     if check.get("result") != "SKIPPED":
         return None
-    return str(check.get("suppress_comment") or result.get("suppress_comment") or "no comment")
+    return str(check.get("suppress_comment") or "no comment")
 
 
 def _apply_baseline(finding: CheckovFinding, baseline: Sequence[Accepted]) -> CheckovFinding:
